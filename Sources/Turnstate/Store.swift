@@ -1,0 +1,218 @@
+/// A predictable state container: one state, changed only by dispatching
+/// actions through middleware to a pure reducer, with listeners told of
+/// every change.
+///
+/// The rules it keeps (each one tested):
+/// 1. `subscribe` does not call the listener at once unless asked to
+///    (`receiveCurrent: true`); each dispatch calls every listener once, in
+///    the order they subscribed, on the dispatching thread.
+/// 2. The listener list is fixed when notification starts: a listener removed
+///    during a dispatch is still called by that dispatch, and one added during
+///    it is first called by the next. A dispatch made from inside a listener
+///    runs at once, with the newest list; the outer dispatch then finishes
+///    with its own, handing each remaining listener the newest state.
+/// 3. Unsubscribing is idempotent and removes only its own subscription.
+/// 4. A reducer may not dispatch, read the store, subscribe or unsubscribe:
+///    such a call throws ``StoreError/Code/reentrantCall`` and has no effect.
+///    Nothing deadlocks.
+/// 5. Any thread may dispatch. Dispatches are serialized by a recursive lock
+///    held for the whole dispatch (middleware, reducer, listeners), so no
+///    update is lost and a listener or middleware may dispatch again.
+/// 6. The store holds its listeners and middleware; they hold it only weakly
+///    (``MiddlewareStore``, ``Unsubscribe``), so releasing the store frees them.
+/// 7. Subscribing and unsubscribing cost O(1).
+///
+/// Do not block inside a listener or middleware waiting for another thread
+/// that dispatches to the same store: that thread waits for the lock you hold.
+public final class Store<State: Sendable>: @unchecked Sendable {
+    // Everything below is guarded by `lock`.
+    private let lock = RecursiveLock()
+    /// The state; `nil` only while a reducer runs (it holds the only
+    /// reference then, so it can change the state in place).
+    private var storage: State?
+    private let reduce: @Sendable (inout State, any Action) throws(StoreError) -> Void
+    private var middleware: [any Middleware<State>] = []
+    /// The head of the middleware chain, rebuilt when middleware is added;
+    /// `nil` when there is none.
+    private var chain: Next?
+    private var subscribers = SubscriberList<State>()
+    private var lastToken: UInt64 = 0
+    private var reentrancyViolation: StoreError?
+
+    /// Creates a store.
+    /// - Parameters:
+    ///   - initialState: the state before any action.
+    ///   - reducer: computes each next state; see ``Reducer``.
+    ///   - middleware: runs around every dispatch, the first listed first.
+    public convenience init(
+        initialState: State,
+        reducer: Reducer<State>,
+        middleware: [any Middleware<State>] = []
+    ) {
+        let body = reducer.body
+        self.init(initialState: initialState, failableReducer: { state, action in body(&state, action) },
+                  middleware: middleware)
+    }
+
+    /// Creates a store whose reducer may fail. A reducer that throws must
+    /// leave the state exactly as it was; the dispatch then reports its error
+    /// and nothing is notified. (For the C face, whose reducers are foreign.)
+    package init(
+        initialState: State,
+        failableReducer: @escaping @Sendable (inout State, any Action) throws(StoreError) -> Void,
+        middleware: [any Middleware<State>] = []
+    ) {
+        storage = initialState
+        reduce = failableReducer
+        self.middleware = middleware
+        rebuildChain()
+    }
+
+    // MARK: Reading
+
+    /// The current state.
+    ///
+    /// Throws ``StoreError/Code/reentrantCall`` when called from inside a reducer.
+    public func getState() throws(StoreError) -> State {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let state = storage else { throw violation("getState()") }
+        return state
+    }
+
+    // MARK: Dispatching
+
+    /// Sends `action` through the middleware (first added, first run) to the
+    /// reducer, then calls every listener.
+    ///
+    /// Throws what a middleware threw (for instance ``StoreError/Code/rejected``),
+    /// ``StoreError/Code/reducerFailed`` if the reducer failed (the state is then
+    /// unchanged), or ``StoreError/Code/reentrantCall`` when called from inside
+    /// a reducer.
+    public func dispatch(_ action: any Action) throws(StoreError) {
+        lock.lock()
+        defer { lock.unlock() }
+        if storage == nil { throw violation("dispatch(\(type(of: action)))") }
+        if let chain {
+            try chain(action)
+        } else {
+            try reduceAndNotifyLocked(action)
+        }
+    }
+
+    private func reduceAndNotify(_ action: any Action) throws(StoreError) {
+        lock.lock()
+        defer { lock.unlock() }
+        try reduceAndNotifyLocked(action)
+    }
+
+    private func reduceAndNotifyLocked(_ action: any Action) throws(StoreError) {
+        guard var state = storage.take() else { throw violation("dispatch(\(type(of: action)))") }
+        do {
+            try reduce(&state, action)
+        } catch {
+            storage = state
+            reentrancyViolation = nil
+            throw error
+        }
+        storage = state
+        reentrancyViolation = nil
+        notify()
+    }
+
+    private func notify() {
+        let snapshot = subscribers.entries
+        for case let entry? in snapshot {
+            // Each listener gets the newest state: a listener before it may
+            // have dispatched again.
+            guard let state = storage else { return }
+            entry.deliver(state)
+        }
+    }
+
+    /// Records and returns the error for a call made from inside a reducer.
+    private func violation(_ call: String) -> StoreError {
+        let error = StoreError(.reentrantCall, "\(call) was called from inside a reducer; reducers must be pure: no dispatch, getState, subscribe or unsubscribe")
+        reentrancyViolation = error
+        return error
+    }
+
+    /// For failable reducers (the C face): the error of a call that the
+    /// running reducer made into the store, if any, so that the reducer can
+    /// fail the whole dispatch. Only meaningful from inside `reduce`.
+    package var reentrancyViolationDuringReduce: StoreError? { reentrancyViolation }
+
+    // MARK: Middleware
+
+    /// Appends `middleware` to the end of the chain. Dispatches already under
+    /// way finish with the chain they started with.
+    public func addMiddleware(_ middleware: some Middleware<State>) throws(StoreError) {
+        try lock.withLock { () throws(StoreError) in
+            if storage == nil { throw violation("addMiddleware") }
+            self.middleware.append(middleware)
+            rebuildChain()
+        }
+    }
+
+    private func rebuildChain() {
+        guard !middleware.isEmpty else {
+            chain = nil
+            return
+        }
+        var next = Next { [weak self] action throws(StoreError) in
+            guard let self else { throw StoreError(.storeReleased, "the store was released") }
+            try self.reduceAndNotify(action)
+        }
+        let api = MiddlewareStore(self)
+        for m in middleware.reversed() {
+            let rest = next
+            next = Next { action throws(StoreError) in try m.run(store: api, next: rest, action: action) }
+        }
+        chain = next
+    }
+
+    // MARK: Subscribing
+
+    /// Calls `listener` with the state after every dispatch that reaches the
+    /// reducer.
+    /// - Parameters:
+    ///   - receiveCurrent: also call `listener` at once with the current state.
+    ///   - listener: runs on the dispatching thread.
+    /// - Returns: the function that ends the subscription.
+    @discardableResult
+    public func subscribe(
+        receiveCurrent: Bool = false,
+        _ listener: @escaping @Sendable (State) -> Void
+    ) throws(StoreError) -> Unsubscribe {
+        try lock.withLock { () throws(StoreError) -> Unsubscribe in
+            guard let state = storage else { throw violation("subscribe") }
+            lastToken += 1
+            let token = lastToken
+            subscribers.append(token: token, listener)
+            if receiveCurrent { listener(state) }
+            return Unsubscribe(token: token) { [weak self] token throws(StoreError) in
+                try self?.unsubscribe(token: token)
+            }
+        }
+    }
+
+    /// Ends the subscription with `token`; does nothing if there is none.
+    package func unsubscribe(token: UInt64) throws(StoreError) {
+        try lock.withLock { () throws(StoreError) in
+            if storage == nil { throw violation("unsubscribe") }
+            subscribers.remove(token: token)
+        }
+    }
+
+    /// The number of live subscriptions.
+    public var subscriberCount: Int { lock.withLock { subscribers.count } }
+
+    /// Runs `body` with the store's lock held, as one step that no dispatch
+    /// interleaves with. For the faces built on this store.
+    package func exclusively<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
+        try lock.withLock { () throws(StoreError) -> R in
+            if storage == nil { throw violation("a store operation") }
+            return try body()
+        }
+    }
+}

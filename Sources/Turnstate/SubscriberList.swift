@@ -1,0 +1,46 @@
+/// The store's listeners, in the order they subscribed.
+///
+/// Subscribe appends; unsubscribe leaves a hole that is found through a
+/// token-to-index table, and holes are compacted away once they outnumber the
+/// live entries. Both are O(1) (amortized), so thousands of subscribers can
+/// come and go in linear time. A dispatch iterates over `entries` as it was
+/// when notification began (a copy-on-write snapshot), so changes made by a
+/// listener take effect from the next dispatch on.
+struct SubscriberList<State> {
+    struct Entry {
+        let token: UInt64
+        let deliver: @Sendable (State) -> Void
+    }
+
+    private(set) var entries: ContiguousArray<Entry?> = []
+    private var indexOfToken: [UInt64: Int] = [:]
+    private var holes = 0
+
+    var count: Int { indexOfToken.count }
+
+    mutating func append(token: UInt64, _ deliver: @escaping @Sendable (State) -> Void) {
+        indexOfToken[token] = entries.count
+        entries.append(Entry(token: token, deliver: deliver))
+    }
+
+    /// Removes the entry for `token`; returns false if there was none.
+    @discardableResult
+    mutating func remove(token: UInt64) -> Bool {
+        guard let index = indexOfToken.removeValue(forKey: token) else { return false }
+        entries[index] = nil
+        holes += 1
+        if holes > 32 && holes > indexOfToken.count { compact() }
+        return true
+    }
+
+    private mutating func compact() {
+        var live = ContiguousArray<Entry?>()
+        live.reserveCapacity(indexOfToken.count)
+        for case let entry? in entries {
+            indexOfToken[entry.token] = live.count
+            live.append(entry)
+        }
+        entries = live
+        holes = 0
+    }
+}
