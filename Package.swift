@@ -1,16 +1,34 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+// Linker options for the shipped libturnstate.so (SONAME, version script,
+// rpath) are passed by the Makefile, not here: unsafeFlags would stop other
+// packages from depending on this one by version.
 let package = Package(
     name: "turnstate",
     products: [
         /// The typed Swift store: `import Turnstate`.
         .library(name: "Turnstate", targets: ["Turnstate"]),
+        /// The C API compiled into a Swift program: `import CTurnstate` and call `ts_*`.
+        .library(name: "TurnstateC", targets: ["TurnstateC", "CTurnstate"]),
+        /// libturnstate.so: the C API for C and every language with a C FFI.
+        .library(name: "turnstate", type: .dynamic, targets: ["TurnstateC"]),
     ],
     targets: [
+        // The core: the typed store and its semantics.
         .target(name: "Turnstate"),
+        // The public C header (Include/, through a symlink).
+        .target(name: "CTurnstate"),
+        // A thin C API over simdjson, the JSON parser of the C face.
+        .target(name: "CTurnstateJSON", linkerSettings: [.linkedLibrary("simdjson")]),
+        // libffi closures and thread-local error text.
+        .target(name: "CTurnstateSupport", linkerSettings: [.linkedLibrary("ffi")]),
+        // The C face: implements Include/turnstate.h over the core store.
+        .target(name: "TurnstateC", dependencies: ["Turnstate", "CTurnstate", "CTurnstateJSON", "CTurnstateSupport"],
+                exclude: ["exports.map"]),
         .executableTarget(name: "turnstate-demo", dependencies: ["Turnstate"], path: "Examples/SwiftDemo"),
         .testTarget(name: "TurnstateTests", dependencies: ["Turnstate"]),
     ],
-    swiftLanguageModes: [.v6]
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
 )

@@ -137,9 +137,9 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         return error
     }
 
-    /// For failable reducers (the C face): the error of a call that the
-    /// running reducer made into the store, if any, so that the reducer can
-    /// fail the whole dispatch. Only meaningful from inside `reduce`.
+    /// For failable reducers and `mutateState` bodies (the C face): the error
+    /// of a call that the running reducer made into the store, if any, so that
+    /// it can fail the whole step. Only meaningful from inside them.
     package var reentrancyViolationDuringReduce: StoreError? { reentrancyViolation }
 
     // MARK: Middleware
@@ -206,6 +206,26 @@ public final class Store<State: Sendable>: @unchecked Sendable {
 
     /// The number of live subscriptions.
     public var subscriberCount: Int { lock.withLock { subscribers.count } }
+
+    /// Changes the state outside of any dispatch, as one step: for set-up and
+    /// restore operations of the faces built on this store (adding a reducer
+    /// whose slice is missing, restoring a snapshot). If `body` throws, it must
+    /// leave the state as it was; nothing is notified then. Otherwise the
+    /// listeners are called when `notify` is true.
+    package func mutateState(notify: Bool, _ body: (inout State) throws(StoreError) -> Void) throws(StoreError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard var state = storage.take() else { throw violation("a state change") }
+        defer { reentrancyViolation = nil }
+        do {
+            try body(&state)
+        } catch {
+            storage = state
+            throw error
+        }
+        storage = state
+        if notify { self.notify() }
+    }
 
     /// Runs `body` with the store's lock held, as one step that no dispatch
     /// interleaves with. For the faces built on this store.

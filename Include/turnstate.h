@@ -1,0 +1,240 @@
+/*
+ * turnstate.h - the C API of Turnstate, a predictable state container.
+ *
+ * One store holds one state: a JSON object. The state changes only when an
+ * action is dispatched: a tagged JSON object {"type": "todos/add",
+ * "payload": {...}}. Middleware runs around every dispatch; reducers, each
+ * owning one top-level key of the state, compute the next state; listeners
+ * are told of changes. The same store is the typed Swift `Store` underneath,
+ * so every rule of the Swift API holds here too.
+ *
+ * Conventions that hold for every function below:
+ * - Functions that can fail return a ts_status: TS_OK (0) or a negative
+ *   TS_E_* code. On failure ts_last_error() describes the fault and no
+ *   output parameter has been written, and nothing has changed.
+ * - Strings are NUL-terminated UTF-8. Text that the library returns through
+ *   a `char **` parameter is new memory that the caller owns and frees with
+ *   ts_free(). Pointers passed to callbacks are valid only during the call.
+ * - Any thread may call any function. Calls on one store are serialized:
+ *   a dispatch holds the store for its whole length (middleware, reducers,
+ *   listeners); a callback may call back into the same store on the same
+ *   thread, except from a reducer (see ts_reducer_fn). Do not block inside
+ *   a callback waiting for another thread that uses the same store.
+ * - JSON is parsed fully and strictly (RFC 8259): invalid UTF-8, trailing
+ *   characters and nesting deeper than TS_MAX_DEPTH are refused with
+ *   TS_E_JSON. Integers up to 64 bits (signed or unsigned) survive exactly.
+ *   Text that the library returns is minified (no insignificant white space).
+ *
+ * This header is C99 and has no compiler-specific extensions.
+ */
+#ifndef TURNSTATE_H
+#define TURNSTATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Versions ----------------------------------------------------------- */
+
+#define TS_VERSION_MAJOR 0
+#define TS_VERSION_MINOR 1
+#define TS_VERSION_PATCH 0
+
+/* The version of the library that is loaded, as MAJOR * 10000 + MINOR * 100
+ * + PATCH. Compare with the TS_VERSION_* macros you compiled against. */
+int ts_version_number(void);
+
+/* The version of the loaded library as "MAJOR.MINOR.PATCH". Static text:
+ * do not free. */
+const char *ts_version_string(void);
+
+/* ---- Status codes and errors -------------------------------------------- */
+
+typedef int32_t ts_status;
+
+#define TS_OK                 0   /* success */
+#define TS_E_ARGUMENT       (-1)  /* a NULL or malformed argument */
+#define TS_E_JSON           (-2)  /* invalid JSON: syntax, bad UTF-8, nesting too deep */
+#define TS_E_NOT_ACTION     (-3)  /* valid JSON that is not a tagged action */
+#define TS_E_REDUCER        (-4)  /* a reducer failed or returned invalid JSON */
+#define TS_E_REENTRANT      (-5)  /* a reducer called back into its store */
+#define TS_E_PLUGIN         (-6)  /* a plugin could not be loaded or failed */
+#define TS_E_IO             (-7)  /* reading or writing a file failed */
+#define TS_E_NOMEM          (-8)  /* out of memory */
+#define TS_E_NOT_FOUND      (-9)  /* no value at a JSON Pointer, no such file */
+#define TS_E_REJECTED      (-10)  /* a middleware refused the action */
+#define TS_E_STORE_GONE    (-11)  /* the store was destroyed (a callback table outlived it) */
+#define TS_E_ABI           (-12)  /* a plugin built for an ABI this library does not speak */
+#define TS_E_UNKNOWN_ACTION (-13) /* a Swift store met an action type it cannot decode */
+
+/* The deepest nesting of arrays and objects that JSON text may have. */
+#define TS_MAX_DEPTH 256
+
+/* The name of a status ("TS_OK", "TS_E_JSON", ...), or "TS_E_UNKNOWN" for a
+ * value that is none of the above. Static text: do not free. */
+const char *ts_status_name(ts_status status);
+
+/* The message of the last failure on the calling thread, precise enough to
+ * act on (which byte, which key, which file), or "" if there was none.
+ * Success does not clear it. The text is owned by the library and stays
+ * valid until the next failing call on the same thread: do not free it. */
+const char *ts_last_error(void);
+
+/* Frees memory that the library returned (state text from
+ * ts_store_get_state, ...). NULL-safe. */
+void ts_free(void *pointer);
+
+/* ---- Stores ------------------------------------------------------------- */
+
+typedef struct ts_store ts_store;
+
+/* Creates a store whose state is `initial_state_json`, a JSON object (NULL
+ * means {}). On success *out is the new store, which the caller destroys with
+ * ts_store_destroy().
+ * Errors: TS_E_ARGUMENT (out is NULL), TS_E_JSON (invalid JSON, or not an
+ * object, or a key that appears twice), TS_E_NOMEM. */
+ts_status ts_store_create(const char *initial_state_json, ts_store **out);
+
+/* Destroys a store: its listeners and middleware are dropped and the plugins
+ * it loaded are told to clean up. NULL-safe. Called from inside one of the
+ * store's own callbacks, it takes effect when the outermost call into the
+ * store returns. No other thread may be using the store at the time. */
+void ts_store_destroy(ts_store *store);
+
+/* ---- Actions ------------------------------------------------------------ */
+
+/* The parsed view of an action that reducers and middleware receive. The
+ * action is parsed once per dispatch; these pointers are valid only during
+ * the callback.
+ *   type:    the value of "type", unescaped ("todos/add").
+ *   payload: the JSON text of "payload" (minified), or NULL if the action
+ *            has none ("payload": null gives the text "null").
+ *   json:    the whole action as it was dispatched. */
+typedef struct ts_action {
+    const char *type;
+    const char *payload;
+    const char *json;
+} ts_action;
+
+/* ---- Reducers ----------------------------------------------------------- */
+
+/* A reducer owns one top-level key of the state (Redux's keyed
+ * combineReducers). It is called for every action that reaches the reducers,
+ * with the JSON text of its slice, and returns either NULL ("unchanged") or
+ * the new slice as JSON text allocated with malloc(), which the store takes
+ * over and frees.
+ *
+ * A reducer must be pure: it may not dispatch, read the state, subscribe or
+ * unsubscribe. Such a call returns TS_E_REENTRANT and the whole dispatch then
+ * fails with TS_E_REENTRANT, leaving the state as it was. If a reducer returns
+ * text that is not valid JSON, the dispatch fails with TS_E_REDUCER and the
+ * state is exactly as it was before it: no reducer's result is applied. */
+typedef char *(*ts_reducer_fn)(const char *slice_json, const ts_action *action, void *ctx);
+
+/* Adds the reducer that owns the top-level key `key`. Reducers run in the
+ * order they were added. If the state has no `key` yet, the reducer is called
+ * at once with slice_json NULL and the action {"type": "@@turnstate/init"} and
+ * must return the slice's first value (listeners are not called for that).
+ * Errors: TS_E_ARGUMENT (NULL store, key or fn; key already has a reducer;
+ * key not valid UTF-8), TS_E_REDUCER (the init call returned NULL or invalid
+ * JSON; nothing is added), TS_E_REENTRANT (called from inside a reducer). */
+ts_status ts_store_add_reducer(ts_store *store, const char *key, ts_reducer_fn fn, void *ctx);
+
+/* ---- Dispatching -------------------------------------------------------- */
+
+/* Dispatches `action_json`, a tagged action {"type": "<non-empty string>",
+ * "payload": <any JSON, optional>, ...other keys allowed}, through the
+ * middleware to the reducers, then calls the listeners.
+ * Atomic: if the action is invalid, a middleware refuses it, or any reducer
+ * fails, the state is exactly what it was and no listener is called.
+ * Errors: TS_E_ARGUMENT (NULL store or action), TS_E_JSON, TS_E_NOT_ACTION,
+ * TS_E_REDUCER, TS_E_REENTRANT (called from inside a reducer), or whatever
+ * status a middleware returned (TS_E_REJECTED by convention). An action that a
+ * middleware swallowed (did not pass on) returns TS_OK. */
+ts_status ts_store_dispatch(ts_store *store, const char *action_json);
+
+/* Reads the state: the whole state when json_pointer is NULL or "", else the
+ * value at that RFC 6901 JSON Pointer ("/todos/0/title"). On success
+ * *out_json is new minified JSON text that the caller frees with ts_free().
+ * Reading one small value costs the same however large the rest of the state
+ * is; the whole state is rebuilt only after it changed.
+ * Errors: TS_E_ARGUMENT (NULL store or out_json, malformed pointer),
+ * TS_E_NOT_FOUND (no value there; the message names the missing token),
+ * TS_E_REENTRANT (called from inside a reducer). */
+ts_status ts_store_get_state(ts_store *store, const char *json_pointer, char **out_json);
+
+/* ---- Listeners ---------------------------------------------------------- */
+
+/* A listener; read the state with ts_store_get_state() if you need it. It
+ * runs on the dispatching thread. It may dispatch (the nested dispatch runs
+ * at once), subscribe and unsubscribe. */
+typedef void (*ts_listener_fn)(ts_store *store, void *ctx);
+
+/* Subscribes `fn`. With json_pointer NULL it runs after every dispatch that
+ * reached the reducers; with a pointer ("" is the whole state), only when the
+ * value there changed since the last time this listener was called (or since
+ * it subscribed); a value that appears or disappears counts as a change.
+ * Listeners run in the order they subscribed; the list is fixed when a
+ * dispatch starts its notifications: one added during a dispatch is first
+ * called by the next one, one removed during a dispatch is still called by
+ * it. *out_token identifies the subscription; tokens are never reused.
+ * Errors: TS_E_ARGUMENT (NULL store, fn or out_token; malformed pointer),
+ * TS_E_REENTRANT (called from inside a reducer). */
+ts_status ts_store_subscribe(ts_store *store, const char *json_pointer, ts_listener_fn fn, void *ctx,
+                             uint64_t *out_token);
+
+/* Ends the subscription `token`. Idempotent: an unknown or already ended
+ * token is not an error. Errors: TS_E_ARGUMENT (NULL store), TS_E_REENTRANT. */
+ts_status ts_store_unsubscribe(ts_store *store, uint64_t token);
+
+/* ---- Middleware --------------------------------------------------------- */
+
+/* Passes an action on to the rest of the chain (and at its end to the
+ * reducers). Pass the action you received (action->json) or new tagged JSON
+ * text to change it; passing action->json itself costs no new parse. Call it
+ * at most once per action; not calling it swallows the action. Returns the
+ * status of the rest of the dispatch. */
+typedef ts_status (*ts_next_fn)(const char *action_json);
+
+/* The store as middleware sees it: plain C functions bound to one store.
+ * Check struct_size before using a field that a later version added. */
+typedef struct ts_store_api {
+    /* sizeof(ts_store_api) of the library that made the table. */
+    uint32_t struct_size;
+    /* Dispatches from the top of the middleware chain; as ts_store_dispatch. */
+    ts_status (*dispatch)(const char *action_json);
+    /* Reads the state; as ts_store_get_state. Free *out_json with `free` below. */
+    ts_status (*get_state)(const char *json_pointer, char **out_json);
+    /* Frees memory that get_state returned; as ts_free. */
+    void (*free)(void *pointer);
+    /* Records `message` as the reason for refusing the current action and
+     * returns `status`, so that a middleware can write
+     *     return store->fail(TS_E_REJECTED, "\"title\" is required");
+     * The dispatcher then reads the message in ts_last_error(). */
+    ts_status (*fail)(ts_status status, const char *message);
+} ts_store_api;
+
+/* A middleware: the shape of Swift's run(store:next:action:). Return TS_OK to
+ * accept (whether or not you called next: return next's status to report the
+ * rest of the dispatch), or a negative status (TS_E_REJECTED by convention)
+ * to refuse the action; that status is what the dispatcher gets. The table,
+ * `next` and the action are valid only during the call, except that `store`
+ * and its functions stay valid until the store is destroyed, so a middleware
+ * may keep them to dispatch later from another thread (stop doing so before
+ * the store is destroyed: the functions are freed with it). */
+typedef ts_status (*ts_middleware_fn)(const ts_store_api *store, ts_next_fn next, const ts_action *action,
+                                      void *ctx);
+
+/* Appends a middleware to the end of the chain: the first added runs first.
+ * `name` (for messages) is copied. Errors: TS_E_ARGUMENT (NULL store, name or
+ * fn), TS_E_NOMEM (no executable memory for its closures), TS_E_REENTRANT. */
+ts_status ts_store_add_middleware(ts_store *store, const char *name, ts_middleware_fn fn, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TURNSTATE_H */

@@ -1,0 +1,173 @@
+/*
+ * turnstate_json.h - a thin C API over simdjson for the Turnstate store.
+ *
+ * Plain C99. The implementation (turnstate_json.cpp) is C++17 and never lets
+ * a C++ exception escape; it never aborts on any input.
+ *
+ * General rules
+ * -------------
+ * - Validation is full and strict (RFC 8259): any JSON value at top level,
+ *   invalid UTF-8 anywhere in the input, unescaped control characters in
+ *   strings, bad escapes, trailing characters after the value and nesting
+ *   deeper than TSJ_MAX_DEPTH are all rejected. Escaped lone surrogates
+ *   ("\ud800" without a following "\udc00".."\udfff", or a lone "\udc00")
+ *   are rejected with TSJ_ERR_UTF8, since they denote no Unicode text.
+ * - When a document has several faults, the error reports invalid UTF-8
+ *   first (the whole input is checked for it up front), otherwise the first
+ *   fault in document order.
+ * - Text output ("minified text") is the input text with insignificant
+ *   whitespace removed, nothing else: numbers keep their exact digits
+ *   (18446744073709551615, -9223372036854775808, 1.0, 1e2, -0, 1E+2 and
+ *   123456789012345678901234567890 all come back verbatim) and strings keep
+ *   their original escapes ("\u0041" stays "\u0041", "\/" stays "\/").
+ *   Numbers of any size and precision are accepted.
+ * - Every tsj_error * parameter may be NULL. On success err->code is TSJ_OK,
+ *   err->offset -1 and err->message "". On failure err->message is a single
+ *   English line; err->offset is the byte offset of the fault in the input
+ *   (for tsj_doc_at_pointer: in the pointer), or -1 when there is none.
+ * - Inputs are (pointer, length) pairs; they need no NUL terminator and no
+ *   padding, and are never read past their length. A NULL pointer is allowed
+ *   only with length 0.
+ * - All malloc'ed results are released with free().
+ * - All functions are thread-safe. Each thread keeps a reusable simdjson
+ *   parser and scratch buffers (inputs larger than 256 KiB use a temporary
+ *   parser instead, so that threads do not hold on to big buffers).
+ * - Inputs larger than 4 GiB - 1 bytes fail with TSJ_ERR_TOO_LARGE.
+ */
+#ifndef TURNSTATE_JSON_H
+#define TURNSTATE_JSON_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Documents nested deeper than this are rejected with TSJ_ERR_DEPTH.
+ * Depth counts containers: "[[1]]" and "[[]]" have depth 2, "1" has depth 0;
+ * a document with exactly TSJ_MAX_DEPTH nested arrays/objects is accepted. */
+#define TSJ_MAX_DEPTH 256
+
+typedef enum tsj_code {
+  TSJ_OK = 0,
+  TSJ_ERR_SYNTAX = 1,        /* not JSON (includes empty input) */
+  TSJ_ERR_UTF8 = 2,          /* invalid UTF-8, or an escaped lone surrogate */
+  TSJ_ERR_DEPTH = 3,         /* nested deeper than TSJ_MAX_DEPTH */
+  TSJ_ERR_NOMEM = 4,         /* out of memory */
+  TSJ_ERR_NOT_ACTION = 5,    /* tsj_parse_action: not a {"type": "...", ...} object */
+  TSJ_ERR_NOT_OBJECT = 6,    /* tsj_for_each_member: top level is not an object */
+  TSJ_ERR_POINTER = 7,       /* malformed JSON Pointer */
+  TSJ_ERR_NOT_FOUND = 8,     /* JSON Pointer names no value */
+  TSJ_ERR_DUPLICATE_KEY = 9, /* a key appears twice where keys must be unique */
+  TSJ_ERR_TOO_LARGE = 10,    /* input of 4 GiB or more */
+  TSJ_ERR_INVALID_ARG = 11   /* NULL where a pointer is required */
+} tsj_code;
+
+typedef struct tsj_error {
+  int code;           /* a tsj_code (or a callback's return value, see tsj_for_each_member) */
+  long long offset;   /* byte offset of the fault in the input, -1 if unknown */
+  char message[256];  /* NUL-terminated, single line */
+} tsj_error;
+
+/* A short constant name for a code, e.g. "TSJ_ERR_SYNTAX"; "TSJ_UNKNOWN" for others. */
+const char *tsj_code_name(int code);
+
+/* Validate `buf[0..len)` fully and strictly and return its minified text,
+ * malloc'ed and NUL-terminated, in *out (length in *out_len; out_len may be
+ * NULL). Returns a tsj_code; on failure *out is NULL and err says why.
+ * Error messages look like "invalid UTF-8 at byte 17",
+ * "trailing characters after the JSON value at byte 12",
+ * "nesting deeper than 256 at byte 256". */
+int tsj_minify(const char *buf, size_t len, char **out, size_t *out_len, tsj_error *err);
+
+/* Parse a tagged action {"type": <string>, "payload": <any>, ...other keys
+ * allowed}. Keys are compared after unescaping ("typ\u0065" is "type").
+ *
+ * One allocation: on success *out_block is a malloc'ed block (free() it) that
+ * holds
+ *   - the unescaped type, NUL-terminated; *out_type points to it and
+ *     *out_type_len is its byte length ("todos\/add" gives "todos/add");
+ *   - the minified payload text, NUL-terminated; *out_payload points to it,
+ *     or is NULL when the action has no "payload" key ("payload": null gives
+ *     the text "null").
+ * out_type_len and out_payload may be NULL if not wanted.
+ *
+ * Errors: not JSON / UTF-8 / depth as tsj_minify; then, in this order,
+ * TSJ_ERR_NOT_ACTION when the top level is not an object ("top level must be
+ * an object, found array"), "type" is missing ("\"type\" is missing"),
+ * present more than once ("\"type\" is present twice"), not a string
+ * ("\"type\" must be a string, found number"), empty ("\"type\" must not be
+ * empty") or contains U+0000 ("\"type\" must not contain \u0000");
+ * TSJ_ERR_DUPLICATE_KEY when "payload" is present more than once.
+ * Duplicates of other keys are not checked. On failure *out_block, *out_type
+ * and *out_payload are NULL and *out_type_len is 0. */
+int tsj_parse_action(const char *buf, size_t len, char **out_block, const char **out_type,
+                     size_t *out_type_len, const char **out_payload, tsj_error *err);
+
+/* Parse a JSON object and call `cb` once per top-level member in document
+ * order with the member's key (unescaped, NUL-terminated, byte length given;
+ * a key may contain NUL bytes from \u0000 escapes) and the minified text of
+ * its value (NUL-terminated, length given). The pointers are valid only
+ * during the callback. The callback may call any tsj_ function (including
+ * tsj_for_each_member) on the same thread.
+ *
+ * The whole document is validated, and keys are checked for duplicates
+ * (compared after unescaping), before the first call: on any error cb is
+ * never called. Top level not an object -> TSJ_ERR_NOT_OBJECT; a key
+ * appearing twice -> TSJ_ERR_DUPLICATE_KEY naming the key
+ * ("duplicate key \"id\" at byte 12", offset of the second occurrence).
+ * If cb returns non-zero, iteration stops and that value is returned (and
+ * stored in err->code, with offset -1). Returns TSJ_OK after the last member. */
+typedef int (*tsj_member_cb)(const char *key, size_t key_len, const char *value, size_t value_len,
+                             void *ctx);
+int tsj_for_each_member(const char *buf, size_t len, tsj_member_cb cb, void *ctx, tsj_error *err);
+
+/* A parsed, immutable document kept for repeated JSON Pointer look-ups. It
+ * holds the minified text plus a structural index (the start of every value,
+ * and a hash table for objects with many members), so a look-up costs
+ * O(pointer length) and does not depend on the document size: array indices
+ * are O(1), members of large objects are hashed, small objects are scanned.
+ * Memory: about the minified size plus 4 bytes per value.
+ * Thread-safe to read concurrently once made; the input buffer is not
+ * referenced after tsj_doc_parse returns. When an object has a duplicate
+ * key, look-ups find the first occurrence. */
+typedef struct tsj_doc tsj_doc;
+
+/* Validate as tsj_minify and build the document. NULL on failure (err says why). */
+tsj_doc *tsj_doc_parse(const char *buf, size_t len, tsj_error *err);
+
+/* Evaluate an RFC 6901 JSON Pointer ("" = whole document, "/a/0/b", with ~0
+ * and ~1 escapes; array indices are decimal without leading zeros; "-" is
+ * never found) and return the minified text of the value, malloc'ed,
+ * NUL-terminated, in *out (length in *out_len; out_len may be NULL).
+ * Bad pointer syntax (not empty and not starting with '/', '~' not followed
+ * by '0' or '1', invalid UTF-8) -> TSJ_ERR_POINTER. No such value ->
+ * TSJ_ERR_NOT_FOUND with a message that names the first token that was not
+ * found and the path up to it, e.g.
+ *   no member "x" in the object at "/a/b"
+ *   index 7 is out of range for the array of 3 elements at "/a"
+ *   "-" (the end of the array) is never found in the array at "/a"
+ *   "01" is not an array index (leading zero) in the array at "/a"
+ *   cannot look up "x" in the number at "/a/0"
+ * err->offset is the offset in the pointer of the '/' that starts the
+ * failing token. */
+int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_len, char **out,
+                       size_t *out_len, tsj_error *err);
+
+/* Minified text of the whole document (NUL-terminated, owned by doc). */
+const char *tsj_doc_text(const tsj_doc *doc, size_t *len);
+
+void tsj_doc_free(tsj_doc *doc); /* NULL-safe */
+
+/* Write `s[0..len)` as a JSON string literal (with quotes) into a malloc'ed
+ * NUL-terminated buffer (*out, length in *out_len; out_len may be NULL).
+ * Escapes '"' and '\\' and all control characters U+0000..U+001F (\b \f \n
+ * \r \t, others as \u00XX); everything else, including '/' and non-ASCII
+ * UTF-8, is copied verbatim. Returns TSJ_ERR_UTF8 if s is not valid UTF-8. */
+int tsj_quote(const char *s, size_t len, char **out, size_t *out_len, tsj_error *err);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TURNSTATE_JSON_H */

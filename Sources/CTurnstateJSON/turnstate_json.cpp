@@ -1,0 +1,1369 @@
+// turnstate_json.cpp - implementation of turnstate_json.h over simdjson (DOM API).
+//
+// Design
+// ------
+// * Validation: every input is copied into a per-thread padded buffer and
+//   fully parsed with simdjson's DOM parser (max depth TSJ_MAX_DEPTH). The DOM
+//   is used for validation only; everything we hand back is cut out of the
+//   original text, so numbers and string escapes survive byte for byte.
+// * Minification: simdjson::minify(const char *, size_t, char *, size_t &) on
+//   the validated raw text (SIMD, non-recursive). simdjson's DOM serializer
+//   (simdjson::minify(element) / to_string) is not used: it reformats doubles
+//   (1e2 -> 100.0, -0 -> 0, 1.5e300 -> 1.5e+300), unescapes strings, and
+//   recurses once per 16 levels of nesting.
+// * Structure: after validation we walk the text with small iterative
+//   scanners (explicit stacks, no recursion anywhere).
+// * Errors: simdjson reports no positions, so on the error path (only) we
+//   re-check the input with a strict iterative RFC 8259 checker that finds the
+//   first fault and its byte offset. simdjson's DOM rejects two kinds of valid
+//   documents: numbers out of its range (integers beyond 64 bits, doubles
+//   beyond +-1.8e308) and documents whose innermost non-empty container sits
+//   exactly at the depth limit (simdjson counts the scalar inside as a level).
+//   When simdjson fails with NUMBER_ERROR or DEPTH_ERROR and the strict checker
+//   finds no fault, the document is accepted (the text-based code below does
+//   not need the DOM).
+// * Per-thread state: a small stack of contexts (parser + buffers) per thread,
+//   so a tsj_for_each_member callback may call back into this library. Inputs
+//   above kLargeInput use a temporary context so threads do not keep large
+//   buffers alive.
+// * No exception escapes: every entry point catches everything (bad_alloc ->
+//   TSJ_ERR_NOMEM).
+
+#include "turnstate_json.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace {
+
+using u8 = unsigned char;
+
+constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
+constexpr size_t kMaxLen = 0xFFFFFFFFu;       // simdjson's SIMDJSON_MAXSIZE_BYTES
+constexpr size_t kLargeInput = 256 * 1024;    // above: temporary context
+constexpr size_t kInitialCapacity = 4096;
+constexpr unsigned kMaxPooled = 4;            // nesting levels served from the per-thread pool
+constexpr uint32_t kHashThreshold = 16;       // objects with this many members get a hash table
+constexpr size_t kShowMax = 64;               // bytes of a key/token/path quoted in messages
+
+// ---------------------------------------------------------------------------
+// Error reporting
+
+void clear_err(tsj_error *e) {
+  if (e) {
+    e->code = TSJ_OK;
+    e->offset = -1;
+    e->message[0] = '\0';
+  }
+}
+
+// Cut a possibly truncated UTF-8 sequence off the end of s.
+void trim_partial_utf8(char *s) {
+  size_t n = std::strlen(s);
+  size_t i = n;
+  while (i > 0 && (u8(s[i - 1]) & 0xC0) == 0x80) i--;
+  if (i == 0) return;
+  u8 lead = u8(s[i - 1]);
+  if (lead < 0x80) return;
+  size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+  if (n - (i - 1) < need) s[i - 1] = '\0';
+}
+
+__attribute__((format(printf, 4, 5))) int set_err(tsj_error *e, int code, long long offset,
+                                                  const char *fmt, ...) {
+  if (e) {
+    e->code = code;
+    e->offset = offset;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = std::vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    if (w < 0) e->message[0] = '\0';
+    else if (size_t(w) >= sizeof e->message) trim_partial_utf8(e->message);
+  }
+  return code;
+}
+
+int nomem(tsj_error *e) { return set_err(e, TSJ_ERR_NOMEM, -1, "out of memory"); }
+
+// Quote s[0..n) for a message: JSON-style escapes, at most kShowMax bytes of
+// s (cut on a UTF-8 boundary, then "...").
+struct Shown {
+  char buf[kShowMax * 6 + 8];
+  Shown(const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    buf[o++] = '"';
+    size_t lim = n;
+    bool cut = false;
+    if (lim > kShowMax) {
+      lim = kShowMax;
+      while (lim > 0 && (u8(s[lim]) & 0xC0) == 0x80) lim--;
+      cut = true;
+    }
+    for (size_t i = 0; i < lim; i++) {
+      u8 c = u8(s[i]);
+      if (c == '"' || c == '\\') {
+        buf[o++] = '\\';
+        buf[o++] = char(c);
+      } else if (c < 0x20 || c == 0x7F) {
+        buf[o++] = '\\';
+        buf[o++] = 'u';
+        buf[o++] = '0';
+        buf[o++] = '0';
+        buf[o++] = hex[c >> 4];
+        buf[o++] = hex[c & 15];
+      } else {
+        buf[o++] = char(c);
+      }
+    }
+    buf[o++] = '"';
+    if (cut) {
+      buf[o++] = '.';
+      buf[o++] = '.';
+      buf[o++] = '.';
+    }
+    buf[o] = '\0';
+  }
+};
+
+// "'x'" for a printable ASCII byte, "byte 0xNN" otherwise, "end of input" past the end.
+struct Found {
+  char buf[24];
+  Found(const u8 *s, size_t n, size_t i) {
+    if (i >= n) std::snprintf(buf, sizeof buf, "end of input");
+    else if (s[i] >= 0x20 && s[i] < 0x7F) std::snprintf(buf, sizeof buf, "'%c'", s[i]);
+    else std::snprintf(buf, sizeof buf, "byte 0x%02X", s[i]);
+  }
+};
+
+const char *kind_name(char c) {
+  switch (c) {
+    case '{': return "object";
+    case '[': return "array";
+    case '"': return "string";
+    case 't':
+    case 'f': return "boolean";
+    case 'n': return "null";
+    default: return "number";
+  }
+}
+
+// ---------------------------------------------------------------------------
+// UTF-8
+
+// Offset of the first byte of the first invalid UTF-8 sequence, or -1.
+long long first_invalid_utf8(const u8 *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    u8 c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t need;
+    u8 lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) need = 1;
+    else if (c == 0xE0) need = 2, lo = 0xA0;            // no overlongs
+    else if (c >= 0xE1 && c <= 0xEC) need = 2;
+    else if (c == 0xED) need = 2, hi = 0x9F;            // no surrogates
+    else if (c >= 0xEE && c <= 0xEF) need = 2;
+    else if (c == 0xF0) need = 3, lo = 0x90;            // no overlongs
+    else if (c >= 0xF1 && c <= 0xF3) need = 3;
+    else if (c == 0xF4) need = 3, hi = 0x8F;            // <= U+10FFFF
+    else return (long long)i;                           // 80..C1, F5..FF
+    for (size_t k = 1; k <= need; k++) {
+      if (i + k >= n) return (long long)i;
+      u8 d = s[i + k];
+      if (k == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF)) return (long long)i;
+    }
+    i += need + 1;
+  }
+  return -1;
+}
+
+size_t encode_utf8(uint32_t cp, char *out) {
+  if (cp < 0x80) {
+    out[0] = char(cp);
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = char(0xC0 | (cp >> 6));
+    out[1] = char(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = char(0xE0 | (cp >> 12));
+    out[1] = char(0x80 | ((cp >> 6) & 0x3F));
+    out[2] = char(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = char(0xF0 | (cp >> 18));
+  out[1] = char(0x80 | ((cp >> 12) & 0x3F));
+  out[2] = char(0x80 | ((cp >> 6) & 0x3F));
+  out[3] = char(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+int hexval(u8 c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Four hex digits at s[i..i+4) (bounds-checked).
+bool hex4(const u8 *s, size_t n, size_t i, uint32_t &cp) {
+  if (i + 4 > n) return false;
+  cp = 0;
+  for (size_t k = 0; k < 4; k++) {
+    int v = hexval(s[i + k]);
+    if (v < 0) return false;
+    cp = (cp << 4) | uint32_t(v);
+  }
+  return true;
+}
+
+// Four hex digits known to be valid.
+uint32_t hex4_valid(const char *p) {
+  return uint32_t(hexval(u8(p[0])) << 12 | hexval(u8(p[1])) << 8 | hexval(u8(p[2])) << 4 |
+                  hexval(u8(p[3])));
+}
+
+// ---------------------------------------------------------------------------
+// Strict checker, used on the error path only: finds the first fault.
+
+struct Fault {
+  int code;
+  size_t off;
+  char msg[224];
+};
+
+__attribute__((format(printf, 4, 5))) bool fault(Fault &f, int code, size_t off, const char *fmt,
+                                                 ...) {
+  f.code = code;
+  f.off = off;
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(f.msg, sizeof f.msg, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+inline bool is_ws(u8 c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+inline bool is_digit(u8 c) { return c >= '0' && c <= '9'; }
+
+inline size_t skip_ws(const u8 *s, size_t i, size_t n) {
+  while (i < n && is_ws(s[i])) i++;
+  return i;
+}
+inline size_t skip_ws(const char *s, size_t i, size_t n) {
+  return skip_ws(reinterpret_cast<const u8 *>(s), i, n);
+}
+
+bool expected(Fault &f, const u8 *s, size_t n, size_t i, const char *what) {
+  Found got(s, n, i);
+  return fault(f, TSJ_ERR_SYNTAX, i, "expected %s at byte %zu, found %s", what, i, got.buf);
+}
+
+bool check_string(const u8 *s, size_t n, size_t &i, Fault &f) {
+  const size_t start = i++;
+  for (;;) {
+    if (i >= n) return fault(f, TSJ_ERR_SYNTAX, start, "unterminated string starting at byte %zu", start);
+    u8 c = s[i];
+    if (c == '"') {
+      i++;
+      return true;
+    }
+    if (c < 0x20)
+      return fault(f, TSJ_ERR_SYNTAX, i, "unescaped control character 0x%02X in string at byte %zu", c, i);
+    if (c != '\\') {
+      i++;
+      continue;
+    }
+    if (i + 1 >= n) return fault(f, TSJ_ERR_SYNTAX, start, "unterminated string starting at byte %zu", start);
+    u8 e = s[i + 1];
+    switch (e) {
+      case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+        i += 2;
+        continue;
+      case 'u':
+        break;
+      default: {
+        Found got(s, n, i + 1);
+        return fault(f, TSJ_ERR_SYNTAX, i, "invalid escape sequence at byte %zu: '\\' followed by %s", i, got.buf);
+      }
+    }
+    uint32_t cp, lo;
+    if (!hex4(s, n, i + 2, cp))
+      return fault(f, TSJ_ERR_SYNTAX, i, "invalid \\u escape at byte %zu (expected 4 hex digits)", i);
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      if (i + 7 < n && s[i + 6] == '\\' && s[i + 7] == 'u') {
+        if (!hex4(s, n, i + 8, lo))
+          return fault(f, TSJ_ERR_SYNTAX, i + 6, "invalid \\u escape at byte %zu (expected 4 hex digits)", i + 6);
+        if (lo >= 0xDC00 && lo <= 0xDFFF) {
+          i += 12;
+          continue;
+        }
+      }
+      return fault(f, TSJ_ERR_UTF8, i, "unpaired surrogate \\u%04X in string at byte %zu", unsigned(cp), i);
+    }
+    if (cp >= 0xDC00 && cp <= 0xDFFF)
+      return fault(f, TSJ_ERR_UTF8, i, "unpaired surrogate \\u%04X in string at byte %zu", unsigned(cp), i);
+    i += 6;
+  }
+}
+
+bool check_number(const u8 *s, size_t n, size_t &i, Fault &f) {
+  if (s[i] == '-') i++;
+  if (i >= n || !is_digit(s[i]))
+    return fault(f, TSJ_ERR_SYNTAX, i, "invalid number at byte %zu (expected a digit)", i);
+  if (s[i] == '0') {
+    i++;
+    if (i < n && is_digit(s[i]))
+      return fault(f, TSJ_ERR_SYNTAX, i, "invalid number at byte %zu (leading zeros are not allowed)", i);
+  } else {
+    while (i < n && is_digit(s[i])) i++;
+  }
+  if (i < n && s[i] == '.') {
+    i++;
+    if (i >= n || !is_digit(s[i]))
+      return fault(f, TSJ_ERR_SYNTAX, i, "invalid number at byte %zu (expected a digit after '.')", i);
+    while (i < n && is_digit(s[i])) i++;
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+    if (i >= n || !is_digit(s[i]))
+      return fault(f, TSJ_ERR_SYNTAX, i, "invalid number at byte %zu (expected a digit in the exponent)", i);
+    while (i < n && is_digit(s[i])) i++;
+  }
+  return true;
+}
+
+// Returns true if s[0..n) is a valid JSON text (UTF-8 is assumed checked).
+bool check_json(const u8 *s, size_t n, Fault &f) {
+  bool is_obj[TSJ_MAX_DEPTH + 1];
+  size_t depth = 0;
+  size_t i = skip_ws(s, 0, n);
+  if (i >= n) {
+    if (n == 0) return fault(f, TSJ_ERR_SYNTAX, 0, "empty input");
+    return fault(f, TSJ_ERR_SYNTAX, n, "expected a JSON value at byte %zu, found end of input", n);
+  }
+  enum { VALUE, KEY, AFTER } st = VALUE;
+  for (;;) {
+    switch (st) {
+      case VALUE: {
+        if (i >= n) return expected(f, s, n, i, "a JSON value");
+        u8 c = s[i];
+        if (c == '{' || c == '[') {
+          if (depth == TSJ_MAX_DEPTH)
+            return fault(f, TSJ_ERR_DEPTH, i, "nesting deeper than %d at byte %zu", TSJ_MAX_DEPTH, i);
+          is_obj[depth++] = (c == '{');
+          i = skip_ws(s, i + 1, n);
+          if (i < n && s[i] == (c == '{' ? '}' : ']')) {
+            depth--;
+            i++;
+            st = AFTER;
+          } else {
+            st = (c == '{') ? KEY : VALUE;
+          }
+        } else if (c == '"') {
+          if (!check_string(s, n, i, f)) return false;
+          st = AFTER;
+        } else if (c == '-' || is_digit(c)) {
+          if (!check_number(s, n, i, f)) return false;
+          st = AFTER;
+        } else if (c == 't' || c == 'f' || c == 'n') {
+          const char *lit = c == 't' ? "true" : c == 'f' ? "false" : "null";
+          for (size_t k = 0; lit[k]; k++) {
+            if (i + k >= n || s[i + k] != u8(lit[k]))
+              return fault(f, TSJ_ERR_SYNTAX, i + k, "invalid literal at byte %zu (expected '%s')", i + k, lit);
+          }
+          i += std::strlen(lit);
+          st = AFTER;
+        } else {
+          return expected(f, s, n, i, "a JSON value");
+        }
+        break;
+      }
+      case KEY: {
+        if (i >= n || s[i] != '"') return expected(f, s, n, i, "a string key");
+        if (!check_string(s, n, i, f)) return false;
+        i = skip_ws(s, i, n);
+        if (i >= n || s[i] != ':') return expected(f, s, n, i, "':' after the object key");
+        i = skip_ws(s, i + 1, n);
+        st = VALUE;
+        break;
+      }
+      case AFTER: {
+        i = skip_ws(s, i, n);
+        if (depth == 0) {
+          if (i == n) return true;
+          return fault(f, TSJ_ERR_SYNTAX, i, "trailing characters after the JSON value at byte %zu", i);
+        }
+        bool obj = is_obj[depth - 1];
+        if (i < n && s[i] == ',') {
+          i = skip_ws(s, i + 1, n);
+          st = obj ? KEY : VALUE;
+        } else if (i < n && s[i] == (obj ? '}' : ']')) {
+          depth--;
+          i++;
+        } else {
+          return expected(f, s, n, i, obj ? "',' or '}'" : "',' or ']'");
+        }
+        break;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Scanners over validated JSON text (whitespace allowed, may be minified).
+
+// i is at an opening quote; returns the index of the closing quote.
+inline size_t string_end(const char *s, size_t i, size_t n) {
+  const char *p = s + i + 1;
+  const char *end = s + n;
+  for (;;) {
+    const char *q = static_cast<const char *>(std::memchr(p, '"', size_t(end - p)));
+    if (!q) return n;  // cannot happen on validated text
+    const char *r = q;
+    while (r[-1] == '\\') r--;  // stops at the opening quote at the latest
+    if (((q - r) & 1) == 0) return size_t(q - s);
+    p = q + 1;
+  }
+}
+
+// i is at the first byte of a value; returns the index just past it.
+// Sets *has_ws if the value contains insignificant whitespace.
+size_t value_end(const char *s, size_t i, size_t n, bool *has_ws) {
+  char c = s[i];
+  if (c == '"') return string_end(s, i, n) + 1;
+  if (c == '{' || c == '[') {
+    size_t depth = 0;
+    while (i < n) {
+      char d = s[i];
+      if (d == '"') {
+        i = string_end(s, i, n) + 1;
+        continue;
+      }
+      if (d == '{' || d == '[') {
+        depth++;
+      } else if (d == '}' || d == ']') {
+        if (--depth == 0) return i + 1;
+      } else if (is_ws(u8(d))) {
+        *has_ws = true;
+      }
+      i++;
+    }
+    return n;
+  }
+  while (i < n) {
+    char d = s[i];
+    if (d == ',' || d == '}' || d == ']' || is_ws(u8(d))) break;
+    i++;
+  }
+  return i;
+}
+
+// Decode one unit of validated string content at p (not the closing quote)
+// into out (1..4 bytes); advances p.
+inline size_t decode_unit(const char *&p, char *out) {
+  char c = *p;
+  if (c != '\\') {
+    out[0] = c;
+    p++;
+    return 1;
+  }
+  char e = p[1];
+  switch (e) {
+    case 'b': out[0] = '\b'; p += 2; return 1;
+    case 'f': out[0] = '\f'; p += 2; return 1;
+    case 'n': out[0] = '\n'; p += 2; return 1;
+    case 'r': out[0] = '\r'; p += 2; return 1;
+    case 't': out[0] = '\t'; p += 2; return 1;
+    case 'u': break;
+    default: out[0] = e; p += 2; return 1;  // '"', '\\', '/'
+  }
+  uint32_t cp = hex4_valid(p + 2);
+  p += 6;
+  if (cp >= 0xD800 && cp <= 0xDBFF) {
+    uint32_t lo = hex4_valid(p + 2);
+    p += 6;
+    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+  }
+  return encode_utf8(cp, out);
+}
+
+// Unescape the validated string content [b, e) into out (which needs e - b
+// bytes at most); returns the length written.
+size_t unescape(const char *b, const char *e, char *out) {
+  char *o = out;
+  while (b < e) {
+    const char *bs = static_cast<const char *>(std::memchr(b, '\\', size_t(e - b)));
+    const char *run_end = bs ? bs : e;
+    std::memcpy(o, b, size_t(run_end - b));
+    o += run_end - b;
+    b = run_end;
+    if (b < e) o += decode_unit(b, o);
+  }
+  return size_t(o - out);
+}
+
+// Does the string at s[q] (opening quote) unescape to tok[0..tlen)?
+bool key_equals(const char *s, size_t q, const char *tok, size_t tlen) {
+  const char *p = s + q + 1;
+  size_t k = 0;
+  for (;;) {
+    char c = *p;
+    if (c == '"') return k == tlen;
+    if (c != '\\') {
+      if (k >= tlen || tok[k] != c) return false;
+      k++;
+      p++;
+      continue;
+    }
+    char u[4];
+    size_t m = decode_unit(p, u);
+    if (k + m > tlen || std::memcmp(tok + k, u, m) != 0) return false;
+    k += m;
+  }
+}
+
+// Byte stream of the unescaped string at s[q] (opening quote).
+struct KeyReader {
+  const char *p;
+  char buf[4];
+  unsigned bi = 0, bn = 0;
+  KeyReader(const char *s, size_t q) : p(s + q + 1) {}
+  int next() {
+    if (bi < bn) return u8(buf[bi++]);
+    char c = *p;
+    if (c == '"') return -1;
+    if (c != '\\') {
+      p++;
+      return u8(c);
+    }
+    bn = unsigned(decode_unit(p, buf));
+    bi = 1;
+    return u8(buf[0]);
+  }
+};
+
+bool raw_keys_equal(const char *s, size_t a, size_t b) {
+  KeyReader x(s, a), y(s, b);
+  for (;;) {
+    int c = x.next(), d = y.next();
+    if (c != d) return false;
+    if (c < 0) return true;
+  }
+}
+
+inline uint64_t hash_step(uint64_t h, u8 c) { return (h ^ c) * 0x100000001b3ULL; }
+inline uint64_t hash_finish(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return h;
+}
+constexpr uint64_t kHashSeed = 0xcbf29ce484222325ULL;
+
+uint64_t hash_bytes(const char *p, size_t n) {
+  uint64_t h = kHashSeed;
+  for (size_t i = 0; i < n; i++) h = hash_step(h, u8(p[i]));
+  return hash_finish(h);
+}
+
+uint64_t hash_key(const char *s, size_t q) {
+  KeyReader r(s, q);
+  uint64_t h = kHashSeed;
+  for (int c; (c = r.next()) >= 0;) h = hash_step(h, u8(c));
+  return hash_finish(h);
+}
+
+// Offset in the raw input of the byte at offset m in its minified text.
+size_t input_offset_of(const char *in, size_t n, size_t m) {
+  size_t count = 0;
+  bool in_str = false, esc = false;
+  for (size_t i = 0; i < n; i++) {
+    u8 c = u8(in[i]);
+    if (!in_str && is_ws(c)) continue;
+    if (count == m) return i;
+    count++;
+    if (in_str) {
+      if (esc) esc = false;
+      else if (c == '\\') esc = true;
+      else if (c == '"') in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    }
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------
+// Per-thread contexts
+
+struct Member {
+  uint32_t kq, ke, vs, ve;  // opening/closing quote of the key, value span (minified text)
+  uint32_t koff, klen;      // key: arena offset (escaped keys) and unescaped length
+  bool esc;
+  const char *key;          // resolved after the arena is complete
+};
+
+bool grow(char *&p, size_t &cap, size_t need, bool exact) {
+  if (cap >= need) return true;
+  size_t nc = exact ? need : std::max(need, cap * 2);
+  char *q = static_cast<char *>(std::malloc(nc));
+  if (!q) return false;
+  std::free(p);
+  p = q;
+  cap = nc;
+  return true;
+}
+
+struct Ctx {
+  simdjson::dom::parser parser;
+  simdjson::dom::document doc;
+  size_t cap = 0;  // capacity parser and doc are allocated for
+  char *in = nullptr;
+  size_t in_cap = 0;
+  char *out = nullptr;
+  size_t out_cap = 0;
+  std::string arena;
+  std::vector<Member> members;
+  std::vector<uint32_t> order;
+
+  Ctx() = default;
+  Ctx(const Ctx &) = delete;
+  Ctx &operator=(const Ctx &) = delete;
+  ~Ctx() {
+    std::free(in);
+    std::free(out);
+  }
+};
+
+struct Pool {
+  Ctx *ctx[kMaxPooled] = {};
+  unsigned depth = 0;
+  ~Pool() {
+    for (Ctx *c : ctx) delete c;
+  }
+};
+
+thread_local Pool t_pool;
+
+// Borrows the thread's next free context, or a temporary one for large inputs
+// (and for nesting deeper than kMaxPooled). May throw std::bad_alloc.
+class Lease {
+ public:
+  explicit Lease(size_t len) {
+    Pool &pool = t_pool;
+    if (len <= kLargeInput && pool.depth < kMaxPooled) {
+      Ctx *&slot = pool.ctx[pool.depth];
+      if (!slot) slot = new Ctx();
+      ctx_ = slot;
+      pool_ = &pool;
+      pool.depth++;
+    } else {
+      ctx_ = new Ctx();
+    }
+  }
+  ~Lease() {
+    if (pool_) pool_->depth--;
+    else delete ctx_;
+  }
+  Lease(const Lease &) = delete;
+  Lease &operator=(const Lease &) = delete;
+  Ctx &ctx() { return *ctx_; }
+  bool temporary() const { return pool_ == nullptr; }
+
+ private:
+  Ctx *ctx_ = nullptr;
+  Pool *pool_ = nullptr;
+};
+
+int diagnose(const char *s, size_t n, simdjson::error_code e, tsj_error *err) {
+  using namespace simdjson;
+  if (e == MEMALLOC) return nomem(err);
+  if (e == CAPACITY) return set_err(err, TSJ_ERR_TOO_LARGE, -1, "input of %zu bytes is too large", n);
+  const u8 *u = reinterpret_cast<const u8 *>(s);
+  long long bad = first_invalid_utf8(u, n);
+  if (bad >= 0) return set_err(err, TSJ_ERR_UTF8, bad, "invalid UTF-8 at byte %lld", bad);
+  if (e == UTF8_ERROR) return set_err(err, TSJ_ERR_UTF8, -1, "invalid UTF-8");
+  Fault f;
+  if (!check_json(u, n, f)) return set_err(err, f.code, (long long)f.off, "%s", f.msg);
+  // Valid RFC 8259 text beyond simdjson's number range or depth counting.
+  if (e == NUMBER_ERROR || e == DEPTH_ERROR) return TSJ_OK;
+  return set_err(err, TSJ_ERR_SYNTAX, -1, "invalid JSON (%s)", error_message(e));
+}
+
+// Copy buf[0..len) into c.in (padded) and validate it. On TSJ_OK, c.in holds
+// the text (followed by kPadding zero bytes).
+int load(Ctx &c, const char *buf, size_t len, bool exact, tsj_error *err) {
+  if (!buf && len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "input pointer is NULL");
+  if (len > kMaxLen)
+    return set_err(err, TSJ_ERR_TOO_LARGE, -1, "input of %zu bytes exceeds the limit of %zu bytes", len, kMaxLen);
+  if (!grow(c.in, c.in_cap, len + kPadding, exact)) return nomem(err);
+  if (len) std::memcpy(c.in, buf, len);
+  std::memset(c.in + len, 0, kPadding);
+  size_t need = len < 64 ? 64 : len;
+  if (c.cap < need) {
+    size_t nc = need;
+    if (!exact) nc = std::min(std::max({need, c.cap * 2, kInitialCapacity}), std::max(need, kLargeInput));
+    if (c.parser.allocate(nc, TSJ_MAX_DEPTH) != simdjson::SUCCESS || c.doc.allocate(nc) != simdjson::SUCCESS) {
+      c.cap = 0;
+      return nomem(err);
+    }
+    c.cap = nc;
+  }
+  auto r = c.parser.parse_into_document(c.doc, c.in, len, false);
+  if (!r.error()) return TSJ_OK;
+  return diagnose(c.in, len, r.error(), err);
+}
+
+// Minify validated text s[0..n) into dst (capacity >= n + kPadding).
+bool minify_into(const char *s, size_t n, char *dst, size_t &out_len) {
+  if (n == 0) {
+    out_len = 0;
+    return true;
+  }
+  return simdjson::minify(s, n, dst, out_len) == simdjson::SUCCESS;
+}
+
+int internal_error(tsj_error *err, const char *what) {
+  return set_err(err, TSJ_ERR_SYNTAX, -1, "internal error: %s", what);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Documents
+
+namespace {
+struct Container {
+  uint32_t start;   // offset of '{' / '['
+  uint32_t end;     // offset of the matching '}' / ']'
+  uint32_t first;   // index of the first child in tsj_doc::children
+  uint32_t count;   // number of children
+  uint32_t hfirst;  // index of the first hash slot (objects with >= kHashThreshold members)
+  uint32_t hsize;   // number of hash slots (power of two), 0 if none
+};
+}  // namespace
+
+struct tsj_doc {
+  char *text = nullptr;  // minified, NUL-terminated
+  size_t len = 0;
+  std::vector<Container> containers;  // in document order (sorted by start)
+  std::vector<uint32_t> children;     // per container: start of each element / key's opening quote
+  std::vector<uint32_t> slots;        // hash slots: member index + 1, 0 = empty
+  ~tsj_doc() { std::free(text); }
+};
+
+namespace {
+
+void build_hash(tsj_doc &d, Container &c) {
+  uint32_t size = 1;
+  while (size < c.count * 2u) size <<= 1;
+  c.hfirst = uint32_t(d.slots.size());
+  c.hsize = size;
+  d.slots.resize(d.slots.size() + size, 0);
+  uint32_t *slots = d.slots.data() + c.hfirst;
+  const uint32_t *kids = d.children.data() + c.first;
+  for (uint32_t k = 0; k < c.count; k++) {
+    uint32_t j = uint32_t(hash_key(d.text, kids[k])) & (size - 1);
+    for (;;) {
+      uint32_t s = slots[j];
+      if (s == 0) {
+        slots[j] = k + 1;
+        break;
+      }
+      if (raw_keys_equal(d.text, kids[s - 1], kids[k])) break;  // duplicate key: the first one wins
+      j = (j + 1) & (size - 1);
+    }
+  }
+}
+
+// Builds containers/children/slots over d.text (validated, minified). Iterative.
+bool build_index(tsj_doc &d) {
+  const char *m = d.text;
+  const size_t n = d.len;
+  struct Frame {
+    uint32_t ci, mark;
+    bool obj;
+  };
+  std::vector<Frame> stack;
+  std::vector<uint32_t> pending;
+  size_t i = 0;
+  for (;;) {
+    // A value starts at i.
+    char c = m[i];
+    if (c == '{' || c == '[') {
+      d.containers.push_back(Container{uint32_t(i), 0, 0, 0, 0, 0});
+      stack.push_back(Frame{uint32_t(d.containers.size() - 1), uint32_t(pending.size()), c == '{'});
+      i++;
+      if (m[i] != '}' && m[i] != ']') {
+        pending.push_back(uint32_t(i));
+        if (c == '{') i = string_end(m, i, n) + 2;  // past the key and ':'
+        continue;
+      }
+    } else if (c == '"') {
+      i = string_end(m, i, n) + 1;
+    } else {
+      while (i < n && m[i] != ',' && m[i] != '}' && m[i] != ']') i++;
+    }
+    // After a value: ',' or closing brackets.
+    for (;;) {
+      if (stack.empty()) return i == n;
+      if (i >= n) return false;
+      Frame f = stack.back();
+      if (m[i] == ',') {
+        i++;
+        pending.push_back(uint32_t(i));
+        if (f.obj) i = string_end(m, i, n) + 2;
+        break;
+      }
+      Container &ct = d.containers[f.ci];
+      ct.end = uint32_t(i);
+      ct.first = uint32_t(d.children.size());
+      ct.count = uint32_t(pending.size() - f.mark);
+      d.children.insert(d.children.end(), pending.begin() + f.mark, pending.end());
+      pending.resize(f.mark);
+      if (f.obj && ct.count >= kHashThreshold) build_hash(d, ct);
+      stack.pop_back();
+      i++;
+    }
+  }
+}
+
+const Container *find_container(const tsj_doc &d, uint32_t start) {
+  auto it = std::lower_bound(d.containers.begin(), d.containers.end(), start,
+                             [](const Container &c, uint32_t s) { return c.start < s; });
+  if (it == d.containers.end() || it->start != start) return nullptr;
+  return &*it;
+}
+
+// Member index of tok in the object, or -1.
+long long find_member(const tsj_doc &d, const Container &c, const char *tok, size_t tlen) {
+  const uint32_t *kids = d.children.data() + c.first;
+  if (c.hsize) {
+    const uint32_t *slots = d.slots.data() + c.hfirst;
+    uint32_t j = uint32_t(hash_bytes(tok, tlen)) & (c.hsize - 1);
+    for (;;) {
+      uint32_t s = slots[j];
+      if (s == 0) return -1;
+      if (key_equals(d.text, kids[s - 1], tok, tlen)) return s - 1;
+      j = (j + 1) & (c.hsize - 1);
+    }
+  }
+  for (uint32_t k = 0; k < c.count; k++)
+    if (key_equals(d.text, kids[k], tok, tlen)) return k;
+  return -1;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Public API
+
+extern "C" {
+
+const char *tsj_code_name(int code) {
+  switch (code) {
+    case TSJ_OK: return "TSJ_OK";
+    case TSJ_ERR_SYNTAX: return "TSJ_ERR_SYNTAX";
+    case TSJ_ERR_UTF8: return "TSJ_ERR_UTF8";
+    case TSJ_ERR_DEPTH: return "TSJ_ERR_DEPTH";
+    case TSJ_ERR_NOMEM: return "TSJ_ERR_NOMEM";
+    case TSJ_ERR_NOT_ACTION: return "TSJ_ERR_NOT_ACTION";
+    case TSJ_ERR_NOT_OBJECT: return "TSJ_ERR_NOT_OBJECT";
+    case TSJ_ERR_POINTER: return "TSJ_ERR_POINTER";
+    case TSJ_ERR_NOT_FOUND: return "TSJ_ERR_NOT_FOUND";
+    case TSJ_ERR_DUPLICATE_KEY: return "TSJ_ERR_DUPLICATE_KEY";
+    case TSJ_ERR_TOO_LARGE: return "TSJ_ERR_TOO_LARGE";
+    case TSJ_ERR_INVALID_ARG: return "TSJ_ERR_INVALID_ARG";
+    default: return "TSJ_UNKNOWN";
+  }
+}
+
+int tsj_minify(const char *buf, size_t len, char **out, size_t *out_len, tsj_error *err) {
+  if (out) *out = nullptr;
+  if (out_len) *out_len = 0;
+  if (!out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "out is NULL");
+  try {
+    Lease lease(len);
+    Ctx &c = lease.ctx();
+    int rc = load(c, buf, len, lease.temporary(), err);
+    if (rc) return rc;
+    char *res;
+    size_t mlen = 0;
+    if (!lease.temporary()) {
+      if (!grow(c.out, c.out_cap, len + kPadding + 1, false)) return nomem(err);
+      if (!minify_into(c.in, len, c.out, mlen)) return internal_error(err, "minify failed");
+      res = static_cast<char *>(std::malloc(mlen + 1));
+      if (!res) return nomem(err);
+      std::memcpy(res, c.out, mlen);
+    } else {
+      res = static_cast<char *>(std::malloc(len + kPadding + 1));
+      if (!res) return nomem(err);
+      if (!minify_into(c.in, len, res, mlen)) {
+        std::free(res);
+        return internal_error(err, "minify failed");
+      }
+      if (char *shrunk = static_cast<char *>(std::realloc(res, mlen + 1))) res = shrunk;
+    }
+    res[mlen] = '\0';
+    *out = res;
+    if (out_len) *out_len = mlen;
+    clear_err(err);
+    return TSJ_OK;
+  } catch (const std::bad_alloc &) {
+    return nomem(err);
+  } catch (...) {
+    return internal_error(err, "unexpected exception");
+  }
+}
+
+int tsj_parse_action(const char *buf, size_t len, char **out_block, const char **out_type,
+                     size_t *out_type_len, const char **out_payload, tsj_error *err) {
+  if (out_block) *out_block = nullptr;
+  if (out_type) *out_type = nullptr;
+  if (out_type_len) *out_type_len = 0;
+  if (out_payload) *out_payload = nullptr;
+  if (!out_block || !out_type) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "out_block or out_type is NULL");
+  try {
+    Lease lease(len);
+    Ctx &c = lease.ctx();
+    int rc = load(c, buf, len, lease.temporary(), err);
+    if (rc) return rc;
+    const char *s = c.in;
+    const size_t n = len;
+    size_t i = skip_ws(s, 0, n);
+    if (s[i] != '{')
+      return set_err(err, TSJ_ERR_NOT_ACTION, (long long)i, "top level must be an object, found %s", kind_name(s[i]));
+
+    struct Span {
+      size_t key, vs, ve;
+      bool ws;
+    } type{0, 0, 0, false}, payload{0, 0, 0, false};
+    int ntype = 0, npayload = 0;
+    size_t type_dup = 0, payload_dup = 0;
+    i = skip_ws(s, i + 1, n);
+    if (s[i] != '}') {
+      for (;;) {
+        size_t kq = i;
+        size_t ke = string_end(s, kq, n);
+        size_t vs = skip_ws(s, skip_ws(s, ke + 1, n) + 1, n);  // past ':'
+        bool ws = false;
+        size_t ve = value_end(s, vs, n, &ws);
+        if (key_equals(s, kq, "type", 4)) {
+          if (++ntype == 1) type = Span{kq, vs, ve, ws};
+          else if (ntype == 2) type_dup = kq;
+        } else if (key_equals(s, kq, "payload", 7)) {
+          if (++npayload == 1) payload = Span{kq, vs, ve, ws};
+          else if (npayload == 2) payload_dup = kq;
+        }
+        i = skip_ws(s, ve, n);
+        if (i < n && s[i] == ',') {
+          i = skip_ws(s, i + 1, n);
+          continue;
+        }
+        break;
+      }
+    }
+
+    if (ntype == 0) return set_err(err, TSJ_ERR_NOT_ACTION, -1, "\"type\" is missing");
+    if (ntype == 2) return set_err(err, TSJ_ERR_NOT_ACTION, (long long)type_dup, "\"type\" is present twice");
+    if (ntype > 2)
+      return set_err(err, TSJ_ERR_NOT_ACTION, (long long)type_dup, "\"type\" is present %d times", ntype);
+    if (s[type.vs] != '"')
+      return set_err(err, TSJ_ERR_NOT_ACTION, (long long)type.vs, "\"type\" must be a string, found %s",
+                     kind_name(s[type.vs]));
+    const char *tb = s + type.vs + 1;
+    const char *te = s + type.ve - 1;
+    if (tb == te) return set_err(err, TSJ_ERR_NOT_ACTION, (long long)type.vs, "\"type\" must not be empty");
+    const size_t traw = size_t(te - tb);
+    const bool tesc = std::memchr(tb, '\\', traw) != nullptr;
+    const bool pws = npayload == 1 && payload.ws;
+    // Scratch layout in c.out: [unescaped type][minified payload + padding].
+    if ((tesc || pws) && !grow(c.out, c.out_cap, traw + 1 + (pws ? payload.ve - payload.vs + kPadding : 0), false))
+      return nomem(err);
+    const char *tptr = tb;
+    size_t tlen = traw;
+    if (tesc) {
+      tlen = unescape(tb, te, c.out);
+      tptr = c.out;
+      if (std::memchr(tptr, '\0', tlen))
+        return set_err(err, TSJ_ERR_NOT_ACTION, (long long)type.vs, "\"type\" must not contain \\u0000");
+    }
+    if (npayload > 1)
+      return set_err(err, TSJ_ERR_DUPLICATE_KEY, (long long)payload_dup, "duplicate key \"payload\" at byte %zu",
+                     payload_dup);
+
+    const char *pptr = nullptr;
+    size_t plen = 0;
+    if (npayload) {
+      pptr = s + payload.vs;
+      plen = payload.ve - payload.vs;
+      if (pws) {
+        char *dst = c.out + traw + 1;
+        size_t mini_len = 0;
+        if (!minify_into(pptr, plen, dst, mini_len)) return internal_error(err, "minify failed");
+        pptr = dst;
+        plen = mini_len;
+      }
+    }
+
+    size_t total = tlen + 1 + (npayload ? plen + 1 : 0);
+    char *block = static_cast<char *>(std::malloc(total));
+    if (!block) return nomem(err);
+    std::memcpy(block, tptr, tlen);
+    block[tlen] = '\0';
+    if (npayload) {
+      std::memcpy(block + tlen + 1, pptr, plen);
+      block[tlen + 1 + plen] = '\0';
+    }
+    *out_block = block;
+    *out_type = block;
+    if (out_type_len) *out_type_len = tlen;
+    if (out_payload) *out_payload = npayload ? block + tlen + 1 : nullptr;
+    clear_err(err);
+    return TSJ_OK;
+  } catch (const std::bad_alloc &) {
+    return nomem(err);
+  } catch (...) {
+    return internal_error(err, "unexpected exception");
+  }
+}
+
+int tsj_for_each_member(const char *buf, size_t len, tsj_member_cb cb, void *user, tsj_error *err) {
+  if (!cb) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "callback is NULL");
+  try {
+    Lease lease(len);
+    Ctx &c = lease.ctx();
+    int rc = load(c, buf, len, lease.temporary(), err);
+    if (rc) return rc;
+    if (!grow(c.out, c.out_cap, len + kPadding + 1, lease.temporary())) return nomem(err);
+    size_t n = 0;
+    if (!minify_into(c.in, len, c.out, n)) return internal_error(err, "minify failed");
+    char *m = c.out;
+    m[n] = '\0';
+    if (m[0] != '{')
+      return set_err(err, TSJ_ERR_NOT_OBJECT, (long long)skip_ws(c.in, 0, len),
+                     "top level must be an object, found %s", kind_name(m[0]));
+
+    std::vector<Member> &mem = c.members;
+    mem.clear();
+    c.arena.clear();
+    size_t i = 1;
+    if (m[i] != '}') {
+      for (;;) {
+        Member mb;
+        mb.kq = uint32_t(i);
+        mb.ke = uint32_t(string_end(m, i, n));
+        mb.vs = mb.ke + 2;
+        bool ws = false;
+        mb.ve = uint32_t(value_end(m, mb.vs, n, &ws));
+        mb.esc = std::memchr(m + mb.kq + 1, '\\', mb.ke - mb.kq - 1) != nullptr;
+        mb.key = nullptr;
+        if (mb.esc) {
+          size_t raw = mb.ke - mb.kq - 1;
+          mb.koff = uint32_t(c.arena.size());
+          c.arena.resize(mb.koff + raw + 1);
+          mb.klen = uint32_t(unescape(m + mb.kq + 1, m + mb.ke, &c.arena[mb.koff]));
+          c.arena.resize(mb.koff + mb.klen + 1);
+          c.arena[mb.koff + mb.klen] = '\0';
+        } else {
+          mb.koff = 0;
+          mb.klen = mb.ke - mb.kq - 1;
+        }
+        mem.push_back(mb);
+        i = mb.ve;
+        if (m[i] == ',') {
+          i++;
+          continue;
+        }
+        break;
+      }
+    }
+    for (Member &mb : mem) mb.key = mb.esc ? c.arena.data() + mb.koff : m + mb.kq + 1;
+
+    // Duplicate keys: report the member whose key appeared before, earliest first.
+    const size_t count = mem.size();
+    auto same = [&](size_t a, size_t b) {
+      return mem[a].klen == mem[b].klen && std::memcmp(mem[a].key, mem[b].key, mem[a].klen) == 0;
+    };
+    size_t dup = count;
+    if (count <= 16) {
+      for (size_t j = 1; j < count && dup == count; j++)
+        for (size_t k = 0; k < j; k++)
+          if (same(j, k)) {
+            dup = j;
+            break;
+          }
+    } else {
+      std::vector<uint32_t> &ord = c.order;
+      ord.resize(count);
+      for (size_t j = 0; j < count; j++) ord[j] = uint32_t(j);
+      std::sort(ord.begin(), ord.end(), [&](uint32_t a, uint32_t b) {
+        const Member &x = mem[a], &y = mem[b];
+        if (x.klen != y.klen) return x.klen < y.klen;
+        int r = std::memcmp(x.key, y.key, x.klen);
+        if (r != 0) return r < 0;
+        return a < b;
+      });
+      for (size_t j = 1; j < count; j++)
+        if (same(ord[j], ord[j - 1]) && ord[j] < dup && (j < 2 || !same(ord[j - 1], ord[j - 2]))) dup = ord[j];
+    }
+    if (dup < count) {
+      size_t off = input_offset_of(c.in, len, mem[dup].kq);
+      Shown key(mem[dup].key, mem[dup].klen);
+      return set_err(err, TSJ_ERR_DUPLICATE_KEY, (long long)off, "duplicate key %s at byte %zu", key.buf, off);
+    }
+
+    for (const Member &mb : mem) {
+      char *kend = m + mb.ke;
+      char *vend = m + mb.ve;
+      char saved = *vend;
+      if (!mb.esc) *kend = '\0';
+      *vend = '\0';
+      int r = cb(mb.key, mb.klen, m + mb.vs, mb.ve - mb.vs, user);
+      *vend = saved;
+      if (!mb.esc) *kend = '"';
+      if (r != 0) {
+        set_err(err, r, -1, "stopped by the callback (it returned %d)", r);
+        return r;
+      }
+    }
+    clear_err(err);
+    return TSJ_OK;
+  } catch (const std::bad_alloc &) {
+    return nomem(err);
+  } catch (...) {
+    return internal_error(err, "unexpected exception");
+  }
+}
+
+tsj_doc *tsj_doc_parse(const char *buf, size_t len, tsj_error *err) {
+  try {
+    Lease lease(len);
+    Ctx &c = lease.ctx();
+    if (load(c, buf, len, lease.temporary(), err)) return nullptr;
+    std::unique_ptr<tsj_doc> d(new tsj_doc());
+    d->text = static_cast<char *>(std::malloc(len + kPadding + 1));
+    if (!d->text) {
+      nomem(err);
+      return nullptr;
+    }
+    size_t mlen = 0;
+    if (!minify_into(c.in, len, d->text, mlen)) {
+      internal_error(err, "minify failed");
+      return nullptr;
+    }
+    if (char *shrunk = static_cast<char *>(std::realloc(d->text, mlen + 1))) d->text = shrunk;
+    d->text[mlen] = '\0';
+    d->len = mlen;
+    if (!build_index(*d)) {
+      internal_error(err, "index build failed");
+      return nullptr;
+    }
+    d->containers.shrink_to_fit();
+    d->children.shrink_to_fit();
+    d->slots.shrink_to_fit();
+    clear_err(err);
+    return d.release();
+  } catch (const std::bad_alloc &) {
+    nomem(err);
+    return nullptr;
+  } catch (...) {
+    internal_error(err, "unexpected exception");
+    return nullptr;
+  }
+}
+
+int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_len, char **out,
+                       size_t *out_len, tsj_error *err) {
+  if (out) *out = nullptr;
+  if (out_len) *out_len = 0;
+  if (!doc || !out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "doc or out is NULL");
+  if (!pointer && pointer_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "pointer is NULL");
+  try {
+    const char *p = pointer;
+    const size_t plen = pointer_len;
+    if (plen && p[0] != '/')
+      return set_err(err, TSJ_ERR_POINTER, 0, "JSON pointer must be empty or start with '/'");
+    for (size_t i = 0; i < plen; i++) {
+      if (p[i] == '~' && (i + 1 >= plen || (p[i + 1] != '0' && p[i + 1] != '1')))
+        return set_err(err, TSJ_ERR_POINTER, (long long)i,
+                       "invalid escape in JSON pointer at byte %zu ('~' must be followed by '0' or '1')", i);
+    }
+    long long bad = first_invalid_utf8(reinterpret_cast<const u8 *>(p), plen);
+    if (bad >= 0) return set_err(err, TSJ_ERR_POINTER, bad, "JSON pointer is not valid UTF-8 at byte %lld", bad);
+
+    const char *m = doc->text;
+    const size_t n = doc->len;
+    thread_local std::string tokbuf;
+    size_t v = 0;  // start of the current value in m
+    size_t pos = 0;
+    while (pos < plen) {
+      size_t ts = pos + 1;
+      const char *slash = static_cast<const char *>(std::memchr(p + ts, '/', plen - ts));
+      size_t te = slash ? size_t(slash - p) : plen;
+      const char *tok = p + ts;
+      size_t tlen = te - ts;
+      if (std::memchr(tok, '~', tlen)) {
+        tokbuf.clear();
+        for (size_t k = 0; k < tlen; k++) {
+          if (tok[k] == '~') {
+            tokbuf.push_back(tok[k + 1] == '1' ? '/' : '~');
+            k++;
+          } else {
+            tokbuf.push_back(tok[k]);
+          }
+        }
+        tok = tokbuf.data();
+        tlen = tokbuf.size();
+      }
+      char c = m[v];
+      if (c == '{' || c == '[') {
+        const Container *ct = find_container(*doc, uint32_t(v));
+        if (!ct) return internal_error(err, "container not indexed");
+        if (c == '{') {
+          long long k = find_member(*doc, *ct, tok, tlen);
+          if (k < 0) {
+            Shown t(tok, tlen), at(p, pos);
+            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "no member %s in the object at %s", t.buf, at.buf);
+          }
+          v = string_end(m, doc->children[ct->first + size_t(k)], n) + 2;
+        } else {
+          Shown t(tok, tlen), at(p, pos);
+          if (tlen == 1 && tok[0] == '-')
+            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                           "\"-\" (the end of the array) is never found in the array at %s", at.buf);
+          bool digits = tlen > 0;
+          for (size_t k = 0; k < tlen && digits; k++) digits = is_digit(u8(tok[k]));
+          if (!digits)
+            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "%s is not an array index in the array at %s",
+                           t.buf, at.buf);
+          if (tlen > 1 && tok[0] == '0')
+            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                           "%s is not an array index (leading zero) in the array at %s", t.buf, at.buf);
+          uint64_t idx = 0;
+          bool big = tlen > 10;
+          for (size_t k = 0; k < tlen && !big; k++) idx = idx * 10 + uint64_t(tok[k] - '0');
+          if (big || idx >= ct->count)
+            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                           "index %s is out of range for the array of %u elements at %s", t.buf,
+                           unsigned(ct->count), at.buf);
+          v = doc->children[ct->first + size_t(idx)];
+        }
+      } else {
+        Shown t(tok, tlen), at(p, pos);
+        return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "cannot look up %s in the %s at %s", t.buf,
+                       kind_name(c), at.buf);
+      }
+      pos = te;
+    }
+    size_t ve;
+    if (m[v] == '{' || m[v] == '[') {
+      const Container *ct = find_container(*doc, uint32_t(v));
+      if (!ct) return internal_error(err, "container not indexed");
+      ve = size_t(ct->end) + 1;
+    } else {
+      bool ws = false;
+      ve = value_end(m, v, n, &ws);
+    }
+    size_t vlen = ve - v;
+    char *res = static_cast<char *>(std::malloc(vlen + 1));
+    if (!res) return nomem(err);
+    std::memcpy(res, m + v, vlen);
+    res[vlen] = '\0';
+    *out = res;
+    if (out_len) *out_len = vlen;
+    clear_err(err);
+    return TSJ_OK;
+  } catch (const std::bad_alloc &) {
+    return nomem(err);
+  } catch (...) {
+    return internal_error(err, "unexpected exception");
+  }
+}
+
+const char *tsj_doc_text(const tsj_doc *doc, size_t *len) {
+  if (!doc) {
+    if (len) *len = 0;
+    return nullptr;
+  }
+  if (len) *len = doc->len;
+  return doc->text;
+}
+
+void tsj_doc_free(tsj_doc *doc) { delete doc; }
+
+int tsj_quote(const char *s, size_t len, char **out, size_t *out_len, tsj_error *err) {
+  if (out) *out = nullptr;
+  if (out_len) *out_len = 0;
+  if (!out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "out is NULL");
+  if (!s && len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "input pointer is NULL");
+  if (len && !simdjson::validate_utf8(s, len)) {
+    long long bad = first_invalid_utf8(reinterpret_cast<const u8 *>(s), len);
+    return set_err(err, TSJ_ERR_UTF8, bad, "invalid UTF-8 at byte %lld", bad);
+  }
+  // Extra output bytes per input byte: 1 for \" \\ \b \f \n \r \t, 5 for \u00XX.
+  static const u8 extra[256] = {
+      5, 5, 5, 5, 5, 5, 5, 5, 1, 1, 1, 5, 1, 1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+      0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+  size_t olen = len + 2;
+  for (size_t i = 0; i < len; i++) olen += extra[u8(s[i])];
+  char *res = static_cast<char *>(std::malloc(olen + 1));
+  if (!res) return nomem(err);
+  static const char hex[] = "0123456789abcdef";
+  char *o = res;
+  *o++ = '"';
+  size_t i = 0;
+  while (i < len) {
+    size_t run = i;
+    while (run < len && extra[u8(s[run])] == 0) run++;
+    std::memcpy(o, s + i, run - i);
+    o += run - i;
+    if (run == len) break;
+    u8 c = u8(s[run]);
+    *o++ = '\\';
+    switch (c) {
+      case '"': *o++ = '"'; break;
+      case '\\': *o++ = '\\'; break;
+      case '\b': *o++ = 'b'; break;
+      case '\f': *o++ = 'f'; break;
+      case '\n': *o++ = 'n'; break;
+      case '\r': *o++ = 'r'; break;
+      case '\t': *o++ = 't'; break;
+      default:
+        *o++ = 'u';
+        *o++ = '0';
+        *o++ = '0';
+        *o++ = hex[c >> 4];
+        *o++ = hex[c & 15];
+    }
+    i = run + 1;
+  }
+  *o++ = '"';
+  *o = '\0';
+  *out = res;
+  if (out_len) *out_len = size_t(o - res);
+  clear_err(err);
+  return TSJ_OK;
+}
+
+}  // extern "C"

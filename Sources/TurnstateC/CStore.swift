@@ -1,0 +1,181 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CTurnstate
+import Turnstate
+
+/// The C face of one store: a `Store<JSONState>` whose reducers, listeners
+/// and middleware are C callbacks. It translates; the core store holds the
+/// semantics (ordering, re-entrancy, thread safety).
+final class CStore: @unchecked Sendable {
+    let store: Store<JSONState>
+    private let reducers: ReducerTable
+    private(set) var api: StoreAPI!
+    /// The whole state's text, rebuilt only after the state changed.
+    /// Guarded by the store's lock.
+    private var wholeText: (generation: UInt64, text: UnsafeMutablePointer<CChar>, length: Int)?
+
+    init(initialState json: UnsafePointer<CChar>?) throws(StoreError) {
+        let state = if let json { try JSONState(parsing: json) } else { JSONState() }
+        let reducers = ReducerTable()
+        self.reducers = reducers
+        store = Store(initialState: state, failableReducer: { state, action throws(StoreError) in
+            try reducers.reduce(&state, action)
+        })
+        reducers.store = store
+        api = try StoreAPI(owner: self)
+    }
+
+    deinit {
+        if let wholeText { free(wholeText.text) }
+    }
+
+    /// The `ts_store *` that C code holds for this store.
+    var handle: OpaquePointer { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
+
+    /// The store behind a `ts_store *`.
+    @inline(__always)
+    static func from(_ handle: OpaquePointer?, in function: StaticString) throws(StoreError) -> CStore {
+        guard let handle else { throw StoreError(.badArgument, "\(function): store is NULL") }
+        return Unmanaged<CStore>.fromOpaque(UnsafeRawPointer(handle)).takeUnretainedValue()
+    }
+
+    // MARK: Operations, one per C function
+
+    func dispatch(_ json: UnsafePointer<CChar>) throws(StoreError) {
+        try store.dispatch(try JSONAction(parsing: json))
+    }
+
+    /// The text at `pointer` (NULL or "" for the whole state), malloc'ed.
+    func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar> {
+        let pointer = try JSONPointer(pointer)
+        return try store.exclusively { () throws(StoreError) in
+            let state = try store.getState()
+            guard let key = pointer.key else { return try copyOfWholeText(state) }
+            guard let slice = state[key] else {
+                throw StoreError(.notFound, "JSON Pointer \"\(pointer.text)\": the state has no key \"\(key)\"")
+            }
+            return try slice.value(at: pointer.rest.utf8, path: pointer.text).0
+        }
+    }
+
+    /// The whole state's text from the cache (rebuilt if the state changed),
+    /// as bytes. Under the store's lock.
+    func withWholeText<R>(_ state: JSONState, _ body: (UnsafeBufferPointer<CChar>) -> R) throws(StoreError) -> R {
+        if wholeText?.generation != state.generation || wholeText == nil {
+            let (text, length) = try state.wholeText()
+            if let old = wholeText { free(old.text) }
+            wholeText = (state.generation, text, length)
+        }
+        return body(UnsafeBufferPointer(start: wholeText!.text, count: wholeText!.length))
+    }
+
+    private func copyOfWholeText(_ state: JSONState) throws(StoreError) -> UnsafeMutablePointer<CChar> {
+        let copy = try withWholeText(state) { bytes -> UnsafeMutablePointer<CChar>? in
+            guard let copy = malloc(bytes.count + 1)?.assumingMemoryBound(to: CChar.self) else { return nil }
+            memcpy(copy, bytes.baseAddress!, bytes.count)
+            copy[bytes.count] = 0
+            return copy
+        }
+        guard let copy else { throw StoreError(.outOfMemory, "no memory for a copy of the state") }
+        return copy
+    }
+
+    func addReducer(key: UnsafePointer<CChar>, fn: ts_reducer_fn, context: UnsafeMutableRawPointer?) throws(StoreError) {
+        guard let key = String(validatingCString: key) else {
+            throw StoreError(.badArgument, "ts_store_add_reducer: the key is not valid UTF-8")
+        }
+        let entry = ReducerTable.Entry(key: key, fn: fn, context: context)
+        try store.mutateState(notify: false) { state throws(StoreError) in
+            guard !reducers.contains(key: key) else {
+                throw StoreError(.badArgument, "ts_store_add_reducer: the key \"\(key)\" already has a reducer")
+            }
+            if state[key] == nil {
+                let slice = try ReducerTable.initialSlice(for: entry)
+                if let violation = store.reentrancyViolationDuringReduce {
+                    throw StoreError(.reentrantCall, "the reducer for \"\(key)\" called into its store during \"@@turnstate/init\": \(violation.message)")
+                }
+                try state.set(key, slice)
+            }
+            reducers.append(entry)
+        }
+    }
+
+    func subscribe(pointer: UnsafePointer<CChar>?, fn: ts_listener_fn, context: UnsafeMutableRawPointer?) throws(StoreError) -> UInt64 {
+        let listener = CListener(fn: fn, store: handle, context: context)
+        guard let pointer else {
+            return try store.subscribe { _ in listener.call() }.token
+        }
+        let parsed = try JSONPointer(pointer)
+        return try store.exclusively { () throws(StoreError) -> UInt64 in
+            let watcher = PointerWatcher(pointer: parsed, owner: self)
+            watcher.changed(in: try store.getState())
+            return try store.subscribe { state in
+                if watcher.changed(in: state) { listener.call() }
+            }.token
+        }
+    }
+
+    func addMiddleware(name: String, fn: ts_middleware_fn, context: UnsafeMutableRawPointer?) throws(StoreError) {
+        try store.addMiddleware(CMiddleware(name: name, fn: fn, context: CContext(pointer: context),
+                                            host: CMiddlewareHost(api: api, store: store)))
+    }
+}
+
+/// A C listener and what it is called with.
+struct CListener: @unchecked Sendable {
+    let fn: ts_listener_fn
+    let store: OpaquePointer
+    let context: UnsafeMutableRawPointer?
+
+    @inline(__always) func call() { fn(store, context) }
+}
+
+/// Tells whether the value at one JSON Pointer changed since it last looked.
+/// Used only under the store's lock.
+final class PointerWatcher: @unchecked Sendable {
+    private let pointer: JSONPointer
+    private unowned let owner: CStore
+    /// What the value was last time: which slice (or state) it came from,
+    /// and its text (nil if there was no value).
+    private var lastSource: UInt64?
+    private var lastText: [CChar]?
+    private var primed = false
+
+    init(pointer: JSONPointer, owner: CStore) {
+        self.pointer = pointer
+        self.owner = owner
+    }
+
+    /// Looks at the value in `state`; true if it differs from the last time
+    /// (the first look only records it).
+    @discardableResult
+    func changed(in state: JSONState) -> Bool {
+        let source: UInt64?
+        let text: [CChar]?
+        if let key = pointer.key {
+            let slice = state[key]
+            source = slice?.id
+            // An unchanged slice holds an unchanged value: no parse at all.
+            if primed, source != nil, source == lastSource { return false }
+            if let slice, let (value, length) = try? slice.value(at: pointer.rest.utf8, path: pointer.text) {
+                text = Array(UnsafeBufferPointer(start: value, count: length))
+                free(value)
+            } else {
+                text = nil
+            }
+        } else {
+            source = state.generation
+            if primed, source == lastSource { return false }
+            text = try? owner.withWholeText(state) { Array($0) }
+        }
+        defer {
+            lastSource = source
+            lastText = text
+            primed = true
+        }
+        return primed && text != lastText
+    }
+}

@@ -1,0 +1,126 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CTurnstate
+import CTurnstateSupport
+import Turnstate
+
+// The C API of Include/turnstate.h. Each function is checked against its
+// declaration there by @c @implementation; each translates arguments and
+// errors and leaves the semantics to CStore and the core Store.
+
+// MARK: Versions, statuses, memory
+
+private let versionString: StaticString = "0.1.0"
+
+@c @implementation
+public func ts_version_number() -> Int32 {
+    TS_VERSION_MAJOR * 10000 + TS_VERSION_MINOR * 100 + TS_VERSION_PATCH
+}
+
+@c @implementation
+public func ts_version_string() -> UnsafePointer<CChar>? {
+    versionString.cString
+}
+
+@c @implementation
+public func ts_status_name(_ status: ts_status) -> UnsafePointer<CChar>? {
+    CStatus.name(status).cString
+}
+
+@c @implementation
+public func ts_last_error() -> UnsafePointer<CChar>? {
+    tsi_last_error()
+}
+
+@c @implementation
+public func ts_free(_ pointer: UnsafeMutableRawPointer?) {
+    free(pointer)
+}
+
+// MARK: Stores
+
+@c @implementation
+public func ts_store_create(_ initialState: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let out = try required(out, "out", in: "ts_store_create")
+        let store = try CStore(initialState: initialState)
+        out.pointee = OpaquePointer(Unmanaged.passRetained(store).toOpaque())
+    }
+}
+
+@c @implementation
+public func ts_store_destroy(_ store: OpaquePointer?) {
+    guard let store else { return }
+    // A call into the store that is still running (this may be one of its
+    // callbacks) holds its own reference: the store goes when that returns.
+    Unmanaged<CStore>.fromOpaque(UnsafeRawPointer(store)).release()
+}
+
+@c @implementation
+public func ts_store_add_reducer(
+    _ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ fn: ts_reducer_fn?, _ context: UnsafeMutableRawPointer?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_add_reducer")
+        try cstore.addReducer(key: try required(key, "key", in: "ts_store_add_reducer"),
+                              fn: try required(fn, "fn", in: "ts_store_add_reducer"), context: context)
+    }
+}
+
+@c @implementation
+public func ts_store_dispatch(_ store: OpaquePointer?, _ action: UnsafePointer<CChar>?) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_dispatch")
+        try cstore.dispatch(try required(action, "action_json", in: "ts_store_dispatch"))
+    }
+}
+
+@c @implementation
+public func ts_store_get_state(
+    _ store: OpaquePointer?, _ pointer: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_get_state")
+        let out = try required(out, "out_json", in: "ts_store_get_state")
+        out.pointee = try cstore.state(at: pointer)
+    }
+}
+
+// MARK: Listeners
+
+@c @implementation
+public func ts_store_subscribe(
+    _ store: OpaquePointer?, _ pointer: UnsafePointer<CChar>?, _ fn: ts_listener_fn?,
+    _ context: UnsafeMutableRawPointer?, _ out: UnsafeMutablePointer<UInt64>?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_subscribe")
+        let fn = try required(fn, "fn", in: "ts_store_subscribe")
+        let out = try required(out, "out_token", in: "ts_store_subscribe")
+        out.pointee = try cstore.subscribe(pointer: pointer, fn: fn, context: context)
+    }
+}
+
+@c @implementation
+public func ts_store_unsubscribe(_ store: OpaquePointer?, _ token: UInt64) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        try CStore.from(store, in: "ts_store_unsubscribe").store.unsubscribe(token: token)
+    }
+}
+
+// MARK: Middleware
+
+@c @implementation
+public func ts_store_add_middleware(
+    _ store: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ fn: ts_middleware_fn?, _ context: UnsafeMutableRawPointer?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_add_middleware")
+        let name = try required(name, "name", in: "ts_store_add_middleware")
+        try cstore.addMiddleware(name: String(decoding: UnsafeRawBufferPointer(start: name, count: strlen(name)), as: UTF8.self),
+                                 fn: try required(fn, "fn", in: "ts_store_add_middleware"), context: context)
+    }
+}

@@ -1,0 +1,59 @@
+import CTurnstate
+import CTurnstateSupport
+import Turnstate
+
+/// A Swift closure made into a plain C function pointer with libffi. The
+/// function stays valid as long as this object lives.
+final class FFIClosure: @unchecked Sendable {
+    private final class StringBody {
+        let call: (UnsafePointer<CChar>?) -> Int32
+        init(_ call: @escaping (UnsafePointer<CChar>?) -> Int32) { self.call = call }
+    }
+
+    private final class StringOutBody {
+        let call: (UnsafePointer<CChar>?, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32
+        init(_ call: @escaping (UnsafePointer<CChar>?, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32) {
+            self.call = call
+        }
+    }
+
+    private let closure: OpaquePointer
+    /// The executable address of the closure.
+    let code: UnsafeMutableRawPointer
+    private let body: AnyObject
+
+    private init(closure: OpaquePointer?, code: UnsafeMutableRawPointer?, body: AnyObject) throws(StoreError) {
+        guard let closure, let code else {
+            throw StoreError(.outOfMemory, "libffi could not allocate an executable closure")
+        }
+        self.closure = closure
+        self.code = code
+        self.body = body
+    }
+
+    /// A `ts_status (*)(const char *)` that calls `call`.
+    static func string(_ call: @escaping (UnsafePointer<CChar>?) -> Int32) throws(StoreError) -> FFIClosure {
+        let body = StringBody(call)
+        var code: UnsafeMutableRawPointer?
+        let closure = tsi_closure_string({ userdata, text in
+            Unmanaged<StringBody>.fromOpaque(userdata!).takeUnretainedValue().call(text)
+        }, Unmanaged.passUnretained(body).toOpaque(), &code)
+        return try FFIClosure(closure: closure, code: code, body: body)
+    }
+
+    /// A `ts_status (*)(const char *, char **)` that calls `call`.
+    static func stringOut(
+        _ call: @escaping (UnsafePointer<CChar>?, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32
+    ) throws(StoreError) -> FFIClosure {
+        let body = StringOutBody(call)
+        var code: UnsafeMutableRawPointer?
+        let closure = tsi_closure_string_out({ userdata, text, out in
+            Unmanaged<StringOutBody>.fromOpaque(userdata!).takeUnretainedValue().call(text, out)
+        }, Unmanaged.passUnretained(body).toOpaque(), &code)
+        return try FFIClosure(closure: closure, code: code, body: body)
+    }
+
+    deinit { tsi_closure_free(closure) }
+
+    var nextFunction: ts_next_fn { unsafeBitCast(code, to: ts_next_fn.self) }
+}

@@ -1,0 +1,38 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CTurnstate
+import CTurnstateJSON
+import Turnstate
+
+/// A tagged JSON action, parsed once: the view that reducers and middleware
+/// get (`ts_action`) points into it. The action's text is borrowed from the
+/// caller of `ts_store_dispatch` (or of `next`), which outlives the dispatch,
+/// so a JSONAction must not outlive the dispatch either.
+final class JSONAction: Action, @unchecked Sendable {
+    /// The type and payload, unescaped and minified, in one block.
+    private let block: UnsafeMutablePointer<CChar>
+    let view: UnsafeMutablePointer<ts_action>
+
+    init(parsing json: UnsafePointer<CChar>) throws(StoreError) {
+        var block: UnsafeMutablePointer<CChar>?
+        var type: UnsafePointer<CChar>?
+        var typeLength = 0
+        var payload: UnsafePointer<CChar>?
+        try checkJSON("action") { tsj_parse_action(json, strlen(json), &block, &type, &typeLength, &payload, $0) }
+        guard let block else { throw StoreError(.outOfMemory, "no memory for the action") }
+        self.block = block
+        view = .allocate(capacity: 1)
+        view.initialize(to: ts_action(type: type, payload: payload, json: json))
+    }
+
+    deinit {
+        free(block)
+        view.deallocate()
+    }
+
+    var json: UnsafePointer<CChar> { view.pointee.json }
+    var type: String { String(cString: view.pointee.type) }
+}

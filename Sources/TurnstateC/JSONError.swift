@@ -1,0 +1,27 @@
+import CTurnstateJSON
+import Turnstate
+
+extension StoreError {
+    /// Converts a JSON layer error, prefixing `context` ("action", "state of \"todos\"").
+    init(_ error: tsj_error, context: String) {
+        let message = withUnsafeBytes(of: error.message) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        let code: StoreError.Code
+        switch tsj_code(rawValue: UInt32(bitPattern: error.code)) {
+        case TSJ_ERR_NOMEM: code = .outOfMemory
+        case TSJ_ERR_NOT_ACTION: code = .notAnAction
+        case TSJ_ERR_POINTER: code = .badArgument
+        case TSJ_ERR_NOT_FOUND: code = .notFound
+        default: code = .invalidJSON
+        }
+        self.init(code, "\(context): \(message)")
+    }
+}
+
+/// Runs a JSON layer call that fills a `tsj_error`, throwing on failure.
+@inline(__always)
+func checkJSON(_ context: @autoclosure () -> String, _ call: (UnsafeMutablePointer<tsj_error>) -> Int32) throws(StoreError) {
+    var error = tsj_error()
+    if call(&error) != 0 { throw StoreError(error, context: context()) }
+}

@@ -1,0 +1,104 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CTurnstateJSON
+import Synchronization
+import Turnstate
+
+/// The state of a C store: a JSON object whose top-level values are kept as
+/// separate slices of JSON text, in the order the keys first appeared.
+struct JSONState: Sendable {
+    struct Member: Sendable {
+        let key: String
+        /// The key as a JSON string literal, quotes included.
+        let quotedKey: String
+        var slice: JSONSlice
+    }
+
+    private static let lastGeneration = Atomic<UInt64>(0)
+
+    private(set) var members: [Member] = []
+    private var indexOfKey: [String: Int] = [:]
+    /// Changes (to a new, unique value) whenever any slice changes.
+    private(set) var generation: UInt64 = 0
+
+    init() {}
+
+    /// Parses a JSON object into slices.
+    init(parsing json: UnsafePointer<CChar>) throws(StoreError) {
+        final class Collector {
+            var members: [(String, JSONSlice)] = []
+        }
+        let collector = Collector()
+        let context = Unmanaged.passUnretained(collector).toOpaque()
+        try checkJSON("initial state") {
+            tsj_for_each_member(json, strlen(json), { key, keyLength, value, valueLength, context in
+                let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
+                guard let copy = malloc(valueLength + 1)?.assumingMemoryBound(to: CChar.self) else { return -1 }
+                memcpy(copy, value!, valueLength + 1)
+                let keyText = String(decoding: UnsafeRawBufferPointer(start: key, count: keyLength), as: UTF8.self)
+                collector.members.append((keyText, JSONSlice(adoptingMinified: copy, length: valueLength)))
+                return 0
+            }, context, $0)
+        }
+        for (key, slice) in collector.members { try set(key, slice) }
+        generation = 0
+    }
+
+    subscript(key: String) -> JSONSlice? {
+        guard let index = indexOfKey[key] else { return nil }
+        return members[index].slice
+    }
+
+    /// Sets the slice of `key`, adding the key at the end if it is new.
+    mutating func set(_ key: String, _ slice: JSONSlice) throws(StoreError) {
+        if let index = indexOfKey[key] {
+            members[index].slice = slice
+        } else {
+            indexOfKey[key] = members.count
+            members.append(Member(key: key, quotedKey: try Self.quote(key), slice: slice))
+        }
+        generation = Self.lastGeneration.add(1, ordering: .relaxed).newValue
+    }
+
+    /// The whole state as minified JSON text, malloc'ed, NUL-terminated.
+    func wholeText() throws(StoreError) -> (UnsafeMutablePointer<CChar>, Int) {
+        var total = 2
+        for member in members { total += member.quotedKey.utf8.count + 1 + member.slice.length + 1 }
+        guard let buffer = malloc(total + 1)?.assumingMemoryBound(to: CChar.self) else {
+            throw StoreError(.outOfMemory, "no memory for the state's \(total) bytes")
+        }
+        var at = 0
+        func append(_ bytes: UnsafeRawPointer, _ count: Int) {
+            memcpy(buffer + at, bytes, count)
+            at += count
+        }
+        buffer[at] = CChar(UInt8(ascii: "{")); at += 1
+        for (i, member) in members.enumerated() {
+            if i > 0 { buffer[at] = CChar(UInt8(ascii: ",")); at += 1 }
+            var key = member.quotedKey
+            key.withUTF8 { append($0.baseAddress!, $0.count) }
+            buffer[at] = CChar(UInt8(ascii: ":")); at += 1
+            append(member.slice.text, member.slice.length)
+        }
+        buffer[at] = CChar(UInt8(ascii: "}")); at += 1
+        buffer[at] = 0
+        return (buffer, at)
+    }
+
+    static func quote(_ key: String) throws(StoreError) -> String {
+        var key = key
+        var out: UnsafeMutablePointer<CChar>?
+        var length = 0
+        var error = tsj_error()
+        let code = key.withUTF8 { bytes in
+            tsj_quote(UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self), bytes.count, &out, &length, &error)
+        }
+        if code != 0 { throw StoreError(error, context: "key \"\(key)\"") }
+        guard let out else { throw StoreError(.outOfMemory, "no memory to quote a key") }
+        defer { free(out) }
+        return String(decoding: UnsafeRawBufferPointer(start: out, count: length), as: UTF8.self)
+    }
+}

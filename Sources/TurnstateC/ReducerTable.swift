@@ -1,0 +1,75 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CTurnstate
+import Turnstate
+
+/// The action a reducer gets when it must produce the first value of its slice.
+let initAction: StaticString = #"{"type":"@@turnstate/init"}"#
+
+extension StaticString {
+    /// The literal as a C string (string literals are stored NUL-terminated).
+    var cString: UnsafePointer<CChar> { UnsafeRawPointer(utf8Start).assumingMemoryBound(to: CChar.self) }
+}
+
+/// The C reducers of one store, each owning a top-level key, and the
+/// all-or-nothing reduction over them. Read and changed only under the
+/// store's lock.
+final class ReducerTable: @unchecked Sendable {
+    struct Entry {
+        let key: String
+        let fn: ts_reducer_fn
+        let context: UnsafeMutableRawPointer?
+    }
+
+    private(set) var entries: [Entry] = []
+    /// Set once the store exists, to see calls a reducer made into it.
+    weak var store: Store<JSONState>?
+
+    func contains(key: String) -> Bool { entries.contains { $0.key == key } }
+
+    func append(_ entry: Entry) { entries.append(entry) }
+
+    /// Runs every reducer; applies their results only if all succeeded.
+    func reduce(_ state: inout JSONState, _ action: any Action) throws(StoreError) {
+        guard let action = action as? JSONAction else {
+            throw StoreError(.notAnAction, "a C store reduces only tagged JSON actions, not \(type(of: action))")
+        }
+        var changes: [(key: String, slice: JSONSlice)] = []
+        var failure: StoreError?
+        for entry in entries {
+            guard let output = entry.fn(state[entry.key]?.text, action.view, entry.context) else { continue }
+            defer { free(output) }
+            do {
+                changes.append((entry.key, try JSONSlice(validating: output, length: strlen(output),
+                                                         context: "the reducer for \"\(entry.key)\" returned invalid JSON for \"\(action.type)\"")))
+            } catch {
+                failure = StoreError(.reducerFailed, error.message)
+                break
+            }
+        }
+        if let violation = store?.reentrancyViolationDuringReduce {
+            throw StoreError(.reentrantCall, "while reducing \"\(action.type)\": \(violation.message)")
+        }
+        if let failure { throw failure }
+        for change in changes { try state.set(change.key, change.slice) }
+    }
+
+    /// Gives a newly added reducer its first slice: calls it with no slice
+    /// and the action {"type": "@@turnstate/init"}.
+    static func initialSlice(for entry: Entry) throws(StoreError) -> JSONSlice {
+        let action = try JSONAction(parsing: initAction.cString)
+        guard let output = entry.fn(nil, action.view, entry.context) else {
+            throw StoreError(.reducerFailed, "the reducer for \"\(entry.key)\" returned NULL for \"@@turnstate/init\", but the state has no \"\(entry.key)\" yet: return its first value")
+        }
+        defer { free(output) }
+        do {
+            return try JSONSlice(validating: output, length: strlen(output),
+                                 context: "the reducer for \"\(entry.key)\" returned invalid JSON for \"@@turnstate/init\"")
+        } catch {
+            throw StoreError(.reducerFailed, error.message)
+        }
+    }
+}
