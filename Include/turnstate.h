@@ -215,6 +215,14 @@ typedef struct ts_store_api {
      *     return store->fail(TS_E_REJECTED, "\"title\" is required");
      * The dispatcher then reads the message in ts_last_error(). */
     ts_status (*fail)(ts_status status, const char *message);
+    /* Replaces the whole state with `state_json` (a JSON object) without
+     * going through middleware or reducers, then calls the listeners: for
+     * restoring a saved state (the journal plugin). A key that has a reducer
+     * but is missing from the new state gets its first value from that
+     * reducer, as in ts_store_add_reducer. Atomic: on failure the state is
+     * unchanged. Errors: TS_E_ARGUMENT, TS_E_JSON, TS_E_REDUCER,
+     * TS_E_REENTRANT (from inside a reducer). */
+    ts_status (*replace_state)(const char *state_json);
 } ts_store_api;
 
 /* A middleware: the shape of Swift's run(store:next:action:). Return TS_OK to
@@ -232,6 +240,34 @@ typedef ts_status (*ts_middleware_fn)(const ts_store_api *store, ts_next_fn next
  * `name` (for messages) is copied. Errors: TS_E_ARGUMENT (NULL store, name or
  * fn), TS_E_NOMEM (no executable memory for its closures), TS_E_REENTRANT. */
 ts_status ts_store_add_middleware(ts_store *store, const char *name, ts_middleware_fn fn, void *ctx);
+
+/* ---- Plugins ------------------------------------------------------------ */
+
+/* Loads the middleware plugin at `path` (a shared object written against
+ * turnstate_plugin.h) and appends it to the end of the middleware chain, as
+ * ts_store_add_middleware does: a plugin runs after the middleware and
+ * plugins added before it and before those added after it. `config_json` is
+ * the plugin's configuration (NULL means {}). Add reducers before loading a
+ * plugin that restores state (the journal plugin).
+ * Refused, with the store unchanged: a file that is missing (TS_E_NOT_FOUND),
+ * that other users can write to, or whose folder they can write to, or that
+ * is not a shared object, or that has no ts_plugin_entry symbol (TS_E_PLUGIN);
+ * a plugin built for an ABI this library does not speak (TS_E_ABI, the
+ * message names both versions); invalid config JSON (TS_E_JSON); a plugin
+ * whose create() failed (TS_E_PLUGIN, with the plugin's own message).
+ * Plugins are never unloaded (dlclose): their destroy() runs when the store
+ * is destroyed, in reverse order of loading. */
+ts_status ts_store_load_plugin(ts_store *store, const char *path, const char *config_json);
+
+/* Loads every "*.so" file in the folder `dir`, in byte order of their names
+ * (10-guard.so before 20-logger.so), each with its configuration from the
+ * file NAME.json beside it when there is one (10-guard.json for
+ * 10-guard.so). All or nothing: if one plugin is refused, none of the folder
+ * is added, and the status and message are those of the refused one (the
+ * message names its file). A folder that others can write to is refused.
+ * Errors: as ts_store_load_plugin, and TS_E_NOT_FOUND / TS_E_IO for the
+ * folder itself. */
+ts_status ts_store_load_plugins(ts_store *store, const char *dir);
 
 #ifdef __cplusplus
 }

@@ -1,36 +1,62 @@
 import CTurnstate
+import CTurnstateSupport
 import Turnstate
 
-/// A C middleware in the core store's chain.
+/// How the actions of one kind of store cross to C middleware and back.
+protocol ActionBridge<State>: Sendable {
+    associatedtype State: Sendable
+    /// The tagged JSON form of `action` for C code, or nil to pass the action
+    /// on without showing it to the C middleware.
+    func foreign(_ action: any Action) throws(StoreError) -> JSONAction?
+    /// The action for the JSON text a C middleware passed to `next`.
+    func native(_ json: UnsafePointer<CChar>) throws(StoreError) -> any Action
+}
+
+/// The C store's bridge: its actions are already JSON.
+struct JSONActionBridge: ActionBridge {
+    typealias State = JSONState
+
+    func foreign(_ action: any Action) throws(StoreError) -> JSONAction? {
+        guard let action = action as? JSONAction else {
+            throw StoreError(.notAnAction, "a C store takes only tagged JSON actions, not \(type(of: action))")
+        }
+        return action
+    }
+
+    func native(_ json: UnsafePointer<CChar>) throws(StoreError) -> any Action {
+        try JSONAction(parsing: json)
+    }
+}
+
+/// A C middleware (added in code or loaded from a plugin) in a core store's chain.
 ///
 /// Its `next` is a libffi closure bound to this place in the chain, made the
 /// first time the chain runs through here after it changed (never per
 /// dispatch) and kept until the store is freed, so a middleware may keep it.
-struct CMiddleware: Middleware {
-    typealias State = JSONState
-
+struct CMiddleware<State: Sendable>: Middleware {
     let name: String
     let fn: ts_middleware_fn
     let context: CContext
-    let host: CMiddlewareHost
+    let host: CMiddlewareHost<State>
 
-    func run(store: MiddlewareStore<JSONState>, next: Next, action: any Action) throws(StoreError) {
-        guard let action = action as? JSONAction else {
-            throw StoreError(.notAnAction, "the C middleware \"\(name)\" gets only tagged JSON actions, not \(type(of: action))")
+    func run(store: MiddlewareStore<State>, next: Next, action: any Action) throws(StoreError) {
+        guard let foreign = try host.bridge.foreign(action) else {
+            try next(action)
+            return
         }
         let binding = try host.binding(for: next)
         let outer = binding.current
-        binding.current = action
+        binding.current = (foreign, action)
         binding.failure = nil
         defer { binding.current = outer }
         host.api.clearMessage()
-        let status = fn(host.api.table, binding.function, action.view, context.pointer)
+        let status = fn(host.api.table, binding.function, foreign.view, context.pointer)
         if status == TS_OK { return }
         // A failure of the rest of the chain that the middleware passed back
         // keeps its own message.
         if let failure = binding.failure, failure.code.rawValue == status { throw failure }
         throw StoreError(CStatus.code(status),
-                         "middleware \"\(name)\" refused \"\(action.type)\" with \(CStatus.name(status)): \(host.api.takeMessage() ?? "no reason given")")
+                         "middleware \"\(name)\" refused \"\(foreign.type)\" with \(CStatus.name(status)): \(host.api.takeMessage() ?? "no reason given")")
     }
 }
 
@@ -41,17 +67,19 @@ struct CContext: @unchecked Sendable {
 
 /// The bindings of one C middleware: its `next` closures, one per chain
 /// it has been part of. Changed only under the store's lock.
-final class CMiddlewareHost: @unchecked Sendable {
+final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
     /// One place in the chain: the `Next` it passes on to and the C function
     /// that calls it.
     final class NextBinding {
         let next: Next
-        var current: JSONAction?
+        /// The action being run here: its JSON form and the action itself.
+        var current: (foreign: JSONAction, native: any Action)?
+        /// How the rest of the chain failed, if it did.
         var failure: StoreError?
         private(set) var closure: FFIClosure!
         var function: ts_next_fn { closure.nextFunction }
 
-        init(next: Next, store: Store<JSONState>) throws(StoreError) {
+        init(next: Next, store: Store<State>, bridge: any ActionBridge<State>) throws(StoreError) {
             self.next = next
             closure = try FFIClosure.string { [unowned self, weak store] text in
                 CStatus.run { () throws(StoreError) in
@@ -59,10 +87,11 @@ final class CMiddlewareHost: @unchecked Sendable {
                     let text = try required(text, "action_json", in: "next")
                     try store.exclusively { () throws(StoreError) in
                         do throws(StoreError) {
-                            if let current = self.current, current.json == text {
-                                try self.next(current)
+                            // The action passed on unchanged costs no new parse.
+                            if let current = self.current, current.foreign.json == text {
+                                try self.next(current.native)
                             } else {
-                                try self.next(try JSONAction(parsing: text))
+                                try self.next(try bridge.native(text))
                             }
                         } catch {
                             self.failure = error
@@ -75,14 +104,16 @@ final class CMiddlewareHost: @unchecked Sendable {
     }
 
     let api: StoreAPI
-    private weak var store: Store<JSONState>?
+    let bridge: any ActionBridge<State>
+    private weak var store: Store<State>?
     private var latest: NextBinding?
     /// Every binding ever made, so that `next` pointers stay valid.
     private var bindings: [NextBinding] = []
 
-    init(api: StoreAPI, store: Store<JSONState>) {
+    init(api: StoreAPI, store: Store<State>, bridge: any ActionBridge<State>) {
         self.api = api
         self.store = store
+        self.bridge = bridge
     }
 
     func binding(for next: Next) throws(StoreError) -> NextBinding {
@@ -92,7 +123,7 @@ final class CMiddlewareHost: @unchecked Sendable {
             return known
         }
         guard let store else { throw StoreError(.storeReleased, "the store was destroyed") }
-        let made = try NextBinding(next: next, store: store)
+        let made = try NextBinding(next: next, store: store, bridge: bridge)
         bindings.append(made)
         latest = made
         return made

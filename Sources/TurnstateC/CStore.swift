@@ -9,10 +9,11 @@ import Turnstate
 /// The C face of one store: a `Store<JSONState>` whose reducers, listeners
 /// and middleware are C callbacks. It translates; the core store holds the
 /// semantics (ordering, re-entrancy, thread safety).
-final class CStore: @unchecked Sendable {
+final class CStore: StoreFace, @unchecked Sendable {
     let store: Store<JSONState>
     private let reducers: ReducerTable
     private(set) var api: StoreAPI!
+    private var plugins: PluginSet<JSONState>!
     /// The whole state's text, rebuilt only after the state changed.
     /// Guarded by the store's lock.
     private var wholeText: (generation: UInt64, text: UnsafeMutablePointer<CChar>, length: Int)?
@@ -25,10 +26,14 @@ final class CStore: @unchecked Sendable {
             try reducers.reduce(&state, action)
         })
         reducers.store = store
-        api = try StoreAPI(owner: self)
+        api = try StoreAPI(for: self)
+        plugins = PluginSet(store: store, api: api, bridge: JSONActionBridge())
     }
 
     deinit {
+        // Plugins first, last loaded first, while the store still exists
+        // (their table's functions already answer TS_E_STORE_GONE).
+        plugins.destroyAll()
         if let wholeText { free(wholeText.text) }
     }
 
@@ -93,13 +98,21 @@ final class CStore: @unchecked Sendable {
                 throw StoreError(.badArgument, "ts_store_add_reducer: the key \"\(key)\" already has a reducer")
             }
             if state[key] == nil {
-                let slice = try ReducerTable.initialSlice(for: entry)
-                if let violation = store.reentrancyViolationDuringReduce {
-                    throw StoreError(.reentrantCall, "the reducer for \"\(key)\" called into its store during \"@@turnstate/init\": \(violation.message)")
-                }
-                try state.set(key, slice)
+                try state.set(key, try reducers.initialSlice(for: entry))
             }
             reducers.append(entry)
+        }
+    }
+
+    /// Replaces the whole state (restoring a snapshot), then notifies.
+    func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {
+        var replacement = try JSONState(parsing: json)
+        try store.mutateState(notify: true) { state throws(StoreError) in
+            for entry in reducers.entries where replacement[entry.key] == nil {
+                try replacement.set(entry.key, try reducers.initialSlice(for: entry))
+            }
+            replacement.markChanged()
+            state = replacement
         }
     }
 
@@ -118,9 +131,25 @@ final class CStore: @unchecked Sendable {
         }
     }
 
+    func loadPlugin(path: UnsafePointer<CChar>, config: UnsafePointer<CChar>?) throws(StoreError) {
+        let configText: String? = if let config { try Self.string(config, "config_json") } else { nil }
+        try plugins.load(path: try Self.string(path, "path"), config: configText)
+    }
+
+    func loadPlugins(folder: UnsafePointer<CChar>) throws(StoreError) {
+        try plugins.loadFolder(try Self.string(folder, "dir"))
+    }
+
+    private static func string(_ text: UnsafePointer<CChar>, _ name: StaticString) throws(StoreError) -> String {
+        guard let string = String(validatingCString: text) else {
+            throw StoreError(.badArgument, "\(name) is not valid UTF-8")
+        }
+        return string
+    }
+
     func addMiddleware(name: String, fn: ts_middleware_fn, context: UnsafeMutableRawPointer?) throws(StoreError) {
         try store.addMiddleware(CMiddleware(name: name, fn: fn, context: CContext(pointer: context),
-                                            host: CMiddlewareHost(api: api, store: store)))
+                                            host: CMiddlewareHost(api: api, store: store, bridge: JSONActionBridge())))
     }
 }
 

@@ -124,3 +124,23 @@ public func ts_store_add_middleware(
                                  fn: try required(fn, "fn", in: "ts_store_add_middleware"), context: context)
     }
 }
+
+// MARK: Plugins
+
+@c @implementation
+public func ts_store_load_plugin(
+    _ store: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ config: UnsafePointer<CChar>?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_load_plugin")
+        try cstore.loadPlugin(path: try required(path, "path", in: "ts_store_load_plugin"), config: config)
+    }
+}
+
+@c @implementation
+public func ts_store_load_plugins(_ store: OpaquePointer?, _ folder: UnsafePointer<CChar>?) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_load_plugins")
+        try cstore.loadPlugins(folder: try required(folder, "dir", in: "ts_store_load_plugins"))
+    }
+}

@@ -63,6 +63,11 @@ struct JSONState: Sendable {
         generation = Self.lastGeneration.add(1, ordering: .relaxed).newValue
     }
 
+    /// Gives the state a new generation, as a change does.
+    mutating func markChanged() {
+        generation = Self.lastGeneration.add(1, ordering: .relaxed).newValue
+    }
+
     /// The whole state as minified JSON text, malloc'ed, NUL-terminated.
     func wholeText() throws(StoreError) -> (UnsafeMutablePointer<CChar>, Int) {
         var total = 2

@@ -57,14 +57,19 @@ final class ReducerTable: @unchecked Sendable {
         for change in changes { try state.set(change.key, change.slice) }
     }
 
-    /// Gives a newly added reducer its first slice: calls it with no slice
-    /// and the action {"type": "@@turnstate/init"}.
-    static func initialSlice(for entry: Entry) throws(StoreError) -> JSONSlice {
+    /// Gives a reducer whose key is missing its first slice: calls it with
+    /// no slice and the action {"type": "@@turnstate/init"}. Fails if it
+    /// returns nothing or invalid JSON, or calls into the store.
+    func initialSlice(for entry: Entry) throws(StoreError) -> JSONSlice {
         let action = try JSONAction(parsing: initAction.cString)
-        guard let output = entry.fn(nil, action.view, entry.context) else {
+        let output = entry.fn(nil, action.view, entry.context)
+        defer { free(output) }
+        if let violation = store?.reentrancyViolationDuringReduce {
+            throw StoreError(.reentrantCall, "the reducer for \"\(entry.key)\" called into its store during \"@@turnstate/init\": \(violation.message)")
+        }
+        guard let output else {
             throw StoreError(.reducerFailed, "the reducer for \"\(entry.key)\" returned NULL for \"@@turnstate/init\", but the state has no \"\(entry.key)\" yet: return its first value")
         }
-        defer { free(output) }
         do {
             return try JSONSlice(validating: output, length: strlen(output),
                                  context: "the reducer for \"\(entry.key)\" returned invalid JSON for \"@@turnstate/init\"")

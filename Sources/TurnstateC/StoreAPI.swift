@@ -7,37 +7,58 @@ import CTurnstate
 import CTurnstateSupport
 import Turnstate
 
+/// What the functions of a `ts_store_api` table do for one kind of store.
+protocol StoreFace: AnyObject, Sendable {
+    /// Dispatches tagged JSON from the top of the chain.
+    func dispatch(_ json: UnsafePointer<CChar>) throws(StoreError)
+    /// The text at a JSON Pointer (NULL or "" for the whole state), malloc'ed.
+    func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar>
+    /// Replaces the whole state and notifies.
+    func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError)
+}
+
 /// The `ts_store_api` table that C middleware and plugins get: plain C
 /// functions (libffi closures) bound to one store, made once per store.
 final class StoreAPI: @unchecked Sendable {
     let table: UnsafeMutablePointer<ts_store_api>
-    private let dispatchClosure: FFIClosure
-    private let getStateClosure: FFIClosure
+    private let closures: [FFIClosure]
 
-    init(owner: CStore) throws(StoreError) {
-        dispatchClosure = try FFIClosure.string { [weak owner] text in
+    /// Makes the table for `face`, which it holds weakly: once the store is
+    /// gone its functions return TS_E_STORE_GONE.
+    init(for face: some StoreFace) throws(StoreError) {
+        weak let face = face
+        let gone = { (function: StaticString) in StoreError(.storeReleased, "\(function): the store was destroyed") }
+        let dispatch = try FFIClosure.string { text in
             CStatus.run { () throws(StoreError) in
-                guard let owner else { throw StoreError(.storeReleased, "dispatch: the store was destroyed") }
-                try owner.dispatch(try required(text, "action_json", in: "dispatch"))
+                guard let face else { throw gone("dispatch") }
+                try face.dispatch(try required(text, "action_json", in: "dispatch"))
             }
         }
-        getStateClosure = try FFIClosure.stringOut { [weak owner] pointer, out in
+        let getState = try FFIClosure.stringOut { pointer, out in
             CStatus.run { () throws(StoreError) in
-                guard let owner else { throw StoreError(.storeReleased, "get_state: the store was destroyed") }
+                guard let face else { throw gone("get_state") }
                 let out = try required(out, "out_json", in: "get_state")
-                out.pointee = try owner.state(at: pointer)
+                out.pointee = try face.state(at: pointer)
             }
         }
+        let replaceState = try FFIClosure.string { text in
+            CStatus.run { () throws(StoreError) in
+                guard let face else { throw gone("replace_state") }
+                try face.replaceState(try required(text, "state_json", in: "replace_state"))
+            }
+        }
+        closures = [dispatch, getState, replaceState]
         table = .allocate(capacity: 1)
         table.initialize(to: ts_store_api(
             struct_size: UInt32(MemoryLayout<ts_store_api>.size),
-            dispatch: unsafeBitCast(dispatchClosure.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
-            get_state: unsafeBitCast(getStateClosure.code, to: (@convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> ts_status).self),
+            dispatch: unsafeBitCast(dispatch.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
+            get_state: unsafeBitCast(getState.code, to: (@convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> ts_status).self),
             free: { free($0) },
             fail: { status, message in
                 tsi_set_refusal(message)
                 return status
-            }))
+            },
+            replace_state: unsafeBitCast(replaceState.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self)))
     }
 
     deinit { table.deallocate() }

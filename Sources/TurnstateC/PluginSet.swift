@@ -1,0 +1,139 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CTurnstate
+import CTurnstateJSON
+import Turnstate
+
+/// The plugins loaded into one store (of either face). Each becomes a
+/// middleware at the end of the chain; all are destroyed, last loaded first,
+/// when the set goes (with its store).
+final class PluginSet<State: Sendable>: @unchecked Sendable {
+    private let store: Store<State>
+    private let api: StoreAPI
+    private let bridge: any ActionBridge<State>
+    /// Guarded by the store's lock.
+    private var instances: [PluginInstance] = []
+
+    init(store: Store<State>, api: StoreAPI, bridge: any ActionBridge<State>) {
+        self.store = store
+        self.api = api
+        self.bridge = bridge
+    }
+
+    deinit { destroyAll() }
+
+    /// Destroys every instance, last loaded first. Idempotent.
+    func destroyAll() {
+        for instance in instances.reversed() { instance.destroy() }
+    }
+
+    /// Loads one plugin with `config` (JSON text; nil means {}).
+    func load(path: String, config: String?) throws(StoreError) {
+        let instance = try start(path: path, config: config ?? "{}")
+        do {
+            try add([instance])
+        } catch {
+            instance.destroy()
+            throw error
+        }
+    }
+
+    /// Loads every `*.so` in `folder` in byte order of their names, each with
+    /// the config in `NAME.json` beside it if there is one. All or nothing.
+    func loadFolder(_ folder: String) throws(StoreError) {
+        var started: [PluginInstance] = []
+        do {
+            for file in try Self.pluginFiles(in: folder) {
+                let base = String(file.dropLast(3))
+                let config = try Self.readConfig(at: folder + "/" + base + ".json")
+                started.append(try start(path: folder + "/" + file, config: config ?? "{}"))
+            }
+            try add(started)
+        } catch {
+            for instance in started.reversed() { instance.destroy() }
+            throw error
+        }
+    }
+
+    private func start(path: String, config: String) throws(StoreError) -> PluginInstance {
+        let file = try PluginFile(path: path)
+        var config = config
+        var minified: UnsafeMutablePointer<CChar>?
+        var error = tsj_error()
+        let code = config.withUTF8 { bytes in
+            tsj_minify(UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self), bytes.count, &minified, nil, &error)
+        }
+        if code != 0 { throw StoreError(error, context: "the config of plugin \"\(file.name)\" (\(path))") }
+        defer { free(minified) }
+        return try file.create(config: minified!, api: api)
+    }
+
+    private func add(_ started: [PluginInstance]) throws(StoreError) {
+        try store.exclusively { () throws(StoreError) in
+            for instance in started {
+                try store.addMiddleware(CMiddleware(
+                    name: instance.file.name, fn: instance.run, context: CContext(pointer: instance.instance),
+                    host: CMiddlewareHost(api: api, store: store, bridge: bridge)))
+                instances.append(instance)
+            }
+        }
+    }
+
+    /// The names of the `*.so` regular files in `folder`, in byte order.
+    static func pluginFiles(in folder: String) throws(StoreError) -> [String] {
+        var info = stat()
+        guard stat(folder, &info) == 0 else {
+            let error = errno
+            if error == ENOENT { throw StoreError(.notFound, "plugin folder \"\(folder)\" does not exist") }
+            throw StoreError(.io, "plugin folder \"\(folder)\": \(String(cString: strerror(error)))")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw StoreError(.io, "plugin folder \"\(folder)\" is not a folder")
+        }
+        if info.st_mode & 0o022 != 0 {
+            throw StoreError(.pluginFailed, "plugin folder \"\(folder)\" can be written by other users (mode \(String(info.st_mode & 0o7777, radix: 8))): refusing to load code from it; run chmod go-w on it")
+        }
+        guard let directory = opendir(folder) else {
+            throw StoreError(.io, "plugin folder \"\(folder)\" cannot be read: \(String(cString: strerror(errno)))")
+        }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            guard name.hasSuffix(".so"), name.count > 3, !name.hasPrefix(".") else { continue }
+            names.append(name)
+        }
+        return names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+    }
+
+    /// The text of a config file, or nil if there is none.
+    static func readConfig(at path: String) throws(StoreError) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let error = errno
+            if error == ENOENT { return nil }
+            throw StoreError(.io, "plugin config \"\(path)\" cannot be read: \(String(cString: strerror(error)))")
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw StoreError(.io, "plugin config \"\(path)\" cannot be read: \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { break }
+            bytes += chunk[..<count]
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw StoreError(.invalidJSON, "plugin config \"\(path)\" is not valid UTF-8")
+        }
+        return text
+    }
+}
