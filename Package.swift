@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "TurnstateC", targets: ["TurnstateC", "CTurnstate"]),
         /// libturnstate.so: the C API for C and every language with a C FFI.
         .library(name: "turnstate", type: .dynamic, targets: ["TurnstateC"]),
+        /// The logger middleware plugin, written in Swift: load it with ts_store_load_plugin.
+        .library(name: "turnstate-logger", type: .dynamic, targets: ["TurnstateLoggerPlugin"]),
     ],
     targets: [
         // The core: the typed store and its semantics.
@@ -28,6 +30,9 @@ let package = Package(
                 exclude: ["exports.map"]),
         .executableTarget(name: "turnstate-demo", dependencies: ["Turnstate"], path: "Examples/SwiftDemo"),
         .testTarget(name: "TurnstateTests", dependencies: ["Turnstate"]),
+        .testTarget(name: "TurnstateCTests", dependencies: ["Turnstate", "TurnstateC"]),
+        // The logger plugin (Plugins/logger): reaches the store only through ts_store_api.
+        .target(name: "TurnstateLoggerPlugin", dependencies: ["CTurnstate"], path: "Plugins/logger", exclude: ["README.md"]),
     ],
     swiftLanguageModes: [.v6],
     cxxLanguageStandard: .cxx17

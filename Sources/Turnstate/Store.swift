@@ -38,6 +38,8 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     private var subscribers = SubscriberList<State>()
     private var lastToken: UInt64 = 0
     private var reentrancyViolation: StoreError?
+    /// Objects that live as long as the store (a face's plugin set).
+    private var attachments: [AnyObject] = []
 
     /// Creates a store.
     /// - Parameters:
@@ -225,6 +227,12 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         }
         storage = state
         if notify { self.notify() }
+    }
+
+    /// Keeps `object` alive as long as the store: for the faces built on the
+    /// store, which hang their own resources (loaded plugins) on it.
+    package func attach(_ object: AnyObject) {
+        lock.withLock { attachments.append(object) }
     }
 
     /// Runs `body` with the store's lock held, as one step that no dispatch

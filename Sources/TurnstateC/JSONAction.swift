@@ -15,6 +15,20 @@ final class JSONAction: Action, @unchecked Sendable {
     /// The type and payload, unescaped and minified, in one block.
     private let block: UnsafeMutablePointer<CChar>
     let view: UnsafeMutablePointer<ts_action>
+    /// The action's text when the action owns it (made from Swift).
+    private var ownedText: UnsafeMutablePointer<CChar>?
+
+    /// Parses a copy of `json`, which the action then owns.
+    convenience init(copying json: String) throws(StoreError) {
+        guard let copy = strdup(json) else { throw StoreError(.outOfMemory, "no memory for the action") }
+        do {
+            try self.init(parsing: copy)
+        } catch {
+            free(copy)
+            throw error
+        }
+        ownedText = copy
+    }
 
     init(parsing json: UnsafePointer<CChar>) throws(StoreError) {
         var block: UnsafeMutablePointer<CChar>?
@@ -30,6 +44,7 @@ final class JSONAction: Action, @unchecked Sendable {
 
     deinit {
         free(block)
+        free(ownedText)
         view.deallocate()
     }
 

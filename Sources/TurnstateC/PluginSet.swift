@@ -11,7 +11,8 @@ import Turnstate
 /// middleware at the end of the chain; all are destroyed, last loaded first,
 /// when the set goes (with its store).
 final class PluginSet<State: Sendable>: @unchecked Sendable {
-    private let store: Store<State>
+    /// Weak: the set is owned by the store (or its face), never the reverse.
+    private weak var store: Store<State>?
     private let api: StoreAPI
     private let bridge: any ActionBridge<State>
     /// Guarded by the store's lock.
@@ -72,6 +73,7 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
     }
 
     private func add(_ started: [PluginInstance]) throws(StoreError) {
+        guard let store else { throw StoreError(.storeReleased, "the store was released") }
         try store.exclusively { () throws(StoreError) in
             for instance in started {
                 try store.addMiddleware(CMiddleware(

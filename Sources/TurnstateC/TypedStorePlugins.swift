@@ -1,0 +1,126 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import CTurnstate
+import CTurnstateJSON
+import Turnstate
+
+extension Store where State: Codable {
+    /// Loads the middleware plugin at `path` (a shared object written against
+    /// `turnstate_plugin.h`, the same plugins C stores load) and appends it to
+    /// the end of the middleware chain.
+    ///
+    /// The plugin sees each ``TaggedAction`` in its wire form
+    /// `{"type": ..., "payload": ...}`; an action it changes is decoded back
+    /// through `registry`, and one that the registry cannot decode fails the
+    /// dispatch with ``StoreError/Code/unknownAction`` (never dropped silently).
+    /// Actions that are not `TaggedAction`s (thunks, for instance) pass the
+    /// plugin by. The plugin's table reads the state as the JSON encoding of
+    /// `State` and restores it by decoding.
+    ///
+    /// - Parameters:
+    ///   - path: the plugin file. Refused if others can write it or its folder.
+    ///   - config: the plugin's configuration as JSON text; nil means `{}`.
+    ///   - registry: the action types the plugin may send back.
+    /// - Throws: as `ts_store_load_plugin`: ``StoreError/Code/notFound``,
+    ///   ``StoreError/Code/pluginFailed``, ``StoreError/Code/abiMismatch``,
+    ///   ``StoreError/Code/invalidJSON``.
+    public func loadPlugin(at path: String, config: String? = nil, registry: ActionRegistry) throws(StoreError) {
+        try pluginSet(registry: registry).load(path: path, config: config)
+    }
+
+    /// Loads every `*.so` in `folder` in byte order of their names, each with
+    /// the config in `NAME.json` beside it if there is one. All or nothing.
+    /// See ``loadPlugin(at:config:registry:)``.
+    public func loadPlugins(from folder: String, registry: ActionRegistry) throws(StoreError) {
+        try pluginSet(registry: registry).loadFolder(folder)
+    }
+
+    private func pluginSet(registry: ActionRegistry) throws(StoreError) -> PluginSet<State> {
+        let face = TypedStoreFace(store: self, registry: registry)
+        let plugins = PluginSet(store: self, api: try StoreAPI(for: face),
+                                bridge: TaggedActionBridge<State>(registry: registry))
+        // The face and the plugins live as long as the store.
+        attach(face)
+        attach(plugins)
+        return plugins
+    }
+}
+
+/// Tagged actions to JSON for plugins, and back through a registry.
+struct TaggedActionBridge<State: Sendable>: ActionBridge {
+    let registry: ActionRegistry
+
+    func foreign(_ action: any Action) throws(StoreError) -> JSONAction? {
+        guard let tagged = action as? any TaggedAction else { return nil }
+        return try JSONAction(copying: try tagged.taggedJSON())
+    }
+
+    func native(_ json: UnsafePointer<CChar>) throws(StoreError) -> any Action {
+        let action = try JSONAction(parsing: json)
+        let payload = action.view.pointee.payload.map { String(cString: $0) }
+        return try registry.decode(type: action.type, payload: payload)
+    }
+}
+
+/// What a plugin's table does on a typed store.
+final class TypedStoreFace<State: Codable & Sendable>: StoreFace, @unchecked Sendable {
+    private weak var store: Store<State>?
+    private let registry: ActionRegistry
+
+    init(store: Store<State>, registry: ActionRegistry) {
+        self.store = store
+        self.registry = registry
+    }
+
+    private func live() throws(StoreError) -> Store<State> {
+        guard let store else { throw StoreError(.storeReleased, "the store was released") }
+        return store
+    }
+
+    func dispatch(_ json: UnsafePointer<CChar>) throws(StoreError) {
+        try live().dispatch(try TaggedActionBridge<State>(registry: registry).native(json))
+    }
+
+    func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar> {
+        let pointerText = pointer.map { String(cString: $0) } ?? ""
+        let data: Data
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            data = try encoder.encode(try live().getState())
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(.badArgument, "the state does not encode as JSON: \(error)")
+        }
+        var error = tsj_error()
+        let document: OpaquePointer? = data.withUnsafeBytes { raw in
+            tsj_doc_parse(raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count, &error)
+        }
+        guard let document else { throw StoreError(error, context: "the encoded state") }
+        defer { tsj_doc_free(document) }
+        var out: UnsafeMutablePointer<CChar>?
+        let code = pointerText.withCString { tsj_doc_at_pointer(document, $0, strlen($0), &out, nil, &error) }
+        guard code == 0, let out else { throw StoreError(error, context: "JSON Pointer \"\(pointerText)\"") }
+        return out
+    }
+
+    func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {
+        let length = strlen(json)
+        let state: State
+        do {
+            state = try JSONDecoder().decode(State.self, from: Data(bytes: json, count: length))
+        } catch {
+            throw StoreError(.invalidJSON, "the new state does not decode as \(State.self): \(error)")
+        }
+        try live().mutateState(notify: true) { current in current = state }
+    }
+}
