@@ -39,14 +39,19 @@ C_LINK := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lturnstate -lpthread
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
             --show-leak-kinds=definite,indirect --suppressions=$(CURDIR)/Tests/c/valgrind.supp
 
-.PHONY: setup build lib examples run test install uninstall clean \
-        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python
+PLUGIN_CFLAGS := -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -shared -fPIC -IInclude
+C_PLUGINS := guard delay journal
+# The demo's plugin folder: loaded in name order, guard first, journal last.
+DEMO_PLUGINS := $(BUILD)/demo/plugins
+
+.PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
+        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme
 
 setup:
 	@.ci/setup.sh
 
-## build: the library, the examples
-build: setup lib examples
+## build: the library, the plugins, the examples
+build: setup lib plugins examples
 
 lib: setup
 	$(SWIFT) build -c release --scratch-path $(RELEASE_SCRATCH) --product turnstate $(LIB_LDFLAGS)
@@ -56,17 +61,38 @@ lib: setup
 	@ln -sf libturnstate.so.$(SOVERSION) $(BUILD)/lib/libturnstate.so
 	@echo "built $(BUILD)/lib/libturnstate.so.$(VERSION)"
 
+## plugins: build/plugins/NAME.so; C plugins need only the headers (no libturnstate)
+plugins: setup
+	@mkdir -p $(BUILD)/plugins
+	@for p in $(C_PLUGINS); do \
+	  echo "cc $$p.so"; \
+	  $(CC) $(PLUGIN_CFLAGS) Plugins/$$p/$$p.c -o $(BUILD)/plugins/$$p.so -lpthread; \
+	done
+	$(SWIFT) build -c release --scratch-path .build-plugins --product turnstate-logger
+	@cp -f .build-plugins/release/libturnstate-logger.so $(BUILD)/plugins/logger.so
+
+demo-plugins: plugins
+	@rm -rf $(BUILD)/demo && mkdir -p $(DEMO_PLUGINS) && chmod 0755 $(BUILD)/demo $(DEMO_PLUGINS)
+	@cp Examples/plugins/*.json $(DEMO_PLUGINS)/
+	@sed -i 's|@DEMO@|$(BUILD)/demo|' $(DEMO_PLUGINS)/*.json
+	@cp $(BUILD)/plugins/guard.so $(DEMO_PLUGINS)/10-guard.so
+	@cp $(BUILD)/plugins/logger.so $(DEMO_PLUGINS)/20-logger.so
+	@cp $(BUILD)/plugins/delay.so $(DEMO_PLUGINS)/30-delay.so
+	@cp $(BUILD)/plugins/journal.so $(DEMO_PLUGINS)/90-journal.so
+	@chmod 0644 $(DEMO_PLUGINS)/*
+
 examples: lib
 	@mkdir -p $(BUILD)/bin
 	$(CC) $(CFLAGS) -IInclude Examples/todo.c -o $(BUILD)/bin/todo $(C_LINK)
 
-## run: the C demo
-run: build
-	$(BUILD)/bin/todo
+## run: the C demo, with the plugins of build/demo/plugins
+run: build demo-plugins
+	$(BUILD)/bin/todo $(DEMO_PLUGINS)
 
 ## test: every suite; a summary line at the end
 test: setup
-	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python
+	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
+	  test-plugins test-readme
 
 test-swift: setup
 	$(SWIFT) test --scratch-path .build
@@ -92,19 +118,27 @@ test-pkgconfig: lib
 test-python: lib
 	TURNSTATE_LIB=$(LIB) python3 -m unittest discover -s Tests/python -v
 
+test-readme: lib
+	Tests/readme/check.sh
+
+test-plugins: lib plugins
+	Tests/plugins/run.sh
+	Tests/plugins/logger_run.sh
+
 ## install: PREFIX (default /usr/local), LIBDIR (default PREFIX/lib)
 install: lib
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig
 	install -m 0755 $(BUILD)/lib/libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libturnstate.so.$(SOVERSION)
 	ln -sf libturnstate.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libturnstate.so
-	install -m 0644 Include/turnstate.h $(DESTDIR)$(PREFIX)/include/
+	install -m 0644 Include/turnstate.h Include/turnstate_plugin.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    pkgconfig/turnstate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	@echo "installed into $(DESTDIR)$(PREFIX)"
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(PREFIX)/include/turnstate.h \
+	      $(DESTDIR)$(PREFIX)/include/turnstate_plugin.h \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 
 clean:
