@@ -433,6 +433,9 @@ bool check_json(const u8 *s, size_t n, Fault &f) {
 
 // i is at an opening quote; returns the index of the closing quote.
 inline size_t string_end(const char *s, size_t i, size_t n) {
+  // memchr (vectorized) for the next quote, then count the backslashes before
+  // it; measured faster than a byte loop even for short strings, whose
+  // data-dependent exits mispredict.
   const char *p = s + i + 1;
   const char *end = s + n;
   for (;;) {
@@ -733,13 +736,29 @@ int load(Ctx &c, const char *buf, size_t len, bool exact, tsj_error *err) {
   return diagnose(c.in, len, r.error(), err);
 }
 
+// The simdjson kernel used for minification. simdjson's "icelake" (AVX-512)
+// minifier compresses with vpcompressb to memory, which is several times
+// slower than the AVX2 ("haswell") kernel on some CPUs (measured on AMD Zen 4:
+// 157 ns vs 41 ns for a 91-byte action, 9.3 ms vs 1.5 ms for 10 MB), so the
+// AVX2 kernel is preferred whenever the CPU supports it. Parsing still uses
+// simdjson's own choice.
+const simdjson::implementation *minifier() {
+  static const simdjson::implementation *const impl = [] {
+    const simdjson::implementation *h = simdjson::get_available_implementations()["haswell"];
+    if (h && h->supported_by_runtime_system()) return h;
+    return static_cast<const simdjson::implementation *>(simdjson::get_active_implementation());
+  }();
+  return impl;
+}
+
 // Minify validated text s[0..n) into dst (capacity >= n + kPadding).
 bool minify_into(const char *s, size_t n, char *dst, size_t &out_len) {
   if (n == 0) {
     out_len = 0;
     return true;
   }
-  return simdjson::minify(s, n, dst, out_len) == simdjson::SUCCESS;
+  return minifier()->minify(reinterpret_cast<const uint8_t *>(s), n, reinterpret_cast<uint8_t *>(dst), out_len) ==
+         simdjson::SUCCESS;
 }
 
 int internal_error(tsj_error *err, const char *what) {

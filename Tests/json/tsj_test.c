@@ -1,0 +1,1067 @@
+/* tsj_test.c - tests for the CTurnstateJSON C API (turnstate_json.h).
+ *
+ * Build and run with Tests/json/run.sh from the repository root.
+ * Environment: TSJ_BENCH_ITERS (timing loop iterations, default 200000),
+ * TSJ_BIG_MB (size of the big document in MB, default 10).
+ * Prints "N passed, M failed" and exits non-zero if anything failed. */
+#define _POSIX_C_SOURCE 200809L
+#include "turnstate_json.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int g_passed, g_failed;
+
+static void check_at(int ok, const char *file, int line, const char *fmt, ...) {
+  if (ok) {
+    g_passed++;
+    return;
+  }
+  g_failed++;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "FAIL %s:%d: ", file, line);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+#define CHECK(cond, ...) check_at((cond) ? 1 : 0, __FILE__, __LINE__, __VA_ARGS__)
+
+static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
+
+/* ------------------------------------------------------------------------ */
+/* Helpers */
+
+static void minify_ok_at(const char *file, int line, const char *in, size_t len, const char *want) {
+  char *out = (char *)1;
+  size_t out_len = 12345;
+  tsj_error err;
+  int rc = tsj_minify(in, len, &out, &out_len, &err);
+  check_at(rc == TSJ_OK && out && out_len == strlen(want) && memcmp(out, want, out_len) == 0 &&
+               out[out_len] == '\0' && err.code == 0 && err.offset == -1 && err.message[0] == '\0',
+           file, line, "minify(%.60s): rc=%s out=%.80s want=%.80s msg=%s", in, tsj_code_name(rc),
+           out ? out : "(null)", want, err.message);
+  free(out);
+}
+#define MINIFY_OK(in, want) minify_ok_at(__FILE__, __LINE__, in, strlen(in), want)
+#define MINIFY_OK_LEN(in, len, want) minify_ok_at(__FILE__, __LINE__, in, len, want)
+
+static void minify_err_at(const char *file, int line, const char *in, size_t len, int code, long long offset,
+                          const char *msg_part) {
+  char *out = (char *)1;
+  size_t out_len = 12345;
+  tsj_error err;
+  memset(&err, 0x55, sizeof err);
+  int rc = tsj_minify(in, len, &out, &out_len, &err);
+  check_at(rc == code && err.code == code && out == NULL && out_len == 0 && err.offset == offset &&
+               (!msg_part || contains(err.message, msg_part)) && strlen(err.message) < sizeof err.message,
+           file, line, "minify(%.60s): rc=%s (want %s) offset=%lld (want %lld) msg=\"%s\" (want \"%s\")", in,
+           tsj_code_name(rc), tsj_code_name(code), err.offset, offset, err.message, msg_part ? msg_part : "");
+  free(out);
+}
+#define MINIFY_ERR(in, code, off, part) minify_err_at(__FILE__, __LINE__, in, strlen(in), code, off, part)
+#define MINIFY_ERR_LEN(in, len, code, off, part) minify_err_at(__FILE__, __LINE__, in, len, code, off, part)
+
+static void action_ok_at(const char *file, int line, const char *in, const char *want_type, size_t want_type_len,
+                         const char *want_payload) {
+  char *block = NULL;
+  const char *type = NULL, *payload = (const char *)1;
+  size_t type_len = 999;
+  tsj_error err;
+  int rc = tsj_parse_action(in, strlen(in), &block, &type, &type_len, &payload, &err);
+  int ok = rc == TSJ_OK && block && type == block && type_len == want_type_len &&
+           memcmp(type, want_type, want_type_len) == 0 && type[type_len] == '\0';
+  if (want_payload) ok = ok && payload && strcmp(payload, want_payload) == 0 && payload > type + type_len;
+  else ok = ok && payload == NULL;
+  check_at(ok, file, line, "parse_action(%.80s): rc=%s type=%.40s payload=%.80s msg=%s", in, tsj_code_name(rc),
+           type ? type : "(null)", payload ? payload : "(null)", err.message);
+  free(block);
+}
+#define ACTION_OK(in, type, payload) action_ok_at(__FILE__, __LINE__, in, type, strlen(type), payload)
+
+static void action_err_at(const char *file, int line, const char *in, size_t len, int code, long long offset,
+                          const char *msg_part) {
+  char *block = (char *)1;
+  const char *type = (const char *)1, *payload = (const char *)1;
+  size_t type_len = 999;
+  tsj_error err;
+  int rc = tsj_parse_action(in, len, &block, &type, &type_len, &payload, &err);
+  check_at(rc == code && err.code == code && block == NULL && type == NULL && payload == NULL && type_len == 0 &&
+               err.offset == offset && (!msg_part || contains(err.message, msg_part)),
+           file, line, "parse_action(%.60s): rc=%s (want %s) offset=%lld (want %lld) msg=\"%s\" (want \"%s\")", in,
+           tsj_code_name(rc), tsj_code_name(code), err.offset, offset, err.message, msg_part ? msg_part : "");
+}
+#define ACTION_ERR(in, code, off, part) action_err_at(__FILE__, __LINE__, in, strlen(in), code, off, part)
+
+/* for_each_member collector: "key=value;" for each member (NULs in keys shown as \0). */
+typedef struct {
+  char buf[8192];
+  size_t len;
+  int calls;
+  int stop_at;     /* return 42 on this call number (1-based), 0 = never */
+  int bad_termination;
+} collector;
+
+static void coll_append(collector *c, const char *s, size_t n) {
+  if (c->len + n + 1 >= sizeof c->buf) n = sizeof c->buf - c->len - 1;
+  memcpy(c->buf + c->len, s, n);
+  c->len += n;
+  c->buf[c->len] = '\0';
+}
+
+static int collect_cb(const char *key, size_t key_len, const char *value, size_t value_len, void *ctx) {
+  collector *c = (collector *)ctx;
+  c->calls++;
+  if (key[key_len] != '\0' || value[value_len] != '\0' || strlen(value) != value_len) c->bad_termination = 1;
+  for (size_t i = 0; i < key_len; i++) {
+    if (key[i] == '\0') coll_append(c, "\\0", 2);
+    else coll_append(c, key + i, 1);
+  }
+  coll_append(c, "=", 1);
+  coll_append(c, value, value_len);
+  coll_append(c, ";", 1);
+  return (c->stop_at && c->calls == c->stop_at) ? 42 : 0;
+}
+
+static void members_ok_at(const char *file, int line, const char *in, const char *want, int want_calls) {
+  collector c;
+  memset(&c, 0, sizeof c);
+  tsj_error err;
+  int rc = tsj_for_each_member(in, strlen(in), collect_cb, &c, &err);
+  check_at(rc == TSJ_OK && c.calls == want_calls && strcmp(c.buf, want) == 0 && !c.bad_termination && err.code == 0,
+           file, line, "for_each_member(%.60s): rc=%s calls=%d got=%s want=%s msg=%s", in, tsj_code_name(rc), c.calls,
+           c.buf, want, err.message);
+}
+#define MEMBERS_OK(in, want, calls) members_ok_at(__FILE__, __LINE__, in, want, calls)
+
+static void members_err_at(const char *file, int line, const char *in, int code, long long offset,
+                           const char *msg_part) {
+  collector c;
+  memset(&c, 0, sizeof c);
+  tsj_error err;
+  int rc = tsj_for_each_member(in, strlen(in), collect_cb, &c, &err);
+  check_at(rc == code && err.code == code && c.calls == 0 && err.offset == offset &&
+               (!msg_part || contains(err.message, msg_part)),
+           file, line, "for_each_member(%.60s): rc=%s (want %s) calls=%d offset=%lld (want %lld) msg=\"%s\"", in,
+           tsj_code_name(rc), tsj_code_name(code), c.calls, err.offset, offset, err.message);
+}
+#define MEMBERS_ERR(in, code, off, part) members_err_at(__FILE__, __LINE__, in, code, off, part)
+
+static void ptr_ok_at(const char *file, int line, const tsj_doc *d, const char *ptr, const char *want) {
+  char *out = NULL;
+  size_t out_len = 0;
+  tsj_error err;
+  int rc = tsj_doc_at_pointer(d, ptr, strlen(ptr), &out, &out_len, &err);
+  check_at(rc == TSJ_OK && out && out_len == strlen(want) && strcmp(out, want) == 0, file, line,
+           "at_pointer(%s): rc=%s out=%.80s want=%.80s msg=%s", ptr, tsj_code_name(rc), out ? out : "(null)", want,
+           err.message);
+  free(out);
+}
+#define PTR_OK(d, ptr, want) ptr_ok_at(__FILE__, __LINE__, d, ptr, want)
+
+static void ptr_err_at(const char *file, int line, const tsj_doc *d, const char *ptr, int code, long long offset,
+                       const char *part1, const char *part2) {
+  char *out = (char *)1;
+  size_t out_len = 77;
+  tsj_error err;
+  int rc = tsj_doc_at_pointer(d, ptr, strlen(ptr), &out, &out_len, &err);
+  check_at(rc == code && err.code == code && out == NULL && out_len == 0 && err.offset == offset &&
+               (!part1 || contains(err.message, part1)) && (!part2 || contains(err.message, part2)),
+           file, line, "at_pointer(%s): rc=%s (want %s) offset=%lld (want %lld) msg=\"%s\" (want \"%s\" / \"%s\")",
+           ptr, tsj_code_name(rc), tsj_code_name(code), err.offset, offset, err.message, part1 ? part1 : "",
+           part2 ? part2 : "");
+}
+#define PTR_ERR(d, ptr, code, off, p1, p2) ptr_err_at(__FILE__, __LINE__, d, ptr, code, off, p1, p2)
+
+static void quote_ok_at(const char *file, int line, const char *in, size_t len, const char *want) {
+  char *out = NULL;
+  size_t out_len = 0;
+  tsj_error err;
+  int rc = tsj_quote(in, len, &out, &out_len, &err);
+  check_at(rc == TSJ_OK && out && out_len == strlen(want) && strcmp(out, want) == 0, file, line,
+           "quote: rc=%s out=%s want=%s", tsj_code_name(rc), out ? out : "(null)", want);
+  free(out);
+}
+#define QUOTE_OK(in, want) quote_ok_at(__FILE__, __LINE__, in, strlen(in), want)
+#define QUOTE_OK_LEN(in, len, want) quote_ok_at(__FILE__, __LINE__, in, len, want)
+
+static char *repeat_wrap(const char *open, const char *inner, const char *close, int times) {
+  size_t lo = strlen(open), li = strlen(inner), lc = strlen(close);
+  char *s = (char *)malloc(lo * times + li + lc * times + 1);
+  char *p = s;
+  for (int i = 0; i < times; i++) memcpy(p, open, lo), p += lo;
+  memcpy(p, inner, li), p += li;
+  for (int i = 0; i < times; i++) memcpy(p, close, lc), p += lc;
+  *p = '\0';
+  return s;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void test_minify_valid(void) {
+  MINIFY_OK("{}", "{}");
+  MINIFY_OK(" \t\r\n{ \"a\" : [ 1 , 2 , { } , [ ] ] , \"b\" : \"x y\\n\" } \n", "{\"a\":[1,2,{},[]],\"b\":\"x y\\n\"}");
+  MINIFY_OK("1", "1");
+  MINIFY_OK("  -12.5e-3  ", "-12.5e-3");
+  MINIFY_OK("\"str\"", "\"str\"");
+  MINIFY_OK("true", "true");
+  MINIFY_OK(" false ", "false");
+  MINIFY_OK("null", "null");
+  MINIFY_OK("[]", "[]");
+  MINIFY_OK("[ \"  spaces  inside  \" ]", "[\"  spaces  inside  \"]");
+  /* escapes are preserved verbatim, not re-encoded */
+  MINIFY_OK("\"\\u0041\\/\\\"\\\\\\b\\f\\n\\r\\t\\ud83d\\ude00\"", "\"\\u0041\\/\\\"\\\\\\b\\f\\n\\r\\t\\ud83d\\ude00\"");
+  MINIFY_OK("\"a\\u0000b\"", "\"a\\u0000b\"");
+  /* valid UTF-8 passes through */
+  MINIFY_OK("[\"caf\xc3\xa9\", \"\xe2\x82\xac\", \"\xf0\x90\x8d\x88\", \"\xf4\x8f\xbf\xbf\", \"\x7f\"]",
+            "[\"caf\xc3\xa9\",\"\xe2\x82\xac\",\"\xf0\x90\x8d\x88\",\"\xf4\x8f\xbf\xbf\",\"\x7f\"]");
+  /* 64-bit integers and number text survive exactly */
+  MINIFY_OK("{\"n\": 18446744073709551615}", "{\"n\":18446744073709551615}");
+  MINIFY_OK("-9223372036854775808", "-9223372036854775808");
+  MINIFY_OK("9223372036854775807", "9223372036854775807");
+  MINIFY_OK("[1.0, 1e2, 1E+2, -0, -0.0, 0.1, 1.5e300, 1e-400, 3.141592653589793238462643383279]",
+            "[1.0,1e2,1E+2,-0,-0.0,0.1,1.5e300,1e-400,3.141592653589793238462643383279]");
+  /* numbers beyond simdjson's range are still valid JSON and kept verbatim */
+  MINIFY_OK("18446744073709551616", "18446744073709551616");
+  MINIFY_OK("[ 123456789012345678901234567890 , -1e400, 1e400 ]", "[123456789012345678901234567890,-1e400,1e400]");
+  MINIFY_OK("{\"big\": 1e400, \"s\": \"a b\"}", "{\"big\":1e400,\"s\":\"a b\"}");
+  /* duplicate keys are valid JSON for tsj_minify */
+  MINIFY_OK("{\"a\":1,\"a\":2}", "{\"a\":1,\"a\":2}");
+  /* inputs need no NUL terminator: only len bytes are read */
+  MINIFY_OK_LEN("[1, 2]garbage", 6, "[1,2]");
+  char unterminated[4] = {'[', '7', ']', 'x'};
+  MINIFY_OK_LEN(unterminated, 3, "[7]");
+  /* out_len is optional */
+  char *out = NULL;
+  CHECK(tsj_minify("[ 1 ]", 5, &out, NULL, NULL) == TSJ_OK && out && strcmp(out, "[1]") == 0, "out_len NULL");
+  free(out);
+}
+
+static void test_minify_invalid(void) {
+  MINIFY_ERR("", TSJ_ERR_SYNTAX, 0, "empty input");
+  MINIFY_ERR_LEN(NULL, 0, TSJ_ERR_SYNTAX, 0, "empty input");
+  MINIFY_ERR("   ", TSJ_ERR_SYNTAX, 3, "expected a JSON value at byte 3");
+  MINIFY_ERR("[1,]", TSJ_ERR_SYNTAX, 3, "expected a JSON value at byte 3, found ']'");
+  MINIFY_ERR("{\"a\":1,}", TSJ_ERR_SYNTAX, 7, "expected a string key at byte 7");
+  MINIFY_ERR("01", TSJ_ERR_SYNTAX, 1, "leading zeros");
+  MINIFY_ERR("-01", TSJ_ERR_SYNTAX, 2, "invalid number at byte 2");
+  MINIFY_ERR("1.", TSJ_ERR_SYNTAX, 2, "invalid number at byte 2");
+  MINIFY_ERR("1.e5", TSJ_ERR_SYNTAX, 2, "invalid number");
+  MINIFY_ERR("1e", TSJ_ERR_SYNTAX, 2, "exponent");
+  MINIFY_ERR("1e+", TSJ_ERR_SYNTAX, 3, "exponent");
+  MINIFY_ERR("-", TSJ_ERR_SYNTAX, 1, "invalid number at byte 1");
+  MINIFY_ERR("+1", TSJ_ERR_SYNTAX, 0, "expected a JSON value at byte 0, found '+'");
+  MINIFY_ERR(".5", TSJ_ERR_SYNTAX, 0, NULL);
+  MINIFY_ERR("NaN", TSJ_ERR_SYNTAX, 0, NULL);
+  MINIFY_ERR("Infinity", TSJ_ERR_SYNTAX, 0, NULL);
+  MINIFY_ERR("'a'", TSJ_ERR_SYNTAX, 0, NULL);
+  MINIFY_ERR("0x10", TSJ_ERR_SYNTAX, 1, "trailing characters after the JSON value at byte 1");
+  MINIFY_ERR("tru", TSJ_ERR_SYNTAX, 3, "invalid literal at byte 3");
+  MINIFY_ERR("nul", TSJ_ERR_SYNTAX, 3, "invalid literal");
+  MINIFY_ERR("nulL", TSJ_ERR_SYNTAX, 3, "invalid literal");
+  MINIFY_ERR("fals", TSJ_ERR_SYNTAX, 4, "invalid literal");
+  MINIFY_ERR("truex", TSJ_ERR_SYNTAX, 4, "trailing characters");
+  MINIFY_ERR("[1 2]", TSJ_ERR_SYNTAX, 3, "expected ',' or ']' at byte 3, found '2'");
+  MINIFY_ERR("{\"a\":1 \"b\":2}", TSJ_ERR_SYNTAX, 7, "expected ',' or '}'");
+  MINIFY_ERR("{\"a\" 1}", TSJ_ERR_SYNTAX, 5, "expected ':'");
+  MINIFY_ERR("{1:2}", TSJ_ERR_SYNTAX, 1, "expected a string key");
+  MINIFY_ERR("{\"a\":}", TSJ_ERR_SYNTAX, 5, "expected a JSON value");
+  MINIFY_ERR("[", TSJ_ERR_SYNTAX, 1, "found end of input");
+  MINIFY_ERR("[1,2", TSJ_ERR_SYNTAX, 4, "found end of input");
+  MINIFY_ERR("{\"a\":1", TSJ_ERR_SYNTAX, 6, "expected ',' or '}'");
+  MINIFY_ERR("]", TSJ_ERR_SYNTAX, 0, NULL);
+  MINIFY_ERR("\"abc", TSJ_ERR_SYNTAX, 0, "unterminated string starting at byte 0");
+  MINIFY_ERR("[\"a\\\"]", TSJ_ERR_SYNTAX, 1, "unterminated string");
+  MINIFY_ERR("\"a\nb\"", TSJ_ERR_SYNTAX, 2, "unescaped control character 0x0A in string at byte 2");
+  MINIFY_ERR("\"a\tb\"", TSJ_ERR_SYNTAX, 2, "control character");
+  MINIFY_ERR_LEN("\"a\0b\"", 5, TSJ_ERR_SYNTAX, 2, "control character 0x00");
+  MINIFY_ERR("\"\\x\"", TSJ_ERR_SYNTAX, 1, "invalid escape sequence at byte 1");
+  MINIFY_ERR("\"\\u12G4\"", TSJ_ERR_SYNTAX, 1, "invalid \\u escape");
+  MINIFY_ERR("\"\\u12\"", TSJ_ERR_SYNTAX, 1, "invalid \\u escape");
+  MINIFY_ERR("\"\\ud800\"", TSJ_ERR_UTF8, 1, "unpaired surrogate");
+  MINIFY_ERR("\"\\udc00\"", TSJ_ERR_UTF8, 1, "unpaired surrogate");
+  MINIFY_ERR("\"\\ud800\\u0041\"", TSJ_ERR_UTF8, 1, "unpaired surrogate");
+  MINIFY_ERR("\"\\ud800\\ud800\"", TSJ_ERR_UTF8, 1, "unpaired surrogate");
+  MINIFY_ERR_LEN("[1]\0", 4, TSJ_ERR_SYNTAX, 3, "trailing characters after the JSON value at byte 3");
+  /* trailing garbage */
+  MINIFY_ERR("{} {}", TSJ_ERR_SYNTAX, 3, "trailing characters after the JSON value at byte 3");
+  MINIFY_ERR("1 2", TSJ_ERR_SYNTAX, 2, "trailing characters");
+  MINIFY_ERR("{}x", TSJ_ERR_SYNTAX, 2, "trailing characters");
+  MINIFY_ERR("[]]", TSJ_ERR_SYNTAX, 2, "trailing characters");
+  MINIFY_ERR("{\"type\":\"x\"}   ,", TSJ_ERR_SYNTAX, 15, "trailing characters after the JSON value at byte 15");
+  /* a number simdjson cannot represent does not hide a later error */
+  MINIFY_ERR("[1e400, x]", TSJ_ERR_SYNTAX, 8, "expected a JSON value at byte 8");
+  MINIFY_ERR("[123456789012345678901234567890,\"\\ud800\"]", TSJ_ERR_UTF8, 33, "unpaired surrogate");
+  /* bad arguments */
+  MINIFY_ERR_LEN(NULL, 3, TSJ_ERR_INVALID_ARG, -1, NULL);
+  tsj_error err;
+  CHECK(tsj_minify("1", 1, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "out NULL");
+  /* err may be NULL */
+  char *out = (char *)1;
+  CHECK(tsj_minify("[", 1, &out, NULL, NULL) == TSJ_ERR_SYNTAX && out == NULL, "err NULL");
+}
+
+static void test_utf8(void) {
+  MINIFY_ERR("\"\xc0\x80\"", TSJ_ERR_UTF8, 1, "invalid UTF-8 at byte 1");            /* overlong NUL */
+  MINIFY_ERR("\"\xc1\xbf\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");                     /* overlong 2-byte */
+  MINIFY_ERR("\"\xe0\x80\x80\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");                 /* overlong 3-byte */
+  MINIFY_ERR("\"\xe0\x9f\xbf\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");                 /* overlong 3-byte */
+  MINIFY_ERR("\"\xf0\x80\x80\x80\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");             /* overlong 4-byte */
+  MINIFY_ERR("\"\xed\xa0\x80\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");                 /* U+D800 */
+  MINIFY_ERR("\"\xed\xbf\xbf\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");                 /* U+DFFF */
+  MINIFY_ERR("\"\xed\xa0\xbd\xed\xb8\x80\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");     /* CESU-8 pair */
+  MINIFY_ERR("\"\xf4\x90\x80\x80\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");             /* > U+10FFFF */
+  MINIFY_ERR("\"\xf5\x80\x80\x80\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");
+  MINIFY_ERR("\"\xff\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");
+  MINIFY_ERR("\"\x80\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");                         /* lone continuation */
+  MINIFY_ERR("\"ab\xe2\x82\"", TSJ_ERR_UTF8, 3, "invalid UTF-8 at byte 3");         /* truncated */
+  MINIFY_ERR("\"ab\xf0\x9f\x98\"", TSJ_ERR_UTF8, 3, "invalid UTF-8 at byte 3");     /* truncated 4-byte */
+  MINIFY_ERR("[\"x\",\"\xe2\x82", TSJ_ERR_UTF8, 6, "invalid UTF-8 at byte 6");      /* truncated at end */
+  MINIFY_ERR("\"\xe2\x82" "a\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");                /* truncated + ASCII */
+  MINIFY_ERR("{\"key\":\"abcdefghi\xff\"}", TSJ_ERR_UTF8, 17, "invalid UTF-8 at byte 17");
+  MINIFY_ERR("\xc3\xa9", TSJ_ERR_SYNTAX, 0, "found byte 0xC3");                  /* valid UTF-8, not JSON */
+}
+
+static void test_utf8_priority(void) {
+  /* invalid UTF-8 is reported even when a syntax error comes first */
+  MINIFY_ERR("[1,,\"\xff\"]", TSJ_ERR_UTF8, 5, "invalid UTF-8 at byte 5");
+  /* valid UTF-8 outside strings is a syntax error */
+  MINIFY_ERR("[\xc3\xa9]", TSJ_ERR_SYNTAX, 1, "byte 0xC3");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Depth, on a thread with a 128 KB stack */
+
+typedef struct {
+  int done;
+} depth_result;
+
+static void *depth_thread(void *arg) {
+  depth_result *res = (depth_result *)arg;
+  char *out = NULL;
+  size_t out_len = 0;
+  tsj_error err;
+
+  /* exactly TSJ_MAX_DEPTH nested arrays, non-empty (simdjson alone rejects this one) */
+  char *deep = repeat_wrap("[", "1", "]", TSJ_MAX_DEPTH);
+  MINIFY_OK(deep, deep);
+  char *spaced = repeat_wrap("[ ", "1", " ]", TSJ_MAX_DEPTH);
+  MINIFY_OK(spaced, deep);
+  /* exactly TSJ_MAX_DEPTH, empty innermost */
+  char *deep_empty = repeat_wrap("[", "", "]", TSJ_MAX_DEPTH);
+  MINIFY_OK(deep_empty, deep_empty);
+  /* exactly TSJ_MAX_DEPTH nested objects */
+  char *deep_obj = repeat_wrap("{\"a\":", "true", "}", TSJ_MAX_DEPTH);
+  MINIFY_OK(deep_obj, deep_obj);
+  char *deep_obj_empty = repeat_wrap("{\"a\":", "{}", "}", TSJ_MAX_DEPTH - 1);
+  MINIFY_OK(deep_obj_empty, deep_obj_empty);
+
+  /* TSJ_MAX_DEPTH + 1 */
+  char *too_deep = repeat_wrap("[", "1", "]", TSJ_MAX_DEPTH + 1);
+  MINIFY_ERR(too_deep, TSJ_ERR_DEPTH, TSJ_MAX_DEPTH, "nesting deeper than 256 at byte 256");
+  char *too_deep_empty = repeat_wrap("[", "", "]", TSJ_MAX_DEPTH + 1);
+  MINIFY_ERR(too_deep_empty, TSJ_ERR_DEPTH, TSJ_MAX_DEPTH, "nesting deeper");
+  char *too_deep_obj = repeat_wrap("{\"a\":", "1", "}", TSJ_MAX_DEPTH + 1);
+  MINIFY_ERR(too_deep_obj, TSJ_ERR_DEPTH, 5 * TSJ_MAX_DEPTH, "nesting deeper");
+  /* 100,000 '[' */
+  size_t many = 100000;
+  char *brackets = (char *)malloc(many + 1);
+  memset(brackets, '[', many);
+  brackets[many] = '\0';
+  MINIFY_ERR(brackets, TSJ_ERR_DEPTH, TSJ_MAX_DEPTH, "nesting deeper");
+  ACTION_ERR(brackets, TSJ_ERR_DEPTH, TSJ_MAX_DEPTH, NULL);
+  MEMBERS_ERR(brackets, TSJ_ERR_DEPTH, TSJ_MAX_DEPTH, NULL);
+  CHECK(tsj_doc_parse(brackets, many, &err) == NULL && err.code == TSJ_ERR_DEPTH, "doc_parse 100000 [");
+  /* 100,000 '{"a":' */
+  char *objs = repeat_wrap("{\"a\":", "", "", 100000);
+  MINIFY_ERR(objs, TSJ_ERR_DEPTH, 5 * TSJ_MAX_DEPTH, "nesting deeper");
+
+  /* actions and members holding a payload at the depth limit */
+  char *inner = repeat_wrap("[", "1", "]", TSJ_MAX_DEPTH - 1);
+  size_t alen = strlen(inner) + 64;
+  char *action = (char *)malloc(alen);
+  snprintf(action, alen, "{\"type\":\"deep\",\"payload\":%s}", inner);
+  ACTION_OK(action, "deep", inner);
+  char *want = (char *)malloc(alen);
+  snprintf(want, alen, "type=\"deep\";payload=%s;", inner);
+  MEMBERS_OK(action, want, 2);
+  char *action2 = repeat_wrap("[", "1", "]", TSJ_MAX_DEPTH);
+  ACTION_ERR(action2, TSJ_ERR_NOT_ACTION, 0, "found array");
+  char *wrapped = (char *)malloc(alen + 2);
+  snprintf(wrapped, alen + 2, "{\"type\":\"deep\",\"payload\":[%s]}", inner);
+  ACTION_ERR(wrapped, TSJ_ERR_DEPTH, 25 + TSJ_MAX_DEPTH - 1, "nesting deeper than 256 at byte 280");
+
+  /* pointers at the depth limit */
+  tsj_doc *d = tsj_doc_parse(deep, strlen(deep), &err);
+  CHECK(d != NULL, "doc_parse deep: %s", err.message);
+  if (d) {
+    char *ptr = (char *)malloc(4 * TSJ_MAX_DEPTH + 1);
+    ptr[0] = '\0';
+    for (int i = 0; i < TSJ_MAX_DEPTH; i++) strcat(ptr, "/0");
+    PTR_OK(d, ptr, "1");
+    ptr[2 * (TSJ_MAX_DEPTH - 1)] = '\0';
+    PTR_OK(d, ptr, "[1]");
+    PTR_OK(d, "", deep);
+    for (int i = 0; i < TSJ_MAX_DEPTH; i++) strcat(ptr, "/0");
+    PTR_ERR(d, ptr, TSJ_ERR_NOT_FOUND, 2 * TSJ_MAX_DEPTH, "cannot look up \"0\" in the number", NULL);
+    free(ptr);
+    tsj_doc_free(d);
+  }
+  d = tsj_doc_parse(deep_obj, strlen(deep_obj), &err);
+  CHECK(d != NULL, "doc_parse deep_obj: %s", err.message);
+  if (d) {
+    char *ptr = (char *)malloc(2 * TSJ_MAX_DEPTH + 1);
+    ptr[0] = '\0';
+    for (int i = 0; i < TSJ_MAX_DEPTH; i++) strcat(ptr, "/a");
+    PTR_OK(d, ptr, "true");
+    free(ptr);
+    tsj_doc_free(d);
+  }
+  CHECK(tsj_doc_parse(too_deep, strlen(too_deep), &err) == NULL && err.code == TSJ_ERR_DEPTH &&
+            err.offset == TSJ_MAX_DEPTH,
+        "doc_parse too deep");
+
+  (void)out;
+  (void)out_len;
+  free(deep), free(spaced), free(deep_empty), free(deep_obj), free(deep_obj_empty), free(too_deep);
+  free(too_deep_empty), free(too_deep_obj), free(brackets), free(objs), free(inner), free(action), free(want);
+  free(action2), free(wrapped);
+  res->done = 1;
+  return NULL;
+}
+
+static void test_depth_small_stack(void) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  int rc = pthread_attr_setstacksize(&attr, 128 * 1024);
+  CHECK(rc == 0, "pthread_attr_setstacksize: %d", rc);
+  pthread_t th;
+  depth_result res = {0};
+  rc = pthread_create(&th, &attr, depth_thread, &res);
+  CHECK(rc == 0, "pthread_create: %d", rc);
+  if (rc == 0) pthread_join(th, NULL);
+  pthread_attr_destroy(&attr);
+  CHECK(res.done, "depth thread finished");
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void test_actions(void) {
+  ACTION_OK("{\"type\":\"todos/add\",\"payload\":{\"id\":1,\"text\":\"hi\"}}", "todos/add", "{\"id\":1,\"text\":\"hi\"}");
+  ACTION_OK(" { \"type\" : \"todos/add\" , \"payload\" : { \"id\" : 1 , \"text\" : \"hi there\" } } ", "todos/add",
+            "{\"id\":1,\"text\":\"hi there\"}");
+  ACTION_OK("{\"type\":\"todos\\/add\"}", "todos/add", NULL);
+  ACTION_OK("{\"payload\":[1, 2],\"type\":\"a\\/b\"}", "a/b", "[1,2]");
+  ACTION_OK("{\"type\":\"a\\/b\",\"payload\":[ 1 , \"x y\" ]}", "a/b", "[1,\"x y\"]");
+  ACTION_OK("{\"ty\\u0070e\":\"x\",\"payload\":null}", "x", "null");
+  ACTION_OK("{\"type\":\"x\",\"payload\": null }", "x", "null");
+  ACTION_OK("{\"type\":\"x\",\"payload\":{}}", "x", "{}");
+  ACTION_OK("{\"type\":\"x\",\"payload\":\"  a  b  \"}", "x", "\"  a  b  \"");
+  ACTION_OK("{\"type\":\"x\",\"payload\":\"q\\\"r\\\\n\"}", "x", "\"q\\\"r\\\\n\"");
+  ACTION_OK("{\"type\":\"x\",\"pay\\u006coad\":7}", "x", "7");
+  ACTION_OK("{\"type\":\"caf\\u00e9 \\ud83d\\ude00\"}", "caf\xc3\xa9 \xf0\x9f\x98\x80", NULL);
+  ACTION_OK("{\"type\":\"caf\xc3\xa9\"}", "caf\xc3\xa9", NULL);
+  ACTION_OK("{\"type\":\"t\\n\\t\\\"\"}", "t\n\t\"", NULL);
+  ACTION_OK("{\"meta\":{\"type\":1},\"type\":\"x\",\"payload\":{\"x\":[1, 2, {\"y\":\"z w\"}]},\"other\":[true]}", "x",
+            "{\"x\":[1,2,{\"y\":\"z w\"}]}");
+  ACTION_OK("{\"type\":\"n\",\"payload\":{\"u\":18446744073709551615,\"i\":-9223372036854775808,\"d\":1.0,\"e\":1E+2,"
+            "\"z\":-0,\"h\":123456789012345678901234567890}}",
+            "n",
+            "{\"u\":18446744073709551615,\"i\":-9223372036854775808,\"d\":1.0,\"e\":1E+2,\"z\":-0,"
+            "\"h\":123456789012345678901234567890}");
+  ACTION_OK("{\"type\":\"dup other keys are fine\",\"meta\":1,\"meta\":2}", "dup other keys are fine", NULL);
+
+  ACTION_ERR("{\"payload\":1}", TSJ_ERR_NOT_ACTION, -1, "\"type\" is missing");
+  ACTION_ERR("{}", TSJ_ERR_NOT_ACTION, -1, "\"type\" is missing");
+  ACTION_ERR("{\"Type\":\"x\"}", TSJ_ERR_NOT_ACTION, -1, "\"type\" is missing");
+  ACTION_ERR("{\"type\":1}", TSJ_ERR_NOT_ACTION, 8, "\"type\" must be a string, found number");
+  ACTION_ERR("{\"type\": null}", TSJ_ERR_NOT_ACTION, 9, "\"type\" must be a string, found null");
+  ACTION_ERR("{\"type\":{}}", TSJ_ERR_NOT_ACTION, 8, "found object");
+  ACTION_ERR("{\"type\":[\"a\"]}", TSJ_ERR_NOT_ACTION, 8, "found array");
+  ACTION_ERR("{\"type\":true}", TSJ_ERR_NOT_ACTION, 8, "found boolean");
+  ACTION_ERR("{\"type\":\"\"}", TSJ_ERR_NOT_ACTION, 8, "\"type\" must not be empty");
+  ACTION_ERR("{\"type\":\"a\",\"type\":\"b\"}", TSJ_ERR_NOT_ACTION, 12, "\"type\" is present twice");
+  ACTION_ERR("{\"type\":\"a\",\"typ\\u0065\":\"b\"}", TSJ_ERR_NOT_ACTION, 12, "\"type\" is present twice");
+  ACTION_ERR("{\"type\":1,\"type\":\"b\",\"type\":\"c\"}", TSJ_ERR_NOT_ACTION, 10, "\"type\" is present 3 times");
+  ACTION_ERR("{\"type\":\"a\\u0000b\"}", TSJ_ERR_NOT_ACTION, 8, "\\u0000");
+  ACTION_ERR("{\"type\":\"a\",\"payload\":1,\"payload\":2}", TSJ_ERR_DUPLICATE_KEY, 24, "duplicate key \"payload\"");
+  ACTION_ERR("{\"type\":\"a\",\"payload\":1,\"p\\u0061yload\":2}", TSJ_ERR_DUPLICATE_KEY, 24, "\"payload\"");
+  ACTION_ERR("[{\"type\":\"a\"}]", TSJ_ERR_NOT_ACTION, 0, "top level must be an object, found array");
+  ACTION_ERR("  \"type\"", TSJ_ERR_NOT_ACTION, 2, "found string");
+  ACTION_ERR("42", TSJ_ERR_NOT_ACTION, 0, "found number");
+  ACTION_ERR("{\"type\":\"a\",}", TSJ_ERR_SYNTAX, 12, "expected a string key");
+  ACTION_ERR("{\"type\":\"a\"", TSJ_ERR_SYNTAX, 11, NULL);
+  ACTION_ERR("{\"type\":\"a\xff\"}", TSJ_ERR_UTF8, 10, "invalid UTF-8 at byte 10");
+  ACTION_ERR("", TSJ_ERR_SYNTAX, 0, "empty input");
+  action_err_at(__FILE__, __LINE__, "{\"type\":\"a\"}", 5, TSJ_ERR_SYNTAX, 1, "unterminated string starting at byte 1"); /* only len bytes are read */
+
+  /* optional outputs */
+  char *block = NULL;
+  const char *type = NULL;
+  CHECK(tsj_parse_action("{\"type\":\"x\",\"payload\":1}", 24, &block, &type, NULL, NULL, NULL) == TSJ_OK && block &&
+            strcmp(type, "x") == 0,
+        "parse_action optional outputs");
+  free(block);
+  tsj_error err;
+  CHECK(tsj_parse_action("{}", 2, NULL, &type, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "parse_action NULL block");
+
+  /* the block really is one allocation holding type then payload */
+  block = NULL;
+  const char *payload = NULL;
+  size_t tl = 0;
+  const char *a = "{\"type\":\"abc\",\"payload\":[1]}";
+  CHECK(tsj_parse_action(a, strlen(a), &block, &type, &tl, &payload, &err) == TSJ_OK && type == block && tl == 3 &&
+            payload == block + 4 && strcmp(payload, "[1]") == 0,
+        "block layout");
+  free(block);
+}
+
+static void test_quote(void) {
+  QUOTE_OK("", "\"\"");
+  QUOTE_OK_LEN(NULL, 0, "\"\"");
+  QUOTE_OK("abc", "\"abc\"");
+  QUOTE_OK("he said \"hi\"\n", "\"he said \\\"hi\\\"\\n\"");
+  QUOTE_OK("a\\b/c", "\"a\\\\b/c\"");
+  QUOTE_OK("\b\f\n\r\t", "\"\\b\\f\\n\\r\\t\"");
+  QUOTE_OK("\x01\x02\x0b\x0e\x1f\x7f", "\"\\u0001\\u0002\\u000b\\u000e\\u001f\x7f\"");
+  QUOTE_OK_LEN("a\0b", 3, "\"a\\u0000b\"");
+  QUOTE_OK("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+  QUOTE_OK("todos/add", "\"todos/add\"");
+
+  const char *bad[] = {"\xff", "ab\xc0\x80", "\xed\xa0\x80", "x\xe2\x82", "\x80"};
+  const long long bad_off[] = {0, 2, 0, 1, 0};
+  for (int i = 0; i < 5; i++) {
+    char *out = (char *)1;
+    tsj_error err;
+    int rc = tsj_quote(bad[i], strlen(bad[i]), &out, NULL, &err);
+    CHECK(rc == TSJ_ERR_UTF8 && out == NULL && err.offset == bad_off[i] && contains(err.message, "invalid UTF-8"),
+          "quote bad UTF-8 #%d: rc=%s offset=%lld msg=%s", i, tsj_code_name(rc), err.offset, err.message);
+  }
+
+  /* round trip: every byte 0x00..0x7f, quoted, parses back to itself */
+  char raw[128];
+  for (int i = 0; i < 128; i++) raw[i] = (char)i;
+  char *q = NULL;
+  size_t ql = 0;
+  CHECK(tsj_quote(raw, 128, &q, &ql, NULL) == TSJ_OK, "quote all ASCII");
+  if (q) {
+    char *m = NULL;
+    CHECK(tsj_minify(q, ql, &m, NULL, NULL) == TSJ_OK && m && strcmp(m, q) == 0, "quoted text is valid JSON");
+    free(m);
+    /* as an action type (without the NUL, which types reject) */
+    char *q2 = NULL;
+    size_t q2l = 0;
+    CHECK(tsj_quote(raw + 1, 127, &q2, &q2l, NULL) == TSJ_OK, "quote 1..127");
+    size_t alen = q2l + 16;
+    char *action = (char *)malloc(alen);
+    snprintf(action, alen, "{\"type\":%s}", q2);
+    char *block = NULL;
+    const char *type = NULL;
+    size_t tl = 0;
+    CHECK(tsj_parse_action(action, strlen(action), &block, &type, &tl, NULL, NULL) == TSJ_OK && tl == 127 &&
+              memcmp(type, raw + 1, 127) == 0,
+          "quote -> parse_action round trip");
+    free(block);
+    free(action);
+    free(q2);
+    /* and as a member key, including the NUL */
+    size_t olen = ql + 16;
+    char *obj = (char *)malloc(olen);
+    snprintf(obj, olen, "{%s:1}", q);
+    collector c;
+    memset(&c, 0, sizeof c);
+    CHECK(tsj_for_each_member(obj, strlen(obj), collect_cb, &c, NULL) == TSJ_OK && c.calls == 1 &&
+              c.len == 128 + 1 /* \0 shown as 2 chars */ + 3,
+          "quote -> for_each_member key round trip (len %zu)", c.len);
+    free(obj);
+  }
+  free(q);
+}
+
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+  int calls;
+  int ok;
+  int depth;
+} reent;
+
+static int reentrant_cb(const char *key, size_t key_len, const char *value, size_t value_len, void *ctx) {
+  reent *r = (reent *)ctx;
+  r->calls++;
+  char keycopy[64], valcopy[4096];
+  snprintf(keycopy, sizeof keycopy, "%.*s", (int)key_len, key);
+  snprintf(valcopy, sizeof valcopy, "%.*s", (int)value_len, value);
+  /* nested calls on the same thread must not disturb our key/value */
+  char *m = NULL;
+  if (tsj_minify(value, value_len, &m, NULL, NULL) != TSJ_OK || strcmp(m, valcopy) != 0) r->ok = 0;
+  free(m);
+  char *block = NULL;
+  const char *type = NULL;
+  tsj_parse_action("{\"type\":\"inner\",\"payload\":[1, 2, 3]}", 36, &block, &type, NULL, NULL, NULL);
+  free(block);
+  if (value[0] == '{') {
+    reent inner = {0, 1, r->depth + 1};
+    if (tsj_for_each_member(value, value_len, reentrant_cb, &inner, NULL) != TSJ_OK || !inner.ok) r->ok = 0;
+  }
+  if (strncmp(key, keycopy, key_len) != 0 || strncmp(value, valcopy, value_len) != 0 || value[value_len] != '\0')
+    r->ok = 0;
+  return 0;
+}
+
+static void test_members(void) {
+  MEMBERS_OK("{ \"a\" : 1 , \"b\" : [ 1 , 2 ] , \"c\\u0064\" : { \"x\" : \"y z\" }, \"e\": \"q\\\"r\", \"\": null }",
+             "a=1;b=[1,2];cd={\"x\":\"y z\"};e=\"q\\\"r\";=null;", 5);
+  MEMBERS_OK("{}", "", 0);
+  MEMBERS_OK(" { } ", "", 0);
+  MEMBERS_OK("{\"a\\u0000b\":1}", "a\\0b=1;", 1);
+  MEMBERS_OK("{\"n\":18446744073709551615,\"m\":-9223372036854775808,\"f\":1e2,\"g\":1e400}",
+             "n=18446744073709551615;m=-9223372036854775808;f=1e2;g=1e400;", 4);
+  MEMBERS_OK("{\"x\\/y\":\"\\u0041\"}", "x/y=\"\\u0041\";", 1);
+  MEMBERS_OK("{\"caf\\u00e9\":true,\"caf\xc3\xa9s\":false}", "caf\xc3\xa9=true;caf\xc3\xa9s=false;", 2);
+
+  MEMBERS_ERR("[1]", TSJ_ERR_NOT_OBJECT, 0, "top level must be an object, found array");
+  MEMBERS_ERR("  \"x\"", TSJ_ERR_NOT_OBJECT, 2, "found string");
+  MEMBERS_ERR("{\"a\":1,\"b\":2,\"a\":3}", TSJ_ERR_DUPLICATE_KEY, 13, "duplicate key \"a\" at byte 13");
+  MEMBERS_ERR("{ \"a\" : 1 ,\n \"a\" : 2 }", TSJ_ERR_DUPLICATE_KEY, 13, "duplicate key \"a\"");
+  MEMBERS_ERR("{\"a\":1,\"\\u0061\":2}", TSJ_ERR_DUPLICATE_KEY, 7, "duplicate key \"a\"");
+  MEMBERS_ERR("{\"k\\n\":1,\"k\\u000a\":2}", TSJ_ERR_DUPLICATE_KEY, 9, "duplicate key \"k\\u000a\"");
+  MEMBERS_ERR("{\"a\":1,\"b\":2,}", TSJ_ERR_SYNTAX, 13, "expected a string key");
+  MEMBERS_ERR("{\"a\":\"\xc0\xaf\"}", TSJ_ERR_UTF8, 6, "invalid UTF-8");
+
+  /* many members: duplicate detection by sorting; the earliest second occurrence is reported */
+  char big[4096];
+  size_t n = 0;
+  n += (size_t)snprintf(big + n, sizeof big - n, "{");
+  for (int i = 0; i < 40; i++) n += (size_t)snprintf(big + n, sizeof big - n, "%s\"k%d\":%d", i ? "," : "", i, i);
+  size_t before_dups = n;
+  n += (size_t)snprintf(big + n, sizeof big - n, "}");
+  {
+    collector c;
+    memset(&c, 0, sizeof c);
+    CHECK(tsj_for_each_member(big, n, collect_cb, &c, NULL) == TSJ_OK && c.calls == 40 &&
+              strncmp(c.buf, "k0=0;k1=1;k2=2;", 15) == 0 && contains(c.buf, "k39=39;"),
+          "40 members: calls=%d", c.calls);
+  }
+  n = before_dups;
+  n += (size_t)snprintf(big + n, sizeof big - n, ",\"zz\":0,\"k33\":1,\"k7\":2,\"k33\":3}");
+  {
+    collector c;
+    memset(&c, 0, sizeof c);
+    tsj_error err;
+    int rc = tsj_for_each_member(big, n, collect_cb, &c, &err);
+    long long want_off = (long long)(strstr(big, "\"k33\":1") - big);
+    CHECK(rc == TSJ_ERR_DUPLICATE_KEY && c.calls == 0 && contains(err.message, "duplicate key \"k33\"") &&
+              err.offset == want_off,
+          "big dup: rc=%s msg=%s offset=%lld want %lld", tsj_code_name(rc), err.message, err.offset, want_off);
+  }
+
+  /* callback stop */
+  {
+    collector c;
+    memset(&c, 0, sizeof c);
+    c.stop_at = 2;
+    tsj_error err;
+    int rc = tsj_for_each_member("{\"a\":1,\"b\":2,\"c\":3}", 19, collect_cb, &c, &err);
+    CHECK(rc == 42 && c.calls == 2 && err.code == 42 && strcmp(c.buf, "a=1;b=2;") == 0, "callback stop: rc=%d calls=%d",
+          rc, c.calls);
+  }
+  tsj_error err;
+  CHECK(tsj_for_each_member("{}", 2, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "NULL callback");
+
+  /* re-entrancy, deeper than the per-thread pool */
+  {
+    const char *doc = "{\"a\":{\"b\":{\"c\":{\"d\":{\"e\":{\"f\":{\"g\":{\"h\":[1, 2]}}}}}}},\"z\": \"last one\",\"y\":{ }}";
+    reent r = {0, 1, 0};
+    int rc = tsj_for_each_member(doc, strlen(doc), reentrant_cb, &r, NULL);
+    CHECK(rc == TSJ_OK && r.ok && r.calls == 3, "re-entrant for_each_member: rc=%d ok=%d calls=%d", rc, r.ok, r.calls);
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void test_pointers(void) {
+  const char *rfc =
+      "{\"foo\": [\"bar\", \"baz\"], \"\": 0, \"a/b\": 1, \"c%d\": 2, \"e^f\": 3, \"g|h\": 4, \"i\\\\j\": 5, "
+      "\"k\\\"l\": 6, \" \": 7, \"m~n\": 8}";
+  tsj_error err;
+  tsj_doc *d = tsj_doc_parse(rfc, strlen(rfc), &err);
+  CHECK(d != NULL && err.code == 0, "doc_parse rfc: %s", err.message);
+  if (d) {
+    PTR_OK(d, "", "{\"foo\":[\"bar\",\"baz\"],\"\":0,\"a/b\":1,\"c%d\":2,\"e^f\":3,\"g|h\":4,\"i\\\\j\":5,\"k\\\"l\":6,"
+                  "\" \":7,\"m~n\":8}");
+    PTR_OK(d, "/foo", "[\"bar\",\"baz\"]");
+    PTR_OK(d, "/foo/0", "\"bar\"");
+    PTR_OK(d, "/foo/1", "\"baz\"");
+    PTR_OK(d, "/", "0");
+    PTR_OK(d, "/a~1b", "1");
+    PTR_OK(d, "/c%d", "2");
+    PTR_OK(d, "/e^f", "3");
+    PTR_OK(d, "/g|h", "4");
+    PTR_OK(d, "/i\\j", "5");
+    PTR_OK(d, "/k\"l", "6");
+    PTR_OK(d, "/ ", "7");
+    PTR_OK(d, "/m~0n", "8");
+    size_t tl = 0;
+    CHECK(tsj_doc_text(d, &tl) != NULL && tl == strlen(tsj_doc_text(d, NULL)), "doc_text");
+
+    PTR_ERR(d, "foo", TSJ_ERR_POINTER, 0, "must be empty or start with '/'", NULL);
+    PTR_ERR(d, "/m~2n", TSJ_ERR_POINTER, 2, "'~' must be followed by '0' or '1'", NULL);
+    PTR_ERR(d, "/m~", TSJ_ERR_POINTER, 2, NULL, NULL);
+    PTR_ERR(d, "/foo/\xff", TSJ_ERR_POINTER, 5, "not valid UTF-8", NULL);
+    PTR_ERR(d, "/foo/01", TSJ_ERR_NOT_FOUND, 4, "\"01\" is not an array index (leading zero)", "at \"/foo\"");
+    PTR_ERR(d, "/foo/00", TSJ_ERR_NOT_FOUND, 4, "leading zero", NULL);
+    PTR_ERR(d, "/foo/-", TSJ_ERR_NOT_FOUND, 4, "\"-\" (the end of the array) is never found", "at \"/foo\"");
+    PTR_ERR(d, "/foo/2", TSJ_ERR_NOT_FOUND, 4, "index \"2\" is out of range for the array of 2 elements",
+            "at \"/foo\"");
+    PTR_ERR(d, "/foo/99999999999999999999", TSJ_ERR_NOT_FOUND, 4, "out of range", NULL);
+    PTR_ERR(d, "/foo/4294967296", TSJ_ERR_NOT_FOUND, 4, "out of range", NULL);
+    PTR_ERR(d, "/foo/", TSJ_ERR_NOT_FOUND, 4, "\"\" is not an array index", NULL);
+    PTR_ERR(d, "/foo/-1", TSJ_ERR_NOT_FOUND, 4, "not an array index", NULL);
+    PTR_ERR(d, "/foo/1x", TSJ_ERR_NOT_FOUND, 4, "not an array index", NULL);
+    PTR_ERR(d, "/foo/+1", TSJ_ERR_NOT_FOUND, 4, "not an array index", NULL);
+    PTR_ERR(d, "/nope", TSJ_ERR_NOT_FOUND, 0, "no member \"nope\" in the object at \"\"", NULL);
+    PTR_ERR(d, "/nope/x", TSJ_ERR_NOT_FOUND, 0, "no member \"nope\"", NULL);
+    PTR_ERR(d, "/a~0b", TSJ_ERR_NOT_FOUND, 0, "no member \"a~b\"", NULL);
+    PTR_ERR(d, "/foo/0/x", TSJ_ERR_NOT_FOUND, 6, "cannot look up \"x\" in the string at \"/foo/0\"", NULL);
+    PTR_ERR(d, "/a~1b/c", TSJ_ERR_NOT_FOUND, 5, "in the number at \"/a~1b\"", NULL);
+    PTR_ERR(d, "/FOO", TSJ_ERR_NOT_FOUND, 0, "\"FOO\"", NULL);
+    char *out = (char *)1;
+    CHECK(tsj_doc_at_pointer(d, NULL, 0, &out, NULL, &err) == TSJ_OK && out && out[0] == '{', "NULL empty pointer");
+    free(out);
+    CHECK(tsj_doc_at_pointer(NULL, "", 0, &out, NULL, &err) == TSJ_ERR_INVALID_ARG && out == NULL, "NULL doc");
+    tsj_doc_free(d);
+  }
+  tsj_doc_free(NULL);
+
+  /* keys with escapes, nested values with whitespace, first duplicate wins */
+  const char *esc = "{ \"\\u0061b\" : 1, \"x\\/y\": 2, \"t\\u00e9\": 3, \"\\ud83d\\ude00\": 4, \"a\": 1, \"a\": 2,"
+                    " \"arr\" : [ 1 , { \"b\" : \"c d\" } , [ ] ], \"nul\\u0000l\": 5, \"\": { \"\": [ 10 ] } }";
+  d = tsj_doc_parse(esc, strlen(esc), &err);
+  CHECK(d != NULL, "doc_parse esc: %s", err.message);
+  if (d) {
+    PTR_OK(d, "/ab", "1");
+    PTR_OK(d, "/x~1y", "2");
+    PTR_OK(d, "/t\xc3\xa9", "3");
+    PTR_OK(d, "/\xf0\x9f\x98\x80", "4");
+    PTR_OK(d, "/a", "1");
+    PTR_OK(d, "/arr", "[1,{\"b\":\"c d\"},[]]");
+    PTR_OK(d, "/arr/1", "{\"b\":\"c d\"}");
+    PTR_OK(d, "/arr/1/b", "\"c d\"");
+    PTR_OK(d, "/arr/2", "[]");
+    PTR_OK(d, "//", "[10]");
+    PTR_OK(d, "///0", "10");
+    PTR_ERR(d, "/arr/2/0", TSJ_ERR_NOT_FOUND, 6, "out of range for the array of 0 elements", "at \"/arr/2\"");
+    char *out = NULL;
+    size_t out_len = 0;
+    CHECK(tsj_doc_at_pointer(d, "/nul\0l", 6, &out, &out_len, &err) == TSJ_OK && out && strcmp(out, "5") == 0,
+          "pointer with NUL: %s", err.message);
+    free(out);
+    PTR_ERR(d, "/nul", TSJ_ERR_NOT_FOUND, 0, NULL, NULL);
+    tsj_doc_free(d);
+  }
+
+  /* numbers come back exactly */
+  const char *nums = "{\"n\": [18446744073709551615, -9223372036854775808, 1.0, 1e2, -0, 123456789012345678901234567890,"
+                     " 1e400, 0.30000000000000004]}";
+  d = tsj_doc_parse(nums, strlen(nums), &err);
+  CHECK(d != NULL, "doc_parse nums: %s", err.message);
+  if (d) {
+    PTR_OK(d, "/n/0", "18446744073709551615");
+    PTR_OK(d, "/n/1", "-9223372036854775808");
+    PTR_OK(d, "/n/2", "1.0");
+    PTR_OK(d, "/n/3", "1e2");
+    PTR_OK(d, "/n/4", "-0");
+    PTR_OK(d, "/n/5", "123456789012345678901234567890");
+    PTR_OK(d, "/n/6", "1e400");
+    PTR_OK(d, "/n/7", "0.30000000000000004");
+    tsj_doc_free(d);
+  }
+
+  /* top-level scalar */
+  d = tsj_doc_parse(" 42 ", 4, &err);
+  CHECK(d != NULL, "doc_parse scalar");
+  if (d) {
+    PTR_OK(d, "", "42");
+    PTR_ERR(d, "/0", TSJ_ERR_NOT_FOUND, 0, "cannot look up \"0\" in the number at \"\"", NULL);
+    tsj_doc_free(d);
+  }
+
+  /* large object: hashed look-ups, escaped keys, duplicates (first wins) */
+  size_t cap = 64 * 1024;
+  char *obj = (char *)malloc(cap);
+  size_t n = 0;
+  n += (size_t)snprintf(obj + n, cap - n, "{\"e\\u0073c\":\"escaped\",\"k5\":\"first\"");
+  for (int i = 0; i < 1000; i++) n += (size_t)snprintf(obj + n, cap - n, ",\"k%d\":%d", i, i);
+  n += (size_t)snprintf(obj + n, cap - n, ",\"sl\\/ash\":[1,2,3],\"\":\"empty\"}");
+  d = tsj_doc_parse(obj, n, &err);
+  CHECK(d != NULL, "doc_parse big object: %s", err.message);
+  if (d) {
+    PTR_OK(d, "/k0", "0");
+    PTR_OK(d, "/k999", "999");
+    PTR_OK(d, "/k500", "500");
+    PTR_OK(d, "/k5", "\"first\"");
+    PTR_OK(d, "/esc", "\"escaped\"");
+    PTR_OK(d, "/sl~1ash/2", "3");
+    PTR_OK(d, "/", "\"empty\"");
+    PTR_ERR(d, "/k1000", TSJ_ERR_NOT_FOUND, 0, "no member \"k1000\"", NULL);
+    PTR_ERR(d, "/k", TSJ_ERR_NOT_FOUND, 0, NULL, NULL);
+    PTR_ERR(d, "/e\\u0073c", TSJ_ERR_NOT_FOUND, 0, NULL, NULL);
+    int all = 1;
+    for (int i = 0; i < 1000; i++) {
+      char p[16], want[16], *out = NULL;
+      snprintf(p, sizeof p, "/k%d", i);
+      snprintf(want, sizeof want, "%d", i == 5 ? -1 : i);
+      if (tsj_doc_at_pointer(d, p, strlen(p), &out, NULL, NULL) != TSJ_OK) all = 0;
+      else if (i != 5 && strcmp(out, want) != 0) all = 0;
+      free(out);
+    }
+    CHECK(all, "all 1000 hashed members found");
+    tsj_doc_free(d);
+  }
+  free(obj);
+
+  /* a long message stays within the buffer and ends on a UTF-8 boundary */
+  d = tsj_doc_parse("{}", 2, &err);
+  if (d) {
+    char p[400];
+    p[0] = '/';
+    for (int i = 1; i < 399; i++) p[i] = (i % 3 == 1) ? '\xe2' : (i % 3 == 2) ? '\x82' : '\xac';
+    p[399] = '\0';
+    p[397] = 'x', p[398] = 'y';
+    char *out = NULL;
+    int rc = tsj_doc_at_pointer(d, p, 399, &out, NULL, &err);
+    CHECK(rc == TSJ_ERR_NOT_FOUND && strlen(err.message) < 256 && contains(err.message, "...") &&
+              contains(err.message, "\xe2\x82\xac\""),
+          "long token message: %s", err.message);
+    tsj_doc_free(d);
+  }
+  CHECK(tsj_doc_parse("{\"a\":", 5, &err) == NULL && err.code == TSJ_ERR_SYNTAX && err.offset == 5,
+        "doc_parse invalid: %s", err.message);
+  CHECK(tsj_doc_parse("[\"\xe0\x80\x80\"]", 6, &err) == NULL && err.code == TSJ_ERR_UTF8 && err.offset == 2,
+        "doc_parse bad UTF-8");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Big document (~10 MB): correctness of the large-input paths, then timings */
+
+static char *make_big_doc(size_t target, size_t *len_out, int *users_out, int *items_out) {
+  size_t cap = target + (1 << 20);
+  char *s = (char *)malloc(cap);
+  size_t n = 0;
+  n += (size_t)snprintf(s + n, cap - n, "{\n  \"users\": {");
+  int users = 0;
+  while (n < target * 6 / 10) {
+    n += (size_t)snprintf(s + n, cap - n,
+                          "%s\n    \"u%d\": {\"name\": \"User %d\", \"age\": %d, \"score\": %d.5, \"tags\": [\"a\", "
+                          "\"b\\n\", \"c\"], \"bio\": \"Lorem ipsum dolor sit amet, consectetur adipiscing elit\"}",
+                          users ? "," : "", users, users, users % 90, users);
+    users++;
+  }
+  n += (size_t)snprintf(s + n, cap - n, "\n  },\n  \"items\": [");
+  int items = 0;
+  while (n < target) {
+    n += (size_t)snprintf(s + n, cap - n, "%s{\"id\": %d, \"v\": [%d, %d, {\"deep\": true}]}", items ? ", " : "",
+                          items, items * 2, items * 3);
+    items++;
+  }
+  n += (size_t)snprintf(s + n, cap - n, "],\n  \"config\": {\"theme\": \"dark\", \"n\": 18446744073709551615}\n}\n");
+  *len_out = n;
+  *users_out = users;
+  *items_out = items;
+  return s;
+}
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+typedef struct {
+  const tsj_doc *doc;
+  int ok;
+} reader_arg;
+
+static void *reader_thread(void *arg) {
+  reader_arg *a = (reader_arg *)arg;
+  a->ok = 1;
+  for (int i = 0; i < 200; i++) {
+    char p[64], *out = NULL;
+    snprintf(p, sizeof p, "/users/u%d/age", i * 7);
+    char want[16];
+    snprintf(want, sizeof want, "%d", (i * 7) % 90);
+    if (tsj_doc_at_pointer(a->doc, p, strlen(p), &out, NULL, NULL) != TSJ_OK || strcmp(out, want) != 0) a->ok = 0;
+    free(out);
+    char *block = NULL;
+    const char *type = NULL, *payload = NULL;
+    char action[96];
+    snprintf(action, sizeof action, "{\"type\": \"t%d\", \"payload\": [ %d ]}", i, i);
+    char wt[16], wp[16];
+    snprintf(wt, sizeof wt, "t%d", i);
+    snprintf(wp, sizeof wp, "[%d]", i);
+    if (tsj_parse_action(action, strlen(action), &block, &type, NULL, &payload, NULL) != TSJ_OK ||
+        strcmp(type, wt) != 0 || strcmp(payload, wp) != 0)
+      a->ok = 0;
+    free(block);
+  }
+  return NULL;
+}
+
+static int count_cb(const char *key, size_t key_len, const char *value, size_t value_len, void *ctx) {
+  (void)key, (void)key_len, (void)value, (void)value_len;
+  ++*(int *)ctx;
+  return 0;
+}
+
+static void test_big_and_bench(void) {
+  const char *env = getenv("TSJ_BIG_MB");
+  size_t mb = env ? (size_t)atol(env) : 10;
+  if (mb == 0) mb = 1;
+  env = getenv("TSJ_BENCH_ITERS");
+  long iters = env ? atol(env) : 200000;
+  if (iters <= 0) iters = 1;
+
+  size_t len = 0;
+  int users = 0, items = 0;
+  char *big = make_big_doc(mb * 1000 * 1000, &len, &users, &items);
+  tsj_error err;
+  double t0 = now_ns();
+  tsj_doc *d = tsj_doc_parse(big, len, &err);
+  double t_parse = now_ns() - t0;
+  CHECK(d != NULL, "big doc_parse: %s", err.message);
+  if (!d) {
+    free(big);
+    return;
+  }
+  size_t tl = 0;
+  const char *text = tsj_doc_text(d, &tl);
+  char *m = NULL;
+  size_t ml = 0;
+  t0 = now_ns();
+  int rc = tsj_minify(big, len, &m, &ml, &err);
+  double t_minify_big = now_ns() - t0;
+  CHECK(rc == TSJ_OK && ml == tl && memcmp(m, text, tl) == 0 && ml < len, "big minify == doc text");
+  free(m);
+
+  PTR_OK(d, "/config/theme", "\"dark\"");
+  PTR_OK(d, "/config/n", "18446744073709551615");
+  PTR_OK(d, "/users/u0/name", "\"User 0\"");
+  PTR_OK(d, "/users/u1234/tags", "[\"a\",\"b\\n\",\"c\"]");
+  PTR_OK(d, "/users/u1234/tags/1", "\"b\\n\"");
+  PTR_OK(d, "/users/u1234/score", "1234.5");
+  PTR_OK(d, "/items/0/id", "0");
+  PTR_OK(d, "/items/1000/v/2/deep", "true");
+  PTR_OK(d, "/items/1000/v/1", "3000");
+  PTR_ERR(d, "/users/u99999999/name", TSJ_ERR_NOT_FOUND, 6, "no member \"u99999999\" in the object at \"/users\"",
+          NULL);
+
+  int members = 0;
+  CHECK(tsj_for_each_member(big, len, count_cb, &members, &err) == TSJ_OK && members == 3, "big for_each_member");
+
+  /* big payload (> 256 KiB: temporary context path) */
+  size_t alen = len + 64;
+  char *action = (char *)malloc(alen);
+  snprintf(action, alen, "{\"type\": \"load\", \"payload\": %s}", big);
+  char *block = NULL;
+  const char *type = NULL, *payload = NULL;
+  rc = tsj_parse_action(action, strlen(action), &block, &type, NULL, &payload, &err);
+  CHECK(rc == TSJ_OK && strcmp(type, "load") == 0 && payload && strlen(payload) == tl && memcmp(payload, text, tl) == 0,
+        "big payload action: %s", err.message);
+  free(block);
+  free(action);
+
+  /* concurrent readers of one doc, plus actions on each thread */
+  {
+    pthread_t th[4];
+    reader_arg args[4];
+    for (int i = 0; i < 4; i++) {
+      args[i].doc = d;
+      args[i].ok = 0;
+      pthread_create(&th[i], NULL, reader_thread, &args[i]);
+    }
+    int ok = 1;
+    for (int i = 0; i < 4; i++) {
+      pthread_join(th[i], NULL);
+      ok = ok && args[i].ok;
+    }
+    CHECK(ok, "concurrent readers");
+  }
+
+  /* timings (printed only) */
+  const char *act = "{\"type\":\"todos/add\",\"payload\":{\"id\":1234,\"title\":\"Buy oat milk\",\"done\":false,\"v\":2}}";
+  CHECK(strlen(act) == 84, "benchmark action is 84 bytes");
+  size_t act_len = strlen(act);
+  volatile size_t sink = 0;
+  t0 = now_ns();
+  for (long i = 0; i < iters; i++) {
+    char *b = NULL;
+    const char *ty = NULL, *pl = NULL;
+    size_t tyl = 0;
+    tsj_parse_action(act, act_len, &b, &ty, &tyl, &pl, NULL);
+    sink += tyl;
+    free(b);
+  }
+  double t_action = (now_ns() - t0) / (double)iters;
+  t0 = now_ns();
+  for (long i = 0; i < iters; i++) {
+    char *o = NULL;
+    size_t ol = 0;
+    tsj_minify(act, act_len, &o, &ol, NULL);
+    sink += ol;
+    free(o);
+  }
+  double t_min = (now_ns() - t0) / (double)iters;
+  char ptr[64], ptr2[64];
+  snprintf(ptr, sizeof ptr, "/users/u%d/name", users / 2);
+  size_t plen = strlen(ptr);
+  t0 = now_ns();
+  for (long i = 0; i < iters; i++) {
+    char *o = NULL;
+    size_t ol = 0;
+    tsj_doc_at_pointer(d, ptr, plen, &o, &ol, NULL);
+    sink += ol;
+    free(o);
+  }
+  double t_ptr = (now_ns() - t0) / (double)iters;
+  snprintf(ptr2, sizeof ptr2, "/items/%d/v/2/deep", items / 2);
+  size_t plen2 = strlen(ptr2);
+  t0 = now_ns();
+  for (long i = 0; i < iters; i++) {
+    char *o = NULL;
+    size_t ol = 0;
+    tsj_doc_at_pointer(d, ptr2, plen2, &o, &ol, NULL);
+    sink += ol;
+    free(o);
+  }
+  double t_ptr2 = (now_ns() - t0) / (double)iters;
+  (void)sink;
+  printf("timing: tsj_parse_action (%zu-byte action): %.0f ns/op\n", act_len, t_action);
+  printf("timing: tsj_minify (%zu-byte action): %.0f ns/op\n", act_len, t_min);
+  printf("timing: tsj_doc_at_pointer(\"%s\") in a %.1f MB document: %.0f ns/op\n", ptr, len / 1e6, t_ptr);
+  printf("timing: tsj_doc_at_pointer(\"%s\") in a %.1f MB document: %.0f ns/op\n", ptr2, len / 1e6, t_ptr2);
+  printf("timing: tsj_doc_parse of the %.1f MB document: %.1f ms, tsj_minify of it: %.1f ms\n", len / 1e6,
+         t_parse / 1e6, t_minify_big / 1e6);
+
+  tsj_doc_free(d);
+  free(big);
+}
+
+int main(void) {
+  test_minify_valid();
+  test_minify_invalid();
+  test_utf8();
+  test_utf8_priority();
+  test_depth_small_stack();
+  test_actions();
+  test_quote();
+  test_members();
+  test_pointers();
+  test_big_and_bench();
+  printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed ? 1 : 0;
+}
