@@ -24,7 +24,9 @@ SWIFT ?= swift
 # The shipped library: a SONAME, and a version script that exports only ts_*.
 # STATIC_STDLIB=1 links the Swift runtime in (a .so that needs only libc,
 # libstdc++, libffi and libsimdjson at run time).
-LIB_LDFLAGS := -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/exports.map \
+# DWARF 4: Debian 12's valgrind (3.19) cannot read the DWARF 5 that Swift emits.
+DWARF4 := -Xswiftc -dwarf-version=4 -Xcc -gdwarf-4 -Xcxx -gdwarf-4
+LIB_LDFLAGS := $(DWARF4) -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/exports.map \
                -Xlinker -soname -Xlinker libturnstate.so.$(SOVERSION)
 ifeq ($(STATIC_STDLIB),1)
 LIB_LDFLAGS += -Xswiftc -static-stdlib

@@ -64,6 +64,7 @@ void tsi_closure_free(tsi_closure *c) {
 }
 
 static _Thread_local char last_error[2048];
+static _Thread_local uint64_t last_error_serial;
 static _Thread_local char refusal[1024];
 static _Thread_local int has_refusal;
 
@@ -79,7 +80,10 @@ static void copy_message(char *buffer, size_t size, const char *message, size_t 
 
 void tsi_set_last_error(const char *message, size_t length) {
     copy_message(last_error, sizeof last_error, message, length);
+    last_error_serial++;
 }
+
+uint64_t tsi_last_error_serial(void) { return last_error_serial; }
 
 void tsi_set_refusal(const char *message) {
     if (message == NULL) message = "";

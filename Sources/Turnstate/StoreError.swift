@@ -38,11 +38,24 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public let code: Code
     /// A one-line, human-readable explanation.
     public let message: String
+    /// The status a C caller sees: `code.rawValue`, or the store's own
+    /// negative status that a C middleware or plugin refused an action with
+    /// (its `code` is then ``Code/rejected`` unless the status is one of ours).
+    public let status: Int32
 
     /// Creates an error with a code and a message.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
+        status = code.rawValue
+    }
+
+    /// Creates an error for a status that came from C code, which may be
+    /// one that no ``Code`` names.
+    public init(status: Int32, _ message: String) {
+        code = Code(rawValue: status) ?? .rejected
+        self.message = message
+        self.status = status
     }
 
     public var description: String { "\(code): \(message)" }

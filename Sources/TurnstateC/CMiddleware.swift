@@ -50,13 +50,20 @@ struct CMiddleware<State: Sendable>: Middleware {
         binding.failure = nil
         defer { binding.current = outer }
         host.api.clearMessage()
+        let errorsBefore = tsi_last_error_serial()
         let status = fn(host.api.table, binding.function, foreign.view, context.pointer)
         if status == TS_OK { return }
-        // A failure of the rest of the chain that the middleware passed back
-        // keeps its own message.
-        if let failure = binding.failure, failure.code.rawValue == status { throw failure }
-        throw StoreError(CStatus.code(status),
-                         "middleware \"\(name)\" refused \"\(foreign.type)\" with \(CStatus.name(status)): \(host.api.takeMessage() ?? "no reason given")")
+        // The reason, best first: what the middleware gave with fail(); the
+        // failure of the rest of the chain it passed back; the error of a
+        // store call it made (dispatch, replace_state) and passed back.
+        if let reason = host.api.takeMessage() {
+            throw StoreError(status: status, "middleware \"\(name)\" refused \"\(foreign.type)\" with \(CStatus.name(status)): \(reason)")
+        }
+        if let failure = binding.failure, failure.status == status { throw failure }
+        if tsi_last_error_serial() != errorsBefore {
+            throw StoreError(status: status, "middleware \"\(name)\" failed \"\(foreign.type)\" with \(CStatus.name(status)): \(String(cString: tsi_last_error()))")
+        }
+        throw StoreError(status: status, "middleware \"\(name)\" refused \"\(foreign.type)\" with \(CStatus.name(status)): no reason given")
     }
 }
 

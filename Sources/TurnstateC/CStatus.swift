@@ -8,7 +8,7 @@ enum CStatus {
     /// Records `error` as the calling thread's last error and returns its status.
     static func fail(_ error: StoreError) -> ts_status {
         setLastError(error.message)
-        return error.code.rawValue
+        return error.status
     }
 
     static func setLastError(_ message: String) {
@@ -25,11 +25,6 @@ enum CStatus {
         } catch {
             return fail(error)
         }
-    }
-
-    /// The code for a status that came back from C (a middleware's result).
-    static func code(_ status: ts_status) -> StoreError.Code {
-        StoreError.Code(rawValue: status) ?? .rejected
     }
 
     static func name(_ status: ts_status) -> StaticString {

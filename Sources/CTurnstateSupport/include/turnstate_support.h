@@ -28,6 +28,9 @@ void tsi_closure_free(tsi_closure *closure);
  * boundary to fit a fixed buffer, so that nothing leaks at thread exit). */
 void tsi_set_last_error(const char *message, size_t length);
 const char *tsi_last_error(void);
+/* Counts the errors set on the calling thread: tells whether a call in
+ * between set one. */
+uint64_t tsi_last_error_serial(void);
 
 /* The reason a middleware gave for refusing the action it is running on the
  * calling thread (ts_store_api.fail), taken (and cleared) by the store when
