@@ -58,7 +58,9 @@ build: setup lib plugins examples
 lib: setup
 	$(SWIFT) build -c release --scratch-path $(RELEASE_SCRATCH) --product turnstate $(LIB_LDFLAGS)
 	@mkdir -p $(BUILD)/lib
-	@cp -f $(RELEASE_SCRATCH)/release/libturnstate.so $(BUILD)/lib/libturnstate.so.$(VERSION)
+	@# A new file, renamed into place: never rewrite a library a running process has mapped.
+	@install -m 0755 $(RELEASE_SCRATCH)/release/libturnstate.so $(BUILD)/lib/.libturnstate.so.new
+	@mv -f $(BUILD)/lib/.libturnstate.so.new $(BUILD)/lib/libturnstate.so.$(VERSION)
 	@ln -sf libturnstate.so.$(VERSION) $(BUILD)/lib/libturnstate.so.$(SOVERSION)
 	@ln -sf libturnstate.so.$(SOVERSION) $(BUILD)/lib/libturnstate.so
 	@echo "built $(BUILD)/lib/libturnstate.so.$(VERSION)"

@@ -1385,4 +1385,24 @@ int tsj_quote(const char *s, size_t len, char **out, size_t *out_len, tsj_error 
   return TSJ_OK;
 }
 
+size_t tsj_depth(const char *text, size_t len) {
+  // Text is already validated: only brackets outside strings matter.
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < len; i++) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') i++;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > deepest) deepest = depth;
+    } else if (c == ']' || c == '}') {
+      depth--;
+    }
+  }
+  return deepest;
+}
+
 }  // extern "C"

@@ -19,7 +19,7 @@ final class CStore: StoreFace, @unchecked Sendable {
     private var wholeText: (generation: UInt64, text: UnsafeMutablePointer<CChar>, length: Int)?
 
     init(initialState json: UnsafePointer<CChar>?) throws(StoreError) {
-        let state = if let json { try JSONState(parsing: json) } else { JSONState() }
+        let state = if let json { try JSONState(parsing: json, context: "initial state") } else { JSONState() }
         let reducers = ReducerTable()
         self.reducers = reducers
         store = Store(initialState: state, failableReducer: { state, action throws(StoreError) in
@@ -106,7 +106,7 @@ final class CStore: StoreFace, @unchecked Sendable {
 
     /// Replaces the whole state (restoring a snapshot), then notifies.
     func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {
-        var replacement = try JSONState(parsing: json)
+        var replacement = try JSONState(parsing: json, context: "replace_state")
         try store.mutateState(notify: true) { state throws(StoreError) in
             for entry in reducers.entries where replacement[entry.key] == nil {
                 try replacement.set(entry.key, try reducers.initialSlice(for: entry))

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CTurnstate
 import CTurnstateJSON
 import Synchronization
 import Turnstate
@@ -31,6 +32,22 @@ final class JSONSlice: @unchecked Sendable {
         text = out
         self.length = outLength
         id = Self.lastID.add(1, ordering: .relaxed).newValue
+    }
+
+    /// Validates JSON that becomes one top-level value of the state: as
+    /// `init(validating:)`, and at most `TS_MAX_DEPTH - 1` deep, since the
+    /// state object around it is one more level and the whole state must
+    /// read back.
+    convenience init(validatingSlice json: UnsafePointer<CChar>, length: Int, context: @autoclosure () -> String) throws(StoreError) {
+        try self.init(validating: json, length: length, context: context())
+        // Each level takes two bytes: shorter text cannot be too deep.
+        let limit = Int(TS_MAX_DEPTH) - 1
+        if self.length >= 2 * (limit + 1) {
+            let depth = tsj_depth(text, self.length)
+            if depth > limit {
+                throw StoreError(.invalidJSON, "\(context()): nested \(depth) deep; a top-level value of the state may be at most \(limit) deep (TS_MAX_DEPTH - 1: the state object is one more level)")
+            }
+        }
     }
 
     /// Takes over text that is already minified JSON (from the JSON layer).

@@ -26,14 +26,14 @@ struct JSONState: Sendable {
 
     init() {}
 
-    /// Parses a JSON object into slices.
-    init(parsing json: UnsafePointer<CChar>) throws(StoreError) {
+    /// Parses a JSON object into slices; `context` names it in errors.
+    init(parsing json: UnsafePointer<CChar>, context: String) throws(StoreError) {
         final class Collector {
             var members: [(String, JSONSlice)] = []
         }
         let collector = Collector()
-        let context = Unmanaged.passUnretained(collector).toOpaque()
-        try checkJSON("initial state") {
+        let box = Unmanaged.passUnretained(collector).toOpaque()
+        try checkJSON(context) {
             tsj_for_each_member(json, strlen(json), { key, keyLength, value, valueLength, context in
                 let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
                 guard let copy = malloc(valueLength + 1)?.assumingMemoryBound(to: CChar.self) else { return -1 }
@@ -41,7 +41,7 @@ struct JSONState: Sendable {
                 let keyText = String(decoding: UnsafeRawBufferPointer(start: key, count: keyLength), as: UTF8.self)
                 collector.members.append((keyText, JSONSlice(adoptingMinified: copy, length: valueLength)))
                 return 0
-            }, context, $0)
+            }, box, $0)
         }
         for (key, slice) in collector.members { try set(key, slice) }
         generation = 0

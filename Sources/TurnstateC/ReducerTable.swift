@@ -43,7 +43,7 @@ final class ReducerTable: @unchecked Sendable {
             guard let output = entry.fn(state[entry.key]?.text, action.view, entry.context) else { continue }
             defer { free(output) }
             do {
-                changes.append((entry.key, try JSONSlice(validating: output, length: strlen(output),
+                changes.append((entry.key, try JSONSlice(validatingSlice: output, length: strlen(output),
                                                          context: "the reducer for \"\(entry.key)\" returned invalid JSON for \"\(action.type)\"")))
             } catch {
                 failure = StoreError(.reducerFailed, error.message)
@@ -71,7 +71,7 @@ final class ReducerTable: @unchecked Sendable {
             throw StoreError(.reducerFailed, "the reducer for \"\(entry.key)\" returned NULL for \"@@turnstate/init\", but the state has no \"\(entry.key)\" yet: return its first value")
         }
         do {
-            return try JSONSlice(validating: output, length: strlen(output),
+            return try JSONSlice(validatingSlice: output, length: strlen(output),
                                  context: "the reducer for \"\(entry.key)\" returned invalid JSON for \"@@turnstate/init\"")
         } catch {
             throw StoreError(.reducerFailed, error.message)

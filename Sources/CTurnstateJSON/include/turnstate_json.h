@@ -168,6 +168,10 @@ void tsj_doc_free(tsj_doc *doc); /* NULL-safe */
  * UTF-8, is copied verbatim. Returns TSJ_ERR_UTF8 if s is not valid UTF-8. */
 int tsj_quote(const char *s, size_t len, char **out, size_t *out_len, tsj_error *err);
 
+/* The deepest nesting of arrays and objects in `text[0..len)`, which must
+ * already be valid JSON (it is not checked): "1" is 0, "[[1]]" is 2. */
+size_t tsj_depth(const char *text, size_t len);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
