@@ -148,8 +148,11 @@ ts_status ts_store_add_reducer(ts_store *store, const char *key, ts_reducer_fn f
 /* Dispatches `action_json`, a tagged action {"type": "<non-empty string>",
  * "payload": <any JSON, optional>, ...other keys allowed}, through the
  * middleware to the reducers, then calls the listeners.
- * Atomic: if the action is invalid, a middleware refuses it, or any reducer
- * fails, the state is exactly what it was and no listener is called.
+ * Atomic: if the action is invalid, a middleware refuses it (before passing
+ * it on), or any reducer fails, the state is exactly what it was and no
+ * listener is called. (A middleware that fails after its `next` succeeded,
+ * such as a journal that cannot write, reports its status although the
+ * action was applied.)
  * Errors: TS_E_ARGUMENT (NULL store or action), TS_E_JSON, TS_E_NOT_ACTION,
  * TS_E_REDUCER, TS_E_REENTRANT (called from inside a reducer), or whatever
  * status a middleware returned (TS_E_REJECTED by convention). An action that a
@@ -255,8 +258,11 @@ ts_status ts_store_add_middleware(ts_store *store, const char *name, ts_middlewa
  * a plugin built for an ABI this library does not speak (TS_E_ABI, the
  * message names both versions); invalid config JSON (TS_E_JSON); a plugin
  * whose create() failed (TS_E_PLUGIN, with the plugin's own message).
- * Plugins are never unloaded (dlclose): their destroy() runs when the store
- * is destroyed, in reverse order of loading. */
+ * The plugin's create() runs with the store held (dispatches from other
+ * threads wait), so no action slips past a plugin that is being added.
+ * Plugins are never unloaded (dlclose): their destroy() runs in
+ * ts_store_destroy, on the calling thread, in reverse order of loading
+ * (called from inside one of the store's callbacks, when that call returns). */
 ts_status ts_store_load_plugin(ts_store *store, const char *path, const char *config_json);
 
 /* Loads every "*.so" file in the folder `dir`, in byte order of their names

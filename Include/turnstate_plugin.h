@@ -21,7 +21,9 @@
  * called on the dispatching thread, with the store held: calls on one store
  * are serialized, but the plugin may be called from different threads over
  * time. The table stays valid until destroy() returns, so a plugin may keep
- * it and dispatch from its own threads; stop them in destroy().
+ * it and dispatch from its own threads; stop them in destroy(), which
+ * ts_store_destroy calls on its own thread after any dispatch under way
+ * has finished. create() runs with the store held.
  *
  * Memory: the config text, the table, the action and next are the host's;
  * the instance (self) and anything it allocates are the plugin's. A message

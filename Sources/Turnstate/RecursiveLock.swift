@@ -27,13 +27,32 @@ final class RecursiveLock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    @inline(__always) func lock() { pthread_mutex_lock(mutex) }
-    @inline(__always) func unlock() { pthread_mutex_unlock(mutex) }
+    /// How many times the owning thread holds the lock; changed only by the
+    /// thread that holds it.
+    private var depth = 0
+
+    @inline(__always) func lock() {
+        pthread_mutex_lock(mutex)
+        depth += 1
+    }
+
+    @inline(__always) func unlock() {
+        depth -= 1
+        pthread_mutex_unlock(mutex)
+    }
 
     @inline(__always)
     func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock()
+        defer { unlock() }
         return try body()
+    }
+
+    /// Whether the calling thread already holds the lock. Waits while another
+    /// thread holds it (and then answers false).
+    func isHeldByCurrentThread() -> Bool {
+        lock()
+        defer { unlock() }
+        return depth > 1
     }
 }

@@ -229,6 +229,10 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         if notify { self.notify() }
     }
 
+    /// Whether the calling thread is inside a call into this store (a
+    /// dispatch, or one of its callbacks). Waits while another thread is.
+    package var isBusyOnCurrentThread: Bool { lock.isHeldByCurrentThread() }
+
     /// Keeps `object` alive as long as the store: for the faces built on the
     /// store, which hang their own resources (loaded plugins) on it.
     package func attach(_ object: AnyObject) {

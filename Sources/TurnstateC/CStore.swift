@@ -131,6 +131,10 @@ final class CStore: StoreFace, @unchecked Sendable {
         }
     }
 
+    /// Destroys the plugins, last loaded first; they stay in the chain but
+    /// the store is about to go. Idempotent.
+    func destroyPlugins() { plugins.destroyAll() }
+
     func loadPlugin(path: UnsafePointer<CChar>, config: UnsafePointer<CChar>?) throws(StoreError) {
         let configText: String? = if let config { try Self.string(config, "config_json") } else { nil }
         try plugins.load(path: try Self.string(path, "path"), config: configText)

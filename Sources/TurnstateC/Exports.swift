@@ -54,9 +54,15 @@ public func ts_store_create(_ initialState: UnsafePointer<CChar>?, _ out: Unsafe
 @c @implementation
 public func ts_store_destroy(_ store: OpaquePointer?) {
     guard let store else { return }
-    // A call into the store that is still running (this may be one of its
-    // callbacks) holds its own reference: the store goes when that returns.
-    Unmanaged<CStore>.fromOpaque(UnsafeRawPointer(store)).release()
+    let unmanaged = Unmanaged<CStore>.fromOpaque(UnsafeRawPointer(store))
+    // Plugins are destroyed here, on the caller's thread, so that threads of
+    // theirs that still dispatch are stopped before the store goes. From
+    // inside one of the store's own callbacks that cannot be done (a plugin
+    // thread may wait for the dispatch this thread is in): the running call
+    // holds its own reference, and the store and its plugins go when it returns.
+    let cstore = unmanaged.takeUnretainedValue()
+    if !cstore.store.isBusyOnCurrentThread { cstore.destroyPlugins() }
+    unmanaged.release()
 }
 
 @c @implementation

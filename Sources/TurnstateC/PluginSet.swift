@@ -33,29 +33,41 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
 
     /// Loads one plugin with `config` (JSON text; nil means {}).
     func load(path: String, config: String?) throws(StoreError) {
-        let instance = try start(path: path, config: config ?? "{}")
-        do {
-            try add([instance])
-        } catch {
-            instance.destroy()
-            throw error
-        }
+        try loadAtomically { () throws(StoreError) in [(path, config ?? "{}")] }
     }
 
     /// Loads every `*.so` in `folder` in byte order of their names, each with
     /// the config in `NAME.json` beside it if there is one. All or nothing.
     func loadFolder(_ folder: String) throws(StoreError) {
-        var started: [PluginInstance] = []
-        do {
+        try loadAtomically { () throws(StoreError) in
+            var plugins: [(String, String)] = []
             for file in try Self.pluginFiles(in: folder) {
-                let base = String(file.dropLast(3))
-                let config = try Self.readConfig(at: folder + "/" + base + ".json")
-                started.append(try start(path: folder + "/" + file, config: config ?? "{}"))
+                let config = try Self.readConfig(at: folder + "/" + file.dropLast(3) + ".json")
+                plugins.append((folder + "/" + file, config ?? "{}"))
             }
-            try add(started)
-        } catch {
-            for instance in started.reversed() { instance.destroy() }
-            throw error
+            return plugins
+        }
+    }
+
+    /// Starts the plugins that `list` names and adds them to the chain, all
+    /// or none, with the store held throughout: no dispatch from another
+    /// thread can slip between a plugin's create() and its place in the
+    /// chain. If one fails, those started are destroyed and the state any of
+    /// them restored or changed in create() is put back.
+    private func loadAtomically(_ list: () throws(StoreError) -> [(path: String, config: String)]) throws(StoreError) {
+        guard let store else { throw StoreError(.storeReleased, "the store was released") }
+        try store.exclusively { () throws(StoreError) in
+            let plugins = try list()
+            let before = try store.getState()
+            var started: [PluginInstance] = []
+            do throws(StoreError) {
+                for plugin in plugins { started.append(try start(path: plugin.path, config: plugin.config)) }
+                try add(started)
+            } catch {
+                for instance in started.reversed() { instance.destroy() }
+                try? store.mutateState(notify: true) { $0 = before }
+                throw error
+            }
         }
     }
 
@@ -72,15 +84,14 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
         return try file.create(config: minified!, api: api)
     }
 
+    /// Adds started plugins to the chain. Under the store's lock.
     private func add(_ started: [PluginInstance]) throws(StoreError) {
         guard let store else { throw StoreError(.storeReleased, "the store was released") }
-        try store.exclusively { () throws(StoreError) in
-            for instance in started {
-                try store.addMiddleware(CMiddleware(
-                    name: instance.file.name, fn: instance.run, context: CContext(pointer: instance.instance),
-                    host: CMiddlewareHost(api: api, store: store, bridge: bridge)))
-                instances.append(instance)
-            }
+        for instance in started {
+            try store.addMiddleware(CMiddleware(
+                name: instance.file.name, fn: instance.run, context: CContext(pointer: instance.instance),
+                host: CMiddlewareHost(api: api, store: store, bridge: bridge)))
+            instances.append(instance)
         }
     }
 
@@ -104,9 +115,11 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            // Read the name in place: a dirent may be shorter than its
+            // declared d_name array.
+            let name = String(cString: UnsafeRawPointer(entry)
+                .advanced(by: MemoryLayout<dirent>.offset(of: \dirent.d_name)!)
+                .assumingMemoryBound(to: CChar.self))
             guard name.hasSuffix(".so"), name.count > 3, !name.hasPrefix(".") else { continue }
             names.append(name)
         }

@@ -1,0 +1,655 @@
+/*
+ * journal - a Turnstate middleware plugin that records every action that
+ * reached the reducers in an append-only file and, when a store loads it,
+ * restores the state from that file (last snapshot + the actions after it).
+ *
+ * Config: {"path": "state.journal", "fsync": "always" | "never" | N,
+ *          "snapshot_every": N (default 1000, 0 = never)}
+ *
+ * File format, one record per line:
+ *     A <length> <crc32> <json>\n      an action that reached the reducers
+ *     S <length> <crc32> <json>\n      a snapshot: the whole state after the
+ *                                      action record before it
+ * <length> is the decimal byte length of <json>; <crc32> is 8 lowercase hex
+ * digits of the CRC-32 (IEEE 802.3) of the record letter followed by <json>.
+ * <json> is minified, so it holds no newline. See README.md.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "turnstate_plugin.h"
+
+#include "../common/pjson.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define JOURNAL_VERSION "1.0.0"
+#define HEADER_ROOM 40 /* "A " + up to 20 digits + " " + 8 hex + " " */
+
+enum fsync_mode { FSYNC_NEVER, FSYNC_ALWAYS, FSYNC_EVERY };
+
+typedef struct pending {
+    const char *json; /* the action of a run() still on the stack */
+    int written;
+} pending;
+
+typedef struct journal {
+    const ts_store_api *store;
+    char *path;
+    int fd;
+    enum fsync_mode fsync_mode;
+    uint64_t fsync_every;
+    uint64_t snapshot_every;
+    uint64_t since_snapshot; /* action records since the last snapshot */
+    uint64_t unsynced;       /* records written since the last fsync */
+    off_t end;               /* length of the file: the end of the last good record */
+    int out_of_sync;         /* an action is missing from the file: a snapshot must come first */
+    pending *stack;          /* run() calls in progress, outermost first */
+    size_t depth, stack_capacity;
+    char *record;            /* buffer for building records */
+    size_t record_capacity;
+    uint32_t crc_table[256];
+} journal;
+
+/* ---- CRC-32 ------------------------------------------------------------- */
+
+static void crc_init(uint32_t table[256]) {
+    uint32_t i, k;
+    for (i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (k = 0; k < 8; k++) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        table[i] = c;
+    }
+}
+
+/* CRC-32 of the record letter followed by json[0..length). */
+static uint32_t record_crc(const uint32_t table[256], char letter, const char *json, size_t length) {
+    uint32_t c = 0xFFFFFFFFu;
+    size_t i;
+    c = table[(c ^ (unsigned char)letter) & 0xFFu] ^ (c >> 8);
+    for (i = 0; i < length; i++) c = table[(c ^ (unsigned char)json[i]) & 0xFFu] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* ---- Small helpers -------------------------------------------------------- */
+
+static char *dup_text(const char *text) {
+    size_t n = strlen(text) + 1;
+    char *m = malloc(n);
+    if (m) memcpy(m, text, n);
+    return m;
+}
+
+static const char *status_name(ts_status s) {
+    switch (s) {
+    case TS_E_ARGUMENT: return "TS_E_ARGUMENT";
+    case TS_E_JSON: return "TS_E_JSON";
+    case TS_E_NOT_ACTION: return "TS_E_NOT_ACTION";
+    case TS_E_REDUCER: return "TS_E_REDUCER";
+    case TS_E_REENTRANT: return "TS_E_REENTRANT";
+    case TS_E_PLUGIN: return "TS_E_PLUGIN";
+    case TS_E_IO: return "TS_E_IO";
+    case TS_E_NOMEM: return "TS_E_NOMEM";
+    case TS_E_NOT_FOUND: return "TS_E_NOT_FOUND";
+    case TS_E_REJECTED: return "TS_E_REJECTED";
+    case TS_E_STORE_GONE: return "TS_E_STORE_GONE";
+    case TS_E_ABI: return "TS_E_ABI";
+    case TS_E_UNKNOWN_ACTION: return "TS_E_UNKNOWN_ACTION";
+    default: return "TS_E_UNKNOWN";
+    }
+}
+
+/* Writes all of data[0..length) (append mode); 0 on success, else errno. */
+static int write_all(int fd, const char *data, size_t length) {
+    while (length > 0) {
+        ssize_t n = write(fd, data, length);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (n == 0) return EIO;
+        data += n;
+        length -= (size_t)n;
+    }
+    return 0;
+}
+
+/* ---- Writing -------------------------------------------------------------- */
+
+/* Appends one record. On failure the file is cut back to its last good end
+ * (so that a partial record never stays in the middle) and errno-style code
+ * is returned. */
+static int append_record(journal *j, char letter, const char *json) {
+    size_t raw = strlen(json), length, header_length;
+    char header[HEADER_ROOM];
+    char *start;
+    int err;
+    if (raw > (size_t)-1 - HEADER_ROOM - 2) return ENOMEM;
+    if (j->record_capacity < HEADER_ROOM + raw + 2) {
+        char *grown = realloc(j->record, HEADER_ROOM + raw + 2);
+        if (grown == NULL) return ENOMEM;
+        j->record = grown;
+        j->record_capacity = HEADER_ROOM + raw + 2;
+    }
+    length = pj_minify(json, json + raw, j->record + HEADER_ROOM);
+    header_length = (size_t)snprintf(header, sizeof header, "%c %zu %08lx ", letter, length,
+                                     (unsigned long)record_crc(j->crc_table, letter, j->record + HEADER_ROOM, length));
+    start = j->record + HEADER_ROOM - header_length;
+    memcpy(start, header, header_length);
+    j->record[HEADER_ROOM + length] = '\n';
+    err = write_all(j->fd, start, header_length + length + 1);
+    if (err != 0) {
+        /* Remove a partial record; if even that fails, the next load will
+         * treat it as a torn last record or (if more follows) refuse. */
+        if (ftruncate(j->fd, j->end) != 0) {
+            fprintf(stderr, "turnstate journal: %s: could not cut a partial record back to byte %lld: %s\n", j->path,
+                    (long long)j->end, strerror(errno));
+        }
+        return err;
+    }
+    j->end += (off_t)(header_length + length + 1);
+    j->unsynced++;
+    return 0;
+}
+
+static int sync_now(journal *j) {
+    if (j->unsynced == 0) return 0;
+    if (fsync(j->fd) != 0) return errno;
+    j->unsynced = 0;
+    return 0;
+}
+
+/* Writes a snapshot of the whole state. 0 or an errno-style code. */
+static int write_snapshot(journal *j) {
+    char *state = NULL;
+    ts_status status = j->store->get_state(NULL, &state);
+    int err;
+    if (status != TS_OK || state == NULL) return EIO;
+    err = append_record(j, 'S', state);
+    j->store->free(state);
+    if (err == 0) j->since_snapshot = 0;
+    return err;
+}
+
+/* Records one action that reached the reducers, then a snapshot when due.
+ * 0 if the action's effect is in the file, else errno-style code. */
+static int record_action(journal *j, const char *json) {
+    int err = append_record(j, 'A', json);
+    if (err != 0) {
+        /* The state has the action but the file has not: try to catch up
+         * with a snapshot at once, and keep trying before the next action. */
+        j->out_of_sync = 1;
+        if (write_snapshot(j) == 0) {
+            j->out_of_sync = 0;
+            return 0;
+        }
+        return err;
+    }
+    j->since_snapshot++;
+    if (j->snapshot_every > 0 && j->since_snapshot >= j->snapshot_every) {
+        int snap = write_snapshot(j);
+        if (snap != 0) {
+            fprintf(stderr, "turnstate journal: %s: could not write a snapshot (%s); will try again after the next action\n",
+                    j->path, strerror(snap));
+        }
+    }
+    return 0;
+}
+
+static int sync_by_policy(journal *j) {
+    if (j->fsync_mode == FSYNC_ALWAYS) return sync_now(j);
+    if (j->fsync_mode == FSYNC_EVERY && j->unsynced >= j->fsync_every) return sync_now(j);
+    return 0;
+}
+
+static ts_status io_failure(journal *j, const char *what, const char *type, int err) {
+    char msg[700];
+    snprintf(msg, sizeof msg, "journal: %s \"%.200s\" in %.300s: %s", what, type, j->path, strerror(err));
+    return j->store->fail(TS_E_IO, msg);
+}
+
+static ts_status journal_run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
+    journal *j = self;
+    ts_status status;
+    pending mine;
+    size_t i;
+    int err;
+
+    if (j->out_of_sync) {
+        /* An earlier action is missing from the file: refuse (before it
+         * changes anything) until a snapshot brings the file up to date. */
+        err = write_snapshot(j);
+        if (err == 0) err = sync_by_policy(j);
+        if (err != 0) return io_failure(j, "the journal is behind the state after a failed write; refused", action->type, err);
+        j->out_of_sync = 0;
+    }
+
+    /* A nested run: the journal is last in the chain, so an outer action
+     * still on the stack has reached the reducers already (we are called
+     * from its listeners). Record it first, to keep the file in the order
+     * the reducers saw. */
+    for (i = 0; i < j->depth; i++) {
+        if (j->stack[i].written) continue;
+        err = record_action(j, j->stack[i].json);
+        if (err != 0) return io_failure(j, "could not append an earlier action before", action->type, err);
+        j->stack[i].written = 1;
+    }
+    if (j->depth == j->stack_capacity) {
+        size_t capacity = j->stack_capacity ? j->stack_capacity * 2 : 8;
+        pending *grown = realloc(j->stack, capacity * sizeof *grown);
+        if (grown == NULL) return store->fail(TS_E_NOMEM, "journal: out of memory");
+        j->stack = grown;
+        j->stack_capacity = capacity;
+    }
+    j->stack[j->depth].json = action->json;
+    j->stack[j->depth].written = 0;
+    j->depth++;
+
+    status = next(action->json);
+
+    mine = j->stack[--j->depth];
+    if (status != TS_OK) {
+        if (mine.written) {
+            fprintf(stderr, "turnstate journal: %s: \"%.200s\" was recorded but then failed with %s: load the journal last\n",
+                    j->path, action->type, status_name(status));
+        }
+        return status;
+    }
+    if (!mine.written) {
+        err = record_action(j, action->json);
+        if (err != 0) return io_failure(j, "the state changed, but could not append", action->type, err);
+    }
+    err = sync_by_policy(j);
+    if (err != 0) return io_failure(j, "could not fsync after", action->type, err);
+    return TS_OK;
+}
+
+/* ---- Loading -------------------------------------------------------------- */
+
+typedef struct record_ref {
+    char letter;
+    size_t offset;      /* of the record */
+    size_t json_offset; /* of its JSON */
+    size_t json_length;
+} record_ref;
+
+/* Parses the record at buf[off]. On success fills *r and returns 1; else
+ * writes why into why[] and returns 0. */
+static int parse_record(const journal *j, const char *buf, size_t size, size_t off, record_ref *r, char *why,
+                        size_t why_size) {
+    size_t p = off, length = 0, digits = 0, k;
+    uint32_t stored = 0, computed;
+    if (buf[p] != 'A' && buf[p] != 'S') {
+        snprintf(why, why_size, "it does not start with \"A \" or \"S \"");
+        return 0;
+    }
+    r->letter = buf[p];
+    if (p + 1 >= size || buf[p + 1] != ' ') goto header;
+    p += 2;
+    while (p < size && buf[p] >= '0' && buf[p] <= '9') {
+        if (digits++ >= 18) goto header;
+        length = length * 10 + (size_t)(buf[p] - '0');
+        p++;
+    }
+    if (digits == 0 || p >= size || buf[p] != ' ') goto header;
+    p++;
+    for (k = 0; k < 8; k++, p++) {
+        char c = p < size ? buf[p] : '\0';
+        stored <<= 4;
+        if (c >= '0' && c <= '9') stored |= (uint32_t)(c - '0');
+        else if (c >= 'a' && c <= 'f') stored |= (uint32_t)(c - 'a' + 10);
+        else goto header;
+    }
+    if (p >= size || buf[p] != ' ') goto header;
+    p++;
+    if (length > size - p || size - p - length < 1) {
+        snprintf(why, why_size, "its %zu bytes of JSON run past the end of the file", length);
+        return 0;
+    }
+    if (buf[p + length] != '\n') {
+        snprintf(why, why_size, "no newline after its %zu bytes of JSON", length);
+        return 0;
+    }
+    computed = record_crc(j->crc_table, r->letter, buf + p, length);
+    if (computed != stored) {
+        snprintf(why, why_size, "CRC-32 mismatch (recorded %08lx, computed %08lx)", (unsigned long)stored,
+                 (unsigned long)computed);
+        return 0;
+    }
+    r->offset = off;
+    r->json_offset = p;
+    r->json_length = length;
+    return 1;
+header:
+    snprintf(why, why_size, "malformed record header");
+    return 0;
+}
+
+/* The offset of the first well-formed record that starts after off, or 0 if
+ * there is none: then the bad record at off is the torn tail of the file. */
+static size_t valid_record_after(const journal *j, const char *buf, size_t size, size_t off) {
+    size_t q;
+    char why[160];
+    for (q = off + 1; q + 1 < size; q++) {
+        record_ref r;
+        if ((buf[q] == 'A' || buf[q] == 'S') && buf[q + 1] == ' ' && parse_record(j, buf, size, q, &r, why, sizeof why))
+            return q;
+    }
+    return 0;
+}
+
+/* Fails create: formats the message into *error_message. */
+static ts_status create_error(char **error_message, ts_status status, const char *format, const char *path,
+                              const char *detail) {
+    char msg[900];
+    snprintf(msg, sizeof msg, format, path, detail);
+    if (error_message) *error_message = dup_text(msg);
+    return status;
+}
+
+static void journal_free(journal *j) {
+    if (j == NULL) return;
+    if (j->fd >= 0) close(j->fd);
+    free(j->path);
+    free(j->stack);
+    free(j->record);
+    free(j);
+}
+
+/* Reads the whole file. 0 or errno. */
+static int read_file(int fd, char **out, size_t *out_size) {
+    struct stat st;
+    char *buf;
+    size_t size, got = 0;
+    if (fstat(fd, &st) != 0) return errno;
+    if (!S_ISREG(st.st_mode)) return EINVAL;
+    if ((uint64_t)st.st_size >= (uint64_t)((size_t)-1 / 2)) return EFBIG;
+    size = (size_t)st.st_size;
+    buf = malloc(size + 1);
+    if (buf == NULL) return ENOMEM;
+    while (got < size) {
+        ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            free(buf);
+            return errno;
+        }
+        if (n == 0) break; /* shrank meanwhile: take what is there */
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    *out = buf;
+    *out_size = got;
+    return 0;
+}
+
+/* Parses the config into j. 0 on success, else a message in err. */
+static int parse_config(journal *j, const char *config, char *err, size_t err_size) {
+    pj_iter it;
+    const char *k, *v;
+    int r;
+    if (!pj_begin(&it, config, '{')) {
+        snprintf(err, err_size, "journal: the config must be a JSON object, not %s", pj_kind_name(pj_kind_of(config)));
+        return 0;
+    }
+    while ((r = pj_next_member(&it, &k, &v)) == 1) {
+        enum pj_kind kind = pj_kind_of(v);
+        int64_t n;
+        if (pj_str_eq(k, "path")) {
+            size_t length;
+            if (kind != PJ_STRING) {
+                snprintf(err, err_size, "journal: config field \"path\" must be a string (the journal file), not %s",
+                         pj_kind_name(kind));
+                return 0;
+            }
+            free(j->path);
+            j->path = pj_str_dup(pj_ws(v), &length);
+            if (j->path == NULL) {
+                snprintf(err, err_size, "journal: out of memory");
+                return 0;
+            }
+            if (length == 0 || strlen(j->path) != length) {
+                snprintf(err, err_size, "journal: config field \"path\" must be a non-empty file name without NUL");
+                return 0;
+            }
+        } else if (pj_str_eq(k, "fsync")) {
+            if (kind == PJ_STRING && pj_str_eq(pj_ws(v), "always")) {
+                j->fsync_mode = FSYNC_ALWAYS;
+            } else if (kind == PJ_STRING && pj_str_eq(pj_ws(v), "never")) {
+                j->fsync_mode = FSYNC_NEVER;
+            } else if (kind == PJ_NUMBER && pj_int64(v, &n) && n >= 1) {
+                j->fsync_mode = FSYNC_EVERY;
+                j->fsync_every = (uint64_t)n;
+            } else {
+                snprintf(err, err_size,
+                         "journal: config field \"fsync\" must be \"always\", \"never\" or a positive integer "
+                         "(fsync every N actions), not %s",
+                         kind == PJ_STRING ? "that string" : kind == PJ_NUMBER ? "zero, negative or fractional" : pj_kind_name(kind));
+                return 0;
+            }
+        } else if (pj_str_eq(k, "snapshot_every")) {
+            if (kind != PJ_NUMBER || !pj_int64(v, &n) || n < 0) {
+                snprintf(err, err_size,
+                         "journal: config field \"snapshot_every\" must be a non-negative integer (actions; 0 = never), not %s",
+                         kind == PJ_NUMBER ? "negative or fractional" : pj_kind_name(kind));
+                return 0;
+            }
+            j->snapshot_every = (uint64_t)n;
+        } else {
+            char *name = pj_str_dup(k, NULL);
+            snprintf(err, err_size,
+                     "journal: unknown config field \"%.200s\" (known: \"path\", \"fsync\", \"snapshot_every\")",
+                     name ? name : "?");
+            free(name);
+            return 0;
+        }
+    }
+    if (r < 0) {
+        snprintf(err, err_size, "journal: the config is malformed JSON");
+        return 0;
+    }
+    if (j->path == NULL) {
+        snprintf(err, err_size, "journal: config field \"path\" (the journal file) is required");
+        return 0;
+    }
+    return 1;
+}
+
+/* fsyncs the folder that holds path, so that a new file's name is durable. */
+static void sync_parent(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char *dir;
+    int fd;
+    if (slash == NULL) {
+        dir = dup_text(".");
+    } else {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        dir = malloc(n + 1);
+        if (dir) {
+            memcpy(dir, path, n);
+            dir[n] = '\0';
+        }
+    }
+    if (dir == NULL) return;
+    fd = open(dir, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+static ts_status journal_create(const char *config_json, const ts_store_api *store, void **self, char **error_message) {
+    char err[600], why[160], detail[400];
+    journal *j;
+    char *buf = NULL, *original = NULL;
+    size_t size = 0, off = 0, good_end = 0, count = 0, capacity = 0, i, last_snapshot = (size_t)-1;
+    record_ref *records = NULL;
+    int torn = 0, e, restored = 0;
+    ts_status status = TS_E_PLUGIN;
+
+    if (self == NULL || store == NULL) return TS_E_ARGUMENT;
+    if (config_json == NULL) config_json = "{}";
+    if (store->struct_size < offsetof(ts_store_api, replace_state) + sizeof store->replace_state ||
+        store->replace_state == NULL) {
+        snprintf(err, sizeof err,
+                 "journal: the host's ts_store_api (struct_size %lu) has no replace_state (needs struct_size >= %lu): "
+                 "this Turnstate library is too old for the journal plugin",
+                 (unsigned long)store->struct_size,
+                 (unsigned long)(offsetof(ts_store_api, replace_state) + sizeof store->replace_state));
+        if (error_message) *error_message = dup_text(err);
+        return TS_E_ABI;
+    }
+    j = calloc(1, sizeof *j);
+    if (j == NULL) {
+        if (error_message) *error_message = dup_text("journal: out of memory");
+        return TS_E_NOMEM;
+    }
+    j->fd = -1;
+    j->store = store;
+    j->fsync_mode = FSYNC_ALWAYS;
+    j->snapshot_every = 1000;
+    crc_init(j->crc_table);
+    if (!parse_config(j, config_json, err, sizeof err)) {
+        journal_free(j);
+        if (error_message) *error_message = dup_text(err);
+        return TS_E_PLUGIN;
+    }
+
+    j->fd = open(j->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (j->fd < 0) {
+        status = create_error(error_message, TS_E_IO, "journal: cannot open \"%.300s\": %s", j->path, strerror(errno));
+        goto fail;
+    }
+    if (flock(j->fd, LOCK_EX | LOCK_NB) != 0) {
+        status = create_error(error_message, TS_E_IO,
+                              "journal: \"%.300s\" is in use by another store (%s): one journal, one store", j->path,
+                              errno == EWOULDBLOCK ? "it is locked" : strerror(errno));
+        goto fail;
+    }
+    e = read_file(j->fd, &buf, &size);
+    if (e != 0) {
+        status = create_error(error_message, TS_E_IO, "journal: cannot read \"%.300s\": %s", j->path,
+                              e == EINVAL ? "not a regular file" : strerror(e));
+        goto fail;
+    }
+
+    /* Scan the records. */
+    while (off < size) {
+        record_ref r;
+        if (!parse_record(j, buf, size, off, &r, why, sizeof why)) {
+            size_t later = valid_record_after(j, buf, size, off);
+            if (later == 0) {
+                torn = 1; /* the last record: a write that did not finish */
+                break;
+            }
+            snprintf(detail, sizeof detail, "corrupt record at byte %zu (%s), with a good record after it at byte %zu",
+                     off, why, later);
+            status = create_error(error_message, TS_E_IO,
+                                  "journal: \"%.300s\": %s: refusing to load a journal damaged in the middle", j->path,
+                                  detail);
+            goto fail;
+        }
+        if (count == capacity) {
+            size_t c = capacity ? capacity * 2 : 64;
+            record_ref *grown = realloc(records, c * sizeof *grown);
+            if (grown == NULL) {
+                status = create_error(error_message, TS_E_NOMEM, "journal: \"%.300s\": %s", j->path, "out of memory");
+                goto fail;
+            }
+            records = grown;
+            capacity = c;
+        }
+        if (r.letter == 'S') last_snapshot = count;
+        records[count++] = r;
+        off = r.json_offset + r.json_length + 1;
+        good_end = off;
+    }
+
+    /* Restore: the last snapshot, then the actions after it. */
+    if (count > 0) {
+        if (store->get_state(NULL, &original) != TS_OK) original = NULL;
+    }
+    if (last_snapshot != (size_t)-1) {
+        record_ref *r = &records[last_snapshot];
+        buf[r->json_offset + r->json_length] = '\0';
+        status = store->replace_state(buf + r->json_offset);
+        if (status != TS_OK) {
+            snprintf(detail, sizeof detail, "restoring the snapshot at byte %zu failed with %s", r->offset,
+                     status_name(status));
+            status = create_error(error_message, TS_E_PLUGIN, "journal: \"%.300s\": %s", j->path, detail);
+            goto fail;
+        }
+        restored = 1;
+    }
+    for (i = last_snapshot == (size_t)-1 ? 0 : last_snapshot + 1; i < count; i++) {
+        record_ref *r = &records[i];
+        buf[r->json_offset + r->json_length] = '\0';
+        status = store->dispatch(buf + r->json_offset);
+        restored = 1;
+        if (status != TS_OK) {
+            snprintf(detail, sizeof detail,
+                     "replaying the action record at byte %zu failed with %s: the journal does not fit this store's "
+                     "reducers and middleware",
+                     r->offset, status_name(status));
+            status = create_error(error_message, TS_E_PLUGIN, "journal: \"%.300s\": %s", j->path, detail);
+            goto fail;
+        }
+        j->since_snapshot++;
+    }
+
+    if (torn) {
+        fprintf(stderr,
+                "turnstate journal: warning: %s: the last record (byte %zu, %zu bytes) is incomplete or corrupt (%s), "
+                "as after a crash mid-write: skipped; the file is cut back to %zu bytes\n",
+                j->path, good_end, size - good_end, why, good_end);
+        if (ftruncate(j->fd, (off_t)good_end) != 0 || fsync(j->fd) != 0) {
+            status = create_error(error_message, TS_E_IO, "journal: cannot cut \"%.300s\" back after a torn record: %s",
+                                  j->path, strerror(errno));
+            goto fail;
+        }
+    }
+    if (size == 0 && j->fsync_mode != FSYNC_NEVER) sync_parent(j->path);
+    j->end = (off_t)good_end;
+    free(records);
+    free(buf);
+    if (original) store->free(original);
+    *self = j;
+    return TS_OK;
+
+fail:
+    if (restored && original) {
+        /* Put the state back as it was before create (best effort). */
+        (void)store->replace_state(original);
+    }
+    if (original) store->free(original);
+    free(records);
+    free(buf);
+    journal_free(j);
+    return status == TS_OK ? TS_E_PLUGIN : status;
+}
+
+static void journal_destroy(void *self) {
+    journal *j = self;
+    if (j == NULL) return;
+    if (j->fsync_mode != FSYNC_NEVER && j->unsynced > 0 && fsync(j->fd) != 0) {
+        fprintf(stderr, "turnstate journal: %s: fsync at close failed: %s\n", j->path, strerror(errno));
+    }
+    journal_free(j);
+}
+
+static const ts_plugin descriptor = {
+    TS_PLUGIN_ABI_VERSION, sizeof(ts_plugin), "journal", JOURNAL_VERSION, journal_create, journal_run, journal_destroy,
+};
+
+const ts_plugin *ts_plugin_entry(uint32_t host_abi_version) {
+    return host_abi_version >= 1u ? &descriptor : NULL;
+}

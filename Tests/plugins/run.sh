@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Builds the middleware plugins (Plugins/*/X.c -> build/plugins/X.so) with
+# nothing but the headers, checks that none of them links libturnstate (or
+# anything but libc) and that each exports only ts_plugin_entry, builds the
+# tests (Tests/plugins/test_*.c -> build/tests/plugins_test_*), runs them,
+# runs them again under valgrind, and prints one summary line:
+#     plugins: N passed, M failed
+# Exit status 0 only if nothing failed. Called by `make test-plugins`.
+set -uo pipefail
+
+cd "$(dirname "$0")/../.." || exit 2
+ROOT=$PWD
+BUILD=$ROOT/build
+CC=${CC:-cc}
+WARN="-std=c99 -O2 -g -Wall -Wextra -Werror -pedantic"
+PLUGINS=(guard delay journal)
+TESTS=(guard delay journal)
+
+# Plugin files and their folder must not be writable by others, or the
+# library refuses to load them.
+umask 022
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+
+# Adds the "N passed, M failed" line of a test program's output to the totals.
+tally() {
+  local line n m
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" | tail -n1)
+  if [ -z "$line" ]; then
+    fail "$2: no summary line"
+    return
+  fi
+  n=${line%% passed*}
+  m=${line#*passed, }
+  m=${m%% failed*}
+  passed=$((passed + n))
+  failed=$((failed + m))
+}
+
+if [ ! -e "$BUILD/lib/libturnstate.so" ]; then
+  echo "run.sh: $BUILD/lib/libturnstate.so is missing; building it with make lib"
+  make lib || { echo "plugins: 0 passed, 1 failed"; exit 1; }
+fi
+
+mkdir -p "$BUILD/plugins" "$BUILD/tests"
+chmod go-w "$BUILD/plugins"
+
+# ---- Plugins -------------------------------------------------------------
+for p in "${PLUGINS[@]}"; do
+  so=$BUILD/plugins/$p.so
+  rm -f "$so"
+  if ! $CC $WARN -shared -fPIC -IInclude "Plugins/$p/$p.c" -o "$so" -lpthread; then
+    fail "plugin $p does not build"
+    continue
+  fi
+  chmod 755 "$so"
+  pass
+  needed=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+  if grep -q libturnstate <<<"$needed"; then
+    fail "plugin $p links libturnstate (NEEDED: $needed)"
+  elif [ "$(echo $needed)" != "libc.so.6" ]; then
+    fail "plugin $p needs more than libc (NEEDED: $needed)"
+  else
+    pass
+  fi
+  exported=$(nm -D --defined-only "$so" | awk '{print $3}' | tr '\n' ' ')
+  if [ "$(echo $exported)" != "ts_plugin_entry" ]; then
+    fail "plugin $p exports more than ts_plugin_entry: $exported"
+  else
+    pass
+  fi
+  echo "built $so (NEEDED: $needed)"
+done
+
+# ---- Tests ---------------------------------------------------------------
+LINK="-L$BUILD/lib -Wl,-rpath,$BUILD/lib -lturnstate -lpthread"
+for t in "${TESTS[@]}"; do
+  bin=$BUILD/tests/plugins_test_$t
+  if ! $CC $WARN -IInclude -ITests/plugins "Tests/plugins/test_$t.c" -o "$bin" $LINK; then
+    fail "test_$t does not build"
+    continue
+  fi
+  out=$BUILD/tests/plugins_test_$t.out
+  echo "== test_$t"
+  "$bin" --plugins "$BUILD/plugins" 2>&1 | tee "$out"
+  status=${PIPESTATUS[0]}
+  tally "$out" "test_$t"
+  [ "$status" -eq 0 ] || grep -qE '^[0-9]+ passed, [1-9]' "$out" || fail "test_$t exited with $status"
+done
+
+# ---- Under valgrind ------------------------------------------------------
+# Valgrind 3.19 (Debian 12) cannot read the DWARF 5 debug info of the Swift
+# release library and gives up ("Possibly corrupted debuginfo file"), so the
+# test programs run against a copy of it without debug info.
+if command -v valgrind >/dev/null && command -v objcopy >/dev/null; then
+  vglib=$BUILD/tests/plugins_vglib
+  mkdir -p "$vglib"
+  objcopy --strip-debug "$(readlink -f "$BUILD/lib/libturnstate.so")" "$vglib/libturnstate.so.0"
+  supp=()
+  [ -s Tests/c/valgrind.supp ] && supp=(--suppressions="$ROOT/Tests/c/valgrind.supp")
+  for t in delay guard journal; do
+    bin=$BUILD/tests/plugins_test_$t
+    [ -x "$bin" ] || continue
+    out=$BUILD/tests/plugins_test_$t.valgrind.out
+    echo "== test_$t under valgrind"
+    LD_LIBRARY_PATH=$vglib valgrind -q --error-exitcode=99 --leak-check=full \
+      --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect "${supp[@]}" \
+      "$bin" --plugins "$BUILD/plugins" --quick >"$out" 2>&1
+    status=$?
+    grep -E '^[0-9]+ passed, [0-9]+ failed$|^FAIL|^==[0-9]+==' "$out"
+    tally "$out" "test_$t under valgrind"
+    if [ "$status" -eq 99 ]; then
+      fail "test_$t: valgrind found errors or leaks (see $out)"
+    elif [ "$status" -ne 0 ] && ! grep -qE '^[0-9]+ passed, [1-9]' "$out"; then
+      fail "test_$t under valgrind exited with $status (see $out)"
+    fi
+  done
+else
+  fail "valgrind or objcopy not found (install valgrind and binutils)"
+fi
+
+echo "plugins: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,270 @@
+/* Tests of the guard plugin (Plugins/guard): every rule, the messages,
+ * invalid configs. Prints "N passed, M failed". */
+#include "harness.h"
+
+/* A middleware after the guard that counts what got past it. */
+static int reached;
+static ts_status count_mw(const ts_store_api *api, ts_next_fn next, const ts_action *action, void *ctx) {
+    (void)api;
+    (void)ctx;
+    if (strcmp(action->type, TP_CREATE_TYPE) != 0) reached++;
+    return next(action->json);
+}
+
+/* A store with the "counter" reducer and the guard (config) loaded first,
+ * then the counting middleware. NULL if the load failed. */
+static ts_store *guarded(const char *config, ts_status *load_status) {
+    ts_store *s = NULL;
+    ts_status st;
+    if (ts_store_create(NULL, &s) != TS_OK) return NULL;
+    ts_store_add_reducer(s, "counter", tp_counter_reducer, NULL);
+    st = tp_load(s, tp_plugin("guard"), config);
+    if (load_status) *load_status = st;
+    ts_store_add_middleware(s, "count", count_mw, NULL);
+    reached = 0;
+    return s;
+}
+
+static void test_no_config(void) {
+    ts_status st;
+    ts_store *s = guarded(NULL, &st);
+    CHECK_STATUS("load with no config", st, TS_OK);
+    CHECK_STATUS("any type passes with no rules", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+    CHECK_STATUS("admin too", ts_store_dispatch(s, "{\"type\":\"admin/reset\",\"payload\":[1,2,3]}"), TS_OK);
+    CHECK_INT("both reached the chain", reached, 2);
+    tp_destroy(s);
+
+    s = guarded("{}", &st);
+    CHECK_STATUS("load with {}", st, TS_OK);
+    CHECK_STATUS("{}: passes", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+    CHECK_INT("{}: counter", tp_state_int(s, "/counter", -1), 1);
+    tp_destroy(s);
+}
+
+static void test_allow(void) {
+    ts_status st;
+    ts_store *s = guarded("{\"allow\": [\"todos/*\", \"filter/set\", \"inc\"]}", &st);
+    CHECK_STATUS("load allow", st, TS_OK);
+    CHECK_STATUS("allow prefix todos/add", ts_store_dispatch(s, "{\"type\":\"todos/add\"}"), TS_OK);
+    CHECK_STATUS("allow prefix todos/x/y", ts_store_dispatch(s, "{\"type\":\"todos/x/y\"}"), TS_OK);
+    CHECK_STATUS("allow prefix: the bare prefix todos/", ts_store_dispatch(s, "{\"type\":\"todos/\"}"), TS_OK);
+    CHECK_STATUS("allow exact filter/set", ts_store_dispatch(s, "{\"type\":\"filter/set\"}"), TS_OK);
+    CHECK_STATUS("allow exact inc", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+    CHECK_INT("allowed ones reached the chain", reached, 5);
+    CHECK_INT("and the reducers", tp_state_int(s, "/counter", -1), 1);
+
+    CHECK_STATUS("todos (no slash) is not todos/*", ts_store_dispatch(s, "{\"type\":\"todos\"}"), TS_E_REJECTED);
+    CHECK_CONTAINS("message names the type", ts_last_error(), "\"todos\"");
+    CHECK_CONTAINS("message names the rule", ts_last_error(), "allow");
+    CHECK_CONTAINS("message lists the allow patterns", ts_last_error(), "\"todos/*\"");
+    CHECK_STATUS("exact pattern is not a prefix", ts_store_dispatch(s, "{\"type\":\"filter/setx\"}"), TS_E_REJECTED);
+    CHECK_CONTAINS("message names filter/setx", ts_last_error(), "\"filter/setx\"");
+    CHECK_STATUS("inc2 not allowed", ts_store_dispatch(s, "{\"type\":\"inc2\"}"), TS_E_REJECTED);
+    CHECK_INT("refused ones reached nothing", reached, 5);
+    CHECK_INT("state unchanged by refusals", tp_state_int(s, "/counter", -1), 1);
+    tp_destroy(s);
+
+    s = guarded("{\"allow\": []}", &st);
+    CHECK_STATUS("load empty allow", st, TS_OK);
+    CHECK_STATUS("empty allow list allows nothing", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_E_REJECTED);
+    tp_destroy(s);
+
+    s = guarded("{\"allow\": [\"*\"]}", &st);
+    CHECK_STATUS("\"*\" allows everything", ts_store_dispatch(s, "{\"type\":\"anything/at/all\"}"), TS_OK);
+    tp_destroy(s);
+
+    /* Escapes in patterns and types compare decoded. */
+    s = guarded("{\"allow\": [\"\\u00fc/*\", \"a\\\"b\"]}", &st);
+    CHECK_STATUS("load escaped patterns", st, TS_OK);
+    CHECK_STATUS("escaped prefix pattern matches UTF-8 type", ts_store_dispatch(s, "{\"type\":\"\xc3\xbc/x\"}"), TS_OK);
+    CHECK_STATUS("escaped type matches too", ts_store_dispatch(s, "{\"type\":\"\\u00fc/y\"}"), TS_OK);
+    CHECK_STATUS("quote in pattern", ts_store_dispatch(s, "{\"type\":\"a\\\"b\"}"), TS_OK);
+    CHECK_STATUS("u/x is not \xc3\xbc/x", ts_store_dispatch(s, "{\"type\":\"u/x\"}"), TS_E_REJECTED);
+    tp_destroy(s);
+}
+
+static void test_deny(void) {
+    ts_status st;
+    ts_store *s = guarded("{\"deny\": [\"admin/*\", \"boom\"]}", &st);
+    CHECK_STATUS("load deny", st, TS_OK);
+    CHECK_STATUS("deny prefix", ts_store_dispatch(s, "{\"type\":\"admin/reset\"}"), TS_E_REJECTED);
+    CHECK_CONTAINS("deny message names the type", ts_last_error(), "\"admin/reset\"");
+    CHECK_CONTAINS("deny message names the rule", ts_last_error(), "deny rule \"admin/*\"");
+    CHECK_STATUS("deny exact", ts_store_dispatch(s, "{\"type\":\"boom\"}"), TS_E_REJECTED);
+    CHECK_CONTAINS("deny exact message", ts_last_error(), "deny rule \"boom\"");
+    CHECK_STATUS("without allow, others pass", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+    CHECK_STATUS("adminx is not admin/*", ts_store_dispatch(s, "{\"type\":\"adminx\"}"), TS_OK);
+    CHECK_INT("only allowed ones reached", reached, 2);
+    tp_destroy(s);
+
+    s = guarded("{\"allow\": [\"*\", \"admin/reset\"], \"deny\": [\"admin/*\"]}", &st);
+    CHECK_STATUS("load allow+deny", st, TS_OK);
+    CHECK_STATUS("deny wins over allow", ts_store_dispatch(s, "{\"type\":\"admin/reset\"}"), TS_E_REJECTED);
+    CHECK_CONTAINS("the deny rule is named", ts_last_error(), "deny");
+    CHECK_STATUS("allowed and not denied", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+    tp_destroy(s);
+}
+
+static void test_require(void) {
+    ts_status st;
+    ts_store *s = guarded("{\"require\": {\"todos/add\": [\"title\", \"id\"], \"user/*\": [\"name\"]}}", &st);
+    CHECK_STATUS("load require", st, TS_OK);
+    CHECK_STATUS("both fields present", ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"id\":1,\"title\":\"x\"}}"),
+                 TS_OK);
+    CHECK_STATUS("field values may be anything, null too",
+                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"id\":null,\"title\":{\"deep\":[[[]]]}}}"), TS_OK);
+    CHECK_STATUS("no payload", ts_store_dispatch(s, "{\"type\":\"todos/add\"}"), TS_E_REJECTED);
+    CHECK_CONTAINS("no payload: names the type", ts_last_error(), "\"todos/add\"");
+    CHECK_CONTAINS("no payload: names the field", ts_last_error(), "\"title\"");
+    CHECK_CONTAINS("no payload: names the rule", ts_last_error(), "require rule \"todos/add\"");
+    CHECK_CONTAINS("no payload: says so", ts_last_error(), "no payload");
+    CHECK_STATUS("missing id", ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"title\":\"x\"}}"), TS_E_REJECTED);
+    CHECK_CONTAINS("missing id named", ts_last_error(), "\"id\"");
+    CHECK_STATUS("payload not an object", ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":[\"title\",\"id\"]}"),
+                 TS_E_REJECTED);
+    CHECK_CONTAINS("not an object: says so", ts_last_error(), "not an object");
+    CHECK_STATUS("a nested field does not count",
+                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"x\":{\"title\":1,\"id\":2}}}"), TS_E_REJECTED);
+    CHECK_STATUS("a string value that looks like a key does not count",
+                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"x\":\"title\",\"y\":\"id\"}}"), TS_E_REJECTED);
+    CHECK_STATUS("an escaped key counts decoded",
+                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"\\u0074itle\":1,\"id\":2}}"), TS_OK);
+    CHECK_STATUS("a key that only starts like the field does not count",
+                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"titles\":1,\"id\":2}}"), TS_E_REJECTED);
+    CHECK_STATUS("pattern require: user/rename without name",
+                 ts_store_dispatch(s, "{\"type\":\"user/rename\",\"payload\":{}}"), TS_E_REJECTED);
+    CHECK_CONTAINS("pattern require: rule named", ts_last_error(), "require rule \"user/*\"");
+    CHECK_STATUS("pattern require: with name", ts_store_dispatch(s, "{\"type\":\"user/rename\",\"payload\":{\"name\":\"a\"}}"),
+                 TS_OK);
+    CHECK_STATUS("other types have no requirement", ts_store_dispatch(s, "{\"type\":\"todos/remove\"}"), TS_OK);
+    CHECK_INT("reached: the accepted ones", reached, 5);
+    tp_destroy(s);
+}
+
+static void test_max_bytes(void) {
+    ts_status st;
+    const char *exact = "{\"type\":\"inc\",\"payload\":\"0123456789\"}"; /* 37 bytes */
+    char config[64], big[256];
+    ts_store *s;
+    snprintf(config, sizeof config, "{\"max_bytes\": %zu}", strlen(exact));
+    s = guarded(config, &st);
+    CHECK_STATUS("load max_bytes", st, TS_OK);
+    CHECK_STATUS("exactly max_bytes passes", ts_store_dispatch(s, exact), TS_OK);
+    CHECK_STATUS("one byte over is refused", ts_store_dispatch(s, "{\"type\":\"inc\",\"payload\":\"0123456789a\"}"),
+                 TS_E_REJECTED);
+    CHECK_CONTAINS("max_bytes message names the type", ts_last_error(), "\"inc\"");
+    CHECK_CONTAINS("max_bytes message names the rule", ts_last_error(), "max_bytes");
+    CHECK_CONTAINS("max_bytes message gives the size", ts_last_error(), "38 bytes");
+    CHECK_CONTAINS("max_bytes message gives the limit", ts_last_error(), "(37)");
+    /* White space counts: the limit is on the text as dispatched. */
+    snprintf(big, sizeof big, "{\"type\":\"inc\",      \"payload\":\"0\"}");
+    CHECK_STATUS("white space counts", ts_store_dispatch(s, big), TS_OK);
+    snprintf(big, sizeof big, "{\"type\":\"inc\",           \"payload\":\"0\"}");
+    CHECK_STATUS("white space counts (over)", ts_store_dispatch(s, big), TS_E_REJECTED);
+    CHECK_INT("counter", tp_state_int(s, "/counter", -1), 2);
+    tp_destroy(s);
+
+    s = guarded("{\"max_bytes\": 0}", &st);
+    CHECK_STATUS("max_bytes 0 refuses everything", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_E_REJECTED);
+    tp_destroy(s);
+}
+
+static void test_order(void) {
+    ts_status st;
+    ts_store *s = guarded("{\"allow\": [\"a/*\"], \"deny\": [\"a/x\"], \"require\": {\"a/*\": [\"f\"]}, \"max_bytes\": 40}", &st);
+    CHECK_STATUS("load all rules", st, TS_OK);
+    CHECK_STATUS("deny first", ts_store_dispatch(s, "{\"type\":\"a/x\"}"), TS_E_REJECTED);
+    CHECK_CONTAINS("deny first: deny named", ts_last_error(), "deny");
+    CHECK_STATUS("then allow", ts_store_dispatch(s, "{\"type\":\"b\"}"), TS_E_REJECTED);
+    CHECK_CONTAINS("then allow: allow named", ts_last_error(), "allow");
+    CHECK_STATUS("then max_bytes", ts_store_dispatch(s, "{\"type\":\"a/y\",\"payload\":{\"g\":\"long enough\"}}"),
+                 TS_E_REJECTED);
+    CHECK_CONTAINS("then max_bytes: named", ts_last_error(), "max_bytes");
+    CHECK_STATUS("then require", ts_store_dispatch(s, "{\"type\":\"a/y\",\"payload\":{}}"), TS_E_REJECTED);
+    CHECK_CONTAINS("then require: named", ts_last_error(), "require");
+    CHECK_STATUS("all rules kept", ts_store_dispatch(s, "{\"type\":\"a/y\",\"payload\":{\"f\":1}}"), TS_OK);
+    CHECK_INT("one reached", reached, 1);
+    tp_destroy(s);
+}
+
+static void bad_config(const char *config, const char *field) {
+    char name[300];
+    ts_status st;
+    ts_store *s = guarded(config, &st);
+    snprintf(name, sizeof name, "bad config %s", config);
+    CHECK_STATUS(name, st, TS_E_PLUGIN);
+    snprintf(name, sizeof name, "bad config %s: message names the field", config);
+    CHECK_CONTAINS(name, ts_last_error(), field);
+    /* The store is still usable and the guard is not in it. */
+    snprintf(name, sizeof name, "bad config %s: store usable, no guard", config);
+    CHECK_STATUS(name, ts_store_dispatch(s, "{\"type\":\"admin/x\"}"), TS_OK);
+    tp_destroy(s);
+}
+
+static void test_bad_configs(void) {
+    bad_config("{\"allow\": \"todos/*\"}", "\"allow\"");
+    bad_config("{\"allow\": [\"a\", 1]}", "\"allow\"");
+    bad_config("{\"allow\": [\"\"]}", "\"allow\"");
+    bad_config("{\"deny\": {}}", "\"deny\"");
+    bad_config("{\"deny\": [null]}", "\"deny\"");
+    bad_config("{\"require\": []}", "\"require\"");
+    bad_config("{\"require\": {\"a\": \"title\"}}", "\"require\"");
+    bad_config("{\"require\": {\"a\": [\"x\", 2]}}", "\"require\"");
+    bad_config("{\"max_bytes\": \"10\"}", "\"max_bytes\"");
+    bad_config("{\"max_bytes\": -1}", "\"max_bytes\"");
+    bad_config("{\"max_bytes\": 1.5}", "\"max_bytes\"");
+    bad_config("{\"max_bytes\": 1e3}", "\"max_bytes\"");
+    bad_config("{\"max_bytes\": 99999999999999999999999}", "\"max_bytes\"");
+    bad_config("{\"alow\": []}", "\"alow\"");
+    bad_config("[]", "object");
+}
+
+static void test_direct(void) {
+    const ts_plugin *p = tp_descriptor(tp_plugin("guard"), TS_PLUGIN_ABI_VERSION);
+    ts_store_api api = tp_fake_api(sizeof(ts_store_api));
+    void *self = NULL;
+    char *err = NULL;
+    CHECK("descriptor", p != NULL);
+    if (p == NULL) return;
+    CHECK_INT("abi_version", p->abi_version, TS_PLUGIN_ABI_VERSION);
+    CHECK_INT("struct_size", p->struct_size, sizeof(ts_plugin));
+    CHECK_STR("name", p->name, "guard");
+    CHECK("no descriptor for ABI 0", tp_descriptor(tp_plugin("guard"), 0) == NULL);
+    CHECK("a newer host gets ABI 1", tp_descriptor(tp_plugin("guard"), 7) == p);
+    CHECK_STATUS("create with NULL config", p->create(NULL, &api, &self, &err), TS_OK);
+    p->destroy(self);
+    CHECK_STATUS("bad config with NULL error_message does not crash", p->create("{\"deny\":1}", &api, &self, NULL),
+                 TS_E_PLUGIN);
+    CHECK_STATUS("bad config", p->create("{\"deny\":1}", &api, &self, &err), TS_E_PLUGIN);
+    CHECK_CONTAINS("create message", err, "\"deny\"");
+    free(err);
+    /* A deeply nested config value is skipped without recursion. */
+    {
+        size_t depth = 100000, i;
+        char *cfg = malloc(depth * 2 + 64);
+        char *w = cfg;
+        w += sprintf(w, "{\"deny\":[\"x\"],\"require\":{\"a\":[]},\"unknown\":");
+        for (i = 0; i < depth; i++) *w++ = '[';
+        for (i = 0; i < depth; i++) *w++ = ']';
+        strcpy(w, "}");
+        err = NULL;
+        CHECK_STATUS("deep unknown value: refused, no crash", p->create(cfg, &api, &self, &err), TS_E_PLUGIN);
+        CHECK_CONTAINS("deep unknown value: named", err, "\"unknown\"");
+        free(err);
+        free(cfg);
+    }
+}
+
+int main(int argc, char **argv) {
+    tp_options(argc, argv);
+    printf("guard: loading through %s\n", tp_loader_name());
+    test_no_config();
+    test_allow();
+    test_deny();
+    test_require();
+    test_max_bytes();
+    test_order();
+    test_bad_configs();
+    test_direct();
+    return tp_summary();
+}
