@@ -17,12 +17,14 @@
  * checks what they return anyway: a reducer that returned broken JSON would
  * make the dispatch fail and leave the state as it was.
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <turnstate.h>
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- A growing text buffer ------------------------------------------------- */
 
@@ -498,6 +500,24 @@ static ts_status try_action(ts_store *store, const char *action_json) {
     return status;
 }
 
+/* Waits up to `ms` milliseconds for a todo titled `title` to appear (it is
+ * dispatched from the delay plugin's thread). */
+static int wait_for_todo(ts_store *store, const char *title, int ms) {
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int waited = 0; waited <= ms; waited += 10) {
+        char *todos = read_state(store, "/todos");
+        int found = todos != NULL && strstr(todos, title) != NULL;
+        ts_free(todos);
+        if (found) {
+            printf("  \"%s\" arrived after about %d ms\n", title, waited);
+            return 1;
+        }
+        nanosleep(&tick, NULL);
+    }
+    printf("  \"%s\" did not arrive within %d ms\n", title, ms);
+    return 0;
+}
+
 static int fail(ts_store *store, const char *what, ts_status status) {
     printf("%s failed: %s: %s\n", what, ts_status_name(status), ts_last_error());
     ts_store_destroy(store);
@@ -559,6 +579,14 @@ int main(int argc, char **argv) {
     step("Show only the done todos");
     ok &= dispatch(store, "{\"type\":\"filter/set\",\"payload\":{\"filter\":\"done\"}}");
 
+    if (argc > 1) {
+        step("Add a todo 200 ms from now, through the delay plugin");
+        ok &= dispatch(store, "{\"type\":\"@@delay\",\"payload\":{\"ms\":200,\"action\":"
+                              "{\"type\":\"todos/add\",\"payload\":{\"title\":\"Water the plants\"}}}}");
+        printf("  dispatch returned at once; waiting for the delayed action...\n");
+        ok &= wait_for_todo(store, "Water the plants", 3000);
+    }
+
     step("Try invalid actions (refused: the state does not change)");
     ok &= try_action(store, "{\"payload\":{\"title\":\"no type\"}}") == TS_E_NOT_ACTION;
     ok &= try_action(store, "{\"type\":\"todos/add\",\"payload\":{\"title\":\"Oops\"}") == TS_E_JSON;
@@ -573,6 +601,11 @@ int main(int argc, char **argv) {
     ts_free(state);
 
     ts_store_destroy(store);
+    if (argc > 1) {
+        printf("\n  The logger plugin wrote one JSON line per action to the file named in its\n"
+               "  20-logger.json; the journal plugin recorded them. Run the demo again with\n"
+               "  the same folder and the journal restores this state before it starts.\n");
+    }
     printf("\n%s\n", ok ? "done." : "some steps failed.");
     return ok ? 0 : 1;
 }
