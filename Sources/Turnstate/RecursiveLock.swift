@@ -10,10 +10,11 @@ import Darwin
 /// (middleware, reducer, listeners), so that dispatches from different threads
 /// are serialized while a listener or middleware on the dispatching thread may
 /// dispatch again.
+@usableFromInline
 final class RecursiveLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    init() {
+    @usableFromInline init() {
         mutex = .allocate(capacity: 1)
         var attributes = pthread_mutexattr_t()
         pthread_mutexattr_init(&attributes)
@@ -29,19 +30,19 @@ final class RecursiveLock: @unchecked Sendable {
 
     /// How many times the owning thread holds the lock; changed only by the
     /// thread that holds it.
-    private var depth = 0
+    @usableFromInline var depth = 0
 
-    @inline(__always) func lock() {
+    @inlinable @inline(__always) func lock() {
         pthread_mutex_lock(mutex)
         depth += 1
     }
 
-    @inline(__always) func unlock() {
+    @inlinable @inline(__always) func unlock() {
         depth -= 1
         pthread_mutex_unlock(mutex)
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         lock()
         defer { unlock() }

@@ -6,25 +6,34 @@
 /// come and go in linear time. A dispatch iterates over `entries` as it was
 /// when notification began (a copy-on-write snapshot), so changes made by a
 /// listener take effect from the next dispatch on.
+@usableFromInline
 struct SubscriberList<State> {
+    @usableFromInline
     struct Entry {
-        let token: UInt64
-        let deliver: @Sendable (State) -> Void
+        @usableFromInline let token: UInt64
+        @usableFromInline let deliver: @Sendable (State) -> Void
+
+        @inlinable init(token: UInt64, deliver: @escaping @Sendable (State) -> Void) {
+            self.token = token
+            self.deliver = deliver
+        }
     }
 
-    private(set) var entries: ContiguousArray<Entry?> = []
-    private var indexOfToken: [UInt64: Int] = [:]
-    private var holes = 0
+    @usableFromInline var entries: ContiguousArray<Entry?> = []
+    @usableFromInline var indexOfToken: [UInt64: Int] = [:]
+    @usableFromInline var holes = 0
 
-    var count: Int { indexOfToken.count }
+    @inlinable init() {}
 
-    mutating func append(token: UInt64, _ deliver: @escaping @Sendable (State) -> Void) {
+    @inlinable var count: Int { indexOfToken.count }
+
+    @inlinable mutating func append(token: UInt64, _ deliver: @escaping @Sendable (State) -> Void) {
         indexOfToken[token] = entries.count
         entries.append(Entry(token: token, deliver: deliver))
     }
 
     /// Removes the entry for `token`; returns false if there was none.
-    @discardableResult
+    @discardableResult @inlinable
     mutating func remove(token: UInt64) -> Bool {
         guard let index = indexOfToken.removeValue(forKey: token) else { return false }
         entries[index] = nil
@@ -33,7 +42,7 @@ struct SubscriberList<State> {
         return true
     }
 
-    private mutating func compact() {
+    @usableFromInline mutating func compact() {
         var live = ContiguousArray<Entry?>()
         live.reserveCapacity(indexOfToken.count)
         for case let entry? in entries {

@@ -11,7 +11,7 @@ extension Store {
     ///   - receiveCurrent: also call `listener` at once with the current selection.
     ///   - listener: runs on the dispatching thread.
     /// - Returns: the function that ends the subscription.
-    @discardableResult
+    @discardableResult @inlinable
     public func subscribe<Selected: Equatable & Sendable>(
         select: @escaping @Sendable (State) -> Selected,
         receiveCurrent: Bool = false,
@@ -55,13 +55,15 @@ extension Store {
 
 /// The last value one selective listener was given. Read and written only
 /// under the store's lock.
+@usableFromInline
 final class LastValue<Value>: @unchecked Sendable {
-    var value: Value
-    init(_ value: Value) { self.value = value }
+    @exclusivity(unchecked) @usableFromInline var value: Value
+    @usableFromInline init(_ value: Value) { self.value = value }
 }
 
 extension Unsubscribe {
-    fileprivate func then(_ body: () -> Void) -> Unsubscribe {
+    @usableFromInline
+    func then(_ body: () -> Void) -> Unsubscribe {
         body()
         return self
     }

@@ -8,9 +8,9 @@
 public struct Unsubscribe: Sendable {
     /// The subscription's token: unique within its store, never reused.
     public let token: UInt64
-    private let body: @Sendable (UInt64) throws(StoreError) -> Void
+    @usableFromInline let body: @Sendable (UInt64) throws(StoreError) -> Void
 
-    init(token: UInt64, _ body: @escaping @Sendable (UInt64) throws(StoreError) -> Void) {
+    @inlinable init(token: UInt64, _ body: @escaping @Sendable (UInt64) throws(StoreError) -> Void) {
         self.token = token
         self.body = body
     }
