@@ -43,10 +43,12 @@ public final class Next: Sendable {
 /// chain) and read the state. It holds the store weakly, so a middleware that
 /// keeps it creates no retain cycle; once the store is gone every call throws
 /// ``StoreError/Code/storeReleased``.
-public struct MiddlewareStore<State: Sendable>: Sendable {
-    weak var store: Store<State>?
+public final class MiddlewareStore<State: Sendable>: Sendable {
+    // A class, not a struct: handing it to each middleware then copies no
+    // weak reference (which costs atomic side-table traffic per call).
+    @usableFromInline weak let store: Store<State>?
 
-    init(_ store: Store<State>) { self.store = store }
+    @usableFromInline init(_ store: Store<State>) { self.store = store }
 
     /// Dispatches `action` from the top of the middleware chain.
     public func dispatch(_ action: any Action) throws(StoreError) {

@@ -36,7 +36,7 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     /// Counts state changes, so that notification sees a nested dispatch.
     @exclusivity(unchecked) @usableFromInline var changes: UInt64 = 0
     @usableFromInline let reduce: @Sendable (inout State, any Action) throws(StoreError) -> Void
-    @exclusivity(unchecked) private var middleware: [any Middleware<State>] = []
+    @exclusivity(unchecked) @usableFromInline var middleware: [any Middleware<State>] = []
     /// The head of the middleware chain, rebuilt when middleware is added;
     /// `nil` when there is none.
     @exclusivity(unchecked) @usableFromInline var chain: Next?
@@ -44,13 +44,14 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var lastToken: UInt64 = 0
     @exclusivity(unchecked) @usableFromInline var reentrancyViolation: StoreError?
     /// Objects that live as long as the store (a face's plugin set).
-    @exclusivity(unchecked) private var attachments: [AnyObject] = []
+    @exclusivity(unchecked) @usableFromInline var attachments: [AnyObject] = []
 
     /// Creates a store.
     /// - Parameters:
     ///   - initialState: the state before any action.
     ///   - reducer: computes each next state; see ``Reducer``.
     ///   - middleware: runs around every dispatch, the first listed first.
+    @inlinable
     public convenience init(
         initialState: State,
         reducer: Reducer<State>,
@@ -64,6 +65,7 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     /// Creates a store whose reducer may fail. A reducer that throws must
     /// leave the state exactly as it was; the dispatch then reports its error
     /// and nothing is notified. (For the C face, whose reducers are foreign.)
+    @inlinable
     package init(
         initialState: State,
         failableReducer: @escaping @Sendable (inout State, any Action) throws(StoreError) -> Void,
@@ -109,7 +111,7 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         }
     }
 
-    @usableFromInline
+    @inlinable
     func reduceAndNotify(_ action: any Action) throws(StoreError) {
         lock.lock()
         defer { lock.unlock() }
@@ -137,15 +139,18 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     func notify() {
         let snapshot = subscribers.entries
         // Each listener gets the newest state: a listener before it may have
-        // dispatched again (which counts a change); else one copy serves all.
-        var seen = changes
-        var current = state
-        for case let entry? in snapshot {
-            if changes != seen {
-                seen = changes
-                current = state
-            }
-            entry.deliver(current)
+        // dispatched again (which counts a change). Between such changes one
+        // immutable copy serves all, which lets the calls borrow it (and the
+        // entries) instead of retaining them for each listener.
+        var index = 0
+        while index < snapshot.count {
+            let seen = changes
+            let current = state
+            repeat {
+                // A hole's listener does nothing.
+                snapshot[index].deliver(current)
+                index += 1
+            } while index < snapshot.count && changes == seen
         }
     }
 
@@ -166,6 +171,7 @@ public final class Store<State: Sendable>: @unchecked Sendable {
 
     /// Appends `middleware` to the end of the chain. Dispatches already under
     /// way finish with the chain they started with.
+    @inlinable
     public func addMiddleware(_ middleware: some Middleware<State>) throws(StoreError) {
         try lock.withLock { () throws(StoreError) in
             if reducing { throw violation("addMiddleware") }
@@ -174,7 +180,8 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         }
     }
 
-    private func rebuildChain() {
+    @inlinable
+    func rebuildChain() {
         guard !middleware.isEmpty else {
             chain = nil
             return

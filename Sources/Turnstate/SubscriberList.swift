@@ -1,7 +1,7 @@
 /// The store's listeners, in the order they subscribed.
 ///
-/// Subscribe appends; unsubscribe leaves a hole that is found through a
-/// token-to-index table, and holes are compacted away once they outnumber the
+/// Subscribe appends; unsubscribe leaves a hole (an entry with token 0 and a
+/// listener that does nothing) that is found through a token-to-index table, and holes are compacted away once they outnumber the
 /// live entries. Both are O(1) (amortized), so thousands of subscribers can
 /// come and go in linear time. A dispatch iterates over `entries` as it was
 /// when notification began (a copy-on-write snapshot), so changes made by a
@@ -10,6 +10,7 @@
 struct SubscriberList<State> {
     @usableFromInline
     struct Entry {
+        /// 0 for a hole.
         @usableFromInline let token: UInt64
         @usableFromInline let deliver: @Sendable (State) -> Void
 
@@ -19,7 +20,9 @@ struct SubscriberList<State> {
         }
     }
 
-    @usableFromInline var entries: ContiguousArray<Entry?> = []
+    // Not optional: a dispatch calls each entry in place, without copying
+    // (and retaining) it, which an Optional would need.
+    @usableFromInline var entries: ContiguousArray<Entry> = []
     @usableFromInline var indexOfToken: [UInt64: Int] = [:]
     @usableFromInline var holes = 0
 
@@ -36,16 +39,16 @@ struct SubscriberList<State> {
     @discardableResult @inlinable
     mutating func remove(token: UInt64) -> Bool {
         guard let index = indexOfToken.removeValue(forKey: token) else { return false }
-        entries[index] = nil
+        entries[index] = Entry(token: 0, deliver: { _ in })
         holes += 1
         if holes > 32 && holes > indexOfToken.count { compact() }
         return true
     }
 
     @usableFromInline mutating func compact() {
-        var live = ContiguousArray<Entry?>()
+        var live = ContiguousArray<Entry>()
         live.reserveCapacity(indexOfToken.count)
-        for case let entry? in entries {
+        for entry in entries where entry.token != 0 {
             indexOfToken[entry.token] = live.count
             live.append(entry)
         }
