@@ -17,7 +17,7 @@ struct JSONActionBridge: ActionBridge {
     typealias State = JSONState
 
     func foreign(_ action: any Action) throws(StoreError) -> JSONAction? {
-        guard let action = action as? JSONAction else {
+        guard let action = JSONAction.cast(action) else {
             throw StoreError(.notAnAction, "a C store takes only tagged JSON actions, not \(type(of: action))")
         }
         return action
@@ -80,9 +80,9 @@ final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
     final class NextBinding {
         let next: Next
         /// The action being run here: its JSON form and the action itself.
-        var current: (foreign: JSONAction, native: any Action)?
+        @exclusivity(unchecked) var current: (foreign: JSONAction, native: any Action)?
         /// How the rest of the chain failed, if it did.
-        var failure: StoreError?
+        @exclusivity(unchecked) var failure: StoreError?
         private(set) var closure: FFIClosure!
         var function: ts_next_fn { closure.nextFunction }
 
@@ -113,9 +113,9 @@ final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
     let api: StoreAPI
     let bridge: any ActionBridge<State>
     private weak var store: Store<State>?
-    private var latest: NextBinding?
+    @exclusivity(unchecked) private var latest: NextBinding?
     /// Every binding ever made, so that `next` pointers stay valid.
-    private var bindings: [NextBinding] = []
+    @exclusivity(unchecked) private var bindings: [NextBinding] = []
 
     init(api: StoreAPI, store: Store<State>, bridge: any ActionBridge<State>) {
         self.api = api

@@ -49,5 +49,18 @@ final class JSONAction: Action, @unchecked Sendable {
     }
 
     var json: UnsafePointer<CChar> { view.pointee.json }
+
+    /// `action` as a JSONAction, if it is one: a type comparison, cheaper
+    /// than the runtime's general cast on every dispatch.
+    @inline(__always)
+    static func cast(_ action: any Action) -> JSONAction? {
+        // Opening the existential gives its static type: comparing that is
+        // a pointer comparison, where `as?` walks the runtime's cast machinery.
+        func open<Opened: Action>(_ value: Opened) -> JSONAction? {
+            guard Opened.self == JSONAction.self else { return nil }
+            return unsafeBitCast(value, to: JSONAction.self)
+        }
+        return open(action)
+    }
     var type: String { String(cString: view.pointee.type) }
 }

@@ -21,7 +21,7 @@ final class JSONSlice: @unchecked Sendable {
     let length: Int
     /// Parsed on the first JSON Pointer look-up below the slice and kept.
     /// Guarded by the store's lock.
-    private var document: OpaquePointer?
+    @exclusivity(unchecked) private var document: OpaquePointer?
 
     /// Validates `json[0..<length]` and keeps its minified form.
     init(validating json: UnsafePointer<CChar>, length: Int, context: @autoclosure () -> String) throws(StoreError) {

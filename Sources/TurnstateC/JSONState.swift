@@ -47,6 +47,21 @@ struct JSONState: Sendable {
         generation = 0
     }
 
+    /// The position of `key` among the members; `hint` is tried first.
+    @inline(__always)
+    func index(of key: String, hint: Int) -> Int? {
+        if hint < members.count && members[hint].key == key { return hint }
+        return indexOfKey[key]
+    }
+
+    func slice(at index: Int) -> JSONSlice { members[index].slice }
+
+    /// Replaces the slice of an existing member.
+    mutating func setSlice(at index: Int, _ slice: JSONSlice) {
+        members[index].slice = slice
+        generation = Self.lastGeneration.add(1, ordering: .relaxed).newValue
+    }
+
     subscript(key: String) -> JSONSlice? {
         guard let index = indexOfKey[key] else { return nil }
         return members[index].slice

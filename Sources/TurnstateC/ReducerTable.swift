@@ -22,9 +22,12 @@ final class ReducerTable: @unchecked Sendable {
         let key: String
         let fn: ts_reducer_fn
         let context: UnsafeMutableRawPointer?
+        /// Where the key was last found among the state's members: a hint
+        /// that saves hashing the key on every dispatch.
+        var memberIndex = 0
     }
 
-    private(set) var entries: [Entry] = []
+    @exclusivity(unchecked) private(set) var entries: [Entry] = []
     /// Set once the store exists, to see calls a reducer made into it.
     weak var store: Store<JSONState>?
 
@@ -34,17 +37,25 @@ final class ReducerTable: @unchecked Sendable {
 
     /// Runs every reducer; applies their results only if all succeeded.
     func reduce(_ state: inout JSONState, _ action: any Action) throws(StoreError) {
-        guard let action = action as? JSONAction else {
+        guard let action = JSONAction.cast(action) else {
             throw StoreError(.notAnAction, "a C store reduces only tagged JSON actions, not \(type(of: action))")
         }
-        var changes: [(key: String, slice: JSONSlice)] = []
+        // Most dispatches change at most one slice: the first change is kept
+        // inline, so that the common case allocates no array.
+        var first: (index: Int, slice: JSONSlice)?
+        var more: [(index: Int, slice: JSONSlice)] = []
         var failure: StoreError?
-        for entry in entries {
-            guard let output = entry.fn(state[entry.key]?.text, action.view, entry.context) else { continue }
+        for position in entries.indices {
+            let key = entries[position].key
+            guard let index = state.index(of: key, hint: entries[position].memberIndex) else { continue }
+            entries[position].memberIndex = index
+            let entry = entries[position]
+            guard let output = entry.fn(state.slice(at: index).text, action.view, entry.context) else { continue }
             defer { free(output) }
             do {
-                changes.append((entry.key, try JSONSlice(validatingSlice: output, length: strlen(output),
-                                                         context: "the reducer for \"\(entry.key)\" returned invalid JSON for \"\(action.type)\"")))
+                let slice = try JSONSlice(validatingSlice: output, length: strlen(output),
+                                          context: "the reducer for \"\(key)\" returned invalid JSON for \"\(action.type)\"")
+                if first == nil { first = (index, slice) } else { more.append((index, slice)) }
             } catch {
                 failure = StoreError(.reducerFailed, error.message)
                 break
@@ -54,7 +65,9 @@ final class ReducerTable: @unchecked Sendable {
             throw StoreError(.reentrantCall, "while reducing \"\(action.type)\": \(violation.message)")
         }
         if let failure { throw failure }
-        for change in changes { try state.set(change.key, change.slice) }
+        guard let first else { return }
+        state.setSlice(at: first.index, first.slice)
+        for change in more { state.setSlice(at: change.index, change.slice) }
     }
 
     /// Gives a reducer whose key is missing its first slice: calls it with
