@@ -39,16 +39,21 @@ struct CMiddleware<State: Sendable>: Middleware {
     let context: CContext
     let host: CMiddlewareHost<State>
 
+    // Specialized for the C store, whose every dispatch runs through here.
+    @_specialize(where State == JSONState)
     func run(store: MiddlewareStore<State>, next: Next, action: any Action) throws(StoreError) {
         guard let foreign = try host.bridge.foreign(action) else {
             try next(action)
             return
         }
         let binding = try host.binding(for: next)
-        let outer = binding.current
-        binding.current = (foreign, action)
+        let outer = (binding.foreign, binding.native)
+        binding.foreign = foreign
+        // The native action only when it is not the JSON one itself (a typed
+        // store's): copying an existential per call is not free.
+        binding.native = JSONAction.cast(action) === foreign ? nil : action
         binding.failure = nil
-        defer { binding.current = outer }
+        defer { (binding.foreign, binding.native) = outer }
         host.api.clearMessage()
         let errorsBefore = tsi_last_error_serial()
         let status = fn(host.api.table, binding.function, foreign.view, context.pointer)
@@ -79,24 +84,30 @@ final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
     /// that calls it.
     final class NextBinding {
         let next: Next
-        /// The action being run here: its JSON form and the action itself.
-        @exclusivity(unchecked) var current: (foreign: JSONAction, native: any Action)?
+        /// The action being run here: its JSON form, and the action itself
+        /// when that is not the JSON form (two fields: a tuple of them would
+        /// be copied generically).
+        @exclusivity(unchecked) var foreign: JSONAction?
+        @exclusivity(unchecked) var native: (any Action)?
         /// How the rest of the chain failed, if it did.
         @exclusivity(unchecked) var failure: StoreError?
         private(set) var closure: FFIClosure!
         var function: ts_next_fn { closure.nextFunction }
 
+        @_specialize(where State == JSONState)
         init(next: Next, store: Store<State>, bridge: any ActionBridge<State>) throws(StoreError) {
             self.next = next
-            closure = try FFIClosure.string { [unowned self, weak store] text in
+            // Unowned and unchecked: the store owns the chain, which owns
+            // this binding, which owns the closure; the closure cannot run
+            // once they are gone (its code is freed with the binding).
+            closure = try FFIClosure.string { [unowned(unsafe) self, unowned(unsafe) store] text in
                 CStatus.run { () throws(StoreError) in
-                    guard let store else { throw StoreError(.storeReleased, "next: the store was destroyed") }
                     let text = try required(text, "action_json", in: "next")
                     try store.exclusively { () throws(StoreError) in
                         do throws(StoreError) {
                             // The action passed on unchanged costs no new parse.
-                            if let current = self.current, current.foreign.json == text {
-                                try self.next(current.native)
+                            if let foreign = self.foreign, foreign.json == text {
+                                try self.next(self.native ?? foreign)
                             } else {
                                 try self.next(try bridge.native(text))
                             }
@@ -123,6 +134,7 @@ final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
         self.bridge = bridge
     }
 
+    @_specialize(where State == JSONState)
     func binding(for next: Next) throws(StoreError) -> NextBinding {
         if let latest, latest.next === next { return latest }
         if let known = bindings.first(where: { $0.next === next }) {

@@ -40,8 +40,10 @@ struct JSONPointer: Sendable {
         }
         var scalars = text.unicodeScalars.makeIterator()
         var offset = 0
+        var escaped = false
         while let scalar = scalars.next() {
             if scalar == "~" {
+                escaped = true
                 let following = scalars.next()
                 guard following == "0" || following == "1" else {
                     throw StoreError(.badArgument, "the JSON Pointer \"\(text)\" has \"~\" at character \(offset) not followed by 0 or 1")
@@ -59,7 +61,8 @@ struct JSONPointer: Sendable {
             first = afterSlash
             rest = ""
         }
-        key = first.replacingOccurrences("~1", with: "/").replacingOccurrences("~0", with: "~")
+        // Most keys have no escapes: unescaping is only done when needed.
+        key = escaped ? first.replacingOccurrences("~1", with: "/").replacingOccurrences("~0", with: "~") : String(first)
     }
 }
 
