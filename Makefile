@@ -47,7 +47,8 @@ C_PLUGINS := guard delay journal
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
-        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme
+        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
+        bench
 
 setup:
 	@.ci/setup.sh
@@ -128,6 +129,12 @@ test-readme: lib
 test-plugins: lib plugins
 	Tests/plugins/run.sh
 	Tests/plugins/logger_run.sh
+
+## bench: release benchmarks (Swift W1-W5, C C1-C6, Python P1, start-up, memory),
+## printed as one table; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look
+bench: lib
+	$(MAKE) -C Benchmarks BUILD=$(BUILD) SWIFT=$(SWIFT) CC=$(CC)
+	SWIFT=$(SWIFT) python3 Benchmarks/report.py $(BENCH_ARGS)
 
 ## install: PREFIX (default /usr/local), LIBDIR (default PREFIX/lib)
 install: lib

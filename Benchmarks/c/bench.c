@@ -1,0 +1,449 @@
+/*
+ * bench.c - the C workloads of `make bench`: the C face and the plugin host
+ * of libturnstate, measured from a C program.
+ *
+ *   bench [options] [workload...]      workloads: c1 c2 c3 c4 c5 c6 memory startup
+ *                                      (none: all of them)
+ *   --runs R          timed runs per workload (default 7)
+ *   --scale F         multiply every loop count by F (default 1; 0.01 for a smoke test)
+ *   --plugin-dir DIR  where pass-a.so, pass-b.so, pass-c.so are (C3)
+ *   --startup BIN     the start-up program (startup.c) to time with fork/exec
+ *   --startup-plugin SO   the plugin it loads
+ *
+ * Output, one line per timed run, for Benchmarks/report.py:
+ *   RESULT <TAB> workload-id <TAB> value <TAB> unit
+ * and INFO lines (what was checked). Nothing here asserts a timing: a failed
+ * store call or a lost update exits non-zero, a slow run only prints.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "bench_callbacks.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int runs = 7;
+static double scale = 1.0;
+static const char *plugin_dir = NULL;
+static const char *startup_bin = NULL;
+static const char *startup_plugin = NULL;
+
+/* ---- Helpers ------------------------------------------------------------ */
+
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static long scaled(long n) {
+    long s = (long)((double)n * scale);
+    return s < 1 ? 1 : s;
+}
+
+static void die(const char *what, ts_status status) {
+    fprintf(stderr, "bench: %s failed: %s: %s\n", what, ts_status_name(status), ts_last_error());
+    exit(1);
+}
+
+#define CHECK(call)                                 \
+    do {                                            \
+        ts_status check_status_ = (call);           \
+        if (check_status_ != TS_OK) die(#call, check_status_); \
+    } while (0)
+
+static void result(const char *id, double value, const char *unit) {
+    printf("RESULT\t%s\t%.3f\t%s\n", id, value, unit);
+    fflush(stdout);
+}
+
+static void info(const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    printf("INFO\t");
+    vprintf(format, args);
+    printf("\n");
+    fflush(stdout);
+    va_end(args);
+}
+
+static long long read_count(ts_store *store) {
+    char *text;
+    CHECK(ts_store_get_state(store, "/count", &text));
+    long long value = bench_parse_ll(text);
+    ts_free(text);
+    return value;
+}
+
+/* ---- Store shapes ------------------------------------------------------- */
+
+static unsigned long long listener_calls;
+
+/* C1: a counter slice, one listener (called after every dispatch). */
+static ts_store *counter_store(const char *initial_state) {
+    ts_store *store;
+    uint64_t token;
+    CHECK(ts_store_create(initial_state, &store));
+    CHECK(ts_store_add_reducer(store, "count", bench_counter_reducer, NULL));
+    CHECK(ts_store_subscribe(store, NULL, bench_counting_listener, &listener_calls, &token));
+    return store;
+}
+
+static ts_status pass_through(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *ctx) {
+    (void)store;
+    (void)ctx;
+    return next(action->json);
+}
+
+/* Times `n` dispatches of the counter action after a warm-up of n/10;
+ * checks that each one counted. Returns ns per dispatch. */
+static double time_dispatches(ts_store *store, long n) {
+    for (long i = 0; i < n / 10; i++) CHECK(ts_store_dispatch(store, BENCH_ADD_ACTION));
+    long long before = read_count(store);
+    unsigned long long calls_before = listener_calls;
+    double start = now_ns();
+    for (long i = 0; i < n; i++) {
+        ts_status status = ts_store_dispatch(store, BENCH_ADD_ACTION);
+        if (status != TS_OK) die("ts_store_dispatch", status);
+    }
+    double elapsed = now_ns() - start;
+    long long after = read_count(store);
+    if (after - before != n || listener_calls - calls_before != (unsigned long long)n) {
+        fprintf(stderr, "bench: %ld dispatches moved the count by %lld and called the listener %llu times\n", n,
+                after - before, listener_calls - calls_before);
+        exit(1);
+    }
+    return elapsed / (double)n;
+}
+
+static void run_dispatch_workload(const char *id, ts_store *store, long n) {
+    for (int r = 0; r < runs; r++) result(id, time_dispatches(store, n), "ns");
+}
+
+/* ---- C1, C2, C3 --------------------------------------------------------- */
+
+static void c1(void) {
+    ts_store *store = counter_store(NULL);
+    run_dispatch_workload("C1", store, scaled(200000));
+    ts_store_destroy(store);
+}
+
+static void c2(void) {
+    ts_store *store = counter_store(NULL);
+    CHECK(ts_store_add_middleware(store, "pass-1", pass_through, NULL));
+    CHECK(ts_store_add_middleware(store, "pass-2", pass_through, NULL));
+    CHECK(ts_store_add_middleware(store, "pass-3", pass_through, NULL));
+    run_dispatch_workload("C2", store, scaled(200000));
+    ts_store_destroy(store);
+}
+
+static void c3(void) {
+    if (plugin_dir == NULL) {
+        fprintf(stderr, "bench: c3 needs --plugin-dir\n");
+        exit(2);
+    }
+    ts_store *store = counter_store(NULL);
+    static const char *const names[] = {"pass-a.so", "pass-b.so", "pass-c.so"};
+    for (int i = 0; i < 3; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", plugin_dir, names[i]);
+        CHECK(ts_store_load_plugin(store, path, NULL));
+    }
+    run_dispatch_workload("C3", store, scaled(200000));
+    ts_store_destroy(store);
+}
+
+/* ---- C4, C5: a 10 MB document in another slice --------------------------- */
+
+#define DOC_BYTES (10L * 1024 * 1024)
+
+/* {"doc": {"items": [{"id": 0, "name": "item-000000", ...}, ...]}} of at
+ * least 10 MB; *items gets the number of items. */
+static char *big_state(long *items) {
+    size_t capacity = (size_t)DOC_BYTES + 4096;
+    char *text = malloc(capacity);
+    if (text == NULL) {
+        perror("malloc");
+        exit(1);
+    }
+    size_t at = (size_t)snprintf(text, capacity, "{\"doc\":{\"title\":\"a large document\",\"items\":[");
+    long i = 0;
+    while (at < (size_t)DOC_BYTES) {
+        at += (size_t)snprintf(text + at, capacity - at,
+                               "%s{\"id\":%ld,\"name\":\"item-%06ld\",\"done\":%s,\"tags\":[\"red\",\"green\"],"
+                               "\"note\":\"the quick brown fox jumps over the dog\"}",
+                               i ? "," : "", i, i, (i % 3) ? "false" : "true");
+        i++;
+    }
+    snprintf(text + at, capacity - at, "]}}");
+    *items = i;
+    return text;
+}
+
+static ts_store *big_store(long *items) {
+    char *initial = big_state(items);
+    ts_store *store = counter_store(initial);
+    CHECK(ts_store_add_reducer(store, "doc", bench_unchanged_reducer, NULL));
+    info("C4/C5 state: doc slice of %zu bytes, %ld items", strlen(initial), *items);
+    free(initial);
+    return store;
+}
+
+/* C4 runs alternate with runs of the C1 shape in the same process (C4-C1),
+ * so that the ratio C4 / C1 of each pair does not depend on what else the
+ * machine did between two processes. */
+static void c4(void) {
+    long items;
+    ts_store *small = counter_store(NULL);
+    ts_store *store = big_store(&items);
+    long n = scaled(200000);
+    for (int r = 0; r < runs; r++) {
+        double base = time_dispatches(small, n);
+        double big = time_dispatches(store, n);
+        result("C4-C1", base, "ns");
+        result("C4", big, "ns");
+        result("C4-ratio", big / base, "x");
+    }
+    ts_store_destroy(store);
+    ts_store_destroy(small);
+}
+
+static double time_get_state(ts_store *store, const char *pointer, long n, size_t *length) {
+    char *text;
+    CHECK(ts_store_get_state(store, pointer, &text)); /* warm: parse / cache */
+    *length = strlen(text);
+    ts_free(text);
+    double start = now_ns();
+    for (long i = 0; i < n; i++) {
+        ts_status status = ts_store_get_state(store, pointer, &text);
+        if (status != TS_OK) die("ts_store_get_state", status);
+        ts_free(text);
+    }
+    return (now_ns() - start) / (double)n;
+}
+
+static void c5(void) {
+    long items;
+    ts_store *store = big_store(&items);
+    CHECK(ts_store_dispatch(store, BENCH_ADD_ACTION));
+    char pointer[64];
+    snprintf(pointer, sizeof pointer, "/doc/items/%ld/name", items / 2);
+    size_t length;
+
+    /* The first look-up below the big slice parses it once (then kept). */
+    char *text;
+    double start = now_ns();
+    CHECK(ts_store_get_state(store, pointer, &text));
+    double first = now_ns() - start;
+    info("C5 %s = %s; first look-up (parses the 10 MB slice once) %.1f ms", pointer, text, first / 1e6);
+    ts_free(text);
+
+    for (int r = 0; r < runs; r++) result("C5-small", time_get_state(store, pointer, scaled(200000), &length), "ns");
+    for (int r = 0; r < runs; r++) result("C5-count", time_get_state(store, "/count", scaled(200000), &length), "ns");
+    for (int r = 0; r < runs; r++)
+        result("C5-whole", time_get_state(store, NULL, scaled(20) < 3 ? 3 : scaled(20), &length) / 1e3, "us");
+    info("C5 whole state: %zu bytes", length);
+    /* The whole state after a change: one dispatch, then one read. */
+    for (int r = 0; r < runs; r++) {
+        long n = scaled(20) < 3 ? 3 : scaled(20);
+        double total = 0;
+        for (long i = 0; i < n; i++) {
+            CHECK(ts_store_dispatch(store, BENCH_ADD_ACTION));
+            start = now_ns();
+            CHECK(ts_store_get_state(store, NULL, &text));
+            total += now_ns() - start;
+            ts_free(text);
+        }
+        result("C5-whole-changed", total / (double)n / 1e3, "us");
+    }
+    ts_store_destroy(store);
+}
+
+/* ---- C6: four threads --------------------------------------------------- */
+
+#define C6_THREADS 4
+
+typedef struct {
+    ts_store *store;
+    long n;
+    pthread_barrier_t *barrier;
+    ts_status status;
+} c6_worker;
+
+static void *c6_run(void *argument) {
+    c6_worker *worker = argument;
+    worker->status = TS_OK;
+    pthread_barrier_wait(worker->barrier);
+    for (long i = 0; i < worker->n; i++) {
+        ts_status status = ts_store_dispatch(worker->store, BENCH_ADD_ACTION);
+        if (status != TS_OK) {
+            worker->status = status;
+            fprintf(stderr, "bench: C6 dispatch failed: %s: %s\n", ts_status_name(status), ts_last_error());
+            break;
+        }
+    }
+    return NULL;
+}
+
+static void c6(void) {
+    ts_store *store = counter_store(NULL);
+    long per_thread = scaled(50000);
+    long long lost_total = 0;
+    for (int r = 0; r < runs; r++) {
+        pthread_barrier_t barrier;
+        pthread_barrier_init(&barrier, NULL, C6_THREADS + 1);
+        pthread_t threads[C6_THREADS];
+        c6_worker workers[C6_THREADS];
+        long long before = read_count(store);
+        unsigned long long calls_before = listener_calls;
+        for (int t = 0; t < C6_THREADS; t++) {
+            workers[t] = (c6_worker){store, per_thread, &barrier, TS_OK};
+            if (pthread_create(&threads[t], NULL, c6_run, &workers[t]) != 0) {
+                perror("pthread_create");
+                exit(1);
+            }
+        }
+        pthread_barrier_wait(&barrier);
+        double start = now_ns();
+        for (int t = 0; t < C6_THREADS; t++) pthread_join(threads[t], NULL);
+        double elapsed = now_ns() - start;
+        pthread_barrier_destroy(&barrier);
+        for (int t = 0; t < C6_THREADS; t++)
+            if (workers[t].status != TS_OK) exit(1);
+        long long total = (long long)per_thread * C6_THREADS;
+        long long counted = read_count(store) - before;
+        long long notified = (long long)(listener_calls - calls_before);
+        long long lost = total - counted;
+        lost_total += lost;
+        result("C6", (double)total / (elapsed / 1e9) / 1e6, "M/s");
+        result("C6-ns", elapsed / (double)total, "ns");
+        result("C6-lost", (double)lost, "updates");
+        if (lost != 0 || notified != total) {
+            fprintf(stderr, "bench: C6 lost updates: %lld dispatched, %lld counted, %lld notified\n", total, counted,
+                    notified);
+        }
+    }
+    info("C6: %d threads x %ld dispatches per run, %d runs, %lld updates lost", C6_THREADS, per_thread, runs,
+         lost_total);
+    ts_store_destroy(store);
+}
+
+/* ---- Memory ------------------------------------------------------------- */
+
+static double max_rss_mb(void) {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return (double)usage.ru_maxrss / 1024.0; /* Linux: kilobytes */
+}
+
+static void memory(void) {
+    ts_store *store = counter_store(NULL);
+    long million = scaled(1000000);
+    double at_start = max_rss_mb();
+    double start = now_ns();
+    for (long i = 0; i < 10 * million; i++) {
+        ts_status status = ts_store_dispatch(store, BENCH_ADD_ACTION);
+        if (status != TS_OK) die("ts_store_dispatch", status);
+        if (i + 1 == million) result("MEM-1M", max_rss_mb(), "MB");
+    }
+    double elapsed = now_ns() - start;
+    result("MEM-10M", max_rss_mb(), "MB");
+    info("memory: peak RSS %.1f MB before the loop; %ld dispatches in %.2f s (%.0f ns each); count %lld", at_start,
+         10 * million, elapsed / 1e9, elapsed / (double)(10 * million), read_count(store));
+    ts_store_destroy(store);
+}
+
+/* ---- Start-up ----------------------------------------------------------- */
+
+static double time_process(void) {
+    double start = now_ns();
+    pid_t child = fork();
+    if (child < 0) {
+        perror("fork");
+        exit(1);
+    }
+    if (child == 0) {
+        execl(startup_bin, startup_bin, startup_plugin, (char *)NULL);
+        perror("execl");
+        _exit(127);
+    }
+    int status;
+    while (waitpid(child, &status, 0) < 0) {
+        if (errno != EINTR) {
+            perror("waitpid");
+            exit(1);
+        }
+    }
+    double elapsed = now_ns() - start;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "bench: %s %s failed (status %d)\n", startup_bin, startup_plugin, status);
+        exit(1);
+    }
+    return elapsed;
+}
+
+static void startup(void) {
+    if (startup_bin == NULL || startup_plugin == NULL) {
+        fprintf(stderr, "bench: startup needs --startup and --startup-plugin\n");
+        exit(2);
+    }
+    for (int i = 0; i < 3; i++) time_process(); /* warm the page cache */
+    int n = runs * 5;
+    for (int i = 0; i < n; i++) result("STARTUP", time_process() / 1e6, "ms");
+}
+
+/* ---- Main --------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+} workloads[] = {
+    {"c1", c1}, {"c2", c2}, {"c3", c3}, {"c4", c4}, {"c5", c5}, {"c6", c6}, {"memory", memory}, {"startup", startup},
+};
+
+#define WORKLOAD_COUNT (sizeof workloads / sizeof workloads[0])
+
+static void run_named(const char *name) {
+    for (size_t i = 0; i < WORKLOAD_COUNT; i++) {
+        if (strcmp(workloads[i].name, name) == 0) {
+            workloads[i].run();
+            return;
+        }
+    }
+    fprintf(stderr, "bench: unknown workload \"%s\"\n", name);
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    int first_workload = argc;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) scale = atof(argv[++i]);
+        else if (strcmp(argv[i], "--plugin-dir") == 0 && i + 1 < argc) plugin_dir = argv[++i];
+        else if (strcmp(argv[i], "--startup") == 0 && i + 1 < argc) startup_bin = argv[++i];
+        else if (strcmp(argv[i], "--startup-plugin") == 0 && i + 1 < argc) startup_plugin = argv[++i];
+        else if (argv[i][0] == '-') {
+            fprintf(stderr, "bench: unknown option %s\n", argv[i]);
+            return 2;
+        } else {
+            first_workload = i;
+            break;
+        }
+    }
+    if (runs < 1) runs = 1;
+    info("libturnstate %s", ts_version_string());
+    if (first_workload == argc) {
+        for (size_t i = 0; i < WORKLOAD_COUNT; i++) workloads[i].run();
+    } else {
+        for (int i = first_workload; i < argc; i++) run_named(argv[i]);
+    }
+    return 0;
+}

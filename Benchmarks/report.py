@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Runs every benchmark of `make bench` and prints ONE table.
+
+    python3 Benchmarks/report.py [--runs R] [--scale F] [--only REGEX]
+
+The pieces (built by `make bench` before this runs, release builds only):
+  - the Swift workloads W1..W5: Benchmarks/Benchmarks/TurnstateBenchmarks, run
+    with ordo-one's package-benchmark (`swift package benchmark`), exported as
+    raw samples (histogramSamples) into .build-bench/results/;
+  - the C workloads C1..C6, memory and start-up: build/bench/bench (one process
+    per workload), which prints "RESULT <id> <value> <unit>" lines;
+  - P1: Benchmarks/python/bench_ctypes.py, same RESULT lines.
+Each workload gives several samples (one per run); the table shows their
+median, min and max, the target, and whether the median meets it. This
+script only reports: it never fails because a target is missed (the exit
+status is non-zero only if a piece could not run).
+"""
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# id, description, target (kind, value), in table order. Kinds:
+#   "max": median <= value;  "ratio": median <= value * median of another id;
+#   "eq": median == value;   "flat": median <= value * median of another id;
+#   None: no target (shown for information).
+ROWS = [
+    ("W1", "W1 Swift counter, 1 subscriber", ("max", 80)),
+    ("W2", "W2 W1 + 3 pass-through Middleware", ("max", 120)),
+    ("W2c", "W2c W1 + 3 ClosureMiddleware", ("max", 120)),
+    ("W3", "W3 10 slots, 100 select subscribers", ("max", 1000)),
+    ("W4", "W4 10k todos, 1 subscriber, 12 B titles", ("max", 1000)),
+    ("W4-40", "W4 10k todos, 1 subscriber, 40 B titles", ("max", 1000)),
+    ("W5", "W5 subscribe+unsubscribe, 1000 live", ("max", 500)),
+    ("C1", "C1 ts_store_dispatch, 1 reducer, 1 listener", ("max", 500)),
+    ("C2", "C2 C1 + 3 middleware in code", None),
+    ("C3", "C3 C1 + 3 pass-through plugins (.so)", ("max", 1000)),
+    ("C4", "C4 C1 + 10 MB document in another slice", None),
+    ("C4-C1", "C4 C1 shape, same process, alternating", None),
+    ("C4-ratio", "C4 / C1 (pairs of runs)", ("max", 1.2)),
+    ("C5-small", "C5 get_state small value in 10 MB slice", ("max", 2000)),
+    ("C5-count", "C5 get_state /count (small slice)", None),
+    ("C5-whole", "C5 get_state whole 10 MB state", None),
+    ("C5-whole-changed", "C5 get_state whole state after a change", None),
+    ("C6", "C6 4 threads dispatching: throughput", None),
+    ("C6-ns", "C6 4 threads: wall time per dispatch", None),
+    ("C6-lost", "C6 4 threads: lost updates", ("eq", 0)),
+    ("P1", "P1 C1 loop from Python ctypes (C callbacks)", None),
+    ("P1-py", "P1 same, reducer+listener in Python", None),
+    ("STARTUP", "start-up: load, create, 1 plugin, 1 dispatch", ("max", 15)),
+    ("MEM-1M", "memory: peak RSS after 1M dispatches", None),
+    ("MEM-10M", "memory: peak RSS after 10M dispatches", ("flat", 1.10, "MEM-1M")),
+]
+
+
+def log(message):
+    print("[bench] " + message, file=sys.stderr, flush=True)
+
+
+def run(command, env=None, what=None):
+    """Runs a piece; returns its stdout. Shows its output if it fails."""
+    log("%s: %s" % (what or "run", " ".join(command)))
+    started = time.monotonic()
+    process = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log("  %.1f s" % (time.monotonic() - started))
+    if process.returncode != 0:
+        sys.stderr.write(process.stdout[-4000:])
+        sys.stderr.write(process.stderr[-4000:])
+        raise RuntimeError("%s failed with status %d" % (command[0], process.returncode))
+    return process.stdout
+
+
+def parse_results(text, samples, units, notes):
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if fields[0] == "RESULT" and len(fields) == 4:
+            samples.setdefault(fields[1], []).append(float(fields[2]))
+            units[fields[1]] = fields[3]
+        elif fields[0] == "INFO" and len(fields) >= 2:
+            notes.append(fields[1])
+
+
+UNIT_NS = {"ns": 1, "us": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def swift_workloads(args, samples, units, notes):
+    results = os.path.join(ROOT, ".build-bench", "results")
+    shutil.rmtree(results, ignore_errors=True)
+    os.makedirs(results)
+    env = dict(os.environ, TURNSTATE_BENCH_SCALE=str(args.scale), TURNSTATE_BENCH_RUNS=str(args.runs))
+    for name in ("CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS"):  # SwiftPM would build C targets with them
+        env.pop(name, None)
+    command = [args.swift, "package", "--package-path", "Benchmarks", "--scratch-path", ".build-bench",
+               "--allow-writing-to-directory", results, "benchmark", "--format", "histogramSamples",
+               "--path", results, "--no-progress"]
+    if args.only:
+        command += ["--filter", args.only]
+    run(command, env=env, what="Swift W1..W5 (package-benchmark)")
+    pattern = re.compile(r"^.*?\.TurnstateBenchmarks\.(?P<name>.*)\.wallClock\.histogram\.samples\.tsv$")
+    for file in sorted(os.listdir(results)):
+        match = pattern.match(file)
+        if not match:
+            continue
+        name = match.group("name")
+        workload = name.split("_")[0]
+        count = re.search(r"\[n=(\d+)\]", name)
+        if not count:
+            continue
+        operations = int(count.group(1))
+        with open(os.path.join(results, file)) as handle:
+            lines = handle.read().split("\n")
+        unit = re.search(r"\((\w+)\)\s*$", lines[0])
+        factor = UNIT_NS.get(unit.group(1) if unit else "ns", 1)
+        values = [float(v) * factor / operations for v in lines[1:] if v.strip()]
+        samples[workload] = values
+        units[workload] = "ns"
+    notes.append("Swift: package-benchmark, %d measured iterations per workload after 1 warm-up; "
+                 "an iteration runs the whole workload, the table shows ns per operation" % args.runs)
+
+
+def c_workloads(args, samples, units, notes):
+    out = os.path.join(ROOT, "build", "bench")
+    bench = os.path.join(out, "bench")
+    common = [bench, "--runs", str(args.runs), "--scale", str(args.scale),
+              "--plugin-dir", os.path.join(out, "plugins"),
+              "--startup", os.path.join(out, "startup"),
+              "--startup-plugin", os.path.join(out, "startup-plugin", "pass.so")]
+    ids = {"c1": "C1", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6", "memory": "MEM", "startup": "STARTUP"}
+    for workload, prefix in ids.items():
+        if args.only and not re.search(args.only, prefix):
+            continue
+        # One process per workload: no workload sees another's heap (RSS).
+        parse_results(run(common + [workload], what="C " + workload), samples, units, notes)
+    if not args.only or re.search(args.only, "P1"):
+        lib = os.path.join(ROOT, "build", "lib", "libturnstate.so")
+        text = run([sys.executable, os.path.join(HERE, "python", "bench_ctypes.py"), lib,
+                    os.path.join(out, "libtsbench_callbacks.so"), "--runs", str(args.runs), "--scale",
+                    str(args.scale)], what="Python P1")
+        parse_results(text, samples, units, notes)
+
+
+def fmt(value):
+    if value == 0:
+        return "0"
+    if abs(value) >= 100:
+        return "{:,.0f}".format(value)
+    if abs(value) >= 10:
+        return "%.1f" % value
+    return "%.2f" % value
+
+
+def judge(target, median, medians, unit):
+    """The target's text and whether the median meets it."""
+    if target is None:
+        return "-", "-"
+    kind = target[0]
+    if kind == "max":
+        return "<= %s %s" % (fmt(target[1]), unit), "yes" if median <= target[1] else "NO"
+    if kind == "eq":
+        return "= %s" % fmt(target[1]), "yes" if median == target[1] else "NO"
+    if kind in ("ratio", "flat"):
+        reference = medians.get(target[2])
+        if reference is None:
+            return "<= %.2f x %s" % (target[1], target[2]), "?"
+        limit = target[1] * reference
+        text = "<= %.2f x %s = %s %s" % (target[1], target[2], fmt(limit), unit)
+        return text, "yes" if median <= limit else "NO"
+    return "?", "?"
+
+
+def table(samples, units):
+    medians = {key: statistics.median(values) for key, values in samples.items() if values}
+    header = ("workload", "median", "min", "max", "unit", "target", "met")
+    rows = []
+    for key, description, target in ROWS:
+        values = samples.get(key)
+        if not values:
+            continue
+        median = medians[key]
+        unit = units.get(key, "")
+        target_text, met = judge(target, median, medians, unit)
+        rows.append((description, fmt(median), fmt(min(values)), fmt(max(values)), unit, target_text, met))
+    widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
+    right = {1, 2, 3}
+
+    def line(row):
+        cells = [str(cell).rjust(widths[i]) if i in right else str(cell).ljust(widths[i]) for i, cell in enumerate(row)]
+        return "| " + " | ".join(cells) + " |"
+
+    print(line(header))
+    print("|" + "|".join(("-" * (w + 1) + ":") if i in right else ("-" * (w + 2)) for i, w in enumerate(widths)) + "|")
+    for row in rows:
+        print(line(row))
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=7, help="timed runs (samples) per workload, default 7")
+    parser.add_argument("--scale", type=float, default=1.0, help="scale every loop count (0.01: smoke test)")
+    parser.add_argument("--only", help="regex of workload ids to run (W1, C4, P1, STARTUP, MEM...)")
+    parser.add_argument("--no-swift", action="store_true", help="skip the Swift workloads")
+    parser.add_argument("--no-c", action="store_true", help="skip the C and Python workloads")
+    parser.add_argument("--swift", default=os.environ.get("SWIFT", "swift"))
+    args = parser.parse_args()
+
+    samples, units, notes = {}, {}, []
+    started = time.monotonic()
+    load_before = os.getloadavg()[0]
+    if not args.no_swift and (not args.only or re.search(args.only, "W1 W2 W2c W3 W4 W4-40 W5")):
+        swift_workloads(args, samples, units, notes)
+    if not args.no_c:
+        c_workloads(args, samples, units, notes)
+    load_after = os.getloadavg()[0]
+
+    print()
+    print("Turnstate benchmarks (release builds; medians of %d runs%s)" %
+          (args.runs, "" if args.scale == 1 else ", loops scaled by %g: NOT comparable to the targets" % args.scale))
+    print()
+    rows = table(samples, units)
+    print()
+    missed = [row[0] for row in rows if row[6] == "NO"]
+    print("targets: %d met, %d missed%s" % (sum(1 for r in rows if r[6] == "yes"), len(missed),
+                                            (": " + "; ".join(missed)) if missed else ""))
+    for note in dict.fromkeys(notes):  # in order, each once
+        print("note: " + note)
+    print("note: %d CPUs, load average %.2f before and %.2f after; %.0f s in all" %
+          (os.cpu_count() or 0, load_before, load_after, time.monotonic() - started))
+    if max(load_before, load_after) > 0.5 * (os.cpu_count() or 1):
+        print("note: the machine was busy with other work: timings are noisier than usual (see min and max)")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except RuntimeError as error:
+        print("bench: %s" % error, file=sys.stderr)
+        sys.exit(1)
