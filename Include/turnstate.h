@@ -226,6 +226,9 @@ typedef struct ts_store_api {
      * unchanged. Errors: TS_E_ARGUMENT, TS_E_JSON, TS_E_REDUCER,
      * TS_E_REENTRANT (from inside a reducer). */
     ts_status (*replace_state)(const char *state_json);
+    /* The name of a status, as ts_status_name: for plugins, which do not link
+     * the library. Static text: do not free. */
+    const char *(*status_name)(ts_status status);
 } ts_store_api;
 
 /* A middleware: the shape of Swift's run(store:next:action:). Return TS_OK to

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 /* The plugin ABI version this header describes. Version 1: the fields of
- * ts_plugin below; the ts_store_api table up to and including replace_state. */
+ * ts_plugin below; the ts_store_api table up to and including status_name. */
 #define TS_PLUGIN_ABI_VERSION 1u
 
 /* The name of the entry symbol, for dlsym. */

@@ -90,26 +90,6 @@ static item heap_pop(delay *d) {
     return top;
 }
 
-static const char *status_name(ts_status s) {
-    switch (s) {
-    case TS_OK: return "TS_OK";
-    case TS_E_ARGUMENT: return "TS_E_ARGUMENT";
-    case TS_E_JSON: return "TS_E_JSON";
-    case TS_E_NOT_ACTION: return "TS_E_NOT_ACTION";
-    case TS_E_REDUCER: return "TS_E_REDUCER";
-    case TS_E_REENTRANT: return "TS_E_REENTRANT";
-    case TS_E_PLUGIN: return "TS_E_PLUGIN";
-    case TS_E_IO: return "TS_E_IO";
-    case TS_E_NOMEM: return "TS_E_NOMEM";
-    case TS_E_NOT_FOUND: return "TS_E_NOT_FOUND";
-    case TS_E_REJECTED: return "TS_E_REJECTED";
-    case TS_E_STORE_GONE: return "TS_E_STORE_GONE";
-    case TS_E_ABI: return "TS_E_ABI";
-    case TS_E_UNKNOWN_ACTION: return "TS_E_UNKNOWN_ACTION";
-    default: return "TS_E_UNKNOWN";
-    }
-}
-
 static void free_instance(delay *d) {
     size_t i;
     for (i = 0; i < d->count; i++) free(d->heap[i].json);
@@ -146,7 +126,7 @@ static void *worker_main(void *arg) {
         status = d->store->dispatch(it.json);
         if (status != TS_OK) {
             fprintf(stderr, "turnstate delay: the delayed action %.300s failed with %s (%d)\n", it.json,
-                    status_name(status), (int)status);
+                    d->store->status_name(status), (int)status);
         }
         free(it.json);
         pthread_mutex_lock(&d->mutex);

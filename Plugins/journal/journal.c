@@ -88,25 +88,6 @@ static char *dup_text(const char *text) {
     return m;
 }
 
-static const char *status_name(ts_status s) {
-    switch (s) {
-    case TS_E_ARGUMENT: return "TS_E_ARGUMENT";
-    case TS_E_JSON: return "TS_E_JSON";
-    case TS_E_NOT_ACTION: return "TS_E_NOT_ACTION";
-    case TS_E_REDUCER: return "TS_E_REDUCER";
-    case TS_E_REENTRANT: return "TS_E_REENTRANT";
-    case TS_E_PLUGIN: return "TS_E_PLUGIN";
-    case TS_E_IO: return "TS_E_IO";
-    case TS_E_NOMEM: return "TS_E_NOMEM";
-    case TS_E_NOT_FOUND: return "TS_E_NOT_FOUND";
-    case TS_E_REJECTED: return "TS_E_REJECTED";
-    case TS_E_STORE_GONE: return "TS_E_STORE_GONE";
-    case TS_E_ABI: return "TS_E_ABI";
-    case TS_E_UNKNOWN_ACTION: return "TS_E_UNKNOWN_ACTION";
-    default: return "TS_E_UNKNOWN";
-    }
-}
-
 /* Writes all of data[0..length) (append mode); 0 on success, else errno. */
 static int write_all(int fd, const char *data, size_t length) {
     while (length > 0) {
@@ -259,7 +240,7 @@ static ts_status journal_run(const ts_store_api *store, ts_next_fn next, const t
     if (status != TS_OK) {
         if (mine.written) {
             fprintf(stderr, "turnstate journal: %s: \"%.200s\" was recorded but then failed with %s: load the journal last\n",
-                    j->path, action->type, status_name(status));
+                    j->path, action->type, store->status_name(status));
         }
         return status;
     }
@@ -498,13 +479,13 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
 
     if (self == NULL || store == NULL) return TS_E_ARGUMENT;
     if (config_json == NULL) config_json = "{}";
-    if (store->struct_size < offsetof(ts_store_api, replace_state) + sizeof store->replace_state ||
+    if (store->struct_size < offsetof(ts_store_api, status_name) + sizeof store->status_name ||
         store->replace_state == NULL) {
         snprintf(err, sizeof err,
-                 "journal: the host's ts_store_api (struct_size %lu) has no replace_state (needs struct_size >= %lu): "
-                 "this Turnstate library is too old for the journal plugin",
+                 "journal: the host's ts_store_api (struct_size %lu) has no replace_state and status_name (needs "
+                 "struct_size >= %lu): this Turnstate library is too old for the journal plugin",
                  (unsigned long)store->struct_size,
-                 (unsigned long)(offsetof(ts_store_api, replace_state) + sizeof store->replace_state));
+                 (unsigned long)(offsetof(ts_store_api, status_name) + sizeof store->status_name));
         if (error_message) *error_message = dup_text(err);
         return TS_E_ABI;
     }
@@ -584,7 +565,7 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
         status = store->replace_state(buf + r->json_offset);
         if (status != TS_OK) {
             snprintf(detail, sizeof detail, "restoring the snapshot at byte %zu failed with %s", r->offset,
-                     status_name(status));
+                     store->status_name(status));
             status = create_error(error_message, TS_E_PLUGIN, "journal: \"%.300s\": %s", j->path, detail);
             goto fail;
         }
@@ -599,7 +580,7 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
             snprintf(detail, sizeof detail,
                      "replaying the action record at byte %zu failed with %s: the journal does not fit this store's "
                      "reducers and middleware",
-                     r->offset, status_name(status));
+                     r->offset, store->status_name(status));
             status = create_error(error_message, TS_E_PLUGIN, "journal: \"%.300s\": %s", j->path, detail);
             goto fail;
         }

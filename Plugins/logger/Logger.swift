@@ -149,7 +149,9 @@ func loggerRun(
     let nanoseconds = (Int64(end.tv_sec) - Int64(start.tv_sec)) * 1_000_000_000 + (Int64(end.tv_nsec) - Int64(start.tv_nsec))
     appendDecimal(UInt64(max(nanoseconds, 0) / 1000), to: &line)
     line.append(literal: ", \"status\": \"")
-    line.append(literal: statusName(status))
+    if let name = store?.pointee.status_name?(status) {
+        line.append(contentsOf: UnsafeRawBufferPointer(start: name, count: strlen(name)))
+    }
     line.append(literal: "\"")
     if logger.trackChanges {
         line.append(literal: ", \"changed\": ")
@@ -269,24 +271,3 @@ private func appendChangedKeys(before: UnsafePointer<CChar>, after: UnsafePointe
     return true
 }
 
-/// The name of a status, as ts_status_name gives it. The plugin keeps its
-/// own copy of the table: it does not link libturnstate.
-private func statusName(_ status: ts_status) -> StaticString {
-    switch status {
-    case TS_OK: "TS_OK"
-    case TS_E_ARGUMENT: "TS_E_ARGUMENT"
-    case TS_E_JSON: "TS_E_JSON"
-    case TS_E_NOT_ACTION: "TS_E_NOT_ACTION"
-    case TS_E_REDUCER: "TS_E_REDUCER"
-    case TS_E_REENTRANT: "TS_E_REENTRANT"
-    case TS_E_PLUGIN: "TS_E_PLUGIN"
-    case TS_E_IO: "TS_E_IO"
-    case TS_E_NOMEM: "TS_E_NOMEM"
-    case TS_E_NOT_FOUND: "TS_E_NOT_FOUND"
-    case TS_E_REJECTED: "TS_E_REJECTED"
-    case TS_E_STORE_GONE: "TS_E_STORE_GONE"
-    case TS_E_ABI: "TS_E_ABI"
-    case TS_E_UNKNOWN_ACTION: "TS_E_UNKNOWN_ACTION"
-    default: "TS_E_UNKNOWN"
-    }
-}

@@ -58,7 +58,7 @@ final class JSONAction: Action, @unchecked Sendable {
         // a pointer comparison, where `as?` walks the runtime's cast machinery.
         func open<Opened: Action>(_ value: Opened) -> JSONAction? {
             guard Opened.self == JSONAction.self else { return nil }
-            return unsafeBitCast(value, to: JSONAction.self)
+            return withUnsafePointer(to: value) { $0.withMemoryRebound(to: JSONAction.self, capacity: 1) { $0.pointee } }
         }
         return open(action)
     }

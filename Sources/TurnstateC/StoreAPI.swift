@@ -58,7 +58,8 @@ final class StoreAPI: @unchecked Sendable {
                 tsi_set_refusal(message)
                 return status
             },
-            replace_state: unsafeBitCast(replaceState.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self)))
+            replace_state: unsafeBitCast(replaceState.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
+            status_name: { ts_status_name($0) }))
     }
 
     deinit { table.deallocate() }
