@@ -72,7 +72,11 @@ struct ReentrancyTests {
 
     @Test(arguments: [false, true])
     func everyIllegalCallThrowsReentrantCallAndHasNoEffect(withMiddleware: Bool) throws {
-        let passThrough = ClosureMiddleware<Int> { _, next, action in try next(action) }
+        let chainSaw = Recorder<String>()
+        let passThrough = ClosureMiddleware<Int> { _, next, action in
+            chainSaw.append("\(action)")
+            try next(action)
+        }
         let harness = Harness(middleware: withMiddleware ? [passThrough] : [])
         let store = harness.store
         let seen = Recorder<Int>()
@@ -93,6 +97,9 @@ struct ReentrancyTests {
         // added or removed, the middleware was not added.
         #expect(try store.getState() == 7)
         #expect(store.subscriberCount == 2)
+        // The refused dispatch did not even enter the middleware chain.
+        #expect(chainSaw.values == (withMiddleware
+            ? ["dispatch", "getState", "subscribe", "unsubscribe", "addMiddleware", "states", "values"] : []))
 
         // The store keeps working.
         seen.removeAll()
