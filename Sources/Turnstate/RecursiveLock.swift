@@ -30,7 +30,7 @@ final class RecursiveLock: @unchecked Sendable {
 
     /// How many times the owning thread holds the lock; changed only by the
     /// thread that holds it.
-    @usableFromInline var depth = 0
+    @exclusivity(unchecked) @usableFromInline var depth = 0
 
     @inlinable @inline(__always) func lock() {
         pthread_mutex_lock(mutex)

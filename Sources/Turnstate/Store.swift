@@ -186,11 +186,13 @@ public final class Store<State: Sendable>: @unchecked Sendable {
             chain = nil
             return
         }
-        var next = Next { [weak self] action throws(StoreError) in
-            guard let self else { throw StoreError(.storeReleased, "the store was released") }
-            try self.reduceAndNotify(action)
-        }
         let api = MiddlewareStore(self)
+        // Through `api`'s weak constant rather than a captured weak variable,
+        // which the runtime would check for exclusive access on every call.
+        var next = Next { action throws(StoreError) in
+            guard let store = api.store else { throw StoreError(.storeReleased, "the store was released") }
+            try store.reduceAndNotify(action)
+        }
         for m in middleware.reversed() {
             let rest = next
             next = Next { action throws(StoreError) in try m.run(store: api, next: rest, action: action) }
