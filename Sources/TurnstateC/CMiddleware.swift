@@ -47,13 +47,24 @@ struct CMiddleware<State: Sendable>: Middleware {
             return
         }
         let binding = try host.binding(for: next)
-        let outer = (binding.foreign, binding.native)
+        let outerForeign = binding.foreign
         binding.foreign = foreign
-        // The native action only when it is not the JSON one itself (a typed
-        // store's): copying an existential per call is not free.
-        binding.native = JSONAction.cast(action) === foreign ? nil : action
+        defer { binding.foreign = outerForeign }
+        // The native action is kept only when it is not the JSON one itself
+        // (a typed store's): copying an existential per call is not free.
+        if JSONAction.cast(action) === foreign {
+            try call(foreign, binding)
+        } else {
+            let outerNative = binding.native
+            binding.native = action
+            defer { binding.native = outerNative }
+            try call(foreign, binding)
+        }
+    }
+
+    @_specialize(where State == JSONState)
+    private func call(_ foreign: JSONAction, _ binding: CMiddlewareHost<State>.NextBinding) throws(StoreError) {
         binding.failure = nil
-        defer { (binding.foreign, binding.native) = outer }
         host.api.clearMessage()
         let errorsBefore = tsi_last_error_serial()
         let status = fn(host.api.table, binding.function, foreign.view, context.pointer)
