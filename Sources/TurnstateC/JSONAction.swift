@@ -55,9 +55,16 @@ final class JSONAction: Action, @unchecked Sendable {
     /// general cast machinery (hundreds of instructions) on every dispatch.
     @inline(__always)
     static func cast(_ action: any Action) -> JSONAction? {
-        guard ObjectIdentifier(Swift.type(of: action)) == ObjectIdentifier(JSONAction.self) else { return nil }
-        // An existential keeps a class instance's reference in its first word.
-        return withUnsafePointer(to: action) { UnsafeRawPointer($0).load(as: JSONAction.self) }
+        // The existential container's layout is part of Swift's ABI: three
+        // words of value buffer (a class instance's reference in the first),
+        // then the type's metadata, then the witness table. JSONAction is
+        // final, so the metadata word names it exactly.
+        withUnsafePointer(to: action) { container in
+            let words = UnsafeRawPointer(container)
+            guard words.load(fromByteOffset: 3 * MemoryLayout<Int>.size, as: UnsafeRawPointer.self)
+                    == unsafeBitCast(JSONAction.self as Any.Type, to: UnsafeRawPointer.self) else { return nil }
+            return words.load(as: JSONAction.self)
+        }
     }
     var type: String { String(cString: view.pointee.type) }
 }
