@@ -14,7 +14,7 @@ BUILD=$ROOT/build
 CC=${CC:-cc}
 WARN="-std=c99 -O2 -g -Wall -Wextra -Werror -pedantic"
 PLUGINS=(guard delay journal)
-TESTS=(guard delay journal)
+TESTS=(guard delay journal loader)
 
 # Plugin files and their folder must not be writable by others, or the
 # library refuses to load them.
@@ -76,6 +76,25 @@ for p in "${PLUGINS[@]}"; do
 done
 
 # ---- Tests ---------------------------------------------------------------
+# Variants of a test plugin for the loader's refusals (test_loader.c).
+mkdir -p "$BUILD/plugins/loader"
+chmod 755 "$BUILD/plugins/loader"
+loader_variant() { # name flags...
+  local name=$1; shift
+  if $CC $WARN -shared -fPIC -IInclude "$@" Tests/plugins/loader_plugin.c -o "$BUILD/plugins/loader/$name.so"; then
+    chmod 755 "$BUILD/plugins/loader/$name.so"
+  else
+    fail "loader variant $name does not build"
+  fi
+}
+loader_variant ok
+loader_variant abi-7 -DTP_ABI=7
+loader_variant abi-0 -DTP_ABI=0
+loader_variant small "-DTP_SIZE=8"
+loader_variant fail-create -DTP_FAIL_CREATE
+loader_variant no-entry -DTP_NO_ENTRY
+loader_variant null-entry -DTP_NULL_ENTRY
+
 LINK="-L$BUILD/lib -Wl,-rpath,$BUILD/lib -lturnstate -lpthread"
 for t in "${TESTS[@]}"; do
   bin=$BUILD/tests/plugins_test_$t
