@@ -98,10 +98,12 @@ typedef struct ts_store ts_store;
  * object, or a key that appears twice), TS_E_NOMEM. */
 ts_status ts_store_create(const char *initial_state_json, ts_store **out);
 
-/* Destroys a store: its listeners and middleware are dropped and the plugins
- * it loaded are told to clean up. NULL-safe. Called from inside one of the
- * store's own callbacks, it takes effect when the outermost call into the
- * store returns. No other thread may be using the store at the time. */
+/* Destroys a store: its plugins' destroy() runs first, on the calling thread
+ * (last loaded first, after any dispatch under way has finished, so that a
+ * plugin can stop its own threads), then its listeners and middleware are
+ * dropped. NULL-safe. Called from inside one of the store's own callbacks,
+ * it takes effect when the outermost call into the store returns. No other
+ * thread may start a call into the store during or after destruction. */
 void ts_store_destroy(ts_store *store);
 
 /* ---- Actions ------------------------------------------------------------ */
