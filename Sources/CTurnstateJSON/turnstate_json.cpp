@@ -916,6 +916,15 @@ const char *tsj_code_name(int code) {
   }
 }
 
+// Hands a finished, NUL-terminated result to the caller.
+static int give_text(char *text, size_t length, char **out, size_t *out_len, tsj_error *err) {
+  text[length] = '\0';
+  *out = text;
+  if (out_len) *out_len = length;
+  clear_err(err);
+  return TSJ_OK;
+}
+
 // A JSON number or literal exactly as RFC 8259 spells it, with no white
 // space: text that is already minified. Reducers of counters and flags
 // return such text on every dispatch, so it skips the full parse.
@@ -955,11 +964,7 @@ int tsj_minify(const char *buf, size_t len, char **out, size_t *out_len, tsj_err
     char *res = static_cast<char *>(std::malloc(len + 1));
     if (!res) return nomem(err);
     std::memcpy(res, buf, len);
-    res[len] = '\0';
-    *out = res;
-    if (out_len) *out_len = len;
-    clear_err(err);
-    return TSJ_OK;
+    return give_text(res, len, out, out_len, err);
   }
   try {
     Lease lease(len);
@@ -983,11 +988,7 @@ int tsj_minify(const char *buf, size_t len, char **out, size_t *out_len, tsj_err
       }
       if (char *shrunk = static_cast<char *>(std::realloc(res, mlen + 1))) res = shrunk;
     }
-    res[mlen] = '\0';
-    *out = res;
-    if (out_len) *out_len = mlen;
-    clear_err(err);
-    return TSJ_OK;
+    return give_text(res, mlen, out, out_len, err);
   } catch (const std::bad_alloc &) {
     return nomem(err);
   } catch (...) {
@@ -1348,11 +1349,7 @@ int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_l
     char *res = static_cast<char *>(std::malloc(vlen + 1));
     if (!res) return nomem(err);
     std::memcpy(res, m + v, vlen);
-    res[vlen] = '\0';
-    *out = res;
-    if (out_len) *out_len = vlen;
-    clear_err(err);
-    return TSJ_OK;
+    return give_text(res, vlen, out, out_len, err);
   } catch (const std::bad_alloc &) {
     return nomem(err);
   } catch (...) {
@@ -1419,11 +1416,7 @@ int tsj_quote(const char *s, size_t len, char **out, size_t *out_len, tsj_error 
     i = run + 1;
   }
   *o++ = '"';
-  *o = '\0';
-  *out = res;
-  if (out_len) *out_len = size_t(o - res);
-  clear_err(err);
-  return TSJ_OK;
+  return give_text(res, size_t(o - res), out, out_len, err);
 }
 
 size_t tsj_depth(const char *text, size_t len) {
