@@ -43,8 +43,9 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var subscribers = SubscriberList<State>()
     @exclusivity(unchecked) @usableFromInline var lastToken: UInt64 = 0
     @exclusivity(unchecked) @usableFromInline var reentrancyViolation: StoreError?
-    /// Objects that live as long as the store (a face's plugin set).
-    @exclusivity(unchecked) @usableFromInline var attachments: [AnyObject] = []
+    /// Objects that live as long as the store (a face's plugin set),
+    /// released last attached first.
+    @exclusivity(unchecked) private var attachments: [AnyObject] = []
 
     /// Creates a store.
     /// - Parameters:
@@ -75,6 +76,11 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         reduce = failableReducer
         self.middleware = middleware
         rebuildChain()
+    }
+
+    deinit {
+        // Last attached first (plugins loaded later go first).
+        while attachments.popLast() != nil {}
     }
 
     // MARK: Reading
@@ -259,12 +265,18 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         if notify { self.notify() }
     }
 
+    /// How many times the state has changed: compare two readings taken
+    /// under the lock to tell whether anything changed in between.
+    package var changeCount: UInt64 { lock.withLock { changes } }
+
     /// Whether the calling thread is inside a call into this store (a
     /// dispatch, or one of its callbacks). Waits while another thread is.
     package var isBusyOnCurrentThread: Bool { lock.isHeldByCurrentThread() }
 
     /// Keeps `object` alive as long as the store: for the faces built on the
-    /// store, which hang their own resources (loaded plugins) on it.
+    /// store, which hang their own resources (loaded plugins) on it. They are
+    /// released in reverse order of attaching, so plugin sets loaded later
+    /// are destroyed first.
     package func attach(_ object: AnyObject) {
         lock.withLock { attachments.append(object) }
     }

@@ -13,8 +13,10 @@ import Turnstate
 struct PluginFile: @unchecked Sendable {
     /// The ABI this library speaks; see turnstate_plugin.h.
     static let abiVersion: UInt32 = 1
-    /// sizeof(ts_plugin) for ABI version 1.
-    static let descriptorSizeV1 = UInt32(MemoryLayout<ts_plugin>.size)
+    /// sizeof(ts_plugin) for ABI version 1: up to and including `destroy`,
+    /// whatever later versions append.
+    static let descriptorSizeV1 = UInt32(MemoryLayout<ts_plugin>.offset(of: \ts_plugin.destroy)!
+                                         + MemoryLayout<UnsafeRawPointer>.size)
 
     let path: String
     let descriptor: UnsafePointer<ts_plugin>

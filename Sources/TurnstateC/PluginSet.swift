@@ -59,13 +59,18 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
         try store.exclusively { () throws(StoreError) in
             let plugins = try list()
             let before = try store.getState()
+            let changesBefore = store.changeCount
             var started: [PluginInstance] = []
             do throws(StoreError) {
                 for plugin in plugins { started.append(try start(path: plugin.path, config: plugin.config)) }
                 try add(started)
             } catch {
                 for instance in started.reversed() { instance.destroy() }
-                try? store.mutateState(notify: true) { $0 = before }
+                // Put back a state a plugin restored or changed in create();
+                // a refusal that changed nothing notifies nobody.
+                if store.changeCount != changesBefore {
+                    try? store.mutateState(notify: true) { $0 = before }
+                }
                 throw error
             }
         }

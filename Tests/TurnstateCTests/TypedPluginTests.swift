@@ -212,6 +212,37 @@ enum PluginBuilder {
         #expect(FileManager.default.fileExists(atPath: marker))
     }
 
+    @Test func pluginsLoadedInSeparateCallsAreDestroyedLastLoadedFirst() throws {
+        // The config is a JSON string "PATH|TAG": destroy() appends TAG to PATH.
+        let marker = folder.appendingPathComponent("order").path
+        let path = try PluginBuilder.build("orderer", in: folder, run: """
+            static ts_status create(const char *config, const ts_store_api *store, void **self, char **error) {
+                (void)store; (void)error;
+                char *text = strdup(config + 1);
+                text[strlen(text) - 1] = '\\0';
+                *self = text;
+                return TS_OK;
+            }
+            static void destroy(void *self) {
+                char *bar = strchr(self, '|');
+                *bar = '\\0';
+                FILE *file = fopen(self, "a");
+                if (file) { fputs(bar + 1, file); fclose(file); }
+                free(self);
+            }
+            static ts_status run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
+                (void)store; (void)self; return next(action->json);
+            }
+            """)
+        do {
+            let store = Store(initialState: Counter(), reducer: counterReducer)
+            for tag in ["a", "b", "c"] {
+                try store.loadPlugin(at: path, config: "\"\(marker)|\(tag)\"", registry: registry)
+            }
+        }
+        #expect(try String(contentsOfFile: marker, encoding: .utf8) == "cba")
+    }
+
     @Test func refusalsLeaveTheStoreUnchanged() throws {
         let store = Store(initialState: Counter(), reducer: counterReducer)
         #expect(throws: StoreError.self) { try store.loadPlugin(at: folder.appendingPathComponent("missing.so").path, registry: registry) }

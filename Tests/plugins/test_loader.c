@@ -74,6 +74,13 @@ static int trace_is(ts_store *store, const char *expected) {
     return same;
 }
 
+static int notifications;
+static void count_notification(ts_store *store, void *ctx) {
+    (void)store;
+    (void)ctx;
+    notifications++;
+}
+
 static void variant(char *path, size_t size, const char *name) { snprintf(path, size, "%s/%s.so", variants, name); }
 
 static int copy_file(const char *from, const char *to, mode_t mode) {
@@ -208,7 +215,14 @@ static void test_folders(void) {
     variant(source, sizeof source, "fail-create");
     snprintf(path, sizeof path, "%s/20-fails.so", folder);
     CHECK("copy 20-fails.so", copy_file(source, path, 0755));
-    CHECK_STATUS("a folder with a failing plugin", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+    {
+        uint64_t token;
+        CHECK_STATUS("subscribe", ts_store_subscribe(store, NULL, count_notification, NULL, &token), TS_OK);
+        notifications = 0;
+        CHECK_STATUS("a folder with a failing plugin", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+        CHECK("a refused load that changed nothing notifies nobody", notifications == 0);
+        CHECK_STATUS("unsubscribe", ts_store_unsubscribe(store, token), TS_OK);
+    }
     CHECK_MESSAGE("names the file that failed", "20-fails.so");
     CHECK("none of that folder was added", trace_is(store, "abc"));
 
