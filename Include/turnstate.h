@@ -66,7 +66,7 @@ typedef int32_t ts_status;
 #define TS_E_NOMEM          (-8)  /* out of memory */
 #define TS_E_NOT_FOUND      (-9)  /* no value at a JSON Pointer, no such file */
 #define TS_E_REJECTED      (-10)  /* a middleware refused the action */
-#define TS_E_STORE_GONE    (-11)  /* the store was destroyed (a callback table outlived it) */
+#define TS_E_STORE_GONE    (-11)  /* a call reached a store that is being destroyed */
 #define TS_E_ABI           (-12)  /* a plugin built for an ABI this library does not speak */
 #define TS_E_UNKNOWN_ACTION (-13) /* a Swift store met an action type it cannot decode */
 

@@ -19,14 +19,15 @@ extension Store {
     ) throws(StoreError) -> Unsubscribe {
         try exclusively { () throws(StoreError) -> Unsubscribe in
             let last = LastValue(select(try getState()))
-            return try subscribe(receiveCurrent: false) { state in
+            let unsubscribe = try subscribe(receiveCurrent: false) { state in
                 let value = select(state)
                 if value != last.value {
                     last.value = value
                     listener(value)
                 }
             }
-            .then { if receiveCurrent { listener(last.value) } }
+            if receiveCurrent { listener(last.value) }
+            return unsubscribe
         }
     }
 
@@ -59,12 +60,4 @@ extension Store {
 final class LastValue<Value>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var value: Value
     @usableFromInline init(_ value: Value) { self.value = value }
-}
-
-extension Unsubscribe {
-    @usableFromInline
-    func then(_ body: () -> Void) -> Unsubscribe {
-        body()
-        return self
-    }
 }

@@ -38,8 +38,10 @@ extension TaggedAction {
     }
 }
 
-enum WireFormat {
-    static func encoder() -> JSONEncoder {
+/// The JSON settings of the wire form: sorted keys, `/` not escaped. Also
+/// used by the faces that show a typed state as JSON.
+package enum WireFormat {
+    package static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder

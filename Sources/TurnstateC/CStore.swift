@@ -69,7 +69,7 @@ final class CStore: StoreFace, @unchecked Sendable {
     /// The whole state's text from the cache (rebuilt if the state changed),
     /// as bytes. Under the store's lock.
     func withWholeText<R>(_ state: JSONState, _ body: (UnsafeBufferPointer<CChar>) -> R) throws(StoreError) -> R {
-        if wholeText?.generation != state.generation || wholeText == nil {
+        if wholeText?.generation != state.generation {
             let (text, length) = try state.wholeText()
             if let old = wholeText { free(old.text) }
             wholeText = (state.generation, text, length)

@@ -8,9 +8,10 @@ import CTurnstateJSON
 import Turnstate
 
 /// A tagged JSON action, parsed once: the view that reducers and middleware
-/// get (`ts_action`) points into it. The action's text is borrowed from the
-/// caller of `ts_store_dispatch` (or of `next`), which outlives the dispatch,
-/// so a JSONAction must not outlive the dispatch either.
+/// get (`ts_action`) points into it. Made from C text (`init(parsing:)`), it
+/// borrows that text from the caller of `ts_store_dispatch` (or of `next`),
+/// which outlives the dispatch, so it must not outlive the dispatch either;
+/// made from Swift (`init(copying:)`), it owns a copy.
 final class JSONAction: Action, @unchecked Sendable {
     /// The type and payload, unescaped and minified, in one block.
     private let block: UnsafeMutablePointer<CChar>

@@ -9,7 +9,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import CTurnstate
-import CTurnstateJSON
 import Turnstate
 
 extension Store where State: Codable {
@@ -93,24 +92,20 @@ final class TypedStoreFace<State: Codable & Sendable>: StoreFace, @unchecked Sen
         let pointerText = pointer.map { String(cString: $0) } ?? ""
         let data: Data
         do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            data = try encoder.encode(try live().getState())
+            data = try WireFormat.encoder().encode(try live().getState())
         } catch let error as StoreError {
             throw error
         } catch {
             throw StoreError(.badArgument, "the state does not encode as JSON: \(error)")
         }
-        var error = tsj_error()
-        let document: OpaquePointer? = data.withUnsafeBytes { raw in
-            tsj_doc_parse(raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count, &error)
+        // The encoded state as one slice: the C store's pointer look-up.
+        let whole = data.withUnsafeBytes { raw in
+            Result { () throws(StoreError) -> JSONSlice in
+                try JSONSlice(validating: raw.baseAddress!.assumingMemoryBound(to: CChar.self), length: raw.count,
+                              context: "the encoded state")
+            }
         }
-        guard let document else { throw StoreError(error, context: "the encoded state") }
-        defer { tsj_doc_free(document) }
-        var out: UnsafeMutablePointer<CChar>?
-        let code = pointerText.withCString { tsj_doc_at_pointer(document, $0, strlen($0), &out, nil, &error) }
-        guard code == 0, let out else { throw StoreError(error, context: "JSON Pointer \"\(pointerText)\"") }
-        return out
+        return try whole.get().value(at: pointerText[...].utf8, path: pointerText).0
     }
 
     func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {
