@@ -36,6 +36,7 @@ typedef struct instance {
     pthread_mutex_t mutex;
     int destroying; /* guarded by mutex */
     int stop;       /* guarded by mutex */
+    int free_on_exit; /* destroy() ran on the thread itself: it frees the instance */
 } instance;
 
 static int config_flag(const char *config, const char *name) {
@@ -70,6 +71,13 @@ static void *dispatcher(void *arg) {
             pthread_mutex_unlock(&in->mutex);
             if (stop) break;
         }
+    }
+    pthread_mutex_lock(&in->mutex);
+    int free_self = in->free_on_exit;
+    pthread_mutex_unlock(&in->mutex);
+    if (free_self) {
+        pthread_mutex_destroy(&in->mutex);
+        free(in);
     }
     return NULL;
 }
@@ -127,6 +135,15 @@ static void sp_destroy(void *self) {
     if (in->has_thread) {
         pthread_mutex_lock(&in->mutex);
         in->stop = 1;
+        if (pthread_equal(pthread_self(), in->thread)) {
+            /* The last reference to a typed store was dropped while this
+             * thread's dispatch held it: the store went on this thread. It
+             * cannot join itself; it frees the instance on its way out. */
+            in->free_on_exit = 1;
+            pthread_mutex_unlock(&in->mutex);
+            pthread_detach(in->thread);
+            return;
+        }
         pthread_mutex_unlock(&in->mutex);
         pthread_join(in->thread, NULL);
     }
