@@ -24,6 +24,12 @@
  *   characters and nesting deeper than TS_MAX_DEPTH are refused with
  *   TS_E_JSON. Integers up to 64 bits (signed or unsigned) survive exactly.
  *   Text that the library returns is minified (no insignificant white space).
+ * - Out of memory: where the library itself allocates (parsing and copying
+ *   JSON text, checking a reducer's output, copies of the state) a failed
+ *   allocation returns TS_E_NOMEM and changes nothing. The library is
+ *   written in Swift, and a failed allocation inside the Swift runtime (the
+ *   small objects it makes for subscriptions, middleware and plugins, and a
+ *   few per dispatch) ends the process, as it does in any Swift program.
  *
  * This header is C99 and has no compiler-specific extensions.
  */

@@ -58,7 +58,9 @@ final class ReducerTable: @unchecked Sendable {
                 if first == nil { first = (index, slice) } else { more.append((index, slice)) }
             } catch {
                 // No memory to check the output is the library's fault, not the reducer's.
-                failure = error.code == .outOfMemory ? error : StoreError(.reducerFailed, error.message)
+                failure = error.code == .outOfMemory
+                    ? StoreError(.outOfMemory, "no memory to check the \(strlen(output)) bytes that the reducer for \"\(key)\" returned for \"\(action.type)\"")
+                    : StoreError(.reducerFailed, error.message)
                 break
             }
         }

@@ -13,6 +13,9 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -2043,6 +2046,64 @@ static void test_subscribe_token_before_listener(void) {
     free(slots);
 }
 
+/* Out of memory where the library allocates: TS_E_NOMEM (not TS_E_REDUCER),
+ * and the state is unchanged. In a child process with an address-space
+ * limit that leaves room for the reducer's output but not for checking it. */
+#define OOM_BIG (200u << 20)
+static char *big_reducer(const char *slice, const ts_action *a, void *ctx) {
+    (void)ctx;
+    if (slice == NULL) return xstrdup("0");
+    if (strcmp(a->type, "big") != 0) return NULL;
+    char *out = malloc(OOM_BIG + 3);
+    if (out == NULL) return NULL;
+    out[0] = '"';
+    memset(out + 1, 'a', OOM_BIG);
+    out[OOM_BIG + 1] = '"';
+    out[OOM_BIG + 2] = '\0';
+    return out;
+}
+
+static long vm_size_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    if (f == NULL) return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %ld", &kb) == 1) break;
+    fclose(f);
+    return kb;
+}
+
+static void test_out_of_memory_is_nomem(void) {
+    if (quick) return; /* valgrind keeps its own address space */
+    fflush(NULL);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        ts_store *store = NULL;
+        int result = 0;
+        if (ts_store_create(NULL, &store) != TS_OK) _exit(10);
+        if (ts_store_add_reducer(store, "big", big_reducer, NULL) != TS_OK) _exit(11);
+        if (ts_store_dispatch(store, "{\"type\":\"warm\"}") != TS_OK) _exit(12);
+        long kb = vm_size_kb();
+        if (kb < 0) _exit(13);
+        struct rlimit limit;
+        limit.rlim_cur = limit.rlim_max = (rlim_t)kb * 1024u + OOM_BIG + (100u << 20);
+        if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(14);
+        ts_status status = ts_store_dispatch(store, "{\"type\":\"big\"}");
+        if (status != TS_E_NOMEM) result |= 1;
+        if (strstr(ts_last_error(), "no memory") == NULL) result |= 2;
+        char *out = NULL;
+        if (ts_store_get_state(store, "/big", &out) != TS_OK || strcmp(out, "0") != 0) result |= 4;
+        ts_free(out);
+        _exit(result);
+    }
+    int wstatus = 0;
+    CHECK(waitpid(child, &wstatus, 0) == child);
+    CHECK(WIFEXITED(wstatus));
+    CHECK_INT(WEXITSTATUS(wstatus), 0);
+}
+
 /* Messages name what the header promises: the key of ts_store_add_reducer. */
 static void test_add_reducer_null_fn_names_key(void) {
     ts_store *store = new_store(NULL);
@@ -2588,6 +2649,7 @@ int main(int argc, char **argv) {
     RUN(test_next_misuse);
     RUN(test_subscribe_token_before_listener);
     RUN(test_add_reducer_null_fn_names_key);
+    RUN(test_out_of_memory_is_nomem);
     RUN(test_small_stack);
 
     printf("%d passed, %d failed\n", passed, failed);
