@@ -112,8 +112,9 @@ ts_status ts_store_create(const char *initial_state_json, ts_store **out);
  *    threads: waited for; on this thread: the one this is called from).
  *    From then on every new call into the store - ts_store_* from any
  *    thread, the functions of a kept ts_store_api table, a call from a
- *    plugin's destroy(), a kept `next` - returns TS_E_STORE_GONE and reaches
- *    no middleware, reducer or listener.
+ *    plugin's destroy() - returns TS_E_STORE_GONE and reaches no
+ *    middleware, reducer or listener (a kept `next` returns TS_E_MISUSE, as
+ *    it always does outside its run()).
  * 2. Each plugin's destroy() runs, last loaded first, on the calling thread
  *    and without the store held, so that a plugin can stop and join its own
  *    threads (their dispatches now return TS_E_STORE_GONE). No plugin's
