@@ -48,7 +48,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
-        bench
+        test-model test-torture bench
 
 setup:
 	@.ci/setup.sh
@@ -125,6 +125,11 @@ test-python: lib
 
 test-readme: lib
 	Tests/readme/check.sh
+
+## test-model: spin checks the shutdown protocol model, and that it catches
+## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
+test-model: setup
+	Tests/model/run.sh
 
 test-plugins: lib plugins
 	Tests/plugins/run.sh
