@@ -48,7 +48,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
-        test-model test-torture bench
+        test-model test-torture lib-tsan bench
 
 setup:
 	@.ci/setup.sh
@@ -130,6 +130,20 @@ test-readme: lib
 ## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
 test-model: setup
 	Tests/model/run.sh
+
+## lib-tsan: the library built with -sanitize=thread, in build/tsan/lib
+lib-tsan: setup
+	$(SWIFT) build -c release --scratch-path .build-tsan-lib --product turnstate --sanitize=thread $(LIB_LDFLAGS)
+	@mkdir -p $(BUILD)/tsan/lib
+	@install -m 0755 .build-tsan-lib/release/libturnstate.so $(BUILD)/tsan/lib/.libturnstate.so.new
+	@mv -f $(BUILD)/tsan/lib/.libturnstate.so.new $(BUILD)/tsan/lib/libturnstate.so.$(VERSION)
+	@ln -sf libturnstate.so.$(VERSION) $(BUILD)/tsan/lib/libturnstate.so.$(SOVERSION)
+	@ln -sf libturnstate.so.$(SOVERSION) $(BUILD)/tsan/lib/libturnstate.so
+
+## test-torture: many threads on one store and stores destroyed while the
+## delay plugin dispatches, under AddressSanitizer and ThreadSanitizer
+test-torture: lib lib-tsan
+	Tests/torture/run.sh
 
 test-plugins: lib plugins
 	Tests/plugins/run.sh
