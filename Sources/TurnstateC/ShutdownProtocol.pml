@@ -29,9 +29,12 @@
  *                    that run() returned
  *   app()            an application thread: one dispatch whose middleware
  *                    dispatches again (nested, same thread, recursive lock);
- *                    with -DDESTROY_IN_CALLBACK its listener calls
- *                    ts_store_destroy (the store closes at once; destroyAll
- *                    runs when the outermost call returns)
+ *                    with -DDESTROY_IN_CALLBACK a callback calls
+ *                    ts_store_destroy - a middleware before it calls next,
+ *                    or a listener after the reducers: the store closes at
+ *                    once, the dispatch under way finishes (next still
+ *                    works in it), and destroyAll runs when the outermost
+ *                    call returns (CStore.deinit)
  *
  * Properties (spin -a; pan without a claim for the safety ones):
  *   (1) no plugin's run() starts, or is under way, after its destroy() began
@@ -43,7 +46,8 @@
  *   (4) a next called after its run() returned, or a second time, answers
  *       TS_E_MISUSE and never reaches a reducer (assertions in reducer/stray)
  *   (5) a plugin's destroy() that dispatches gets TS_E_STORE_GONE, and no
- *       reducer runs after the store closed
+ *       reducer runs after the store closed, except for the dispatch under
+ *       way on the thread that closed it from inside a callback
  *
  * Broken variants (each must be caught; Tests/model/run.sh checks that):
  *   -DBROKEN_ORDER       destroy the plugins before closing (the code before
@@ -60,7 +64,8 @@
  *                        destroy joins a worker that waits for the lock
  *                        -> deadlock (invalid end state)
  *   with -DDESTROY_IN_CALLBACK, BROKEN_UNDER_LOCK means destroying at once
- *   inside the listener instead of deferring: the same deadlock.
+ *   inside the callback instead of deferring: the same deadlock, or (from a
+ *   middleware) a destroy() while that plugin's run() is under way.
  */
 
 #define NONE   255
@@ -73,8 +78,9 @@
 /* The store lock (RecursiveLock): owner thread and depth. */
 byte owner = NONE;
 byte depth = 0;
-/* CStore.close: set once, under the lock. */
+/* CStore.close (Store.close): set once, under the lock, by `closer`. */
 bool closed = 0;
+byte closer = NONE;
 /* Per plugin: destroy() began; run() invocations under way. Plugin 0 is
  * delay (loaded first), plugin 1 is journal/guard (loaded last). */
 bool destroyed[2];
@@ -118,11 +124,12 @@ inline new_ticket(t) {
   atomic { assert(nticket < MAXT); t = nticket; nticket++; live[t] = 1 }
 }
 
-/* The reducers: the end of the chain; only with the lock held, never after
- * close, never from a stray next. */
+/* The reducers: the end of the chain; only with the lock held, never from a
+ * stray next, and after close only for the dispatch under way on the thread
+ * that closed the store from inside one of its callbacks (it finishes). */
 inline reducer() {
   assert(owner == _pid);
-  assert(!closed);            /* (5) */
+  assert(!closed || closer == _pid);  /* (5) */
   assert(_pid != stray_pid);  /* (4) */
   reduced++
 }
@@ -248,22 +255,41 @@ proctype destroyer() {
    * plugins, and only then is the store gone. */
   lock(); unlock();
   destroy_all(t0, t1, st, st2);
-  lock(); closed = 1; unlock()
+  lock(); closed = 1; closer = _pid; unlock()
 #elif defined(BROKEN_UNDER_LOCK)
-  lock(); closed = 1;
+  lock(); closed = 1; closer = _pid;
   destroy_all(t0, t1, st, st2);
   unlock()
 #else
-  lock(); closed = 1; unlock();    /* CStore.close */
+  lock(); closed = 1; closer = _pid; unlock();    /* CStore.close */
   destroy_all(t0, t1, st, st2)     /* PluginSet.destroyAll, lock released */
 #endif
 }
 #endif
 
+/* ts_store_destroy from inside one of the store's callbacks, on the thread
+ * whose dispatch holds the lock: close at once, destroy later. */
+inline destroy_in_callback() {
+  lock();
+  closed = 1;
+  closer = _pid;
+#ifdef BROKEN_UNDER_LOCK
+  destroy_all(n0, n1, nst, nst2);
+#else
+  deferred_by = _pid;
+#endif
+  unlock()
+}
+
 /* An application thread: ts_store_dispatch, whose delay_run dispatches
  * again on the same thread before passing the action on. */
 proctype app() {
   byte t0, t1, st, st2, n0, n1, nst, nst2;
+  bool early;
+  if
+  :: early = 1
+  :: early = 0
+  fi;
   lock();
   if
   :: closed -> st = GONE
@@ -273,17 +299,18 @@ proctype app() {
      :: dispatch(n0, n1, nst, nst2)   /* nested: the recursive lock */
      :: skip
      fi;
+#ifdef DESTROY_IN_CALLBACK
+     if
+     :: early -> destroy_in_callback()   /* a middleware, before next */
+     :: else -> skip
+     fi;
+#endif
      run0_tail(t0, t1, st, st2);
 #ifdef DESTROY_IN_CALLBACK
-     /* A listener calls ts_store_destroy. */
-     lock();
-     closed = 1;
-#ifdef BROKEN_UNDER_LOCK
-     destroy_all(n0, n1, nst, nst2);
-#else
-     deferred_by = _pid;
-#endif
-     unlock()
+     if
+     :: !early -> destroy_in_callback()  /* a listener, after the reducers */
+     :: else -> skip
+     fi
 #else
      skip
 #endif
