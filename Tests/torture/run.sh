@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The concurrency torture test (Tests/torture/torture.c), twice:
-#   1. asan: the shutdown scenario (stores destroyed while the delay plugin's
-#      worker dispatches: delay.so then journal.so or guard.so, 300 @@delay
-#      ms 0 actions, ts_store_destroy at once) under AddressSanitizer, against
-#      the shipped library build/lib/libturnstate.so; a plugin run() after its
-#      destroy() is a heap-use-after-free here.
+#   1. asan: every phase under AddressSanitizer (leaks checked too), against
+#      the shipped library build/lib/libturnstate.so and the plugins built
+#      with -fsanitize=address: in the shutdown scenario (stores destroyed
+#      while the delay plugin's worker dispatches: delay.so then journal.so or
+#      guard.so, 300 @@delay ms 0 actions, ts_store_destroy at once) a plugin
+#      run() after its destroy() is a heap-use-after-free.
 #   2. tsan: every phase (6 threads dispatching, nesting, subscribing,
 #      unsubscribing, reading, loading plugins into fresh stores, destroying
 #      stores) under ThreadSanitizer, against build/tsan/lib/libturnstate.so
@@ -75,8 +76,8 @@ done
 
 if build_set asan address "$BUILD/lib"; then
   ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
-    run asan "$BUILD/asan/torture.log" "$BUILD/asan/bin/torture" --threads "$THREADS" --rounds "$ROUNDS" \
-    --only shutdown "$BUILD/asan/plugins"
+    run asan "$BUILD/asan/torture.log" "$BUILD/asan/bin/torture" --threads "$THREADS" --ops "$OPS" \
+    --rounds "$ROUNDS" "$BUILD/asan/plugins"
 else
   fail "asan: the torture program or its plugins do not build"
 fi

@@ -17,14 +17,21 @@
  * after all of them: ms 0 actions are dispatched in the order queued) and the
  * counter must equal the number of increments that returned TS_OK: no lost
  * updates, no doubled ones; a listener that saw every dispatch must have been
- * called once per dispatch that reached the reducers.
+ * called once per dispatch that reached the reducers. The nesting middleware
+ * also keeps its `next` ("keep"), which other threads then call: it must
+ * answer TS_E_MISUSE; and calls it twice in one run() ("twice"): the second
+ * call must answer TS_E_MISUSE.
  *
  * Phase "shutdown": N threads each do --rounds times what crashed before the
  * shutdown protocol: a store with the delay plugin loaded and then the
  * journal (even rounds) or guard (odd rounds) plugin, a few hundred @@delay
  * ms 0 actions, and ts_store_destroy at once, while the delay worker is still
  * dispatching them. ts_store_destroy destroys the journal/guard first; a
- * delayed dispatch that still reached its run() read freed memory.
+ * delayed dispatch that still reached its run() read freed memory. Every
+ * other round destroys the store from inside one of its callbacks (a
+ * listener, or a middleware before it calls next) on the dispatching thread:
+ * the store closes at once, the dispatch under way finishes, and the plugins
+ * are destroyed when it returns, while the worker waits for the lock.
  *
  * Prints "torture: N operations, lost updates: N" and "N passed, M failed";
  * exit status 0 only if nothing failed.
@@ -109,13 +116,33 @@ static char *done_reducer(const char *slice, const ts_action *action, void *ctx)
     return text;
 }
 
+/* The `next` that the nesting middleware kept from a "keep" action, for
+ * other threads to call after that run() returned (TS_E_MISUSE). */
+static pthread_mutex_t kept_mutex = PTHREAD_MUTEX_INITIALIZER;
+static ts_next_fn kept_next;
+static long long twice_wrong;
+
 /* A middleware that, for "nest", dispatches "inc" from inside its run()
- * (through the table, on the same thread) and then passes "nest" on. */
+ * (through the table, on the same thread) and then passes "nest" on; for
+ * "keep", keeps its next; for "twice", calls next twice (the second call
+ * must answer TS_E_MISUSE and change nothing). */
 static ts_status nesting_mw(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *ctx) {
     (void)ctx;
     if (strcmp(action->type, "nest") == 0) {
         ts_status status = store->dispatch(INC);
         if (status != TS_OK) return status;
+    } else if (strcmp(action->type, "keep") == 0) {
+        pthread_mutex_lock(&kept_mutex);
+        kept_next = next;
+        pthread_mutex_unlock(&kept_mutex);
+    } else if (strcmp(action->type, "twice") == 0) {
+        ts_status first = next(action->json), second = next(INC);
+        if (first == TS_OK && second != TS_E_MISUSE) {
+            pthread_mutex_lock(&kept_mutex);
+            twice_wrong++;
+            pthread_mutex_unlock(&kept_mutex);
+        }
+        return first;
     }
     return next(action->json);
 }
@@ -162,7 +189,7 @@ typedef struct worker_state {
     int index;
     unsigned seed;
     long operations;
-    long long inc_ok, delayed_ok, nest_ok, notify_expected;
+    long long inc_ok, delayed_ok, nest_ok, notify_expected, misuse_ok;
     uint64_t tokens[MAX_TOKENS];
     int token_count;
     long long last_count;
@@ -259,6 +286,24 @@ static void *shared_worker(void *arg) {
             ts_free(text);
         } else if (i % 8 == 0) {
             fresh_store(w);
+        } else if (i % 8 < 4) {
+            /* Two middleware rules: next only once, only during its run(). */
+            ts_next_fn next;
+            status = ts_store_dispatch(shared, (i & 1) ? "{\"type\":\"keep\"}" : "{\"type\":\"twice\"}");
+            if (status == TS_OK)
+                w->notify_expected++;
+            else
+                failure("dispatch keep/twice", status);
+            pthread_mutex_lock(&kept_mutex);
+            next = kept_next;
+            pthread_mutex_unlock(&kept_mutex);
+            if (next != NULL) {
+                status = next(INC); /* from another thread, after that run() returned */
+                if (status == TS_E_MISUSE)
+                    w->misuse_ok++;
+                else
+                    failure("a kept next called after its run() returned did not answer TS_E_MISUSE", status);
+            }
         }
     }
     while (w->token_count > 0) {
@@ -272,7 +317,7 @@ static long long phase_shared(void) {
     pthread_t ids[MAX_THREADS];
     worker_state states[MAX_THREADS];
     char path[4200], *text = NULL;
-    long long expected = 0, notify_expected = 1 /* "done" */, operations = 0, count, lost;
+    long long expected = 0, notify_expected = 1 /* "done" */, operations = 0, count, lost, misuse = 0;
     uint64_t token;
     ts_status status;
     int i;
@@ -312,6 +357,7 @@ static long long phase_shared(void) {
         expected += states[i].inc_ok + states[i].delayed_ok + states[i].nest_ok;
         notify_expected += states[i].notify_expected;
         operations += states[i].operations;
+        misuse += states[i].misuse_ok;
     }
 
     /* Every delayed "inc" was queued before this "done" with an earlier or
@@ -342,6 +388,9 @@ static long long phase_shared(void) {
     printf("shared: listener calls %lld, dispatches that reached the reducers %lld\n", counter_get(&every_dispatch),
            notify_expected);
     check(counter_get(&every_dispatch) == notify_expected, "shared: one listener call per dispatch that reached the reducers");
+    printf("shared: %lld calls of a kept next after its run() answered TS_E_MISUSE\n", misuse);
+    check(misuse > 0, "shared: a kept next called from another thread answers TS_E_MISUSE and changes nothing");
+    check(twice_wrong == 0, "shared: a second call of next in one run() answers TS_E_MISUSE and changes nothing");
     ts_store_destroy(shared);
     printf("torture: %lld operations, lost updates: %lld\n", operations, lost);
     return operations;
@@ -354,6 +403,36 @@ typedef struct shutdown_state {
     long operations;
 } shutdown_state;
 
+/* ts_store_destroy from inside one of the store's callbacks (a listener or
+ * a middleware), on the thread that dispatched "bye", once: the store closes
+ * at once and its plugins are destroyed when that dispatch returns. */
+typedef struct bye {
+    pthread_mutex_t mutex;
+    pthread_t thread;
+    ts_store *store;
+    int armed, fired;
+} bye;
+
+static void bye_fire(bye *b) {
+    int fire;
+    pthread_mutex_lock(&b->mutex);
+    fire = b->armed && !b->fired && pthread_equal(pthread_self(), b->thread);
+    if (fire) b->fired = 1;
+    pthread_mutex_unlock(&b->mutex);
+    if (fire) ts_store_destroy(b->store);
+}
+
+static void bye_listener(ts_store *store, void *ctx) {
+    (void)store;
+    bye_fire(ctx);
+}
+
+static ts_status bye_mw(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *ctx) {
+    (void)store;
+    if (strcmp(action->type, "bye") == 0) bye_fire(ctx); /* then the dispatch under way goes on */
+    return next(action->json);
+}
+
 static void *shutdown_worker(void *arg) {
     shutdown_state *s = arg;
     char delay_path[4200], other_path[4200], journal_file[4200], config[4400];
@@ -362,15 +441,27 @@ static void *shutdown_worker(void *arg) {
     ts_status status;
     snprintf(delay_path, sizeof delay_path, "%s/delay.so", plugin_dir);
     snprintf(journal_file, sizeof journal_file, "%s/journal-%d", work_dir, s->index);
+    /* Rounds: 0 journal, 1 guard, destroyed from this thread; 2 journal,
+     * destroyed from a listener; 3 guard, from a middleware before next. */
     for (round = 0; round < rounds; round++) {
         ts_store *store;
-        int journal = (round % 2) == 0;
+        int journal = (round % 2) == 0, mode = (int)(round % 4);
+        uint64_t token;
+        bye b;
         if ((status = ts_store_create(NULL, &store)) != TS_OK) {
             failure("shutdown: ts_store_create", status);
             continue;
         }
+        pthread_mutex_init(&b.mutex, NULL);
+        b.thread = pthread_self();
+        b.store = store;
+        b.armed = b.fired = 0;
         if ((status = ts_store_add_reducer(store, "count", count_reducer, NULL)) != TS_OK)
             failure("shutdown: ts_store_add_reducer", status);
+        if (mode == 2 && (status = ts_store_subscribe(store, NULL, bye_listener, &b, &token)) != TS_OK)
+            failure("shutdown: ts_store_subscribe", status);
+        if (mode == 3 && (status = ts_store_add_middleware(store, "bye", bye_mw, &b)) != TS_OK)
+            failure("shutdown: ts_store_add_middleware", status);
         if ((status = ts_store_load_plugin(store, delay_path, NULL)) != TS_OK)
             failure("shutdown: load delay.so", status);
         if (journal) {
@@ -388,8 +479,23 @@ static void *shutdown_worker(void *arg) {
             if (status != TS_OK) failure("shutdown: dispatch @@delay", status);
         }
         /* The delay worker is still dispatching them. */
-        ts_store_destroy(store);
-        s->operations += SHUTDOWN_ACTIONS + 5;
+        if (mode < 2) {
+            ts_store_destroy(store);
+        } else {
+            pthread_mutex_lock(&b.mutex);
+            b.armed = 1;
+            pthread_mutex_unlock(&b.mutex);
+            /* Destroyed during this dispatch, which still finishes. */
+            status = ts_store_dispatch(store, "{\"type\":\"bye\"}");
+            if (status != TS_OK) failure("shutdown: dispatch bye (destroyed inside)", status);
+            if (!b.fired) {
+                failure(mode == 2 ? "shutdown: the listener did not destroy the store"
+                                  : "shutdown: the middleware did not destroy the store", TS_OK);
+                ts_store_destroy(store);
+            }
+        }
+        pthread_mutex_destroy(&b.mutex);
+        s->operations += SHUTDOWN_ACTIONS + 6;
     }
     unlink(journal_file);
     return NULL;
