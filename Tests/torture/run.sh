@@ -25,8 +25,8 @@ CLANG=${TORTURE_CLANG:-$(dirname "$(command -v swift)")/clang}
 SWIFT_LIBS=$(dirname "$(command -v swift)")/../lib/swift/linux
 WARN="-std=c99 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pedantic -fuse-ld=lld"
 THREADS=${TORTURE_THREADS:-6}
-OPS=${TORTURE_OPS:-20000}
-ROUNDS=${TORTURE_ROUNDS:-20}
+OPS=${TORTURE_OPS:-30000}
+ROUNDS=${TORTURE_ROUNDS:-100}
 
 # Plugin files and their folder must not be writable by others.
 umask 022
