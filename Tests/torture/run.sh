@@ -21,8 +21,9 @@ cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
 BUILD=$ROOT/build
 # The toolchain's clang: its sanitizer runtimes match the Swift compiler's.
-CLANG=${TORTURE_CLANG:-$(dirname "$(command -v swift)")/clang}
-SWIFT_LIBS=$(dirname "$(command -v swift)")/../lib/swift/linux
+TOOLCHAIN_BIN=$(dirname "$(readlink -f "$(command -v swift)")")
+CLANG=${TORTURE_CLANG:-$TOOLCHAIN_BIN/clang}
+SWIFT_LIBS=$TOOLCHAIN_BIN/../lib/swift/linux
 WARN="-std=c99 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pedantic -fuse-ld=lld"
 THREADS=${TORTURE_THREADS:-6}
 OPS=${TORTURE_OPS:-30000}
