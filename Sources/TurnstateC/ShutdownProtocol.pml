@@ -6,24 +6,33 @@
  * The code it stands for:
  *   lock()/unlock()  the store's recursive pthread mutex (Turnstate/RecursiveLock.swift):
  *                    owner + depth; a dispatch holds it for its whole length
- *   dispatch()       Store.dispatch (Turnstate/Store.swift) as reached through
- *                    ts_store_dispatch (Exports.swift) or a kept ts_store_api
- *                    table's dispatch (StoreAPI.swift): checks `closed` under
- *                    the lock and answers TS_E_STORE_GONE
+ *   closed           Store.closed (Turnstate/Store.swift), set by Store.close
+ *                    under the lock
+ *   dispatch()       Store.dispatch as reached through ts_store_dispatch
+ *                    (Exports.swift) or a kept ts_store_api table's dispatch
+ *                    (StoreAPI.swift): checks `closed` under the lock and
+ *                    answers TS_E_STORE_GONE (Store.refusal); ts_store_get_state,
+ *                    subscribe, unsubscribe, replace_state and load_plugin
+ *                    check it the same way (Store.exclusively)
  *   run0()           Plugins/delay/delay.c delay_run: swallows @@delay
  *                    actions into its queue, passes the others on
  *   run1()           the plugin loaded after it (journal.c / guard.c): passes on
- *   next0()/next1()  CMiddlewareHost.NextBinding's closure (CMiddleware.swift):
- *                    valid only during its run(), at most once, checked
- *                    under the store lock, else TS_E_MISUSE
- *   reducer()        Store.reduceAndNotifyLocked + the C reducers
+ *   next0()/next1()  CMiddlewareHost.NextBinding's closure (CMiddleware.swift)
+ *                    under Store.exclusivelyInFlight: valid only while its
+ *                    run() is under way (`foreign` set) and only once
+ *                    (`called`), checked under the store lock, else
+ *                    TS_E_MISUSE; not refused by `closed` (the rest of a
+ *                    dispatch under way)
+ *   reducer()        Store.reduceAndNotifyLocked + the C reducers (ReducerTable)
  *   worker()         delay.c worker_main: dispatches queued actions through
  *                    the kept table until told to stop
- *   destroyer()      ts_store_destroy (Exports.swift) -> CStore.close (set
- *                    `closed` under the lock), then PluginSet.destroyAll with
- *                    the lock released: last loaded first
- *   destroy1()       the last loaded plugin's destroy(), which dispatches
- *                    through its kept table (it must get TS_E_STORE_GONE)
+ *   destroyer()      ts_store_destroy (Exports.swift): CStore.close, then,
+ *                    unless isBusyOnCurrentThread, CStore.destroyPlugins ->
+ *                    PluginSet.destroyAll with the lock released, last loaded
+ *                    first
+ *   destroy1()       the last loaded plugin's destroy() (PluginInstance.destroy),
+ *                    which dispatches through its kept table (it must get
+ *                    TS_E_STORE_GONE)
  *   destroy0()       delay.c delay_destroy: sets d->stop, joins the worker
  *   stray()          a thread that calls a `next` that delay_run kept, after
  *                    that run() returned
@@ -34,7 +43,10 @@
  *                    or a listener after the reducers: the store closes at
  *                    once, the dispatch under way finishes (next still
  *                    works in it), and destroyAll runs when the outermost
- *                    call returns (CStore.deinit)
+ *                    call returns and releases the store (CStore.deinit)
+ * The typed Swift Store follows the same protocol when it is released
+ * (Store.deinit closes, then drops its attachments last first: each
+ * PluginSet.deinit runs destroyAll; TypedStorePlugins.swift).
  *
  * Properties (spin -a; pan without a claim for the safety ones):
  *   (1) no plugin's run() starts, or is under way, after its destroy() began
