@@ -2,7 +2,9 @@
 #
 #   make run       set up, build, and run the C demo (plugins loaded from a folder)
 #   make test      every test: Swift (also under TSan), C (also under valgrind),
-#                  exported symbols, pkg-config consumer, Python, plugins
+#                  exported symbols, pkg-config consumer, Python, plugins,
+#                  the shutdown protocol model (spin), the concurrency
+#                  torture test (ASan and TSan)
 #   make install PREFIX=/usr/local   the library, headers and turnstate.pc
 #   make bench     release benchmarks, printed as one table
 #
@@ -97,7 +99,7 @@ run: build demo-plugins
 ## test: every suite; a summary line at the end
 test: setup
 	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
-	  test-plugins test-readme
+	  test-plugins test-readme test-model test-torture
 
 test-swift: setup
 	$(SWIFT) test --scratch-path .build
