@@ -290,12 +290,30 @@ ts_status ts_store_add_middleware(ts_store *store, const char *name, ts_middlewa
  * plugins added before it and before those added after it. `config_json` is
  * the plugin's configuration (NULL means {}). Add reducers before loading a
  * plugin that restores state (the journal plugin).
- * Refused, with the store unchanged: a file that is missing (TS_E_NOT_FOUND),
- * that other users can write to, or whose folder they can write to, or that
- * is not a shared object, or that has no ts_plugin_entry symbol (TS_E_PLUGIN);
- * a plugin built for an ABI this library does not speak (TS_E_ABI, the
- * message names both versions); invalid config JSON (TS_E_JSON); a plugin
- * whose create() failed (TS_E_PLUGIN, with the plugin's own message).
+ * The file must be trusted: with every symbolic link resolved (realpath), it
+ * must be a regular file, and it and every folder from it up to "/" must
+ * belong to root or to the process's effective user and must not be writable
+ * by group or others. The one exception: a folder that is sticky (S_ISVTX)
+ * and owned by root, like /tmp (mode 1777), may be writable by others (they
+ * cannot rename or remove what is not theirs; the file itself must still
+ * pass). The file is opened once (O_NOFOLLOW on its real path), checked
+ * through that descriptor (fstat), and the descriptor's file is what is
+ * loaded (dlopen of /proc/self/fd/N; where /proc/self/fd is missing, of the
+ * real path once it is seen to be the same st_dev and st_ino), so a path
+ * changed after the check cannot slip in another file. A file loaded before
+ * (same st_dev and st_ino) is not dlopen()ed again; loading it again makes
+ * another instance of it.
+ * Refused, with the store unchanged: a file that is missing (TS_E_NOT_FOUND;
+ * for a relative path the message says where it looked); a file that is not
+ * trusted (TS_E_PLUGIN; the message names the file or folder at fault, its
+ * owner or mode, and the command that fixes it, e.g. chmod go-w FOLDER); a
+ * file that cannot be read (TS_E_IO); a file that is not a shared object
+ * (TS_E_PLUGIN; the message gives the path given, the real path if it
+ * differs, and dlopen's reason), or that has no ts_plugin_entry symbol
+ * (TS_E_PLUGIN); a plugin built for an ABI this library does not
+ * speak (TS_E_ABI, the message names both versions); invalid config JSON
+ * (TS_E_JSON); a plugin whose create() failed (TS_E_PLUGIN, with the
+ * plugin's own message).
  * The plugin's create() runs with the store held (dispatches from other
  * threads wait), so no action slips past a plugin that is being added.
  * Plugins are never unloaded (dlclose): their destroy() runs in
@@ -309,7 +327,13 @@ ts_status ts_store_load_plugin(ts_store *store, const char *path, const char *co
  * file NAME.json beside it when there is one (10-guard.json for
  * 10-guard.so). All or nothing: if one plugin is refused, none of the folder
  * is added, and the status and message are those of the refused one (the
- * message names its file). A folder that others can write to is refused.
+ * message names its file). The folder must be trusted as a plugin file is
+ * (its real path, it and every folder above it; TS_E_PLUGIN otherwise), and
+ * so must each NAME.json, which is opened once and read from the descriptor
+ * that was checked: whoever could write a config could change the plugin's
+ * policy. A NAME.json that is missing means {}; one that is a symbolic link
+ * to nothing is TS_E_NOT_FOUND; one that is not valid UTF-8 or not JSON is
+ * TS_E_JSON.
  * Errors: as ts_store_load_plugin, and TS_E_NOT_FOUND / TS_E_IO for the
  * folder itself. */
 ts_status ts_store_load_plugins(ts_store *store, const char *dir);

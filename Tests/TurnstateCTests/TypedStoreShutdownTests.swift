@@ -46,6 +46,10 @@ struct FromDestroy: TaggedAction, Equatable {
         let path = try Self.buildWatcher(in: folder)
         let registry = try ActionRegistry([Increment.self, Tick.self, FromDestroy.self])
         var report: UnsafeMutableRawPointer?
+        func read(_ field: Field) -> Int32 {
+            // Written by the plugin's threads: read it as they write it.
+            report!.advanced(by: field.rawValue).assumingMemoryBound(to: Int32.self).pointee
+        }
         let rounds = 30
         for _ in 0..<rounds {
             var store: Store<Counter>? = Store(initialState: Counter(), reducer: counterReducer)
@@ -59,10 +63,13 @@ struct FromDestroy: TaggedAction, Equatable {
                 memset(report!, 0, 28)
             }
             try store!.dispatch(Increment(by: 1))
+            // Release the store while its plugin thread dispatches: wait
+            // (bounded) until that thread has dispatched in this round.
+            let before = read(.threadDispatches)
+            for _ in 0..<1000 where read(.threadDispatches) == before { usleep(1000) }
             store = nil // the plugin thread may hold the last reference for a moment
         }
         // Let a store released on a plugin thread finish going.
-        func read(_ field: Field) -> Int32 { report!.load(fromByteOffset: field.rawValue, as: Int32.self) }
         for _ in 0..<500 where read(.destroyed) < Int32(2 * rounds) { usleep(2000) }
         #expect(read(.destroyed) == Int32(2 * rounds))
         #expect(read(.runAfterDestroy) == 0)

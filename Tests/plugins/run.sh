@@ -16,8 +16,9 @@ WARN="-std=c99 -O2 -g -Wall -Wextra -Werror -pedantic"
 PLUGINS=(guard delay journal)
 TESTS=(guard delay journal loader shutdown)
 
-# Plugin files and their folder must not be writable by others, or the
-# library refuses to load them.
+# Plugin files and every folder above them (a sticky root-owned one like /tmp
+# excepted) must not be writable by others, or the library refuses to load
+# them (test_loader.c makes its own folders to test exactly that).
 umask 022
 
 passed=0
