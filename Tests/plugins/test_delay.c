@@ -357,6 +357,18 @@ static void test_direct(void) {
     p->destroy(self);
     CHECK_STATUS("create, destroy at once", p->create("{}", &api, &self, &err), TS_OK);
     p->destroy(self);
+    CHECK_STATUS("create with no table", p->create("{}", NULL, &self, &err), TS_E_ARGUMENT);
+    /* Configs a host did not validate: refused with a message. */
+    err = NULL;
+    CHECK_STATUS("config that is not an object", p->create("[1]", &api, &self, &err), TS_E_PLUGIN);
+    CHECK_CONTAINS("not an object: named", err, "must be a JSON object, not an array");
+    free(err);
+    err = NULL;
+    CHECK_STATUS("malformed config", p->create("{\"max_pending\": 1,", &api, &self, &err), TS_E_PLUGIN);
+    CHECK_CONTAINS("malformed: named", err, "malformed JSON");
+    free(err);
+    CHECK_STATUS("malformed config, NULL error_message", p->create("{\"max_pending\" 1}", &api, &self, NULL),
+                 TS_E_PLUGIN);
 }
 
 int main(int argc, char **argv) {

@@ -432,6 +432,22 @@ static void test_replay_refused(void) {
     CHECK_CONTAINS("replay failure: status named", ts_last_error(), "TS_E_REJECTED");
     CHECK_INT("replay failure: the state is put back", tp_state_int(s, "/counter", -1), 0);
     tp_destroy(s);
+
+    /* A snapshot that the store refuses (not an object) fails the load too,
+     * naming the snapshot and the store's status. */
+    buf[0] = '\0';
+    add_record(buf, sizeof buf, 'A', "{\"type\":\"inc\"}");
+    second = strlen(buf);
+    add_record(buf, sizeof buf, 'S', "[40]");
+    add_record(buf, sizeof buf, 'A', "{\"type\":\"inc\"}");
+    spit(path, buf, strlen(buf));
+    s = journaled(path, NULL, &st);
+    CHECK_STATUS("a snapshot the store refuses fails the load", st, TS_E_PLUGIN);
+    snprintf(at, sizeof at, "snapshot at byte %zu", second);
+    CHECK_CONTAINS("snapshot failure: offset named", ts_last_error(), at);
+    CHECK_CONTAINS("snapshot failure: status named", ts_last_error(), "TS_E_JSON");
+    CHECK_INT("snapshot failure: the state is unchanged", tp_state_int(s, "/counter", -1), 0);
+    tp_destroy(s);
 }
 
 /* ---- Order of nested dispatches -------------------------------------------------- */
@@ -554,6 +570,16 @@ static void test_configs(void) {
     bad_config("{\"path\":\"/nonexistent-folder-ts/x.journal\"}", "cannot open");
     snprintf(config, sizeof config, "{\"path\":\"%s\"}", tmpdir);
     bad_config(config, "Is a directory");
+    bad_config("[\"x.journal\"]", "must be a JSON object, not an array");
+    bad_config("{\"path\":\"a\\u0000b\"}", "without NUL");
+    /* A journal that is not a regular file (a FIFO opens, but is no journal). */
+    unlink(path_in_tmp("fifo.journal"));
+    if (mkfifo(path_in_tmp("fifo.journal"), 0600) == 0) {
+        snprintf(config, sizeof config, "{\"path\":\"%s\"}", path_in_tmp("fifo.journal"));
+        bad_config(config, "not a regular file");
+    } else {
+        CHECK("mkfifo for the FIFO case", 0);
+    }
 }
 
 static void test_lock(void) {
