@@ -100,6 +100,8 @@ loader_variant small "-DTP_SIZE=8"
 loader_variant fail-create -DTP_FAIL_CREATE
 loader_variant no-entry -DTP_NO_ENTRY
 loader_variant null-entry -DTP_NULL_ENTRY
+loader_variant no-run -DTP_NO_RUN
+loader_variant no-name -DTP_NO_NAME
 
 LINK="-L$BUILD/lib -Wl,-rpath,$BUILD/lib -lturnstate -lpthread"
 for t in "${TESTS[@]}"; do
