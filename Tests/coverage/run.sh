@@ -44,7 +44,10 @@ COVFLAGS="-fprofile-instr-generate -fcoverage-mapping"
 PLUGIN_COVFLAGS="$COVFLAGS -Wl,--exclude-libs,ALL"
 MAKEVARS=(
   BUILD="$COV" LIB_CONFIG=debug
-  RELEASE_SCRATCH=.build-coverage LIB_SWIFTFLAGS=--enable-code-coverage
+  RELEASE_SCRATCH=.build-coverage
+  # --enable-code-coverage instruments the Swift targets only; the C and C++
+  # targets (CTurnstateJSON, CTurnstateSupport) need clang's flags as well.
+  "LIB_SWIFTFLAGS=--enable-code-coverage -Xcc -fprofile-instr-generate -Xcc -fcoverage-mapping"
   PLUGIN_SCRATCH=.build-coverage-plugins PLUGIN_SWIFTFLAGS=--enable-code-coverage
   CC="$CLANG" "PLUGIN_CFLAGS=-std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -shared -fPIC -IInclude $PLUGIN_COVFLAGS"
   VALGRIND=true
