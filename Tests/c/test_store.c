@@ -2531,6 +2531,48 @@ static void test_plugin_arguments(void) {
     ts_store_destroy(store);
 }
 
+/* A middleware that refuses with the message in ctx (may be NULL). */
+static ts_status refuse_with(const ts_store_api *api, ts_next_fn next, const ts_action *a, void *ctx) {
+    (void)next;
+    (void)a;
+    return api->fail(TS_E_REJECTED, (const char *)ctx);
+}
+
+/* Messages longer than the library keeps (a refusal's, a failure's) are cut
+ * at a UTF-8 character boundary; a NULL refusal message is allowed. */
+static void test_long_refusals(void) {
+    char *message = malloc(3 * 4096 + 1), *key = malloc(3 * 1500 + 1);
+    if (message == NULL || key == NULL) abort();
+    message[0] = '\0';
+    for (int i = 0; i < 4096; i++) strcat(message, "\xe2\x82\xac");
+    key[0] = '\0';
+    for (int i = 0; i < 1500; i++) strcat(key, "\xe2\x82\xac");
+
+    ts_store *store = new_store(NULL);
+    CHECK_OK(ts_store_add_middleware(store, "refuse", refuse_with, message));
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"x\"}"), TS_E_REJECTED);
+    CHECK(is_utf8(ts_last_error()));
+    CHECK(strlen(ts_last_error()) < strlen(message));
+    CHECK_CONTAINS(ts_last_error(), "\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac");
+    ts_store_destroy(store);
+
+    store = new_store(NULL);
+    CHECK_OK(ts_store_add_middleware(store, "refuse", refuse_with, NULL));
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"x\"}"), TS_E_REJECTED);
+    CHECK(is_utf8(ts_last_error()));
+    ts_store_destroy(store);
+
+    /* A failure message that quotes a 4500-byte key. */
+    store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(store, key, counter_reducer, NULL));
+    CHECK_ST(ts_store_add_reducer(store, key, counter_reducer, NULL), TS_E_ARGUMENT);
+    CHECK(is_utf8(ts_last_error()));
+    CHECK_CONTAINS(ts_last_error(), "ts_store_add_reducer");
+    ts_store_destroy(store);
+    free(message);
+    free(key);
+}
+
 #define RUN(test)                                 \
     do {                                          \
         current_test = #test;                     \
@@ -2596,6 +2638,7 @@ int main(int argc, char **argv) {
     RUN(test_slice_depth);
     RUN(test_long_messages);
     RUN(test_plugin_arguments);
+    RUN(test_long_refusals);
 
     printf("%d passed, %d failed\n", passed, failed);
     return failed > 0 ? 1 : 0;

@@ -367,6 +367,21 @@ static void test_direct(void) {
     CHECK_STATUS("malformed config", p->create("{\"max_pending\": 1,", &api, &self, &err), TS_E_PLUGIN);
     CHECK_CONTAINS("malformed: named", err, "malformed JSON");
     free(err);
+    {
+        static const char *const kinds[][2] = {
+            {"true", "a boolean"}, {"null", "null"}, {"5", "a number"}, {"\"x\"", "a string"}, {"?", "invalid JSON"},
+            {"{\"max_pending\": 1.5}", "\"max_pending\""}, {"{\"max_pending\": true}", "a boolean"},
+        };
+        char name[200];
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+            err = NULL;
+            snprintf(name, sizeof name, "config %s refused", kinds[i][0]);
+            CHECK_STATUS(name, p->create(kinds[i][0], &api, &self, &err), TS_E_PLUGIN);
+            snprintf(name, sizeof name, "config %s: message", kinds[i][0]);
+            CHECK_CONTAINS(name, err, kinds[i][1]);
+            free(err);
+        }
+    }
     CHECK_STATUS("malformed config, NULL error_message", p->create("{\"max_pending\" 1}", &api, &self, NULL),
                  TS_E_PLUGIN);
 }
