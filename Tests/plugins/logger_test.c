@@ -735,7 +735,7 @@ static void test_fuzz_changed(void) {
 /* Strings in the config are JSON strings: every escape decodes (\" \\ \/ \b
  * \f \n \r \t, \uXXXX and surrogate pairs), in "path" and in "exclude". */
 static void test_escaped_config(void) {
-    char log[PATH_SIZE], escaped[2 * PATH_SIZE], config[CONFIG_SIZE];
+    char log[PATH_SIZE], escaped[2 * PATH_SIZE], config[2 * PATH_SIZE + 256];
     const char *from;
     char *to = escaped;
     ts_store *store;
