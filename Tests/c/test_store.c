@@ -2443,6 +2443,8 @@ static void test_reducer_results(void) {
         {"1.e5", "number"},
         {"-", "number"},
         {"01", NULL},
+        /* Valid escapes before the fault: the precise message walks them. */
+        {"[\"\\u20ac\\ud83d\\ude00\\n\", }", "at byte 25, found"},
     };
     const char *next = "0";
     ts_store *store = new_store(NULL);

@@ -81,5 +81,8 @@ for raw in open(annotated_path, errors="replace"):
         if b.group(3) == "0" and b.group(4) == "0":
             never = "either"
         out.append(f"{b.group(1):>5}: branch at column {b.group(2)} never {never}")
+# Files with nothing uncovered get no section.
+text = "\n".join(out).lstrip("\n")
+sections = [part for part in text.split("\n\n== ") if "\n" in part.strip("\n")]
 with open(uncovered_path, "w") as f:
-    f.write("\n".join(out).lstrip("\n") + "\n")
+    f.write("\n\n== ".join(sections).strip("\n") + "\n")

@@ -83,7 +83,7 @@ objects+=("$COV/json/tsj_test")
 objects+=("$("$SWIFT" build --scratch-path .build-coverage-swift --show-bin-path)/turnstatePackageTests.xctest")
 args=(-instr-profile "$COV/turnstate.profdata" "${objects[0]}")
 for o in "${objects[@]:1}"; do args+=(-object "$o"); done
-args+=(-ignore-filename-regex '(^|/)(Tests|Examples|Benchmarks|\.build[^/]*)/|^/opt/|^/usr/')
+args+=(-ignore-filename-regex '(^|/)(Tests|Examples|Benchmarks|Include|\.build[^/]*)/|^/opt/|^/usr/')
 
 "$LLVMCOV" export -summary-only "${args[@]}" >"$COV/summary.json"
 "$LLVMCOV" show -format=html -show-branches=count -output-dir "$COV/html" "${args[@]}" >/dev/null
