@@ -56,7 +56,7 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
     /// them restored or changed in create() is put back.
     private func loadAtomically(_ list: () throws(StoreError) -> [(path: String, config: String)]) throws(StoreError) {
         guard let store else { throw StoreError(.storeReleased, "the store was released") }
-        try store.exclusively { () throws(StoreError) in
+        try store.exclusively(.loadPlugin) { () throws(StoreError) in
             let plugins = try list()
             let before = try store.getState()
             let changesBefore = store.changeCount

@@ -116,6 +116,6 @@ final class TypedStoreFace<State: Codable & Sendable>: StoreFace, @unchecked Sen
         } catch {
             throw StoreError(.invalidJSON, "the new state does not decode as \(State.self): \(error)")
         }
-        try live().mutateState(notify: true) { current in current = state }
+        try live().mutateState(.replaceState, notify: true) { current in current = state }
     }
 }

@@ -18,7 +18,7 @@ BUILD=${TS_BUILD:-$ROOT/build}
 CC=${CC:-cc}
 WARN="-std=c99 -O2 -g -Wall -Wextra -Werror -pedantic ${TS_EXTRA_CFLAGS:-}"
 PLUGINS=(guard delay journal)
-TESTS=(guard delay journal loader)
+TESTS=(guard delay journal loader shutdown)
 
 # Plugin files and their folder must not be writable by others, or the
 # library refuses to load them.
@@ -103,7 +103,16 @@ loader_variant null-entry -DTP_NULL_ENTRY
 loader_variant no-run -DTP_NO_RUN
 loader_variant no-name -DTP_NO_NAME
 
-LINK="-L$BUILD/lib -Wl,-rpath,$BUILD/lib -lturnstate -lpthread"
+# The shutdown watcher (test_shutdown.c): exports its counters for the test.
+mkdir -p "$BUILD/plugins/shutdown"
+chmod 755 "$BUILD/plugins/shutdown"
+if $CC $WARN -shared -fPIC -IInclude -ITests/plugins Tests/plugins/shutdown_plugin.c -o "$BUILD/plugins/shutdown/watch.so" -lpthread; then
+  chmod 755 "$BUILD/plugins/shutdown/watch.so"
+else
+  fail "shutdown watcher does not build"
+fi
+
+LINK="-L$BUILD/lib -Wl,-rpath,$BUILD/lib -lturnstate -lpthread -ldl"
 for t in "${TESTS[@]}"; do
   bin=$BUILD/tests/plugins_test_$t
   if ! $CC $WARN -IInclude -ITests/plugins "Tests/plugins/test_$t.c" -o "$bin" $LINK; then
@@ -130,7 +139,7 @@ elif command -v valgrind >/dev/null && command -v objcopy >/dev/null; then
   objcopy --strip-debug "$(readlink -f "$BUILD/lib/libturnstate.so")" "$vglib/libturnstate.so.0"
   supp=()
   [ -s Tests/c/valgrind.supp ] && supp=(--suppressions="$ROOT/Tests/c/valgrind.supp")
-  for t in delay guard journal; do
+  for t in delay guard journal shutdown; do
     bin=$BUILD/tests/plugins_test_$t
     [ -x "$bin" ] || continue
     out=$BUILD/tests/plugins_test_$t.valgrind.out
