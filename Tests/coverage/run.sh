@@ -65,14 +65,16 @@ run test-c make --no-print-directory "${MAKEVARS[@]}" test-c
 run test-python make --no-print-directory "${MAKEVARS[@]}" test-python
 run test-plugins make --no-print-directory "${MAKEVARS[@]}" test-plugins
 run test-json make --no-print-directory "${MAKEVARS[@]}" test-json
-# SwiftPM sets LLVM_PROFILE_FILE itself for the test run and merges what it
-# wrote into its own default.profdata, which is merged with ours below.
+# SwiftPM sets LLVM_PROFILE_FILE itself for the test run (into its codecov
+# folder) and merges the result only when every test passed: its raw
+# profiles are taken as they are, so a failing test still leaves figures.
+codecov=$(dirname "$("$SWIFT" test --scratch-path .build-coverage-swift --show-codecov-path)")
+rm -f "$codecov"/*.profraw "$codecov"/default.profdata
 run test-swift "$SWIFT" test --scratch-path .build-coverage-swift --enable-code-coverage
-swift_profdata=$(dirname "$("$SWIFT" test --scratch-path .build-coverage-swift --show-codecov-path)")/default.profdata
 
 echo "=== coverage: report"
-inputs=("$PROFILES"/*.profraw)
-[ -f "$swift_profdata" ] && inputs+=("$swift_profdata")
+shopt -s nullglob
+inputs=("$PROFILES"/*.profraw "$codecov"/*.profraw)
 "$PROFDATA" merge -sparse -o "$COV/turnstate.profdata" "${inputs[@]}"
 
 # Every instrumented module: the library, the plugins, the JSON test program
