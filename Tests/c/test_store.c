@@ -2659,6 +2659,11 @@ static void test_reducer_results(void) {
         {"01", NULL},
         /* Valid escapes before the fault: the precise message walks them. */
         {"[\"\\u20ac\\ud83d\\ude00\\n\", }", "at byte 25, found"},
+        /* Every escape, exponents with signs, 3- and 4-byte UTF-8, then a fault. */
+        {"{\"a\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\uABCD\",\"b\":1.5e+3,\"c\":-2E-2,"
+         "\"d\":\"\xee\x80\x80\xef\xbf\xbd\xf1\x80\x80\x80\xf3\xbf\xbf\xbf\",x}", "expected"},
+        {"{\"a\" 1}", "':'"},
+        {"[1e+]", "number"},
     };
     const char *next = "0";
     ts_store *store = new_store(NULL);

@@ -371,6 +371,7 @@ static void test_direct(void) {
         static const char *const kinds[][2] = {
             {"true", "a boolean"}, {"null", "null"}, {"5", "a number"}, {"\"x\"", "a string"}, {"?", "invalid JSON"},
             {"{\"max_pending\": 1.5}", "\"max_pending\""}, {"{\"max_pending\": true}", "a boolean"},
+            {" \t\r\n{ \t\r\n\"max_pending\" \t\r\n: \t\r\n0 \t\r\n}", "\"max_pending\""},
         };
         char name[200];
         for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {

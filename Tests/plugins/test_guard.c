@@ -276,6 +276,7 @@ static void test_direct(void) {
             {"{\"deny\": [\"\\udc00\"]}", "\"deny\""},       /* lone low surrogate */
             {"{\"deny\": [\"\\u00G0\"]}", "\"deny\""},       /* not hex */
             {"{\"deny\": [\"\\x\"]}", "\"deny\""},           /* unknown escape */
+            {" \t\r\n{ \t\r\n\"deny\" \t\r\n: \t\r\n[ \t\r\n\"x\" \t\r\n, 5] \t\r\n}", "\"deny\""},
             {"tru", "object"},
             {"false", "a boolean"},
             {"null", "null"},

@@ -635,6 +635,12 @@ static void test_direct(void) {
     CHECK_STATUS("a NULL config has no path", p->create(NULL, &none, &self, &err), TS_E_PLUGIN);
     CHECK_CONTAINS("naming path", err, "\"path\"");
     free(err);
+    snprintf(config, sizeof config, " \t\r\n{ \t\r\n\"path\" \t\r\n: \t\r\n\"%s\" \t\r\n, \"snapshot_every\" : -1 }",
+             path_in_tmp("direct.journal"));
+    err = NULL;
+    CHECK_STATUS("white space of every kind is read", p->create(config, &none, &self, &err), TS_E_PLUGIN);
+    CHECK_CONTAINS("up to the bad field", err, "\"snapshot_every\"");
+    free(err);
     CHECK_STATUS("malformed config, NULL error_message", p->create("{\"path\":\"x\",", &none, &self, NULL), TS_E_PLUGIN);
     err = NULL;
     CHECK_STATUS("malformed config", p->create("{\"path\" \"x\"}", &none, &self, &err), TS_E_PLUGIN);
