@@ -7,6 +7,8 @@
 #                  torture test (ASan and TSan)
 #   make install PREFIX=/usr/local   the library, headers and turnstate.pc
 #   make bench     release benchmarks, printed as one table
+#   make coverage  line and branch coverage of Sources/ and Plugins/ from the
+#                  Swift, C, JSON, Python and plugin suites (not part of test)
 #
 # Everything built lands in build/ (C programs, the library) and .build*/
 # (SwiftPM); both are ignored by git.
@@ -36,6 +38,12 @@ RELEASE_SCRATCH := .build-release-static
 else
 RELEASE_SCRATCH := .build-release
 endif
+# `make coverage` builds the library in another configuration and scratch path
+# (debug, instrumented) and points BUILD at build/coverage; see Tests/coverage/run.sh.
+LIB_CONFIG ?= release
+LIB_SWIFTFLAGS ?=
+PLUGIN_SCRATCH ?= .build-plugins
+PLUGIN_SWIFTFLAGS ?=
 
 CC ?= cc
 CFLAGS ?= -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic
@@ -50,7 +58,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
-        test-model test-torture lib-tsan bench
+        test-model test-torture lib-tsan bench coverage
 
 setup:
 	@.ci/setup.sh
@@ -59,10 +67,10 @@ setup:
 build: setup lib plugins examples
 
 lib: setup
-	$(SWIFT) build -c release --scratch-path $(RELEASE_SCRATCH) --product turnstate $(LIB_LDFLAGS)
+	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(RELEASE_SCRATCH) --product turnstate $(LIB_LDFLAGS) $(LIB_SWIFTFLAGS)
 	@mkdir -p $(BUILD)/lib
 	@# A new file, renamed into place: never rewrite a library a running process has mapped.
-	@install -m 0755 $(RELEASE_SCRATCH)/release/libturnstate.so $(BUILD)/lib/.libturnstate.so.new
+	@install -m 0755 $(RELEASE_SCRATCH)/$(LIB_CONFIG)/libturnstate.so $(BUILD)/lib/.libturnstate.so.new
 	@mv -f $(BUILD)/lib/.libturnstate.so.new $(BUILD)/lib/libturnstate.so.$(VERSION)
 	@ln -sf libturnstate.so.$(VERSION) $(BUILD)/lib/libturnstate.so.$(SOVERSION)
 	@ln -sf libturnstate.so.$(SOVERSION) $(BUILD)/lib/libturnstate.so
@@ -75,8 +83,8 @@ plugins: setup
 	  echo "cc $$p.so"; \
 	  $(CC) $(PLUGIN_CFLAGS) Plugins/$$p/$$p.c -o $(BUILD)/plugins/$$p.so -lpthread; \
 	done
-	$(SWIFT) build -c release --scratch-path .build-plugins --product turnstate-logger
-	@cp -f .build-plugins/release/libturnstate-logger.so $(BUILD)/plugins/logger.so
+	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger $(PLUGIN_SWIFTFLAGS)
+	@cp -f $(PLUGIN_SCRATCH)/$(LIB_CONFIG)/libturnstate-logger.so $(BUILD)/plugins/logger.so
 
 demo-plugins: plugins
 	@rm -rf $(BUILD)/demo && mkdir -p $(DEMO_PLUGINS) && chmod 0755 $(BUILD)/demo $(DEMO_PLUGINS)
@@ -148,8 +156,16 @@ test-torture: lib lib-tsan
 	Tests/torture/run.sh
 
 test-plugins: lib plugins
-	Tests/plugins/run.sh
-	Tests/plugins/logger_run.sh
+	TS_BUILD=$(BUILD) Tests/plugins/run.sh
+	TS_BUILD=$(BUILD) TS_CONFIG=$(LIB_CONFIG) TS_PLUGIN_SCRATCH=$(CURDIR)/$(PLUGIN_SCRATCH) \
+	  TS_PLUGIN_SWIFTFLAGS="$(PLUGIN_SWIFTFLAGS)" Tests/plugins/logger_run.sh
+
+## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
+## C, JSON, Python and plugin suites, run against an instrumented library and
+## instrumented plugins (build/coverage/); one table, HTML in build/coverage/html.
+## Not part of `make test`.
+coverage: setup
+	@Tests/coverage/run.sh
 
 ## bench: release benchmarks (Swift W1-W5, C C1-C6, Python P1, start-up, memory),
 ## printed as one table; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look

@@ -243,6 +243,30 @@ enum PluginBuilder {
         #expect(try String(contentsOfFile: marker, encoding: .utf8) == "cba")
     }
 
+    @Test func aFolderOfPluginsLoadsAndAStateThatDoesNotDecodeIsRefused() throws {
+        let plugins = folder.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o755])
+        _ = try PluginBuilder.build("10-refit", in: plugins, run: """
+            static ts_status run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
+                (void)self;
+                if (strcmp(action->type, "counter/note") == 0 && strstr(action->payload, "bad state"))
+                    return store->replace_state("{\\"count\\":\\"not a number\\",\\"log\\":[]}");
+                return next(action->json);
+            }
+            """)
+        let store = Store(initialState: Counter(), reducer: counterReducer)
+        try store.loadPlugins(from: plugins.path, registry: registry)
+        try store.dispatch(Increment(by: 1))
+        do {
+            try store.dispatch(Note(text: "bad state"))
+            Issue.record("a state that does not decode was accepted")
+        } catch {
+            #expect(error.code == .invalidJSON)
+        }
+        #expect(try store.getState() == Counter(count: 1))
+    }
+
     @Test func refusalsLeaveTheStoreUnchanged() throws {
         let store = Store(initialState: Counter(), reducer: counterReducer)
         #expect(throws: StoreError.self) { try store.loadPlugin(at: folder.appendingPathComponent("missing.so").path, registry: registry) }

@@ -2587,6 +2587,213 @@ static void test_small_stack(void) {
 
 /* ---- Main --------------------------------------------------------------- */
 
+/* ---- JSON text in keys, pointers and reducer results -------------------- */
+
+/* Owns its key; returns a copy of *(const char **)ctx at init and for "set". */
+static char *text_reducer(const char *slice, const ts_action *a, void *ctx) {
+    if (slice != NULL && strcmp(a->type, "set") != 0) return NULL;
+    return xstrdup(*(const char **)ctx);
+}
+
+/* True if s is well-formed UTF-8 (no cut sequence at the end). */
+static int is_utf8(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int n = *p < 0x80 ? 0 : (*p & 0xE0) == 0xC0 ? 1 : (*p & 0xF0) == 0xE0 ? 2 : (*p & 0xF8) == 0xF0 ? 3 : -1;
+        if (n < 0) return 0;
+        p++;
+        while (n-- > 0) {
+            if ((*p & 0xC0) != 0x80) return 0;
+            p++;
+        }
+    }
+    return 1;
+}
+
+/* Keys written with escapes (\uXXXX of 2, 3 and 4 UTF-8 bytes, surrogate
+ * pairs, \t \n \" \\ \/) are found by pointers that spell them unescaped. */
+static void test_escaped_keys(void) {
+    ts_store *store = new_store("{\"k\":{\"\\u20ac\":1,\"a\\u00e9b\":2,\"\\ud83d\\ude00\":3,\"t\\tx\":4,\"q\\\"\":5,"
+                                "\"b\\\\s\":6,\"n\\n\":7,\"\\/\":8,\"\\u0041\":9}}");
+    CHECK_STATE(store, "/k/\xe2\x82\xac", "1");
+    CHECK_STATE(store, "/k/a\xc3\xa9" "b", "2");
+    CHECK_STATE(store, "/k/\xf0\x9f\x98\x80", "3");
+    CHECK_STATE(store, "/k/t\tx", "4");
+    CHECK_STATE(store, "/k/q\"", "5");
+    CHECK_STATE(store, "/k/b\\s", "6");
+    CHECK_STATE(store, "/k/n\n", "7");
+    CHECK_STATE(store, "/k/~1", "8");
+    CHECK_STATE(store, "/k/A", "9");
+    CHECK_GET_FAILS(store, "/k/\xe2\x82", TS_E_ARGUMENT, "UTF-8"); /* a cut character: malformed */
+    ts_store_destroy(store);
+
+    /* A top-level key written with escapes is the slice of its unescaped name. */
+    store = new_store("{\"\\u20ac\\ud83d\\ude00\":{\"x\":1}}");
+    CHECK_STATE(store, "/\xe2\x82\xac\xf0\x9f\x98\x80/x", "1");
+    ts_store_destroy(store);
+}
+
+/* What a reducer returns is checked as JSON before it is applied: escapes
+ * and surrogate pairs, numbers (the fast path for scalars), nesting. */
+static void test_reducer_results(void) {
+    static const char *const good[][2] = {
+        {"\"\\u20ac\\ud83d\\ude00\\n\\/\"", "\"\\u20ac\\ud83d\\ude00\\n\\/\""},
+        {"1.25", "1.25"},
+        {"-0.5e+10", "-0.5e+10"},
+        {"2E-3", "2E-3"},
+        {"123e4", "123e4"},
+        {"-0", "-0"},
+        {" 7 ", "7"},
+    };
+    static const char *const bad[][2] = {
+        {"\"\\ud83d\\uZZZZ\"", "\\u"},    /* the low half is not hex */
+        {"\"\\ud83d\"", "surrogate"},      /* a high half alone */
+        {"\"\\ud83dx\"", "surrogate"},     /* a high half, then no \u */
+        {"\"\\ud83d\\u0041\"", "surrogate"}, /* a high half, then no low half */
+        {"\"\\udc00\"", "surrogate"},      /* a low half alone */
+        {"\"\\u12\"", "\\u"},              /* too few hex digits */
+        {"1.", "number"},
+        {"1e", "number"},
+        {"1.e5", "number"},
+        {"-", "number"},
+        {"01", NULL},
+        /* Valid escapes before the fault: the precise message walks them. */
+        {"[\"\\u20ac\\ud83d\\ude00\\n\", }", "at byte 25, found"},
+        /* Every escape, exponents with signs, 3- and 4-byte UTF-8, then a fault. */
+        {"{\"a\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\uABCD\",\"b\":1.5e+3,\"c\":-2E-2,"
+         "\"d\":\"\xee\x80\x80\xef\xbf\xbd\xf1\x80\x80\x80\xf3\xbf\xbf\xbf\",x}", "expected"},
+        {"{\"a\" 1}", "':'"},
+        {"[1e+]", "number"},
+    };
+    const char *next = "0";
+    ts_store *store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(store, "v", text_reducer, &next));
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        next = good[i][0];
+        CHECK_OK(ts_store_dispatch(store, "{\"type\":\"set\"}"));
+        CHECK_STATE(store, "/v", good[i][1]);
+    }
+    CHECK_STATE(store, "", "{\"v\":7}");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        next = bad[i][0];
+        CHECK_ST(ts_store_dispatch(store, "{\"type\":\"set\"}"), TS_E_REDUCER);
+        if (bad[i][1] != NULL) CHECK_CONTAINS(ts_last_error(), bad[i][1]);
+        CHECK_STATE(store, "/v", "7");
+    }
+    ts_store_destroy(store);
+}
+
+/* A top-level value may be TS_MAX_DEPTH - 1 deep (the state object is one
+ * more level); a reducer that returns a deeper one fails the dispatch.
+ * Brackets and quotes inside strings do not count. */
+static void test_slice_depth(void) {
+    const char *inner = "\"]]}{[\\\"[\"";
+    const char *next = "0";
+    size_t deepest = TS_MAX_DEPTH - 1;
+    char *ok = malloc(2 * TS_MAX_DEPTH + 32), *deep = malloc(2 * TS_MAX_DEPTH + 32);
+    if (ok == NULL || deep == NULL) abort();
+    for (size_t i = 0; i < deepest; i++) ok[i] = '[';
+    strcpy(ok + deepest, inner);
+    for (size_t i = 0, at = deepest + strlen(inner); i < deepest; i++) ok[at + i] = ']';
+    ok[2 * deepest + strlen(inner)] = '\0';
+    deep[0] = '[';
+    strcpy(deep + 1, ok);
+    strcat(deep, "]");
+
+    ts_store *store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(store, "v", text_reducer, &next));
+    next = ok;
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"set\"}"));
+    char *whole = NULL;
+    CHECK_OK(ts_store_get_state(store, NULL, &whole));
+    CHECK(whole != NULL && strlen(whole) == strlen(ok) + 6);
+    ts_free(whole);
+    next = deep;
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"set\"}"), TS_E_REDUCER);
+    CHECK_CONTAINS(ts_last_error(), "deep");
+    CHECK_STATE(store, "/v", ok);
+    ts_store_destroy(store);
+    free(ok);
+    free(deep);
+}
+
+/* A message that quotes long text is cut to fit, never in the middle of a
+ * UTF-8 character. */
+static void test_long_messages(void) {
+    ts_store *store = new_store("{\"k\":{\"a\":{\"b\":1}}}");
+    char pointer[1024] = "/k/a/";
+    for (int i = 0; i < 200; i++) strcat(pointer, "\xc3\xa9");
+    char *out = sentinel_text;
+    CHECK_ST(ts_store_get_state(store, pointer, &out), TS_E_NOT_FOUND);
+    CHECK(out == sentinel_text);
+    CHECK(is_utf8(ts_last_error()));
+    CHECK_CONTAINS(ts_last_error(), "\xc3\xa9\xc3\xa9");
+    for (size_t cut = 0; cut < 4; cut++) {
+        char key[700] = "/k/";
+        for (int i = 0; i < 150; i++) strcat(key, "\xe2\x82\xac");
+        for (size_t i = 0; i < cut; i++) strcat(key, "x");
+        CHECK_ST(ts_store_get_state(store, key, &out), TS_E_NOT_FOUND);
+        CHECK(is_utf8(ts_last_error()));
+    }
+    ts_store_destroy(store);
+}
+
+/* Paths and configs of plugins must be UTF-8, like keys. */
+static void test_plugin_arguments(void) {
+    ts_store *store = new_store(NULL);
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/\xff.so", NULL), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "UTF-8");
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/x.so", "{\"a\":\"\xff\"}"), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "config_json");
+    CHECK_ST(ts_store_load_plugins(store, "/nonexistent/\xff"), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "UTF-8");
+    CHECK_ST(ts_store_load_plugins(NULL, "/tmp"), TS_E_ARGUMENT);
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/x.so", NULL), TS_E_NOT_FOUND);
+    ts_store_destroy(store);
+}
+
+/* A middleware that refuses with the message in ctx (may be NULL). */
+static ts_status refuse_with(const ts_store_api *api, ts_next_fn next, const ts_action *a, void *ctx) {
+    (void)next;
+    (void)a;
+    return api->fail(TS_E_REJECTED, (const char *)ctx);
+}
+
+/* Messages longer than the library keeps (a refusal's, a failure's) are cut
+ * at a UTF-8 character boundary; a NULL refusal message is allowed. */
+static void test_long_refusals(void) {
+    char *message = malloc(3 * 4096 + 1), *key = malloc(3 * 1500 + 1);
+    if (message == NULL || key == NULL) abort();
+    message[0] = '\0';
+    for (int i = 0; i < 4096; i++) strcat(message, "\xe2\x82\xac");
+    key[0] = '\0';
+    for (int i = 0; i < 1500; i++) strcat(key, "\xe2\x82\xac");
+
+    ts_store *store = new_store(NULL);
+    CHECK_OK(ts_store_add_middleware(store, "refuse", refuse_with, message));
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"x\"}"), TS_E_REJECTED);
+    CHECK(is_utf8(ts_last_error()));
+    CHECK(strlen(ts_last_error()) < strlen(message));
+    CHECK_CONTAINS(ts_last_error(), "\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac");
+    ts_store_destroy(store);
+
+    store = new_store(NULL);
+    CHECK_OK(ts_store_add_middleware(store, "refuse", refuse_with, NULL));
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"x\"}"), TS_E_REJECTED);
+    CHECK(is_utf8(ts_last_error()));
+    ts_store_destroy(store);
+
+    /* A failure message that quotes a 4500-byte key. */
+    store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(store, key, counter_reducer, NULL));
+    CHECK_ST(ts_store_add_reducer(store, key, counter_reducer, NULL), TS_E_ARGUMENT);
+    CHECK(is_utf8(ts_last_error()));
+    CHECK_CONTAINS(ts_last_error(), "ts_store_add_reducer");
+    ts_store_destroy(store);
+    free(message);
+    free(key);
+}
+
 #define RUN(test)                                 \
     do {                                          \
         current_test = #test;                     \
@@ -2651,6 +2858,12 @@ int main(int argc, char **argv) {
     RUN(test_add_reducer_null_fn_names_key);
     RUN(test_out_of_memory_is_nomem);
     RUN(test_small_stack);
+    RUN(test_escaped_keys);
+    RUN(test_reducer_results);
+    RUN(test_slice_depth);
+    RUN(test_long_messages);
+    RUN(test_plugin_arguments);
+    RUN(test_long_refusals);
 
     printf("%d passed, %d failed\n", passed, failed);
     return failed > 0 ? 1 : 0;

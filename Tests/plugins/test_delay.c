@@ -357,6 +357,34 @@ static void test_direct(void) {
     p->destroy(self);
     CHECK_STATUS("create, destroy at once", p->create("{}", &api, &self, &err), TS_OK);
     p->destroy(self);
+    CHECK_STATUS("create with no table", p->create("{}", NULL, &self, &err), TS_E_ARGUMENT);
+    /* Configs a host did not validate: refused with a message. */
+    err = NULL;
+    CHECK_STATUS("config that is not an object", p->create("[1]", &api, &self, &err), TS_E_PLUGIN);
+    CHECK_CONTAINS("not an object: named", err, "must be a JSON object, not an array");
+    free(err);
+    err = NULL;
+    CHECK_STATUS("malformed config", p->create("{\"max_pending\": 1,", &api, &self, &err), TS_E_PLUGIN);
+    CHECK_CONTAINS("malformed: named", err, "malformed JSON");
+    free(err);
+    {
+        static const char *const kinds[][2] = {
+            {"true", "a boolean"}, {"null", "null"}, {"5", "a number"}, {"\"x\"", "a string"}, {"?", "invalid JSON"},
+            {"{\"max_pending\": 1.5}", "\"max_pending\""}, {"{\"max_pending\": true}", "a boolean"},
+            {" \t\r\n{ \t\r\n\"max_pending\" \t\r\n: \t\r\n0 \t\r\n}", "\"max_pending\""},
+        };
+        char name[200];
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+            err = NULL;
+            snprintf(name, sizeof name, "config %s refused", kinds[i][0]);
+            CHECK_STATUS(name, p->create(kinds[i][0], &api, &self, &err), TS_E_PLUGIN);
+            snprintf(name, sizeof name, "config %s: message", kinds[i][0]);
+            CHECK_CONTAINS(name, err, kinds[i][1]);
+            free(err);
+        }
+    }
+    CHECK_STATUS("malformed config, NULL error_message", p->create("{\"max_pending\" 1}", &api, &self, NULL),
+                 TS_E_PLUGIN);
 }
 
 int main(int argc, char **argv) {

@@ -210,6 +210,7 @@ static void test_bad_configs(void) {
     bad_config("{\"require\": []}", "\"require\"");
     bad_config("{\"require\": {\"a\": \"title\"}}", "\"require\"");
     bad_config("{\"require\": {\"a\": [\"x\", 2]}}", "\"require\"");
+    bad_config("{\"require\": {\"\": [\"title\"]}}", "\"require\""); /* an empty type pattern */
     bad_config("{\"max_bytes\": \"10\"}", "\"max_bytes\"");
     bad_config("{\"max_bytes\": -1}", "\"max_bytes\"");
     bad_config("{\"max_bytes\": 1.5}", "\"max_bytes\"");
@@ -217,6 +218,26 @@ static void test_bad_configs(void) {
     bad_config("{\"max_bytes\": 99999999999999999999999}", "\"max_bytes\"");
     bad_config("{\"alow\": []}", "\"alow\"");
     bad_config("[]", "object");
+}
+
+/* Patterns are JSON strings: every escape decodes before matching (\" \\ \/
+ * \b \f \n \r \t, \uXXXX with 2-, 3- and 4-byte UTF-8 and surrogate pairs). */
+static void test_escaped_patterns(void) {
+    ts_status st;
+    ts_store *s = guarded("{\"deny\": [\"\\u00e9t\\u00E9\", \"q\\\"\\\\\\/\\b\\f\\n\\r\\t\", \"\\u20ac\", "
+                          "\"\\ud83d\\ude00*\", \"\\u0041\"]}",
+                          &st);
+    CHECK_STATUS("escaped patterns: load", st, TS_OK);
+    CHECK_STATUS("\\u00e9 (2 bytes) matches", ts_store_dispatch(s, "{\"type\":\"\xc3\xa9t\xc3\xa9\"}"), TS_E_REJECTED);
+    CHECK_STATUS("simple escapes match", ts_store_dispatch(s, "{\"type\":\"q\\\"\\\\/\\b\\f\\n\\r\\t\"}"),
+                 TS_E_REJECTED);
+    CHECK_STATUS("\\u20ac (3 bytes) matches", ts_store_dispatch(s, "{\"type\":\"\xe2\x82\xac\"}"), TS_E_REJECTED);
+    CHECK_STATUS("surrogate pair prefix (4 bytes) matches",
+                 ts_store_dispatch(s, "{\"type\":\"\xf0\x9f\x98\x80/grin\"}"), TS_E_REJECTED);
+    CHECK_STATUS("\\u0041 matches A", ts_store_dispatch(s, "{\"type\":\"A\"}"), TS_E_REJECTED);
+    CHECK_STATUS("others pass", ts_store_dispatch(s, "{\"type\":\"\xc3\xa9t\"}"), TS_OK);
+    CHECK_INT("one reached", reached, 1);
+    tp_destroy(s);
 }
 
 static void test_direct(void) {
@@ -238,6 +259,43 @@ static void test_direct(void) {
     CHECK_STATUS("bad config", p->create("{\"deny\":1}", &api, &self, &err), TS_E_PLUGIN);
     CHECK_CONTAINS("create message", err, "\"deny\"");
     free(err);
+    /* Text a host did not validate: malformed JSON, a repeated field and bad
+     * escapes are refused with a message, never read past the end. */
+    {
+        static const struct {
+            const char *config, *message_part;
+        } cases[] = {
+            {"{\"deny\": [\"x\"", "malformed"},
+            {"{\"deny\": [\"x\" \"y\"]}", "\"deny\" is malformed"},
+            {"{\"require\": {\"a\": [] \"b\": []}}", "\"require\" is malformed"},
+            {"{\"require\": {\"a\": [\"x\"]}, \"require\": {}}", "appears twice"},
+            {"{\"max_bytes\": 1,", "malformed"},
+            {"{\"max_bytes\": 1 \"deny\": []}", "malformed"},
+            {"{\"deny\": [\"\\ud800\"]}", "\"deny\""},       /* lone high surrogate */
+            {"{\"deny\": [\"\\ud800\\u0041\"]}", "\"deny\""}, /* high surrogate, no low one */
+            {"{\"deny\": [\"\\udc00\"]}", "\"deny\""},       /* lone low surrogate */
+            {"{\"deny\": [\"\\u00G0\"]}", "\"deny\""},       /* not hex */
+            {"{\"deny\": [\"\\x\"]}", "\"deny\""},           /* unknown escape */
+            {" \t\r\n{ \t\r\n\"deny\" \t\r\n: \t\r\n[ \t\r\n\"x\" \t\r\n, 5] \t\r\n}", "\"deny\""},
+            {"tru", "object"},
+            {"false", "a boolean"},
+            {"null", "null"},
+            {"\"x\"", "a string"},
+            {"-1", "a number"},
+            {"?", "invalid JSON"},
+        };
+        size_t i;
+        char name[300];
+        for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            err = NULL;
+            self = NULL;
+            snprintf(name, sizeof name, "direct create(%s): refused", cases[i].config);
+            CHECK_STATUS(name, p->create(cases[i].config, &api, &self, &err), TS_E_PLUGIN);
+            snprintf(name, sizeof name, "direct create(%s): message", cases[i].config);
+            CHECK_CONTAINS(name, err, cases[i].message_part);
+            free(err);
+        }
+    }
     /* A deeply nested config value is skipped without recursion. */
     {
         size_t depth = 100000, i;
@@ -265,6 +323,7 @@ int main(int argc, char **argv) {
     test_max_bytes();
     test_order();
     test_bad_configs();
+    test_escaped_patterns();
     test_direct();
     return tp_summary();
 }

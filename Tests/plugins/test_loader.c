@@ -506,6 +506,65 @@ static void test_config_trust(void) {
     ts_store_destroy(store);
 }
 
+/* The refusals that concern the file itself and the folder's other files:
+ * what is not a regular file, what a path cannot reach, a descriptor without
+ * run(), a config file that cannot be read or is not UTF-8; and a plugin
+ * whose descriptor has no name is named after its file. */
+static void test_files(void) {
+    char path[1400], folder[1200], source[1200];
+    ts_store *store = new_store();
+
+    CHECK_STATUS("a folder given as a plugin file", ts_store_load_plugin(store, scratch, NULL), TS_E_PLUGIN);
+    CHECK_MESSAGE("says it is no regular file", "not a regular file");
+
+    snprintf(path, sizeof path, "%s/file", scratch);
+    CHECK("write a file", write_file(path, "x"));
+    snprintf(path, sizeof path, "%s/file/x.so", scratch);
+    CHECK_STATUS("a path through a file", ts_store_load_plugin(store, path, NULL), TS_E_IO);
+    CHECK_MESSAGE("names the path", "file/x.so");
+    snprintf(path, sizeof path, "%s/file", scratch);
+    CHECK_STATUS("a file given as a plugin folder", ts_store_load_plugins(store, path), TS_E_IO);
+    CHECK_MESSAGE("says it is no folder", "is not a folder");
+    snprintf(path, sizeof path, "%s/file/sub", scratch);
+    CHECK_STATUS("a folder path through a file", ts_store_load_plugins(store, path), TS_E_IO);
+    CHECK_MESSAGE("names the folder", "file/sub");
+
+    variant(path, sizeof path, "no-run");
+    CHECK_STATUS("a descriptor without run", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    CHECK_MESSAGE("names the missing function", "run");
+
+    variant(path, sizeof path, "no-name");
+    CHECK_STATUS("a descriptor without name loads", ts_store_load_plugin(store, path, "{\"tag\":\"n\"}"), TS_OK);
+    CHECK("and runs", trace_is(store, "n"));
+
+    snprintf(folder, sizeof folder, "%s/file-configs", scratch);
+    CHECK("make a folder", mkdir(folder, 0755) == 0);
+    variant(source, sizeof source, "ok");
+    snprintf(path, sizeof path, "%s/10-a.so", folder);
+    CHECK("copy 10-a.so", copy_file(source, path, 0755));
+    snprintf(path, sizeof path, "%s/10-a.json", folder);
+    CHECK("a config that is not UTF-8", write_file(path, "{\"tag\":\"\xff\"}"));
+    CHECK_STATUS("a NAME.json that is not UTF-8", ts_store_load_plugins(store, folder), TS_E_JSON);
+    CHECK_MESSAGE("names the config", "10-a.json");
+    CHECK("remove it", unlink(path) == 0);
+    CHECK("a folder where the config should be", mkdir(path, 0755) == 0);
+    CHECK_STATUS("a NAME.json that is a folder", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+    CHECK_MESSAGE("names the config", "10-a.json");
+    CHECK_MESSAGE("says it is no regular file", "not a regular file");
+    CHECK("nothing of it was added", trace_is(store, "n"));
+
+    /* Code owned by another user (not root) is refused; only root can make such a file here. */
+    if (geteuid() == 0) {
+        snprintf(path, sizeof path, "%s/10-a.so", folder);
+        CHECK("give the plugin to another user", chown(path, 65534, 65534) == 0);
+        CHECK_STATUS("a plugin owned by another user", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+        CHECK_MESSAGE("names the owner", "belongs to user 65534");
+    } else {
+        printf("test_files: not root, the other-owner case is skipped\n");
+    }
+    ts_store_destroy(store);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || strcmp(argv[1], "--plugins") != 0) {
         fprintf(stderr, "usage: %s --plugins DIR\n", argv[0]);
@@ -521,6 +580,7 @@ int main(int argc, char **argv) {
     test_trust();
     test_checked_file_is_loaded();
     test_config_trust();
+    test_files();
     {
         char command[256];
         snprintf(command, sizeof command, "rm -rf '%s'", scratch);
