@@ -229,6 +229,9 @@ static void test_bad_payloads(void) {
     bad(s, "{\"ms\":\"250\",\"action\":{\"type\":\"inc\"}}", "payload.ms is not a number");
     bad(s, "{\"ms\":2.5,\"action\":{\"type\":\"inc\"}}", "not an integer");
     bad(s, "{\"ms\":99999999999,\"action\":{\"type\":\"inc\"}}", "too large");
+    bad(s, "{\"ms\":18446744073709551616,\"action\":{\"type\":\"inc\"}}", "payload.ms is too large");
+    bad(s, "{\"ms\":-99999999999999999999,\"action\":{\"type\":\"inc\"}}", "payload.ms is negative");
+    bad(s, "{\"ms\":10,\"action\":{\"type\":\"inc\\u0000x\"}}", "contains \\u0000");
     bad(s, "{\"ms\":10}", "payload.action is missing");
     bad(s, "{\"ms\":10,\"action\":\"inc\"}", "payload.action is not an object");
     bad(s, "{\"ms\":10,\"action\":{}}", "no \"type\"");
@@ -258,6 +261,18 @@ static void test_config(void) {
     s = delayed("{\"max_pending\": \"9\"}", &st);
     CHECK_STATUS("max_pending string refused", st, TS_E_PLUGIN);
     CHECK_CONTAINS("field named", ts_last_error(), "\"max_pending\"");
+    tp_destroy(s);
+    s = delayed("{\"max_pending\": 18446744073709551615}", &st);
+    CHECK_STATUS("max_pending at the top of the uint64 range", st, TS_OK);
+    CHECK_STATUS("max_pending max: pending 1", delay_add(s, 60000, 1), TS_OK);
+    tp_destroy(s);
+    s = delayed("{\"max_pending\": 18446744073709551616}", &st);
+    CHECK_STATUS("max_pending above uint64 refused", st, TS_E_PLUGIN);
+    CHECK_CONTAINS("says why", ts_last_error(), "above 18446744073709551615");
+    tp_destroy(s);
+    s = delayed("{\"max_pending\": 1e2}", &st);
+    CHECK_STATUS("max_pending 1e2 refused", st, TS_E_PLUGIN);
+    CHECK_CONTAINS("says why", ts_last_error(), "exponent");
     tp_destroy(s);
     s = delayed("{\"ms\": 5}", &st);
     CHECK_STATUS("unknown field refused", st, TS_E_PLUGIN);
