@@ -300,6 +300,47 @@ static inline int pj_str_eqn(const char *tok, const char *s, size_t n) {
 
 static inline int pj_str_eq(const char *tok, const char *s) { return pj_str_eqn(tok, s, strlen(s)); }
 
+/* Writes the string token at tok, decoded, into out[size] for a message
+ * (without quotes): '"', '\\' and control characters (U+0000 included) are
+ * written as JSON escapes, so a key such as "deny\u0000x" is not shown as
+ * "deny"; cut with "..." if it does not fit. Always NUL-terminates (size >= 4). */
+static inline void pj_str_show(const char *tok, char *out, size_t size) {
+    static const char hex[] = "0123456789abcdef";
+    const char *p = tok + 1;
+    size_t used = 0;
+    out[0] = '\0';
+    if (*tok != '"') return;
+    for (;;) {
+        unsigned char buf[4];
+        char esc[7];
+        const char *piece = (const char *)buf;
+        size_t n;
+        int k = pj_str_char(&p, buf);
+        if (k <= 0) break;
+        n = (size_t)k;
+        if (k == 1 && (buf[0] < 0x20 || buf[0] == '"' || buf[0] == '\\')) {
+            if (buf[0] < 0x20) {
+                memcpy(esc, "\\u00", 4);
+                esc[4] = hex[buf[0] >> 4];
+                esc[5] = hex[buf[0] & 15];
+                n = 6;
+            } else {
+                esc[0] = '\\';
+                esc[1] = (char)buf[0];
+                n = 2;
+            }
+            piece = esc;
+        }
+        if (used + n + 4 > size) {
+            memcpy(out + used, "...", 4);
+            return;
+        }
+        memcpy(out + used, piece, n);
+        used += n;
+        out[used] = '\0';
+    }
+}
+
 /* The value of the member `key` of the object at obj, or NULL if there is
  * none or obj is not an object. (The host refuses JSON with a key twice in
  * an object, configs and actions alike, so there is at most one.) */

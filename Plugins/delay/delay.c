@@ -169,9 +169,9 @@ static ts_status delay_create(const char *config_json, const ts_store_api *store
                 goto fail;
             }
         } else {
-            char *name = pj_str_dup(k, NULL);
-            snprintf(err, sizeof err, "delay: unknown config field \"%.200s\" (known: \"max_pending\")", name ? name : "?");
-            free(name);
+            char name[200];
+            pj_str_show(k, name, sizeof name);
+            snprintf(err, sizeof err, "delay: unknown config field \"%s\" (known: \"max_pending\")", name);
             goto fail;
         }
     }

@@ -189,21 +189,18 @@ static int read_require(const char *p, guard *g, char *err, size_t err_size) {
     while ((r = pj_next_member(&it, &k, &v)) == 1) {
         size_t bad = 0;
         long n = count_strings(v, &bad);
-        char *key = pj_str_dup(k, NULL);
-        if (key == NULL) goto nomem;
+        char key[200];
+        pj_str_show(k, key, sizeof key);
         if (pj_kind_of(v) != PJ_ARRAY) {
-            snprintf(err, err_size, "guard: config field \"require\" -> \"%.200s\" must be an array of field names, not %s",
+            snprintf(err, err_size, "guard: config field \"require\" -> \"%s\" must be an array of field names, not %s",
                      key, pj_kind_name(pj_kind_of(v)));
-            free(key);
             return 0;
         }
         if (n < 0) {
-            snprintf(err, err_size, "guard: config field \"require\" -> \"%.200s\": element %zu must be a string (a payload field name)",
+            snprintf(err, err_size, "guard: config field \"require\" -> \"%s\": element %zu must be a string (a payload field name)",
                      key, bad);
-            free(key);
             return 0;
         }
-        free(key);
         count++;
     }
     if (r < 0) {
@@ -222,10 +219,12 @@ static int read_require(const char *p, guard *g, char *err, size_t err_size) {
         made = make_pattern(k, &req->type);
         if (made == 0) goto nomem;
         if (made < 0) {
+            char shown[200];
+            pj_str_show(k, shown, sizeof shown);
             snprintf(err, err_size,
-                     "guard: config field \"require\" has a type pattern \"%.200s\\u0000...\" that contains \\u0000 (NUL), "
+                     "guard: config field \"require\" has a type pattern \"%s\" that contains \\u0000 (NUL), "
                      "which no action type can contain",
-                     req->type.text);
+                     shown);
             return 0;
         }
         if (req->type.length == 0 && !req->type.prefix) {
@@ -291,11 +290,10 @@ static ts_status guard_create(const char *config_json, const ts_store_api *store
             g->has_max_bytes = 1;
             g->max_bytes = n;
         } else {
-            char *name = pj_str_dup(k, NULL);
+            char name[200];
+            pj_str_show(k, name, sizeof name);
             snprintf(err, sizeof err,
-                     "guard: unknown config field \"%.200s\" (known: \"allow\", \"deny\", \"require\", \"max_bytes\")",
-                     name ? name : "?");
-            free(name);
+                     "guard: unknown config field \"%s\" (known: \"allow\", \"deny\", \"require\", \"max_bytes\")", name);
             goto fail;
         }
     }

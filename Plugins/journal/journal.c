@@ -427,11 +427,10 @@ static int parse_config(journal *j, const char *config, char *err, size_t err_si
             }
             j->snapshot_every = n;
         } else {
-            char *name = pj_str_dup(k, NULL);
-            snprintf(err, err_size,
-                     "journal: unknown config field \"%.200s\" (known: \"path\", \"fsync\", \"snapshot_every\")",
-                     name ? name : "?");
-            free(name);
+            char name[200];
+            pj_str_show(k, name, sizeof name);
+            snprintf(err, err_size, "journal: unknown config field \"%s\" (known: \"path\", \"fsync\", \"snapshot_every\")",
+                     name);
             return 0;
         }
     }

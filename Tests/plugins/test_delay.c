@@ -274,6 +274,10 @@ static void test_config(void) {
     CHECK_STATUS("max_pending 1e2 refused", st, TS_E_PLUGIN);
     CHECK_CONTAINS("says why", ts_last_error(), "exponent");
     tp_destroy(s);
+    s = delayed("{\"max_pending\\u0000\": 5}", &st);
+    CHECK_STATUS("a field name with NUL refused", st, TS_E_PLUGIN);
+    CHECK_CONTAINS("shown with the NUL", ts_last_error(), "unknown config field \"max_pending\\u0000\"");
+    tp_destroy(s);
     s = delayed("{\"ms\": 5}", &st);
     CHECK_STATUS("unknown field refused", st, TS_E_PLUGIN);
     CHECK_CONTAINS("unknown field named", ts_last_error(), "\"ms\"");

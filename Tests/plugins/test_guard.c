@@ -342,6 +342,9 @@ static void test_bad_configs(void) {
     bad_config("{\"allow\": [\"todos/\\u0000\"]}", "\"allow\": element 0 contains \\u0000");
     bad_config("{\"require\": {\"todos\\u0000/add\": [\"title\"]}}", "\"require\" has a type pattern \"todos\\u0000");
     bad_config("{\"alow\": []}", "\"alow\"");
+    /* A field name with U+0000 is shown with it, not cut to a known name. */
+    bad_config("{\"deny\\u0000x\": []}", "unknown config field \"deny\\u0000x\"");
+    bad_config("{\"require\": {\"a\\u0000b\": 5}}", "\"require\" -> \"a\\u0000b\" must be an array");
     bad_config("[]", "object");
 }
 

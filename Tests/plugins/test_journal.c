@@ -557,6 +557,8 @@ static void test_configs(void) {
     bad_config(config, "above 18446744073709551615");
     snprintf(config, sizeof config, "{\"path\":\"%s\\u0000x\"}", path_in_tmp("c.journal"));
     bad_config(config, "without NUL");
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"fsync\\u0000\":1}", path_in_tmp("c.journal"));
+    bad_config(config, "unknown config field \"fsync\\u0000\"");
     snprintf(config, sizeof config, "{\"path\":\"%s\",\"snapshots\":10}", path_in_tmp("c.journal"));
     bad_config(config, "\"snapshots\"");
     bad_config("{\"path\":\"/nonexistent-folder-ts/x.journal\"}", "cannot open");
