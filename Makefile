@@ -2,7 +2,9 @@
 #
 #   make run       set up, build, and run the C demo (plugins loaded from a folder)
 #   make test      every test: Swift (also under TSan), C (also under valgrind),
-#                  exported symbols, pkg-config consumer, Python, plugins
+#                  exported symbols, pkg-config consumer, Python, plugins,
+#                  the shutdown protocol model (spin), the concurrency
+#                  torture test (ASan and TSan)
 #   make install PREFIX=/usr/local   the library, headers and turnstate.pc
 #   make bench     release benchmarks, printed as one table
 #
@@ -48,7 +50,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
-        bench
+        test-model test-torture lib-tsan bench
 
 setup:
 	@.ci/setup.sh
@@ -97,7 +99,7 @@ run: build demo-plugins
 ## test: every suite; a summary line at the end
 test: setup
 	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
-	  test-plugins test-readme
+	  test-plugins test-readme test-model test-torture
 
 test-swift: setup
 	$(SWIFT) test --scratch-path .build
@@ -125,6 +127,25 @@ test-python: lib
 
 test-readme: lib
 	Tests/readme/check.sh
+
+## test-model: spin checks the shutdown protocol model, and that it catches
+## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
+test-model: setup
+	Tests/model/run.sh
+
+## lib-tsan: the library built with -sanitize=thread, in build/tsan/lib
+lib-tsan: setup
+	$(SWIFT) build -c release --scratch-path .build-tsan-lib --product turnstate --sanitize=thread $(LIB_LDFLAGS)
+	@mkdir -p $(BUILD)/tsan/lib
+	@install -m 0755 .build-tsan-lib/release/libturnstate.so $(BUILD)/tsan/lib/.libturnstate.so.new
+	@mv -f $(BUILD)/tsan/lib/.libturnstate.so.new $(BUILD)/tsan/lib/libturnstate.so.$(VERSION)
+	@ln -sf libturnstate.so.$(VERSION) $(BUILD)/tsan/lib/libturnstate.so.$(SOVERSION)
+	@ln -sf libturnstate.so.$(SOVERSION) $(BUILD)/tsan/lib/libturnstate.so
+
+## test-torture: many threads on one store and stores destroyed while the
+## delay plugin dispatches, under AddressSanitizer and ThreadSanitizer
+test-torture: lib lib-tsan
+	Tests/torture/run.sh
 
 test-plugins: lib plugins
 	Tests/plugins/run.sh

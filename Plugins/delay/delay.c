@@ -124,7 +124,9 @@ static void *worker_main(void *arg) {
         /* Dispatch without our lock: run() of this very instance takes it
          * when the inner action is itself a @@delay. */
         status = d->store->dispatch(it.json);
-        if (status != TS_OK) {
+        /* TS_E_STORE_GONE: the store is closing and destroy() is about to
+         * stop this worker; what is still pending is dropped, as documented. */
+        if (status != TS_OK && status != TS_E_STORE_GONE) {
             fprintf(stderr, "turnstate delay: the delayed action %.300s failed with %s (%d)\n", it.json,
                     d->store->status_name(status), (int)status);
         }

@@ -284,6 +284,49 @@ enum PluginBuilder {
         try store.dispatch(Increment(by: 2))
         #expect(try store.getState().count == 2)
     }
+
+    /// The typed store loads through the C store's loader: the same trust
+    /// checks (TrustedFile) on the real file, every folder above it, and configs.
+    @Test func untrustedFilesAreRefusedAsInCStores() throws {
+        let store = Store(initialState: Counter(), reducer: counterReducer)
+        let passThrough = """
+            static ts_status run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
+                (void)store; (void)self; return next(action->json);
+            }
+            """
+        let world = folder.appendingPathComponent("world")
+        try FileManager.default.createDirectory(at: world, withIntermediateDirectories: false)
+        let path = try PluginBuilder.build("ok", in: world, run: passThrough)
+        #expect(chmod(world.path, 0o777) == 0)
+        let link = folder.appendingPathComponent("link.so").path
+        #expect(symlink(path, link) == 0)
+        do {
+            try store.loadPlugin(at: link, registry: registry)
+            Issue.record("a plugin linked into a world-writable folder was loaded")
+        } catch {
+            #expect(error.code == .pluginFailed)
+            #expect(error.message.contains("chmod go-w \(world.path)"), "\(error.message)")
+        }
+
+        let plugins = folder.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o755])
+        _ = try PluginBuilder.build("10-ok", in: plugins, run: passThrough)
+        let config = plugins.appendingPathComponent("10-ok.json").path
+        #expect(FileManager.default.createFile(atPath: config, contents: Data("{}".utf8)))
+        #expect(chmod(config, 0o666) == 0)
+        do {
+            try store.loadPlugins(from: plugins.path, registry: registry)
+            Issue.record("a config others can write was read")
+        } catch {
+            #expect(error.code == .pluginFailed)
+            #expect(error.message.contains("plugin config \"\(config)\" can be written by other users"), "\(error.message)")
+        }
+        #expect(chmod(config, 0o644) == 0)
+        try store.loadPlugins(from: plugins.path, registry: registry)
+        try store.dispatch(Increment(by: 2))
+        #expect(try store.getState().count == 2)
+    }
 }
 
 /// Collects values from listeners (which run under the store's lock).

@@ -13,6 +13,9 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -283,10 +286,11 @@ static void test_status_names(void) {
         {TS_E_STORE_GONE, "TS_E_STORE_GONE"},
         {TS_E_ABI, "TS_E_ABI"},
         {TS_E_UNKNOWN_ACTION, "TS_E_UNKNOWN_ACTION"},
+        {TS_E_MISUSE, "TS_E_MISUSE"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) CHECK_STR(ts_status_name(names[i].status), names[i].name);
     CHECK_STR(ts_status_name(1), "TS_E_UNKNOWN");
-    CHECK_STR(ts_status_name(-14), "TS_E_UNKNOWN");
+    CHECK_STR(ts_status_name(-15), "TS_E_UNKNOWN");
     CHECK_STR(ts_status_name(12345), "TS_E_UNKNOWN");
     CHECK_STR(ts_status_name(INT32_MIN), "TS_E_UNKNOWN");
     CHECK_STR(ts_status_name(INT32_MAX), "TS_E_UNKNOWN");
@@ -969,7 +973,13 @@ typedef struct re_ctx {
     uint64_t token;
     int side_listener; /* counts calls of a listener that must never be added */
     int mw_runs;
+    char inner_message[512]; /* ts_last_error() right after the refused call */
 } re_ctx;
+
+/* The C function each refusal must name (C users see C names, not Swift's). */
+static const char *const re_c_names[RE_MODES] = {
+    "ts_store_dispatch",  "ts_store_get_state",   "ts_store_get_state",    "ts_store_subscribe",
+    "ts_store_subscribe", "ts_store_unsubscribe", "ts_store_add_reducer", "ts_store_add_middleware"};
 
 static ts_status never_middleware(const ts_store_api *api, ts_next_fn next, const ts_action *a, void *ctx) {
     (void)api;
@@ -1002,6 +1012,7 @@ static void re_call(re_ctx *c) {
     case RE_ADD_REDUCER: c->inner = ts_store_add_reducer(c->store, "sneaky", const_init_reducer, "1"); break;
     case RE_ADD_MIDDLEWARE: c->inner = ts_store_add_middleware(c->store, "sneaky", never_middleware, c); break;
     }
+    snprintf(c->inner_message, sizeof c->inner_message, "%s", ts_last_error());
     if (out != NULL) ts_free(out);
 }
 
@@ -1041,6 +1052,10 @@ static void reentrancy_case(int mode, int reentrant_first, int return_null) {
     CHECK_ST(c.inner, TS_E_REENTRANT);
     CHECK_ST(st, TS_E_REENTRANT);
     CHECK(ts_last_error()[0] != '\0');
+    CHECK_CONTAINS(c.inner_message, re_c_names[mode]);
+    CHECK(strstr(c.inner_message, "JSONAction") == NULL);
+    CHECK(strstr(c.inner_message, "()") == NULL);
+    CHECK_CONTAINS(ts_last_error(), re_c_names[mode]);
     CHECK_INT(c.output_written, 0);
     CHECK_STATE(store, NULL, before);
     CHECK_INT(notified, 0);
@@ -1983,6 +1998,199 @@ static void test_middleware_next_stable(void) {
     ts_store_destroy(store);
 }
 
+/* ---- next misuse --------------------------------------------------------- */
+
+typedef struct misuse_ctx {
+    ts_next_fn kept;          /* next, kept past its run() */
+    ts_status first, second;  /* the statuses of two calls of next in one run() */
+    int nest;                 /* dispatch "inc" from inside run() before calling next */
+    ts_store *store;
+} misuse_ctx;
+
+static ts_status mw_next_twice(const ts_store_api *api, ts_next_fn next, const ts_action *a, void *ctx) {
+    (void)api;
+    misuse_ctx *c = ctx;
+    c->first = next(a->json);
+    c->second = next(a->json);
+    return c->first;
+}
+
+static ts_status mw_keep_next(const ts_store_api *api, ts_next_fn next, const ts_action *a, void *ctx) {
+    misuse_ctx *c = ctx;
+    c->kept = next;
+    if (c->nest && strcmp(a->type, "outer") == 0) {
+        /* The nested dispatch runs this middleware again with the same next:
+         * its run() and this one each call next once, which is allowed. */
+        c->second = api->dispatch("{\"type\":\"inc\"}");
+    }
+    return next(a->json);
+}
+
+static void *call_kept_next(void *arg) {
+    misuse_ctx *c = arg;
+    c->second = c->kept("{\"type\":\"inc\"}");
+    return NULL;
+}
+
+static void test_next_misuse(void) {
+    /* Twice in one run(): the second call is refused and applies nothing. */
+    ts_store *store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
+    misuse_ctx c;
+    memset(&c, 0, sizeof c);
+    int notified = 0;
+    uint64_t token;
+    CHECK_OK(ts_store_add_middleware(store, "twice", mw_next_twice, &c));
+    CHECK_OK(ts_store_subscribe(store, NULL, count_listener, &notified, &token));
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
+    CHECK_OK(c.first);
+    CHECK_ST(c.second, TS_E_MISUSE);
+    CHECK_CONTAINS(ts_last_error(), "next was called twice");
+    CHECK_STATE(store, "/count", "1");
+    CHECK_INT(notified, 1);
+    ts_store_destroy(store);
+
+    /* Kept past its run(), called on the same thread or another: refused,
+     * nothing applied, no listener called. */
+    store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
+    memset(&c, 0, sizeof c);
+    notified = 0;
+    CHECK_OK(ts_store_add_middleware(store, "keeper", mw_keep_next, &c));
+    CHECK_OK(ts_store_subscribe(store, NULL, count_listener, &notified, &token));
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
+    CHECK(c.kept != NULL);
+    CHECK_ST(c.kept("{\"type\":\"inc\"}"), TS_E_MISUSE);
+    CHECK_CONTAINS(ts_last_error(), "after the run() it was given to returned");
+    pthread_t thread;
+    c.second = 12345;
+    CHECK_INT(pthread_create(&thread, NULL, call_kept_next, &c), 0);
+    pthread_join(thread, NULL);
+    CHECK_ST(c.second, TS_E_MISUSE);
+    CHECK_STATE(store, "/count", "1");
+    CHECK_INT(notified, 1);
+    /* The store works on, and a nested run() through the same place has its
+     * own once-only next. */
+    c.nest = 1;
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"outer\"}"));
+    CHECK_OK(c.second);
+    CHECK_STATE(store, "/count", "2");
+    /* A kept next of a store that is closing: refused the same way. */
+    ts_store_destroy(store);
+}
+
+/* ts_store_subscribe writes the token before any listener can run: a
+ * listener that a dispatch on another thread calls at once reads it. */
+typedef struct token_slot {
+    uint64_t token; /* written by ts_store_subscribe */
+    int zero_seen;  /* calls that found no token yet */
+} token_slot;
+
+typedef struct token_race {
+    ts_store *store;
+    volatile int stop;
+} token_race;
+
+static void *token_dispatcher(void *arg) {
+    token_race *r = arg;
+    while (!r->stop) ts_store_dispatch(r->store, "{\"type\":\"inc\"}");
+    return NULL;
+}
+
+static void token_reading_listener(ts_store *store, void *ctx) {
+    token_slot *slot = ctx;
+    uint64_t token = __atomic_load_n(&slot->token, __ATOMIC_SEQ_CST);
+    if (token == 0) slot->zero_seen++;
+    else ts_store_unsubscribe(store, token);
+}
+
+static void test_subscribe_token_before_listener(void) {
+    token_race r;
+    memset(&r, 0, sizeof r);
+    r.store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(r.store, "count", counter_reducer, NULL));
+    int rounds = quick ? 200 : 2000, zero_seen = 0;
+    token_slot *slots = calloc((size_t)rounds, sizeof *slots);
+    pthread_t thread;
+    CHECK_INT(pthread_create(&thread, NULL, token_dispatcher, &r), 0);
+    for (int i = 0; i < rounds; i++) {
+        CHECK_OK(ts_store_subscribe(r.store, NULL, token_reading_listener, &slots[i], &slots[i].token));
+    }
+    r.stop = 1;
+    pthread_join(thread, NULL);
+    ts_store_destroy(r.store);
+    for (int i = 0; i < rounds; i++) zero_seen += slots[i].zero_seen;
+    CHECK_INT(zero_seen, 0);
+    free(slots);
+}
+
+/* Out of memory where the library allocates: TS_E_NOMEM (not TS_E_REDUCER),
+ * and the state is unchanged. In a child process with an address-space
+ * limit that leaves room for the reducer's output but not for checking it. */
+#define OOM_BIG (200u << 20)
+static char *big_reducer(const char *slice, const ts_action *a, void *ctx) {
+    (void)ctx;
+    if (slice == NULL) return xstrdup("0");
+    if (strcmp(a->type, "big") != 0) return NULL;
+    char *out = malloc(OOM_BIG + 3);
+    if (out == NULL) return NULL;
+    out[0] = '"';
+    memset(out + 1, 'a', OOM_BIG);
+    out[OOM_BIG + 1] = '"';
+    out[OOM_BIG + 2] = '\0';
+    return out;
+}
+
+static long vm_size_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    if (f == NULL) return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %ld", &kb) == 1) break;
+    fclose(f);
+    return kb;
+}
+
+static void test_out_of_memory_is_nomem(void) {
+    if (quick) return; /* valgrind keeps its own address space */
+    fflush(NULL);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        ts_store *store = NULL;
+        int result = 0;
+        if (ts_store_create(NULL, &store) != TS_OK) _exit(10);
+        if (ts_store_add_reducer(store, "big", big_reducer, NULL) != TS_OK) _exit(11);
+        if (ts_store_dispatch(store, "{\"type\":\"warm\"}") != TS_OK) _exit(12);
+        long kb = vm_size_kb();
+        if (kb < 0) _exit(13);
+        struct rlimit limit;
+        limit.rlim_cur = limit.rlim_max = (rlim_t)kb * 1024u + OOM_BIG + (100u << 20);
+        if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(14);
+        ts_status status = ts_store_dispatch(store, "{\"type\":\"big\"}");
+        if (status != TS_E_NOMEM) result |= 1;
+        if (strstr(ts_last_error(), "no memory") == NULL) result |= 2;
+        char *out = NULL;
+        if (ts_store_get_state(store, "/big", &out) != TS_OK || strcmp(out, "0") != 0) result |= 4;
+        ts_free(out);
+        _exit(result);
+    }
+    int wstatus = 0;
+    CHECK(waitpid(child, &wstatus, 0) == child);
+    CHECK(WIFEXITED(wstatus));
+    CHECK_INT(WEXITSTATUS(wstatus), 0);
+}
+
+/* Messages name what the header promises: the key of ts_store_add_reducer. */
+static void test_add_reducer_null_fn_names_key(void) {
+    ts_store *store = new_store(NULL);
+    CHECK_ST(ts_store_add_reducer(store, "todos", NULL, NULL), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "fn is NULL");
+    CHECK_CONTAINS(ts_last_error(), "\"todos\"");
+    ts_store_destroy(store);
+}
+
 /* On "restore": replace_state(payload), swallow. On "restore_bad": replace
  * with the payload's "text" string is not possible in C simply, so the
  * tests pass fixed texts by type. */
@@ -2331,7 +2539,9 @@ static ts_status mw_destroying(const ts_store_api *api, ts_next_fn next, const t
 }
 
 static void test_destroy_in_callbacks(void) {
-    /* A listener destroys the store; the next listener still uses it. */
+    /* A listener destroys the store: the dispatch under way finishes (the
+     * next listeners are still called), but the store is closed, so their
+     * new calls into it answer TS_E_STORE_GONE. */
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
     destroy_ctx c;
@@ -2345,8 +2555,10 @@ static void test_destroy_in_callbacks(void) {
     CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
     CHECK_INT(c.destroyed, 1);
     CHECK_INT(c.after_calls, 1);
-    CHECK_OK(c.after_status);
-    CHECK_STR(c.after_text, "1");
+    CHECK_INT(c.after_status, TS_E_STORE_GONE);
+    CHECK(c.after_text == NULL);
+    CHECK(strstr(ts_last_error(), "ts_store_get_state") != NULL);
+    CHECK(strstr(ts_last_error(), "closed") != NULL);
     CHECK_INT(whole, 1);
     free(c.after_text);
     /* the store is gone now */
@@ -2363,11 +2575,13 @@ static void test_destroy_in_callbacks(void) {
     CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
     CHECK_INT(c.destroyed, 1);
     CHECK_INT(c.after_calls, 2); /* nested, then outer */
-    CHECK_OK(c.after_status);
-    CHECK_STR(c.after_text, "2");
+    CHECK_INT(c.after_status, TS_E_STORE_GONE);
+    CHECK(c.after_text == NULL);
     free(c.after_text);
 
-    /* A middleware destroys the store and passes the action on. */
+    /* A middleware destroys the store and passes the action on: next is the
+     * rest of the dispatch under way, so the action is applied and the
+     * listeners are called; their new calls are refused. */
     store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
     CHECK_OK(ts_store_add_middleware(store, "destroyer", mw_destroying, store));
@@ -2375,8 +2589,8 @@ static void test_destroy_in_callbacks(void) {
     CHECK_OK(ts_store_subscribe(store, NULL, after_destroy_listener, &c, &t));
     CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
     CHECK_INT(c.after_calls, 1);
-    CHECK_OK(c.after_status);
-    CHECK_STR(c.after_text, "1");
+    CHECK_INT(c.after_status, TS_E_STORE_GONE);
+    CHECK(c.after_text == NULL);
     free(c.after_text);
 }
 
@@ -2512,6 +2726,10 @@ int main(int argc, char **argv) {
     RUN(test_replace_state);
     RUN(test_threads);
     RUN(test_destroy_in_callbacks);
+    RUN(test_next_misuse);
+    RUN(test_subscribe_token_before_listener);
+    RUN(test_add_reducer_null_fn_names_key);
+    RUN(test_out_of_memory_is_nomem);
     RUN(test_small_stack);
 
     printf("%d passed, %d failed\n", passed, failed);

@@ -14,10 +14,11 @@ BUILD=$ROOT/build
 CC=${CC:-cc}
 WARN="-std=c99 -O2 -g -Wall -Wextra -Werror -pedantic"
 PLUGINS=(guard delay journal)
-TESTS=(guard delay journal loader)
+TESTS=(guard delay journal loader shutdown)
 
-# Plugin files and their folder must not be writable by others, or the
-# library refuses to load them.
+# Plugin files and every folder above them (a sticky root-owned one like /tmp
+# excepted) must not be writable by others, or the library refuses to load
+# them (test_loader.c makes its own folders to test exactly that).
 umask 022
 
 passed=0
@@ -95,7 +96,16 @@ loader_variant fail-create -DTP_FAIL_CREATE
 loader_variant no-entry -DTP_NO_ENTRY
 loader_variant null-entry -DTP_NULL_ENTRY
 
-LINK="-L$BUILD/lib -Wl,-rpath,$BUILD/lib -lturnstate -lpthread"
+# The shutdown watcher (test_shutdown.c): exports its counters for the test.
+mkdir -p "$BUILD/plugins/shutdown"
+chmod 755 "$BUILD/plugins/shutdown"
+if $CC $WARN -shared -fPIC -IInclude -ITests/plugins Tests/plugins/shutdown_plugin.c -o "$BUILD/plugins/shutdown/watch.so" -lpthread; then
+  chmod 755 "$BUILD/plugins/shutdown/watch.so"
+else
+  fail "shutdown watcher does not build"
+fi
+
+LINK="-L$BUILD/lib -Wl,-rpath,$BUILD/lib -lturnstate -lpthread -ldl"
 for t in "${TESTS[@]}"; do
   bin=$BUILD/tests/plugins_test_$t
   if ! $CC $WARN -IInclude -ITests/plugins "Tests/plugins/test_$t.c" -o "$bin" $LINK; then
@@ -120,7 +130,7 @@ if command -v valgrind >/dev/null && command -v objcopy >/dev/null; then
   objcopy --strip-debug "$(readlink -f "$BUILD/lib/libturnstate.so")" "$vglib/libturnstate.so.0"
   supp=()
   [ -s Tests/c/valgrind.supp ] && supp=(--suppressions="$ROOT/Tests/c/valgrind.supp")
-  for t in delay guard journal; do
+  for t in delay guard journal shutdown; do
     bin=$BUILD/tests/plugins_test_$t
     [ -x "$bin" ] || continue
     out=$BUILD/tests/plugins_test_$t.valgrind.out

@@ -39,10 +39,11 @@ class VersionAndStatusTests(unittest.TestCase):
     def test_status_names(self):
         names = {0: "TS_OK", -1: "TS_E_ARGUMENT", -2: "TS_E_JSON", -3: "TS_E_NOT_ACTION", -4: "TS_E_REDUCER",
                  -5: "TS_E_REENTRANT", -6: "TS_E_PLUGIN", -7: "TS_E_IO", -8: "TS_E_NOMEM", -9: "TS_E_NOT_FOUND",
-                 -10: "TS_E_REJECTED", -11: "TS_E_STORE_GONE", -12: "TS_E_ABI", -13: "TS_E_UNKNOWN_ACTION"}
+                 -10: "TS_E_REJECTED", -11: "TS_E_STORE_GONE", -12: "TS_E_ABI", -13: "TS_E_UNKNOWN_ACTION",
+                 -14: "TS_E_MISUSE"}
         for status, name in names.items():
             self.assertEqual(status_name(status), name)
-        for unknown in (1, -14, -100, 2**31 - 1, -2**31):
+        for unknown in (1, -15, -100, 2**31 - 1, -2**31):
             self.assertEqual(status_name(unknown), "TS_E_UNKNOWN")
 
     def test_free_is_null_safe(self):
