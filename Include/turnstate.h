@@ -22,7 +22,14 @@
  *   a callback waiting for another thread that uses the same store.
  * - JSON is parsed fully and strictly (RFC 8259): invalid UTF-8, trailing
  *   characters and nesting deeper than TS_MAX_DEPTH are refused with
- *   TS_E_JSON. Integers up to 64 bits (signed or unsigned) survive exactly.
+ *   TS_E_JSON. So is an object with a key that appears twice, at any depth
+ *   (keys compared after unescaping: {"a":1,"\u0061":2} is refused); the
+ *   message names the key and its byte offset. This holds wherever the
+ *   library reads JSON: initial states, actions (payloads included),
+ *   reducer results (there the dispatch fails with TS_E_REDUCER),
+ *   replace_state, and plugin configs (given to ts_store_load_plugin or
+ *   read from NAME.json), so every reader of a text sees the same members.
+ *   Integers up to 64 bits (signed or unsigned) survive exactly.
  *   Text that the library returns is minified (no insignificant white space).
  * - Out of memory: where the library itself allocates (parsing and copying
  *   JSON text, checking a reducer's output, copies of the state) a failed
@@ -63,7 +70,7 @@ typedef int32_t ts_status;
 
 #define TS_OK                 0   /* success */
 #define TS_E_ARGUMENT       (-1)  /* a NULL or malformed argument */
-#define TS_E_JSON           (-2)  /* invalid JSON: syntax, bad UTF-8, nesting too deep */
+#define TS_E_JSON           (-2)  /* invalid JSON: syntax, bad UTF-8, nesting too deep, a key twice */
 #define TS_E_NOT_ACTION     (-3)  /* valid JSON that is not a tagged action */
 #define TS_E_REDUCER        (-4)  /* a reducer failed or returned invalid JSON */
 #define TS_E_REENTRANT      (-5)  /* a reducer called back into its store */
@@ -103,7 +110,8 @@ typedef struct ts_store ts_store;
  * means {}). On success *out is the new store, which the caller destroys with
  * ts_store_destroy().
  * Errors: TS_E_ARGUMENT (out is NULL), TS_E_JSON (invalid JSON, or not an
- * object, or a key that appears twice), TS_E_NOMEM. */
+ * object, or an object with a key that appears twice at any depth),
+ * TS_E_NOMEM. */
 ts_status ts_store_create(const char *initial_state_json, ts_store **out);
 
 /* Destroys a store, in two steps (Sources/TurnstateC/ShutdownProtocol.pml
@@ -157,7 +165,9 @@ typedef struct ts_action {
  * unsubscribe. Such a call returns TS_E_REENTRANT and the whole dispatch then
  * fails with TS_E_REENTRANT, leaving the state as it was. If a reducer returns
  * text that is not valid JSON, the dispatch fails with TS_E_REDUCER and the
- * state is exactly as it was before it: no reducer's result is applied. */
+ * state is exactly as it was before it: no reducer's result is applied.
+ * Text with an object that has a key twice, at any depth, is invalid JSON
+ * here too (TS_E_REDUCER). */
 typedef char *(*ts_reducer_fn)(const char *slice_json, const ts_action *action, void *ctx);
 
 /* Adds the reducer that owns the top-level key `key`. Reducers run in the
@@ -179,8 +189,10 @@ ts_status ts_store_add_reducer(ts_store *store, const char *key, ts_reducer_fn f
  * listener is called. (A middleware that fails after its `next` succeeded,
  * such as a journal that cannot write, reports its status although the
  * action was applied.)
- * Errors: TS_E_ARGUMENT (NULL store or action), TS_E_JSON, TS_E_NOT_ACTION,
- * TS_E_REDUCER, TS_E_REENTRANT (called from inside a reducer), or whatever
+ * Errors: TS_E_ARGUMENT (NULL store or action), TS_E_JSON (also for an
+ * object with a key twice anywhere in the action, "type" and "payload"
+ * included), TS_E_NOT_ACTION, TS_E_REDUCER (a reducer failed or returned
+ * invalid JSON), TS_E_REENTRANT (called from inside a reducer), or whatever
  * status a middleware returned (TS_E_REJECTED by convention). An action that a
  * middleware swallowed (did not pass on) returns TS_OK. */
 ts_status ts_store_dispatch(ts_store *store, const char *action_json);
@@ -259,8 +271,8 @@ typedef struct ts_store_api {
      * restoring a saved state (the journal plugin). A key that has a reducer
      * but is missing from the new state gets its first value from that
      * reducer, as in ts_store_add_reducer. Atomic: on failure the state is
-     * unchanged. Errors: TS_E_ARGUMENT, TS_E_JSON, TS_E_REDUCER,
-     * TS_E_REENTRANT (from inside a reducer). */
+     * unchanged. Errors: TS_E_ARGUMENT, TS_E_JSON (also a key twice at any
+     * depth), TS_E_REDUCER, TS_E_REENTRANT (from inside a reducer). */
     ts_status (*replace_state)(const char *state_json);
     /* The name of a status, as ts_status_name: for plugins, which do not link
      * the library. Static text: do not free. */
@@ -312,8 +324,10 @@ ts_status ts_store_add_middleware(ts_store *store, const char *name, ts_middlewa
  * (TS_E_PLUGIN; the message gives the path given, the real path if it
  * differs, and dlopen's reason), or that has no ts_plugin_entry symbol
  * (TS_E_PLUGIN); a plugin built for an ABI this library does not
- * speak (TS_E_ABI, the message names both versions); invalid config JSON
- * (TS_E_JSON); a plugin whose create() failed (TS_E_PLUGIN, with the
+ * speak (TS_E_ABI, the message names both versions); config text that is
+ * not valid JSON, not UTF-8, or has an object with a key twice (TS_E_JSON;
+ * the config is checked before the file is opened, so such a load runs no
+ * plugin code); a plugin whose create() failed (TS_E_PLUGIN, with the
  * plugin's own message).
  * The plugin's create() runs with the store held (dispatches from other
  * threads wait), so no action slips past a plugin that is being added.

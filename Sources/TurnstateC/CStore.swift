@@ -151,7 +151,19 @@ final class CStore: StoreFace, @unchecked Sendable {
     func destroyPlugins() { plugins.destroyAll() }
 
     func loadPlugin(path: UnsafePointer<CChar>, config: UnsafePointer<CChar>?) throws(StoreError) {
-        let configText: String? = if let config { try Self.string(config, "config_json") } else { nil }
+        // Config text that is not UTF-8 is invalid JSON (TS_E_JSON), as everywhere else.
+        var configText: String?
+        if let config {
+            guard let text = String(validatingCString: config) else {
+                var bytes = UnsafeBufferPointer(start: UnsafeRawPointer(config).assumingMemoryBound(to: UInt8.self),
+                                                count: strlen(config)).makeIterator()
+                var decoder = UTF8()
+                var offset = 0
+                while case .scalarValue(let scalar) = decoder.decode(&bytes) { offset += UTF8.width(scalar) }
+                throw StoreError(.invalidJSON, "config_json is not valid UTF-8: invalid UTF-8 at byte \(offset)")
+            }
+            configText = text
+        }
         try plugins.load(path: try Self.string(path, "path"), config: configText)
     }
 

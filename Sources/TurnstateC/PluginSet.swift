@@ -76,16 +76,20 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// The config is validated (strict JSON, no key twice at any depth) before
+    /// the file is opened: a load refused for its config runs no plugin code.
     private func start(path: String, config: String) throws(StoreError) -> PluginInstance {
-        let file = try PluginFile(path: path)
         var config = config
         var minified: UnsafeMutablePointer<CChar>?
         var error = tsj_error()
         let code = config.withUTF8 { bytes in
             tsj_minify(UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self), bytes.count, &minified, nil, &error)
         }
-        if code != 0 { throw StoreError(error, context: "the config of plugin \"\(file.name)\" (\(path))") }
+        if code != 0 {
+            throw StoreError(error, context: "the config of plugin \"\(PluginFile.baseName(of: path))\" (\(path))")
+        }
         defer { free(minified) }
+        let file = try PluginFile(path: path)
         return try file.create(config: minified!, api: api)
     }
 

@@ -113,6 +113,9 @@ final class TypedStoreFace<State: Codable & Sendable>: StoreFace, @unchecked Sen
 
     func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {
         let length = strlen(json)
+        // Strict JSON first, as for C stores: JSONDecoder alone would take one
+        // copy of a key that appears twice.
+        _ = try JSONSlice(validating: json, length: length, context: "the new state")
         let state: State
         do {
             state = try JSONDecoder().decode(State.self, from: Data(bytes: json, count: length))

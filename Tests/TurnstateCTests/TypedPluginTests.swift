@@ -267,6 +267,30 @@ enum PluginBuilder {
         #expect(try store.getState() == Counter(count: 1))
     }
 
+    @Test func replaceStateWithAKeyTwiceIsInvalidJSON() throws {
+        // JSONDecoder alone would take one of the two "count"s: the JSON
+        // layer refuses the text first, as for C stores.
+        let path = try PluginBuilder.build("twice", in: folder, run: """
+            static ts_status run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
+                (void)self;
+                if (strcmp(action->type, "counter/note") == 0 && strstr(action->payload, "restore"))
+                    return store->replace_state("{\\"count\\":1,\\"log\\":[],\\"count\\":100}");
+                return next(action->json);
+            }
+            """)
+        let store = Store(initialState: Counter(), reducer: counterReducer)
+        try store.loadPlugin(at: path, registry: registry)
+        try store.dispatch(Increment(by: 2))
+        do {
+            try store.dispatch(Note(text: "restore"))
+            Issue.record("a state with a key twice was accepted")
+        } catch {
+            #expect(error.code == .invalidJSON)
+            #expect(error.message.contains("duplicate key \"count\" at byte 20"))
+        }
+        #expect(try store.getState() == Counter(count: 2))
+    }
+
     @Test func refusalsLeaveTheStoreUnchanged() throws {
         let store = Store(initialState: Counter(), reducer: counterReducer)
         #expect(throws: StoreError.self) { try store.loadPlugin(at: folder.appendingPathComponent("missing.so").path, registry: registry) }

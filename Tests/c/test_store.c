@@ -374,7 +374,15 @@ static void test_create(void) {
     CHECK_CONTAINS(ts_last_error(), "\"a\"");
     CHECK_CREATE_FAILS("{\"id\":1,\"x\":0,\"\\u0069d\":2}", TS_E_JSON);
     CHECK_CONTAINS(ts_last_error(), "id");
-    /* Duplicates below the top level are not checked here, but are valid input. */
+    /* Duplicates at any depth: the message names the key and its byte offset. */
+    CHECK_CREATE_FAILS("{\"a\":{\"b\":1,\"b\":2}}", TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"b\" at byte 12");
+    CHECK_CREATE_FAILS("{\"a\":[{\"x\":{\"y\":0,\"\\u0079\":1}}]}", TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"y\" at byte 18");
+    /* The same key in different objects is fine. */
+    store = new_store("{\"a\":{\"a\":1},\"b\":{\"a\":{\"a\":2}},\"c\":[{\"a\":3},{\"a\":3}]}");
+    CHECK_STATE(store, "/b/a/a", "2");
+    ts_store_destroy(store);
 
     /* out NULL. */
     CHECK_ST(ts_store_create(NULL, NULL), TS_E_ARGUMENT);
@@ -693,6 +701,76 @@ static void test_dispatch_invalid(void) {
     CHECK_INT(notified, 1);
     ts_store_destroy(store);
     rstat_free(&st);
+}
+
+/* Returns a slice with a key twice on "dup" (nested), else unchanged; {} at init. */
+static char *duplicating_reducer(const char *slice, const ts_action *a, void *ctx) {
+    rstat_record(ctx, slice, a);
+    if (slice == NULL) return xstrdup("{}");
+    if (strcmp(a->type, "dup") == 0) return xstrdup("{\"x\":{\"deny\":[\"admin/wipe\"],\"deny\":[]}}");
+    if (strcmp(a->type, "dup_escaped") == 0) return xstrdup("{\"k\":1,\"\\u006b\":2}");
+    return NULL;
+}
+
+static void test_duplicate_keys(void) {
+    ts_store *store = new_store("{\"note\":\"x\"}");
+    rstat st = {0}, dst = {0};
+    int notified = 0, pointer_notified = 0;
+    uint64_t t1, t2;
+    CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, &st));
+    CHECK_OK(ts_store_add_reducer(store, "d", duplicating_reducer, &dst));
+    CHECK_OK(ts_store_subscribe(store, NULL, count_listener, &notified, &t1));
+    CHECK_OK(ts_store_subscribe(store, "", count_listener, &pointer_notified, &t2));
+    int calls = st.calls;
+
+    /* A payload with a key twice at depth 3: TS_E_JSON, no reducer or listener runs. */
+    CHECK_DISPATCH_FAILS(store, "{\"type\":\"set\",\"payload\":{\"a\":{\"b\":{\"c\":1,\"c\":2}}}}", TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"c\" at byte 41");
+    CHECK_DISPATCH_FAILS(store, "{\"type\":\"set\",\"payload\":{\"a\":{\"b\":{\"c\":1,\"\\u0063\":2}}}}", TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "\"c\"");
+    CHECK_DISPATCH_FAILS(store, "{\"type\":\"inc\",\"type\":\"evil\"}", TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"type\"");
+    CHECK_DISPATCH_FAILS(store, "{\"type\":\"add\",\"payload\":1,\"payload\":1000}", TS_E_JSON);
+    CHECK_DISPATCH_FAILS(store, "{\"type\":\"inc\",\"meta\":{},\"meta\":{}}", TS_E_JSON);
+    CHECK_INT(st.calls, calls);
+    CHECK_INT(dst.calls, 1); /* init only */
+    CHECK_INT(notified + pointer_notified, 0);
+
+    /* A reducer that returns an object with a key twice: TS_E_REDUCER, state unchanged. */
+    char *before = state_of(store, NULL);
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"dup\"}"), TS_E_REDUCER);
+    CHECK_CONTAINS(ts_last_error(), "the reducer for \"d\"");
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"deny\" at byte 28");
+    CHECK_STATE(store, NULL, before);
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"dup_escaped\"}"), TS_E_REDUCER);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"k\"");
+    CHECK_STATE(store, NULL, before);
+    CHECK_INT(notified + pointer_notified, 0);
+
+    ts_free(before);
+    ts_store_destroy(store);
+    rstat_free(&st);
+    rstat_free(&dst);
+
+    /* Plugin configs: a key twice at any depth is TS_E_JSON before any plugin
+     * code is loaded (the file need not exist), and so is text that is not UTF-8. */
+    store = new_store(NULL);
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/guard.so", "{\"deny\":[\"admin/wipe\"],\"deny\":[]}"), TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"deny\" at byte 23");
+    CHECK_CONTAINS(ts_last_error(), "config");
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/guard.so", "{\"require\":{\"a\":[\"x\"],\"b\":{\"c\":{\"d\":1,\"d\":2}}}}"),
+             TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"d\"");
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/journal.so", "{\"fsync\":\"always\",\"fsync\":\"never\"}"), TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"fsync\"");
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/guard.so", "{\"deny\":[\"a\xff\"]}"), TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "UTF-8");
+    CHECK_CONTAINS(ts_last_error(), "byte 11");
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/guard.so", "\xc0\xaf"), TS_E_JSON);
+    /* A valid config: then the missing file is what fails. */
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/guard.so", "{\"deny\":[]}"), TS_E_NOT_FOUND);
+    CHECK_STATE(store, NULL, "{}");
+    ts_store_destroy(store);
 }
 
 static void test_action_view(void) {
@@ -2177,7 +2255,8 @@ static void test_replace_state(void) {
 
     /* Invalid replacements: nothing changes, nobody is told. */
     char *before = state_of(store, NULL);
-    const char *bad[] = {"{\"count\":", "[]", "1", "null", "{\"a\":1,\"a\":2}", "{\"a\":\"\xff\"}", "{} x", ""};
+    const char *bad[] = {"{\"count\":", "[]", "1", "null", "{\"a\":1,\"a\":2}", "{\"a\":\"\xff\"}", "{} x", "",
+                         "{\"a\":{\"b\":[{\"c\":1,\"c\":2}]}}", "{\"count\":{\"x\":1,\"\\u0078\":1}}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rc.text = bad[i];
         CHECK_ST(ts_store_dispatch(store, "{\"type\":\"restore_text\"}"), TS_E_JSON);
@@ -2828,6 +2907,7 @@ int main(int argc, char **argv) {
     RUN(test_dispatch_atomic);
     RUN(test_dispatch_atomic_two_reducers);
     RUN(test_dispatch_invalid);
+    RUN(test_duplicate_keys);
     RUN(test_action_view);
     RUN(test_huge_payload);
     RUN(test_int64);

@@ -39,7 +39,7 @@ if [ "${TSJ_VALGRIND:-1}" = 0 ]; then
 elif command -v valgrind >/dev/null 2>&1; then
   echo "== valgrind run"
   # Fewer timing iterations: under valgrind the timings are meaningless.
-  TSJ_BENCH_ITERS=${TSJ_VALGRIND_BENCH_ITERS:-50} \
+  TSJ_BENCH_ITERS=${TSJ_VALGRIND_BENCH_ITERS:-50} TSJ_MANY_KEYS=${TSJ_VALGRIND_MANY_KEYS:-20000} \
     valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
     --quiet "$BUILD/tsj_test"
   echo "valgrind: no errors, no leaks"

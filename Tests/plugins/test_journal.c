@@ -570,6 +570,16 @@ static void test_configs(void) {
     bad_config(config, "\"snapshot_every\"");
     snprintf(config, sizeof config, "{\"path\":\"%s\",\"snapshot_every\":\"10\"}", path_in_tmp("c.journal"));
     bad_config(config, "\"snapshot_every\"");
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"fsync\":18446744073709551616}", path_in_tmp("c.journal"));
+    bad_config(config, "above 18446744073709551615");
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"snapshot_every\":1e3}", path_in_tmp("c.journal"));
+    bad_config(config, "exponent");
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"snapshot_every\":18446744073709551616}", path_in_tmp("c.journal"));
+    bad_config(config, "above 18446744073709551615");
+    snprintf(config, sizeof config, "{\"path\":\"%s\\u0000x\"}", path_in_tmp("c.journal"));
+    bad_config(config, "without NUL");
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"fsync\\u0000\":1}", path_in_tmp("c.journal"));
+    bad_config(config, "unknown config field \"fsync\\u0000\"");
     snprintf(config, sizeof config, "{\"path\":\"%s\",\"snapshots\":10}", path_in_tmp("c.journal"));
     bad_config(config, "\"snapshots\"");
     bad_config("{\"path\":\"/nonexistent-folder-ts/x.journal\"}", "cannot open");
@@ -590,6 +600,42 @@ static void test_configs(void) {
         bad_config(config, "not a regular file");
     } else {
         CHECK("mkfifo for the FIFO case", 0);
+    }
+}
+
+/* Counts over INT64_MAX: the whole uint64 range is accepted. */
+static void test_config_ranges(void) {
+    static const char *const extras[] = {
+        ",\"fsync\":18446744073709551615",
+        ",\"fsync\":9223372036854775808",
+        ",\"snapshot_every\":18446744073709551615",
+        ",\"snapshot_every\":9223372036854775808,\"fsync\":\"never\"",
+    };
+    size_t i;
+    for (i = 0; i < sizeof extras / sizeof extras[0]; i++) {
+        char name[200];
+        const char *path = path_in_tmp("range.journal");
+        ts_status st;
+        ts_store *s;
+        unlink(path);
+        s = journaled(path, extras[i], &st);
+        snprintf(name, sizeof name, "load %s", extras[i]);
+        CHECK_STATUS(name, st, TS_OK);
+        snprintf(name, sizeof name, "%s: dispatch", extras[i]);
+        CHECK_STATUS(name, ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+        tp_destroy(s);
+        unlink(path);
+    }
+    /* A key twice ("fsync":"always","fsync":"never"): the host refuses it. */
+    if (tp_real_loader()) {
+        char config[600];
+        ts_store *s = NULL;
+        ts_store_create(NULL, &s);
+        snprintf(config, sizeof config, "{\"path\":\"%s\",\"fsync\":\"always\",\"fsync\":\"never\"}",
+                 path_in_tmp("dup.journal"));
+        CHECK_STATUS("fsync twice", tp_load(s, tp_plugin("journal"), config), TS_E_JSON);
+        CHECK_CONTAINS("fsync twice: named", ts_last_error(), "duplicate key \"fsync\"");
+        tp_destroy(s);
     }
 }
 
@@ -916,6 +962,7 @@ int main(int argc, char **argv) {
     test_replay_refused();
     test_nested_order();
     test_configs();
+    test_config_ranges();
     test_lock();
     test_direct();
     test_write_failure();
