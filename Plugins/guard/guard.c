@@ -251,7 +251,7 @@ static ts_status guard_create(const char *config_json, const ts_store_api *store
     char err[512];
     pj_iter it;
     const char *k, *v;
-    int r;
+    int r, seen = 0;
     guard *g;
     (void)store;
     err[0] = '\0';
@@ -268,7 +268,18 @@ static ts_status guard_create(const char *config_json, const ts_store_api *store
     }
     pj_begin(&it, config_json, '{');
     while ((r = pj_next_member(&it, &k, &v)) == 1) {
-        /* The host refuses a config with a key twice: each field comes once. */
+        /* The host refuses a config with a key twice; a host that does not
+         * (create() called directly) gets the same answer here, not a leak
+         * or a last-one-wins policy. */
+        int field = pj_str_eq(k, "allow") ? 1 : pj_str_eq(k, "deny") ? 2 : pj_str_eq(k, "require") ? 4
+                  : pj_str_eq(k, "max_bytes") ? 8 : 0;
+        if (field & seen) {
+            char name[200];
+            pj_str_show(k, name, sizeof name);
+            snprintf(err, sizeof err, "guard: config field \"%s\" appears twice", name);
+            goto fail;
+        }
+        seen |= field;
         if (pj_str_eq(k, "allow")) {
             g->has_allow = 1;
             if (!read_pattern_list("allow", v, &g->allow, err, sizeof err)) goto fail;

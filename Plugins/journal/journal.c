@@ -376,14 +376,23 @@ static int read_file(int fd, char **out, size_t *out_size) {
 static int parse_config(journal *j, const char *config, char *err, size_t err_size) {
     pj_iter it;
     const char *k, *v;
-    int r;
+    int r, seen = 0;
     if (!pj_begin(&it, config, '{')) {
         snprintf(err, err_size, "journal: the config must be a JSON object, not %s", pj_kind_name(pj_kind_of(config)));
         return 0;
     }
-    /* The host refuses a config with a key twice: each field comes once. */
+    /* The host refuses a config with a key twice; a host that does not
+     * (create() called directly) gets the same answer here. */
     while ((r = pj_next_member(&it, &k, &v)) == 1) {
         enum pj_kind kind = pj_kind_of(v);
+        int field = pj_str_eq(k, "path") ? 1 : pj_str_eq(k, "fsync") ? 2 : pj_str_eq(k, "snapshot_every") ? 4 : 0;
+        if (field & seen) {
+            char name[200];
+            pj_str_show(k, name, sizeof name);
+            snprintf(err, err_size, "journal: config field \"%s\" appears twice", name);
+            return 0;
+        }
+        seen |= field;
         uint64_t n = 0;
         int got = kind == PJ_NUMBER ? pj_uint64(v, &n) : PJ_U64_NOT_INTEGER;
         if (pj_str_eq(k, "path")) {

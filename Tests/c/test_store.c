@@ -2822,8 +2822,8 @@ static void test_plugin_arguments(void) {
     ts_store *store = new_store(NULL);
     CHECK_ST(ts_store_load_plugin(store, "/nonexistent/\xff.so", NULL), TS_E_ARGUMENT);
     CHECK_CONTAINS(ts_last_error(), "UTF-8");
-    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/x.so", "{\"a\":\"\xff\"}"), TS_E_ARGUMENT);
-    CHECK_CONTAINS(ts_last_error(), "config_json");
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/x.so", "{\"a\":\"\xff\"}"), TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "UTF-8");
     CHECK_ST(ts_store_load_plugins(store, "/nonexistent/\xff"), TS_E_ARGUMENT);
     CHECK_CONTAINS(ts_last_error(), "UTF-8");
     CHECK_ST(ts_store_load_plugins(NULL, "/tmp"), TS_E_ARGUMENT);
