@@ -8,7 +8,8 @@
 #   make install PREFIX=/usr/local   the library, headers and turnstate.pc
 #   make bench     release benchmarks, printed as one table
 #   make coverage  line and branch coverage of Sources/ and Plugins/ from the
-#                  Swift, C, JSON, Python and plugin suites (not part of test)
+#                  Swift, C, JSON, Python, plugin and fault-injection suites
+#                  (not part of test)
 #
 # Everything built lands in build/ (C programs, the library) and .build*/
 # (SwiftPM); both are ignored by git.
