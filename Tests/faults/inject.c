@@ -34,6 +34,7 @@ extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
 
 static __thread int tl_armed;
 static __thread unsigned tl_classes;
@@ -50,19 +51,49 @@ static void copy(char *to, size_t size, const char *from) {
     to[n] = '\0';
 }
 
-/* The object that holds `address`, by path: a plugin the library loaded
- * through /proc/self/fd/N is named by the file that descriptor opened. */
+/* The file mapped at `base`, from /proc/self/maps: the real path of a
+ * plugin that the library loaded through /proc/self/fd/N (a descriptor it
+ * has closed since). 1 if found. */
+static int mapped_file(const void *base, char *out, size_t size) {
+    static char text[65536];
+    char *line;
+    ssize_t n, got = 0;
+    int fd, found = 0;
+    tl_in_shim++;
+    fd = open("/proc/self/maps", O_RDONLY);
+    if (fd >= 0) {
+        while (got < (ssize_t)sizeof text - 1 && (n = read(fd, text + got, sizeof text - 1 - (size_t)got)) > 0) got += n;
+        close(fd);
+    }
+    tl_in_shim--;
+    if (got <= 0) return 0;
+    text[got] = '\0';
+    for (line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        unsigned long start = strtoul(line, NULL, 16);
+        if (start == (unsigned long)base) {
+            char *path = strchr(line, '/');
+            char *end = strchr(line, '\n');
+            if (path && (!end || path < end)) {
+                size_t length = end ? (size_t)(end - path) : strlen(path);
+                if (length >= size) length = size - 1;
+                memcpy(out, path, length);
+                out[length] = '\0';
+                found = 1;
+            }
+            break;
+        }
+    }
+    return found;
+}
+
+/* The object that holds `address`, by path (for a plugin loaded through
+ * /proc/self/fd/N, the file mapped there), and the offset in it. */
 static int locate(void *address, char *module, size_t size, unsigned long *offset, const char **symbol) {
     Dl_info info;
     memset(&info, 0, sizeof info);
     if (dladdr(address, &info) == 0 || info.dli_fname == NULL) return 0;
-    if (strncmp(info.dli_fname, "/proc/self/fd/", 14) == 0) {
-        ssize_t n = readlink(info.dli_fname, module, size - 1);
-        if (n > 0) module[n] = '\0';
-        else copy(module, size, info.dli_fname);
-    } else {
+    if (strncmp(info.dli_fname, "/proc/self/fd/", 14) != 0 || !mapped_file(info.dli_fbase, module, size))
         copy(module, size, info.dli_fname);
-    }
     *offset = (unsigned long)((char *)address - (char *)info.dli_fbase);
     if (symbol) *symbol = info.dli_sname;
     return 1;
@@ -115,12 +146,15 @@ static int should_fail(unsigned cls, const char *function, void *caller) {
 
 /* ---- Control ------------------------------------------------------------ */
 
+static void reset_live(void);
+
 void tsfi_arm(unsigned classes, long n, tsfi_report *report) {
     tl_classes = classes;
     tl_count = 0;
     tl_target = n;
     tl_report = report;
     if (report) memset(report, 0, sizeof *report);
+    reset_live();
     tl_armed = 1;
 }
 
@@ -143,19 +177,128 @@ static int alloc_fails(const char *function, void *caller) {
     return 0;
 }
 
+/* ---- Leak tracking --------------------------------------------------------
+ * While a thread is armed, the blocks that code in a tracked folder (the
+ * plugins: tsfi_track) allocates on it are recorded, and free() from any
+ * thread forgets them; tsfi_live() counts the ones still allocated. */
+
+#define LIVE_SLOTS 65536u /* a power of two */
+static void *live[LIVE_SLOTS];
+static long live_count;
+static char track_prefix[256];
+static size_t track_prefix_length;
+static char live_lock;
+
+static void lock_live(void) {
+    while (__atomic_test_and_set(&live_lock, __ATOMIC_ACQUIRE)) {
+    }
+}
+static void unlock_live(void) { __atomic_clear(&live_lock, __ATOMIC_RELEASE); }
+
+static void reset_live(void) {
+    lock_live();
+    memset(live, 0, sizeof live);
+    live_count = 0;
+    unlock_live();
+}
+
+static size_t slot_of(const void *p) { return (size_t)(((unsigned long)p >> 4) * 2654435761u) & (LIVE_SLOTS - 1); }
+
+/* Open addressing with deletion by backward shift. */
+static void live_add(void *p) {
+    size_t i;
+    lock_live();
+    if (live_count < (long)(LIVE_SLOTS / 2)) {
+        for (i = slot_of(p); live[i] != NULL; i = (i + 1) & (LIVE_SLOTS - 1)) {
+        }
+        live[i] = p;
+        live_count++;
+    }
+    unlock_live();
+}
+
+static void live_remove(void *p) {
+    size_t i, j, k;
+    if (__atomic_load_n(&live_count, __ATOMIC_RELAXED) == 0) return;
+    lock_live();
+    for (i = slot_of(p); live[i] != NULL && live[i] != p; i = (i + 1) & (LIVE_SLOTS - 1)) {
+    }
+    if (live[i] == p) {
+        live[i] = NULL;
+        live_count--;
+        for (j = (i + 1) & (LIVE_SLOTS - 1); live[j] != NULL; j = (j + 1) & (LIVE_SLOTS - 1)) {
+            k = slot_of(live[j]);
+            /* move live[j] into the hole at i if its home slot k is not in (i, j] */
+            if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+                live[i] = live[j];
+                live[j] = NULL;
+                i = j;
+            }
+        }
+    }
+    unlock_live();
+}
+
+/* Whether `caller` lies in a tracked object; a few bases are remembered. */
+static int tracked(void *caller) {
+    static __thread struct {
+        void *base;
+        int yes;
+    } seen[16];
+    static __thread int seen_count;
+    char module[256];
+    unsigned long offset;
+    Dl_info info;
+    int k, yes;
+    if (!tl_armed || track_prefix_length == 0 || tl_in_shim) return 0;
+    if (dladdr(caller, &info) == 0) return 0;
+    for (k = 0; k < seen_count; k++)
+        if (seen[k].base == info.dli_fbase) return seen[k].yes;
+    tl_in_shim = 1;
+    yes = locate(caller, module, sizeof module, &offset, NULL) &&
+          strncmp(module, track_prefix, track_prefix_length) == 0;
+    tl_in_shim = 0;
+    if (seen_count < 16) {
+        seen[seen_count].base = info.dli_fbase;
+        seen[seen_count].yes = yes;
+        seen_count++;
+    }
+    return yes;
+}
+
+static void *note(void *p, void *caller) {
+    if (p && tracked(caller)) live_add(p);
+    return p;
+}
+
+void tsfi_track(const char *prefix) {
+    copy(track_prefix, sizeof track_prefix, prefix);
+    track_prefix_length = strlen(track_prefix);
+}
+
+long tsfi_live(void) { return __atomic_load_n(&live_count, __ATOMIC_RELAXED); }
+
+void free(void *pointer) {
+    if (pointer) live_remove(pointer);
+    __libc_free(pointer);
+}
+
 void *malloc(size_t size) {
     if (alloc_fails("malloc", CALLER)) return NULL;
-    return __libc_malloc(size);
+    return note(__libc_malloc(size), CALLER);
 }
 
 void *calloc(size_t count, size_t size) {
     if (alloc_fails("calloc", CALLER)) return NULL;
-    return __libc_calloc(count, size);
+    return note(__libc_calloc(count, size), CALLER);
 }
 
 void *realloc(void *pointer, size_t size) {
+    void *result;
     if (alloc_fails("realloc", CALLER)) return NULL;
-    return __libc_realloc(pointer, size);
+    result = __libc_realloc(pointer, size);
+    if (result && pointer) live_remove(pointer);
+    return note(result, CALLER);
 }
 
 char *strdup(const char *text) {
@@ -164,7 +307,7 @@ char *strdup(const char *text) {
     if (alloc_fails("strdup", CALLER)) return NULL;
     copy_ = __libc_malloc(n);
     if (copy_) memcpy(copy_, text, n);
-    return copy_;
+    return note(copy_, CALLER);
 }
 
 char *strndup(const char *text, size_t limit) {
@@ -176,7 +319,7 @@ char *strndup(const char *text, size_t limit) {
         memcpy(copy_, text, n);
         copy_[n] = '\0';
     }
-    return copy_;
+    return note(copy_, CALLER);
 }
 
 int posix_memalign(void **out, size_t alignment, size_t size) {

@@ -3,7 +3,8 @@
  *
  * inject.so is loaded with LD_PRELOAD and interposes the allocation
  * functions (malloc, calloc, realloc, strdup, strndup, posix_memalign,
- * aligned_alloc, memalign, every operator new, ffi_closure_alloc), some
+ * aligned_alloc, memalign, every operator new, ffi_closure_alloc; and free,
+ * for leak tracking), some
  * system calls (open, read, pread, write, fsync, ftruncate) and thread
  * set-up calls (pthread_create, pthread_mutex_init, pthread_cond_init).
  * Nothing changes until a thread arms it: from then on the calls of the
@@ -60,5 +61,11 @@ typedef void (*tsfi_resume_fn)(void);
 /* The calling thread's stack (skipping `skip` frames) into frames[]; returns
  * how many. Usable from a signal handler once backtrace() has run once. */
 typedef int (*tsfi_stack_fn)(tsfi_frame *frames, int max, int skip);
+/* Leak tracking: while a thread is armed, the blocks that code in a shared
+ * object whose real path starts with `prefix` allocates on it (malloc,
+ * calloc, realloc, strdup, strndup) are recorded until freed, from any
+ * thread. tsfi_live() is how many are still allocated; arming resets it. */
+typedef void (*tsfi_track_fn)(const char *prefix);
+typedef long (*tsfi_live_fn)(void);
 
 #endif /* TSFI_INJECT_H */

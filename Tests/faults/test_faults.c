@@ -16,7 +16,9 @@
  *     fault is spent). The one documented exception: TS_E_IO from the
  *     journal after the action was applied (the state is then the
  *     reference state);
- *   - the state, the listener calls and the text read equal the reference.
+ *   - the state, the listener calls and the text read equal the reference;
+ *   - after ts_store_destroy, every block that plugin code allocated while
+ *     armed has been freed (inject.c tracks them).
  * The child exits 0 when every check held, 1 (with the reasons on stderr)
  * otherwise.
  *
@@ -49,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -61,6 +64,8 @@ static tsfi_disarm_fn fi_disarm;
 static tsfi_suspend_fn fi_suspend;
 static tsfi_resume_fn fi_resume;
 static tsfi_stack_fn fi_stack;
+static tsfi_track_fn fi_track;
+static tsfi_live_fn fi_live;
 
 /* ---- Shared with the children ------------------------------------------- */
 
@@ -583,6 +588,10 @@ static int run_scenario(const scenario *sc, unsigned classes, long n) {
         if (r.failures) break;
     }
     ts_store_destroy(r.store);
+    {
+        long leaked = fi_live();
+        if (leaked) failf(&r, "after ts_store_destroy, %ld blocks that the plugins allocated are still allocated", leaked);
+    }
     sh->ref.counted = fi_disarm();
     if (recording) sh->ref.steps = r.step;
     unlink(r.journal);
@@ -776,11 +785,21 @@ int main(int argc, char **argv) {
     *(void **)&fi_suspend = dlsym(RTLD_DEFAULT, "tsfi_suspend");
     *(void **)&fi_resume = dlsym(RTLD_DEFAULT, "tsfi_resume");
     *(void **)&fi_stack = dlsym(RTLD_DEFAULT, "tsfi_stack");
-    if (!fi_arm || !fi_disarm || !fi_suspend || !fi_resume || !fi_stack) {
+    *(void **)&fi_track = dlsym(RTLD_DEFAULT, "tsfi_track");
+    *(void **)&fi_live = dlsym(RTLD_DEFAULT, "tsfi_live");
+    if (!fi_arm || !fi_disarm || !fi_suspend || !fi_resume || !fi_stack || !fi_track || !fi_live) {
         fprintf(stderr, "test_faults: run with LD_PRELOAD=.../inject.so (make test-faults does)\n0 passed, 1 failed\n");
         return 1;
     }
     unsetenv("LD_PRELOAD"); /* not for addr2line */
+    {
+        /* leaks: what the plugins allocate must be freed by the end */
+        char real[PATH_MAX + 2];
+        if (realpath(plugin_dir, real)) {
+            strcat(real, "/");
+            fi_track(real);
+        }
+    }
     report_fd = dup(2);
     if (report_fd < 0) report_fd = 2;
     {
