@@ -550,6 +550,12 @@ static void do_step(run *r, const step *st) {
         /* count from here on as the unfaulted run did */
         r->listener_calls = ref->listener_calls[i];
     }
+    if (s == ref->status[i] && s == TS_OK && r->listener_calls > ref->listener_calls[i] && sh->report.fired) {
+        /* Documented (ts_store_subscribe): a pointer listener whose value
+         * could not be looked at for want of memory is called, as if the
+         * value changed; never skipped. Count on as the unfaulted run did. */
+        r->listener_calls = ref->listener_calls[i];
+    }
     if (r->listener_calls != ref->listener_calls[i])
         failf(r, "listeners called %d times in all, unfaulted %d", r->listener_calls, ref->listener_calls[i]);
     if (strcmp(r->aux, ref->aux[i]) != 0) failf(r, "read %s, unfaulted %s", r->aux, ref->aux[i]);
@@ -653,25 +659,17 @@ typedef struct known_finding {
     long seen;
 } known_finding;
 static known_finding known_findings[] = {
-    {"CStore.__deallocating_deinit",
-     "CStore.init threw after StoreAPI found no closure memory (ts_store_create); deinit then calls destroyAll() "
-     "on the nil implicitly unwrapped `plugins` and traps (CStore.swift: `plugins?.destroyAll()`)", 0},
-    {"PointerWatcher.changed",
-     "PointerWatcher.changed takes a failed look-up (TS_E_NOMEM) for a missing value (`try?`): the listener is "
-     "called when nothing changed, or not when it did (CStore.swift)", 0},
-    {"LoadedObjectsLock.init",
-     "LoadedObjectsLock ignores pthread_mutex_init's result and uses the uninitialized mutex: a hang "
-     "(PluginFile.swift: initialize the memory to pthread_mutex_t() first, or fail)", 0},
-    {"JSONState.quote",
-     "JSONState.set records the new key in indexOfKey before quote() can fail: after a failed tsj_quote "
-     "(TS_E_NOMEM) indexOfKey points past `members` and the next look-up traps; the state is also changed "
-     "in place before the throw (JSONState.swift: quote first, then update indexOfKey and members)", 0},
+    /* None open: the four found so far (CStore.deinit with no plugin set,
+     * PointerWatcher taking no memory for "no value", JSONState.set
+     * indexing a key before quoting it, LoadedObjectsLock's mutex) are
+     * fixed, and a run that meets one again fails. */
+    {NULL, NULL, 0},
 };
-#define KNOWN_COUNT (sizeof known_findings / sizeof known_findings[0])
+
 
 static known_finding *known(const char *trace) {
     size_t k;
-    for (k = 0; k < KNOWN_COUNT; k++)
+    for (k = 0; known_findings[k].where != NULL; k++)
         if (strstr(trace, known_findings[k].where)) return &known_findings[k];
     return NULL;
 }
@@ -884,7 +882,7 @@ int main(int argc, char **argv) {
            outcome_swift_death, swift_trap, swift_other_signal, swift_hang);
     printf("faults: %ld runs ended in a known finding in the library's Swift code (not failed until fixed):\n",
            outcome_known);
-    for (s = 0; s < KNOWN_COUNT; s++)
+    for (s = 0; known_findings[s].where != NULL; s++)
         if (known_findings[s].seen) printf("  %ld x %s\n", known_findings[s].seen, known_findings[s].what);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
