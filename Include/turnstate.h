@@ -333,7 +333,10 @@ ts_status ts_store_add_middleware(ts_store *store, const char *name, ts_middlewa
  * not valid JSON, not UTF-8, or has an object with a key twice (TS_E_JSON;
  * the config is checked before the file is opened, so such a load runs no
  * plugin code); a plugin whose create() failed (TS_E_PLUGIN, with the
- * plugin's own message).
+ * plugin's own message). "Unchanged" is the state and the chain: a plugin
+ * whose create() restored a state (the journal) has notified the listeners
+ * of it, and when the load then fails they are notified again of the state
+ * put back.
  * The plugin's create() runs with the store held (dispatches from other
  * threads wait), so no action slips past a plugin that is being added.
  * Plugins are never unloaded (dlclose): their destroy() runs in
