@@ -170,7 +170,7 @@ asan-plugins: asan-lib
 	@mkdir -p $(ASAN)/plugins && chmod 0755 $(ASAN)/plugins
 	@for p in $(C_PLUGINS); do \
 	  echo "clang(asan) $$p.so"; \
-	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address,fuzzer-no-link -shared -fPIC \
+	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address,fuzzer-no-link -fuse-ld=lld -shared -fPIC \
 	    Plugins/$$p/$$p.c -o $(ASAN)/plugins/$$p.so -lpthread; \
 	done
 	$(SWIFT) build -c release --scratch-path $(ASAN_SCRATCH) --product turnstate-logger $(ASAN_SWIFT_FLAGS)
@@ -199,9 +199,14 @@ test-c-asan: asan-lib
 	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/c/test_store.c -o $(ASAN)/tests/test_store $(ASAN_LINK)
 	$(ASAN)/tests/test_store --quick
 
-## test-plugins-asan: the plugin suite (plugins, loader variants, tests) with ASan
-test-plugins-asan: asan-lib
-	TS_ASAN=1 CC="$(FUZZ_CC) -fsanitize=address" BUILD=$(ASAN) Tests/plugins/run.sh
+## test-plugins-asan: the plugin suite (plugins, loader variants, tests) and the
+## logger's test with ASan; the suite builds its plugins in build/asan/ptest,
+## apart from the fuzzers' instrumented ones
+test-plugins-asan: asan-plugins
+	@mkdir -p $(ASAN)/ptest $(ASAN)/tests && ln -sfn ../lib $(ASAN)/ptest/lib
+	TS_ASAN=1 CC="$(FUZZ_CC) -fsanitize=address -fuse-ld=lld" BUILD=$(ASAN)/ptest Tests/plugins/run.sh
+	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
+	$(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
 ## bench: release benchmarks (Swift W1-W5, C C1-C6, Python P1, start-up, memory),
 ## printed as one table; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look
