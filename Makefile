@@ -145,10 +145,12 @@ ASAN_CFLAGS := -std=c99 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pe
 ASAN_LINK := -fuse-ld=lld -L$(ASAN)/lib -Wl,-rpath,$(ASAN)/lib -lturnstate -lpthread
 FUZZ_TARGETS := create dispatch pointer journal plugin_config
 FUZZ_SECONDS ?= 60
-# Options for every fuzzer run and replay: one job (2 shared cores); inputs
-# up to 64 KiB; leaks are checked when LeakSanitizer works (it does with the
-# toolchain's runtime).
-FUZZ_OPTS := -jobs=1 -workers=1 -max_len=65536 -timeout=20 -rss_limit_mb=4096
+# Options for every fuzzer run and replay: inputs up to 64 KiB, 20 s per input
+# at most. Each harness runs as one plain libFuzzer process, one after the
+# other (2 shared cores): that is one job on one core, as -jobs=1 would be,
+# without -jobs' extra child process and its ./fuzz-0.log. Leaks are checked:
+# LeakSanitizer works with the toolchain's ASan runtime.
+FUZZ_OPTS := -max_len=65536 -timeout=20 -rss_limit_mb=4096
 # Swift's own crash backtracer would take the signal from libFuzzer.
 ASAN_TARGETS := fuzz test-fuzz-replay test-c-asan test-plugins-asan
 $(ASAN_TARGETS): export ASAN_OPTIONS = detect_leaks=1:strict_string_checks=1:$(EXTRA_ASAN_OPTIONS)
