@@ -2,9 +2,13 @@
 #
 #   make run       set up, build, and run the C demo (plugins loaded from a folder)
 #   make test      every test: Swift (also under TSan), C (also under valgrind),
-#                  exported symbols, pkg-config consumer, Python, plugins
+#                  exported symbols, pkg-config consumer, Python, plugins,
+#                  the shutdown protocol model (spin), the concurrency
+#                  torture test (ASan and TSan)
 #   make install PREFIX=/usr/local   the library, headers and turnstate.pc
 #   make bench     release benchmarks, printed as one table
+#   make coverage  line and branch coverage of Sources/ and Plugins/ from the
+#                  Swift, C, JSON, Python and plugin suites (not part of test)
 #
 # Everything built lands in build/ (C programs, the library) and .build*/
 # (SwiftPM); both are ignored by git.
@@ -34,6 +38,12 @@ RELEASE_SCRATCH := .build-release-static
 else
 RELEASE_SCRATCH := .build-release
 endif
+# `make coverage` builds the library in another configuration and scratch path
+# (debug, instrumented) and points BUILD at build/coverage; see Tests/coverage/run.sh.
+LIB_CONFIG ?= release
+LIB_SWIFTFLAGS ?=
+PLUGIN_SCRATCH ?= .build-plugins
+PLUGIN_SWIFTFLAGS ?=
 
 CC ?= cc
 CFLAGS ?= -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic
@@ -48,7 +58,8 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
-        bench asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
+        test-model test-torture lib-tsan bench coverage \
+        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
 
 setup:
 	@.ci/setup.sh
@@ -57,10 +68,10 @@ setup:
 build: setup lib plugins examples
 
 lib: setup
-	$(SWIFT) build -c release --scratch-path $(RELEASE_SCRATCH) --product turnstate $(LIB_LDFLAGS)
+	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(RELEASE_SCRATCH) --product turnstate $(LIB_LDFLAGS) $(LIB_SWIFTFLAGS)
 	@mkdir -p $(BUILD)/lib
 	@# A new file, renamed into place: never rewrite a library a running process has mapped.
-	@install -m 0755 $(RELEASE_SCRATCH)/release/libturnstate.so $(BUILD)/lib/.libturnstate.so.new
+	@install -m 0755 $(RELEASE_SCRATCH)/$(LIB_CONFIG)/libturnstate.so $(BUILD)/lib/.libturnstate.so.new
 	@mv -f $(BUILD)/lib/.libturnstate.so.new $(BUILD)/lib/libturnstate.so.$(VERSION)
 	@ln -sf libturnstate.so.$(VERSION) $(BUILD)/lib/libturnstate.so.$(SOVERSION)
 	@ln -sf libturnstate.so.$(SOVERSION) $(BUILD)/lib/libturnstate.so
@@ -73,8 +84,8 @@ plugins: setup
 	  echo "cc $$p.so"; \
 	  $(CC) $(PLUGIN_CFLAGS) Plugins/$$p/$$p.c -o $(BUILD)/plugins/$$p.so -lpthread; \
 	done
-	$(SWIFT) build -c release --scratch-path .build-plugins --product turnstate-logger
-	@cp -f .build-plugins/release/libturnstate-logger.so $(BUILD)/plugins/logger.so
+	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger $(PLUGIN_SWIFTFLAGS)
+	@cp -f $(PLUGIN_SCRATCH)/$(LIB_CONFIG)/libturnstate-logger.so $(BUILD)/plugins/logger.so
 
 demo-plugins: plugins
 	@rm -rf $(BUILD)/demo && mkdir -p $(DEMO_PLUGINS) && chmod 0755 $(BUILD)/demo $(DEMO_PLUGINS)
@@ -97,7 +108,7 @@ run: build demo-plugins
 ## test: every suite; a summary line at the end
 test: setup
 	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
-	  test-plugins test-readme
+	  test-plugins test-readme test-model test-torture
 
 test-swift: setup
 	$(SWIFT) test --scratch-path .build
@@ -126,9 +137,36 @@ test-python: lib
 test-readme: lib
 	Tests/readme/check.sh
 
+## test-model: spin checks the shutdown protocol model, and that it catches
+## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
+test-model: setup
+	Tests/model/run.sh
+
+## lib-tsan: the library built with -sanitize=thread, in build/tsan/lib
+lib-tsan: setup
+	$(SWIFT) build -c release --scratch-path .build-tsan-lib --product turnstate --sanitize=thread $(LIB_LDFLAGS)
+	@mkdir -p $(BUILD)/tsan/lib
+	@install -m 0755 .build-tsan-lib/release/libturnstate.so $(BUILD)/tsan/lib/.libturnstate.so.new
+	@mv -f $(BUILD)/tsan/lib/.libturnstate.so.new $(BUILD)/tsan/lib/libturnstate.so.$(VERSION)
+	@ln -sf libturnstate.so.$(VERSION) $(BUILD)/tsan/lib/libturnstate.so.$(SOVERSION)
+	@ln -sf libturnstate.so.$(SOVERSION) $(BUILD)/tsan/lib/libturnstate.so
+
+## test-torture: many threads on one store and stores destroyed while the
+## delay plugin dispatches, under AddressSanitizer and ThreadSanitizer
+test-torture: lib lib-tsan
+	Tests/torture/run.sh
+
 test-plugins: lib plugins
-	Tests/plugins/run.sh
-	Tests/plugins/logger_run.sh
+	TS_BUILD=$(BUILD) Tests/plugins/run.sh
+	TS_BUILD=$(BUILD) TS_CONFIG=$(LIB_CONFIG) TS_PLUGIN_SCRATCH=$(CURDIR)/$(PLUGIN_SCRATCH) \
+	  TS_PLUGIN_SWIFTFLAGS="$(PLUGIN_SWIFTFLAGS)" Tests/plugins/logger_run.sh
+
+## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
+## C, JSON, Python and plugin suites, run against an instrumented library and
+## instrumented plugins (build/coverage/); one table, HTML in build/coverage/html.
+## Not part of `make test`.
+coverage: setup
+	@Tests/coverage/run.sh
 
 ## AddressSanitizer and fuzzing (Tests/fuzz/README.md)
 # One instrumented build serves the fuzzers and the ASan suites: the library
@@ -206,7 +244,7 @@ test-c-asan: asan-lib
 ## apart from the fuzzers' instrumented ones
 test-plugins-asan: asan-plugins
 	@mkdir -p $(ASAN)/ptest $(ASAN)/tests && ln -sfn ../lib $(ASAN)/ptest/lib
-	TS_ASAN=1 CC="$(FUZZ_CC) -fsanitize=address -fuse-ld=lld" BUILD=$(ASAN)/ptest Tests/plugins/run.sh
+	TS_VALGRIND=0 CC="$(FUZZ_CC) -fsanitize=address -fuse-ld=lld" TS_BUILD=$(ASAN)/ptest Tests/plugins/run.sh
 	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
 	$(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 

@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "CTurnstateSupport", linkerSettings: [.linkedLibrary("ffi")]),
         // The C face: implements Include/turnstate.h over the core store.
         .target(name: "TurnstateC", dependencies: ["Turnstate", "CTurnstate", "CTurnstateJSON", "CTurnstateSupport"],
-                exclude: ["exports.map"]),
+                exclude: ["exports.map", "ShutdownProtocol.pml"]),
         .executableTarget(name: "turnstate-demo", dependencies: ["Turnstate"], path: "Examples/SwiftDemo"),
         .testTarget(name: "TurnstateTests", dependencies: ["Turnstate"]),
         .testTarget(name: "TurnstateCTests", dependencies: ["Turnstate", "TurnstateC"]),

@@ -22,8 +22,21 @@
  *   a callback waiting for another thread that uses the same store.
  * - JSON is parsed fully and strictly (RFC 8259): invalid UTF-8, trailing
  *   characters and nesting deeper than TS_MAX_DEPTH are refused with
- *   TS_E_JSON. Integers up to 64 bits (signed or unsigned) survive exactly.
+ *   TS_E_JSON. So is an object with a key that appears twice, at any depth
+ *   (keys compared after unescaping: {"a":1,"\u0061":2} is refused); the
+ *   message names the key and its byte offset. This holds wherever the
+ *   library reads JSON: initial states, actions (payloads included),
+ *   reducer results (there the dispatch fails with TS_E_REDUCER),
+ *   replace_state, and plugin configs (given to ts_store_load_plugin or
+ *   read from NAME.json), so every reader of a text sees the same members.
+ *   Integers up to 64 bits (signed or unsigned) survive exactly.
  *   Text that the library returns is minified (no insignificant white space).
+ * - Out of memory: where the library itself allocates (parsing and copying
+ *   JSON text, checking a reducer's output, copies of the state) a failed
+ *   allocation returns TS_E_NOMEM and changes nothing. The library is
+ *   written in Swift, and a failed allocation inside the Swift runtime (the
+ *   small objects it makes for subscriptions, middleware and plugins, and a
+ *   few per dispatch) ends the process, as it does in any Swift program.
  *
  * This header is C99 and has no compiler-specific extensions.
  */
@@ -57,7 +70,7 @@ typedef int32_t ts_status;
 
 #define TS_OK                 0   /* success */
 #define TS_E_ARGUMENT       (-1)  /* a NULL or malformed argument */
-#define TS_E_JSON           (-2)  /* invalid JSON: syntax, bad UTF-8, nesting too deep */
+#define TS_E_JSON           (-2)  /* invalid JSON: syntax, bad UTF-8, nesting too deep, a key twice */
 #define TS_E_NOT_ACTION     (-3)  /* valid JSON that is not a tagged action */
 #define TS_E_REDUCER        (-4)  /* a reducer failed or returned invalid JSON */
 #define TS_E_REENTRANT      (-5)  /* a reducer called back into its store */
@@ -69,6 +82,8 @@ typedef int32_t ts_status;
 #define TS_E_STORE_GONE    (-11)  /* a call reached a store that is being destroyed */
 #define TS_E_ABI           (-12)  /* a plugin built for an ABI this library does not speak */
 #define TS_E_UNKNOWN_ACTION (-13) /* a Swift store met an action type it cannot decode */
+#define TS_E_MISUSE        (-14)  /* a function used against its rules: a middleware's
+                                     next called twice, or after its run() returned */
 
 /* The deepest nesting of arrays and objects that JSON text may have. */
 #define TS_MAX_DEPTH 256
@@ -95,15 +110,32 @@ typedef struct ts_store ts_store;
  * means {}). On success *out is the new store, which the caller destroys with
  * ts_store_destroy().
  * Errors: TS_E_ARGUMENT (out is NULL), TS_E_JSON (invalid JSON, or not an
- * object, or a key that appears twice), TS_E_NOMEM. */
+ * object, or an object with a key that appears twice at any depth),
+ * TS_E_NOMEM. */
 ts_status ts_store_create(const char *initial_state_json, ts_store **out);
 
-/* Destroys a store: its plugins' destroy() runs first, on the calling thread
- * (last loaded first, after any dispatch under way has finished, so that a
- * plugin can stop its own threads), then its listeners and middleware are
- * dropped. NULL-safe. Called from inside one of the store's own callbacks,
- * it takes effect when the outermost call into the store returns. No other
- * thread may start a call into the store during or after destruction. */
+/* Destroys a store, in two steps (Sources/TurnstateC/ShutdownProtocol.pml
+ * models them, and `make test` checks the model with spin):
+ * 1. The store closes. Dispatches already under way finish first (on other
+ *    threads: waited for; on this thread: the one this is called from).
+ *    From then on every new call into the store - ts_store_* from any
+ *    thread, the functions of a kept ts_store_api table, a call from a
+ *    plugin's destroy() - returns TS_E_STORE_GONE and reaches no
+ *    middleware, reducer or listener (a kept `next` returns TS_E_MISUSE, as
+ *    it always does outside its run()).
+ * 2. Each plugin's destroy() runs, last loaded first, on the calling thread
+ *    and without the store held, so that a plugin can stop and join its own
+ *    threads (their dispatches now return TS_E_STORE_GONE). No plugin's
+ *    run() is called once its destroy() has begun.
+ * Then the store's listeners, middleware and memory are freed. NULL-safe.
+ * Called from inside one of the store's own callbacks, step 1 happens at
+ * once (the dispatch under way still finishes: its remaining middleware,
+ * reducers and listeners run) and step 2 when the outermost call into the
+ * store returns.
+ * The ts_store pointer and the ts_store_api table are freed when
+ * ts_store_destroy returns: a thread that may still use them must be
+ * stopped by then (a plugin in its destroy(); other code before calling
+ * ts_store_destroy). Using either afterwards is undefined behaviour. */
 void ts_store_destroy(ts_store *store);
 
 /* ---- Actions ------------------------------------------------------------ */
@@ -133,7 +165,9 @@ typedef struct ts_action {
  * unsubscribe. Such a call returns TS_E_REENTRANT and the whole dispatch then
  * fails with TS_E_REENTRANT, leaving the state as it was. If a reducer returns
  * text that is not valid JSON, the dispatch fails with TS_E_REDUCER and the
- * state is exactly as it was before it: no reducer's result is applied. */
+ * state is exactly as it was before it: no reducer's result is applied.
+ * Text with an object that has a key twice, at any depth, is invalid JSON
+ * here too (TS_E_REDUCER). */
 typedef char *(*ts_reducer_fn)(const char *slice_json, const ts_action *action, void *ctx);
 
 /* Adds the reducer that owns the top-level key `key`. Reducers run in the
@@ -155,8 +189,10 @@ ts_status ts_store_add_reducer(ts_store *store, const char *key, ts_reducer_fn f
  * listener is called. (A middleware that fails after its `next` succeeded,
  * such as a journal that cannot write, reports its status although the
  * action was applied.)
- * Errors: TS_E_ARGUMENT (NULL store or action), TS_E_JSON, TS_E_NOT_ACTION,
- * TS_E_REDUCER, TS_E_REENTRANT (called from inside a reducer), or whatever
+ * Errors: TS_E_ARGUMENT (NULL store or action), TS_E_JSON (also for an
+ * object with a key twice anywhere in the action, "type" and "payload"
+ * included), TS_E_NOT_ACTION, TS_E_REDUCER (a reducer failed or returned
+ * invalid JSON), TS_E_REENTRANT (called from inside a reducer), or whatever
  * status a middleware returned (TS_E_REJECTED by convention). An action that a
  * middleware swallowed (did not pass on) returns TS_OK. */
 ts_status ts_store_dispatch(ts_store *store, const char *action_json);
@@ -200,12 +236,22 @@ ts_status ts_store_unsubscribe(ts_store *store, uint64_t token);
 /* Passes an action on to the rest of the chain (and at its end to the
  * reducers). Pass the action you received (action->json) or new tagged JSON
  * text to change it; passing action->json itself costs no new parse. Call it
- * at most once per action; not calling it swallows the action. Returns the
- * status of the rest of the dispatch. */
+ * at most once per action, and only during the run() it was given to (on
+ * that thread); not calling it swallows the action. Returns the status of
+ * the rest of the dispatch. A second call for the same action, or a call
+ * after that run() returned (a kept `next`, from any thread), returns
+ * TS_E_MISUSE and changes nothing; to act later, dispatch through the table.
+ * Text that is not a tagged action is refused (TS_E_JSON, TS_E_NOT_ACTION)
+ * without using up the one call. After the store is destroyed a kept `next`
+ * must not be called at all (it is freed with the store). */
 typedef ts_status (*ts_next_fn)(const char *action_json);
 
 /* The store as middleware sees it: plain C functions bound to one store.
- * Check struct_size before using a field that a later version added. */
+ * Check struct_size before using a field that a later version added.
+ * The table may be kept and used from any thread until the store is
+ * destroyed: once ts_store_destroy has begun, its functions return
+ * TS_E_STORE_GONE (see ts_store_destroy); after ts_store_destroy returned
+ * the table is freed and must not be used. */
 typedef struct ts_store_api {
     /* sizeof(ts_store_api) of the library that made the table. */
     uint32_t struct_size;
@@ -225,8 +271,8 @@ typedef struct ts_store_api {
      * restoring a saved state (the journal plugin). A key that has a reducer
      * but is missing from the new state gets its first value from that
      * reducer, as in ts_store_add_reducer. Atomic: on failure the state is
-     * unchanged. Errors: TS_E_ARGUMENT, TS_E_JSON, TS_E_REDUCER,
-     * TS_E_REENTRANT (from inside a reducer). */
+     * unchanged. Errors: TS_E_ARGUMENT, TS_E_JSON (also a key twice at any
+     * depth), TS_E_REDUCER, TS_E_REENTRANT (from inside a reducer). */
     ts_status (*replace_state)(const char *state_json);
     /* The name of a status, as ts_status_name: for plugins, which do not link
      * the library. Static text: do not free. */
@@ -238,9 +284,9 @@ typedef struct ts_store_api {
  * rest of the dispatch), or a negative status (TS_E_REJECTED by convention)
  * to refuse the action; that status is what the dispatcher gets. The table,
  * `next` and the action are valid only during the call, except that `store`
- * and its functions stay valid until the store is destroyed, so a middleware
- * may keep them to dispatch later from another thread (stop doing so before
- * the store is destroyed: the functions are freed with it). */
+ * (the table) may be kept and used from other threads until the store is
+ * destroyed (see ts_store_api and ts_store_destroy for when its functions
+ * answer TS_E_STORE_GONE and when it is freed). */
 typedef ts_status (*ts_middleware_fn)(const ts_store_api *store, ts_next_fn next, const ts_action *action,
                                       void *ctx);
 
@@ -257,17 +303,38 @@ ts_status ts_store_add_middleware(ts_store *store, const char *name, ts_middlewa
  * plugins added before it and before those added after it. `config_json` is
  * the plugin's configuration (NULL means {}). Add reducers before loading a
  * plugin that restores state (the journal plugin).
- * Refused, with the store unchanged: a file that is missing (TS_E_NOT_FOUND),
- * that other users can write to, or whose folder they can write to, or that
- * is not a shared object, or that has no ts_plugin_entry symbol (TS_E_PLUGIN);
- * a plugin built for an ABI this library does not speak (TS_E_ABI, the
- * message names both versions); invalid config JSON (TS_E_JSON); a plugin
- * whose create() failed (TS_E_PLUGIN, with the plugin's own message).
+ * The file must be trusted: with every symbolic link resolved (realpath), it
+ * must be a regular file, and it and every folder from it up to "/" must
+ * belong to root or to the process's effective user and must not be writable
+ * by group or others. The one exception: a folder that is sticky (S_ISVTX)
+ * and owned by root, like /tmp (mode 1777), may be writable by others (they
+ * cannot rename or remove what is not theirs; the file itself must still
+ * pass). The file is opened once (O_NOFOLLOW on its real path), checked
+ * through that descriptor (fstat), and the descriptor's file is what is
+ * loaded (dlopen of /proc/self/fd/N; where /proc/self/fd is missing, of the
+ * real path once it is seen to be the same st_dev and st_ino), so a path
+ * changed after the check cannot slip in another file. A file loaded before
+ * (same st_dev and st_ino) is not dlopen()ed again; loading it again makes
+ * another instance of it.
+ * Refused, with the store unchanged: a file that is missing (TS_E_NOT_FOUND;
+ * for a relative path the message says where it looked); a file that is not
+ * trusted (TS_E_PLUGIN; the message names the file or folder at fault, its
+ * owner or mode, and the command that fixes it, e.g. chmod go-w FOLDER); a
+ * file that cannot be read (TS_E_IO); a file that is not a shared object
+ * (TS_E_PLUGIN; the message gives the path given, the real path if it
+ * differs, and dlopen's reason), or that has no ts_plugin_entry symbol
+ * (TS_E_PLUGIN); a plugin built for an ABI this library does not
+ * speak (TS_E_ABI, the message names both versions); config text that is
+ * not valid JSON, not UTF-8, or has an object with a key twice (TS_E_JSON;
+ * the config is checked before the file is opened, so such a load runs no
+ * plugin code); a plugin whose create() failed (TS_E_PLUGIN, with the
+ * plugin's own message).
  * The plugin's create() runs with the store held (dispatches from other
  * threads wait), so no action slips past a plugin that is being added.
  * Plugins are never unloaded (dlclose): their destroy() runs in
- * ts_store_destroy, on the calling thread, in reverse order of loading
- * (called from inside one of the store's callbacks, when that call returns). */
+ * ts_store_destroy after the store closed, on the calling thread, in reverse
+ * order of loading (called from inside one of the store's callbacks, when
+ * that call returns); see ts_store_destroy. */
 ts_status ts_store_load_plugin(ts_store *store, const char *path, const char *config_json);
 
 /* Loads every "*.so" file in the folder `dir`, in byte order of their names
@@ -275,7 +342,13 @@ ts_status ts_store_load_plugin(ts_store *store, const char *path, const char *co
  * file NAME.json beside it when there is one (10-guard.json for
  * 10-guard.so). All or nothing: if one plugin is refused, none of the folder
  * is added, and the status and message are those of the refused one (the
- * message names its file). A folder that others can write to is refused.
+ * message names its file). The folder must be trusted as a plugin file is
+ * (its real path, it and every folder above it; TS_E_PLUGIN otherwise), and
+ * so must each NAME.json, which is opened once and read from the descriptor
+ * that was checked: whoever could write a config could change the plugin's
+ * policy. A NAME.json that is missing means {}; one that is a symbolic link
+ * to nothing is TS_E_NOT_FOUND; one that is not valid UTF-8 or not JSON is
+ * TS_E_JSON.
  * Errors: as ts_store_load_plugin, and TS_E_NOT_FOUND / TS_E_IO for the
  * folder itself. */
 ts_status ts_store_load_plugins(ts_store *store, const char *dir);

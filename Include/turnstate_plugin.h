@@ -20,10 +20,19 @@
  * status to refuse the action (set the reason with store->fail). run() is
  * called on the dispatching thread, with the store held: calls on one store
  * are serialized, but the plugin may be called from different threads over
- * time. The table stays valid until destroy() returns, so a plugin may keep
- * it and dispatch from its own threads; stop them in destroy(), which
- * ts_store_destroy calls on its own thread after any dispatch under way
- * has finished. create() runs with the store held.
+ * time. `next` is valid only during that run() (a second call or a later one
+ * returns TS_E_MISUSE). The table stays valid until destroy() returns, so a
+ * plugin may keep it and dispatch from its own threads; stop them in
+ * destroy(). create() runs with the store held.
+ *
+ * Shutdown (ts_store_destroy in turnstate.h): the store first closes - the
+ * dispatches under way finish, and from then on every call through the
+ * table (from the plugin's threads, or from destroy() itself) returns
+ * TS_E_STORE_GONE without reaching any middleware, reducer or listener.
+ * Then destroy() runs, last loaded plugin first, on the destroying thread
+ * with the store not held, so it may join threads that are dispatching.
+ * run() is never called once destroy() has begun. After destroy() returns
+ * the table is freed: no thread of the plugin may use it then.
  *
  * Memory: the config text, the table, the action and next are the host's;
  * the instance (self) and anything it allocates are the plugin's. A message
@@ -59,7 +68,10 @@ typedef struct ts_plugin {
     const char *name;
     const char *version;
     /* Makes an instance for one store. `config_json` is JSON text ("{}" when
-     * the plugin has no configuration); `store` is the store's table, valid
+     * the plugin has no configuration) that the host has already checked:
+     * strict RFC 8259, minified, UTF-8, and no object in it has a key twice
+     * (at any depth), so a plugin need not handle repeated fields;
+     * `store` is the store's table, valid
      * until destroy() returns. On success set *self (any pointer, or NULL)
      * and return TS_OK. On failure return a negative status and, if you can,
      * set *error_message to a malloc'ed explanation, which the host frees.
@@ -68,7 +80,8 @@ typedef struct ts_plugin {
     ts_status (*create)(const char *config_json, const ts_store_api *store, void **self, char **error_message);
     /* The middleware itself: the ts_middleware_fn shape, with ctx = self. */
     ts_status (*run)(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self);
-    /* Frees an instance; called once when its store is destroyed. May be NULL. */
+    /* Stops and frees an instance; called once when its store is destroyed,
+     * after the store closed (see Shutdown above). May be NULL. */
     void (*destroy)(void *self);
 } ts_plugin;
 

@@ -300,9 +300,50 @@ static inline int pj_str_eqn(const char *tok, const char *s, size_t n) {
 
 static inline int pj_str_eq(const char *tok, const char *s) { return pj_str_eqn(tok, s, strlen(s)); }
 
-/* The value of the member `key` of the object at obj (the last one if the key
- * appears twice, as most parsers do), or NULL if there is none or obj is not
- * an object. */
+/* Writes the string token at tok, decoded, into out[size] for a message
+ * (without quotes): '"', '\\' and control characters (U+0000 included) are
+ * written as JSON escapes, so a key such as "deny\u0000x" is not shown as
+ * "deny"; cut with "..." if it does not fit. Always NUL-terminates (size >= 4). */
+static inline void pj_str_show(const char *tok, char *out, size_t size) {
+    static const char hex[] = "0123456789abcdef";
+    const char *p = tok + 1;
+    size_t used = 0;
+    out[0] = '\0';
+    if (*tok != '"') return;
+    for (;;) {
+        unsigned char buf[4];
+        char esc[7];
+        const char *piece = (const char *)buf;
+        size_t n;
+        int k = pj_str_char(&p, buf);
+        if (k <= 0) break;
+        n = (size_t)k;
+        if (k == 1 && (buf[0] < 0x20 || buf[0] == '"' || buf[0] == '\\')) {
+            if (buf[0] < 0x20) {
+                memcpy(esc, "\\u00", 4);
+                esc[4] = hex[buf[0] >> 4];
+                esc[5] = hex[buf[0] & 15];
+                n = 6;
+            } else {
+                esc[0] = '\\';
+                esc[1] = (char)buf[0];
+                n = 2;
+            }
+            piece = esc;
+        }
+        if (used + n + 4 > size) {
+            memcpy(out + used, "...", 4);
+            return;
+        }
+        memcpy(out + used, piece, n);
+        used += n;
+        out[used] = '\0';
+    }
+}
+
+/* The value of the member `key` of the object at obj, or NULL if there is
+ * none or obj is not an object. (The host refuses JSON with a key twice in
+ * an object, configs and actions alike, so there is at most one.) */
 static inline const char *pj_get(const char *obj, const char *key) {
     pj_iter it;
     const char *k, *v, *found = NULL;
@@ -338,6 +379,53 @@ static inline int pj_int64(const char *p, int64_t *out) {
     if (negative) *out = v == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)v;
     else *out = (int64_t)v;
     return 1;
+}
+
+/* What pj_uint64 found. */
+enum pj_uint64_result {
+    PJ_U64_OK = 1,
+    PJ_U64_NOT_INTEGER = 0, /* not a number, or a fraction or an exponent */
+    PJ_U64_NEGATIVE = -1,
+    PJ_U64_TOO_LARGE = -2   /* an integer above 18446744073709551615 */
+};
+
+/* Reads the number at p as an unsigned 64-bit integer, the whole range
+ * 0..18446744073709551615 ("-0" is 0). Returns a pj_uint64_result. */
+static inline int pj_uint64(const char *p, uint64_t *out) {
+    int negative = 0, nonzero = 0;
+    uint64_t v = 0;
+    const char *start;
+    p = pj_ws(p);
+    if (*p == '-') {
+        negative = 1;
+        p++;
+    }
+    start = p;
+    while (*p >= '0' && *p <= '9') {
+        unsigned d = (unsigned)(*p - '0');
+        if (d) nonzero = 1;
+        if (v > (UINT64_MAX - d) / 10u) {
+            while (*p >= '0' && *p <= '9') p++;
+            if (*p == '.' || *p == 'e' || *p == 'E') return PJ_U64_NOT_INTEGER;
+            return negative ? PJ_U64_NEGATIVE : PJ_U64_TOO_LARGE;
+        }
+        v = v * 10u + d;
+        p++;
+    }
+    if (p == start || *p == '.' || *p == 'e' || *p == 'E') return PJ_U64_NOT_INTEGER;
+    if (negative && nonzero) return PJ_U64_NEGATIVE;
+    *out = v;
+    return PJ_U64_OK;
+}
+
+/* Why pj_uint64 refused a value of kind k, for messages ("not %s"). */
+static inline const char *pj_uint64_why(enum pj_kind k, int result) {
+    if (k != PJ_NUMBER) return pj_kind_name(k);
+    switch (result) {
+    case PJ_U64_NEGATIVE: return "a negative number";
+    case PJ_U64_TOO_LARGE: return "a number above 18446744073709551615";
+    default: return "a fraction or a number with an exponent (write a plain integer)";
+    }
 }
 
 /* Copies the JSON text [p, end) into out without insignificant white space

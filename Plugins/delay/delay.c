@@ -124,7 +124,9 @@ static void *worker_main(void *arg) {
         /* Dispatch without our lock: run() of this very instance takes it
          * when the inner action is itself a @@delay. */
         status = d->store->dispatch(it.json);
-        if (status != TS_OK) {
+        /* TS_E_STORE_GONE: the store is closing and destroy() is about to
+         * stop this worker; what is still pending is dropped, as documented. */
+        if (status != TS_OK && status != TS_E_STORE_GONE) {
             fprintf(stderr, "turnstate delay: the delayed action %.300s failed with %s (%d)\n", it.json,
                     d->store->status_name(status), (int)status);
         }
@@ -147,7 +149,7 @@ static char *dup_message(const char *text) {
 static ts_status delay_create(const char *config_json, const ts_store_api *store, void **self, char **error_message) {
     char err[300];
     pthread_condattr_t attr;
-    int64_t max_pending = DELAY_DEFAULT_MAX_PENDING;
+    uint64_t max_pending = DELAY_DEFAULT_MAX_PENDING;
     pj_iter it;
     const char *k, *v;
     int r;
@@ -160,15 +162,18 @@ static ts_status delay_create(const char *config_json, const ts_store_api *store
     }
     while ((r = pj_next_member(&it, &k, &v)) == 1) {
         if (pj_str_eq(k, "max_pending")) {
-            if (pj_kind_of(v) != PJ_NUMBER || !pj_int64(v, &max_pending) || max_pending < 1) {
-                snprintf(err, sizeof err, "delay: config field \"max_pending\" must be a positive integer, not %s",
-                         pj_kind_of(v) == PJ_NUMBER ? "zero, negative or fractional" : pj_kind_name(pj_kind_of(v)));
+            int got = pj_kind_of(v) == PJ_NUMBER ? pj_uint64(v, &max_pending) : PJ_U64_NOT_INTEGER;
+            if (got != PJ_U64_OK || max_pending < 1 || max_pending > SIZE_MAX) {
+                snprintf(err, sizeof err,
+                         "delay: config field \"max_pending\" must be an integer from 1 to %llu, not %s",
+                         (unsigned long long)SIZE_MAX,
+                         got != PJ_U64_OK ? pj_uint64_why(pj_kind_of(v), got) : max_pending < 1 ? "0" : "a larger number");
                 goto fail;
             }
         } else {
-            char *name = pj_str_dup(k, NULL);
-            snprintf(err, sizeof err, "delay: unknown config field \"%.200s\" (known: \"max_pending\")", name ? name : "?");
-            free(name);
+            char name[200];
+            pj_str_show(k, name, sizeof name);
+            snprintf(err, sizeof err, "delay: unknown config field \"%s\" (known: \"max_pending\")", name);
             goto fail;
         }
     }
@@ -223,7 +228,10 @@ static ts_status refuse(const ts_store_api *store, const char *why) {
 static ts_status delay_run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
     delay *d = self;
     const char *payload = action->payload, *ms_value, *inner, *inner_end, *inner_type;
-    int64_t ms;
+    uint64_t ms = 0;
+    int got;
+    char *type_text;
+    size_t type_length = 0;
     item it;
     size_t length;
 
@@ -234,15 +242,24 @@ static ts_status delay_run(const ts_store_api *store, ts_next_fn next, const ts_
     ms_value = pj_get(payload, "ms");
     if (ms_value == NULL) return refuse(store, "payload.ms is missing");
     if (pj_kind_of(ms_value) != PJ_NUMBER) return refuse(store, "payload.ms is not a number");
-    if (!pj_int64(ms_value, &ms)) return refuse(store, "payload.ms is not an integer number of milliseconds");
-    if (ms < 0) return refuse(store, "payload.ms is negative");
-    if (ms > DELAY_MAX_MS) return refuse(store, "payload.ms is too large");
+    got = pj_uint64(ms_value, &ms);
+    if (got == PJ_U64_NEGATIVE) return refuse(store, "payload.ms is negative");
+    if (got == PJ_U64_NOT_INTEGER) return refuse(store, "payload.ms is not an integer number of milliseconds");
+    if (got == PJ_U64_TOO_LARGE || ms > (uint64_t)DELAY_MAX_MS) return refuse(store, "payload.ms is too large");
     inner = pj_get(payload, "action");
     if (inner == NULL) return refuse(store, "payload.action is missing");
     if (pj_kind_of(inner) != PJ_OBJECT) return refuse(store, "payload.action is not an object");
     inner_type = pj_get(inner, "type");
     if (inner_type == NULL || pj_kind_of(inner_type) != PJ_STRING || pj_ws(inner_type)[1] == '"')
         return refuse(store, "payload.action has no \"type\" (a non-empty string)");
+    /* Refused now rather than when it is due: the host refuses such a type. */
+    type_text = pj_str_dup(pj_ws(inner_type), &type_length);
+    if (type_text == NULL) return store->fail(TS_E_NOMEM, "delay: out of memory");
+    if (strlen(type_text) != type_length) {
+        free(type_text);
+        return refuse(store, "payload.action's \"type\" contains \\u0000 (NUL)");
+    }
+    free(type_text);
     inner = pj_ws(inner);
     inner_end = pj_skip(inner);
     if (inner_end == NULL) return refuse(store, "payload.action is malformed");

@@ -4,7 +4,8 @@
  *
  * Config (every field optional; README.md has an example):
  *   "allow": [patterns], "deny": [patterns],
- *   "require": {pattern: [payload field names]}, "max_bytes": integer
+ *   "require": {pattern: [payload field names]},
+ *   "max_bytes": integer 0..18446744073709551615
  *
  * A pattern ending in "*" matches every type that starts with what comes
  * before it ("*" alone matches every type); any other pattern matches one
@@ -80,7 +81,9 @@ static void guard_free(guard *g) {
     free(g);
 }
 
-/* Decodes the string token at tok into a pattern. 0 on failure. */
+/* Decodes the string token at tok into a pattern. 0 on failure (out of
+ * memory), -1 if it contains U+0000, which no action type can contain (the
+ * host refuses such types), so the pattern could never match. */
 static int make_pattern(const char *tok, pattern *out) {
     size_t length;
     char *text = pj_str_dup(tok, &length);
@@ -89,7 +92,7 @@ static int make_pattern(const char *tok, pattern *out) {
     if (out->prefix) text[--length] = '\0';
     out->text = text;
     out->length = length;
-    return 1;
+    return strlen(text) == length ? 1 : -1;
 }
 
 static int pattern_matches(const pattern *pat, const char *type, size_t type_length) {
@@ -149,7 +152,15 @@ static int read_pattern_list(const char *field, const char *p, pattern_list *lis
     if (list->items == NULL) goto nomem;
     pj_begin(&it, p, '[');
     while (pj_next_element(&it, &v) == 1) {
-        if (!make_pattern(pj_ws(v), &list->items[i])) goto nomem;
+        int made = make_pattern(pj_ws(v), &list->items[i]);
+        if (made == 0) goto nomem;
+        if (made < 0) {
+            list->count = i + 1;
+            snprintf(err, err_size,
+                     "guard: config field \"%s\": element %zu contains \\u0000 (NUL), which no action type can contain",
+                     field, i);
+            return 0;
+        }
         if (list->items[i].length == 0 && !list->items[i].prefix) {
             list->count = i + 1;
             snprintf(err, err_size, "guard: config field \"%s\": element %zu is an empty pattern", field, i);
@@ -178,21 +189,18 @@ static int read_require(const char *p, guard *g, char *err, size_t err_size) {
     while ((r = pj_next_member(&it, &k, &v)) == 1) {
         size_t bad = 0;
         long n = count_strings(v, &bad);
-        char *key = pj_str_dup(k, NULL);
-        if (key == NULL) goto nomem;
+        char key[200];
+        pj_str_show(k, key, sizeof key);
         if (pj_kind_of(v) != PJ_ARRAY) {
-            snprintf(err, err_size, "guard: config field \"require\" -> \"%.200s\" must be an array of field names, not %s",
+            snprintf(err, err_size, "guard: config field \"require\" -> \"%s\" must be an array of field names, not %s",
                      key, pj_kind_name(pj_kind_of(v)));
-            free(key);
             return 0;
         }
         if (n < 0) {
-            snprintf(err, err_size, "guard: config field \"require\" -> \"%.200s\": element %zu must be a string (a payload field name)",
+            snprintf(err, err_size, "guard: config field \"require\" -> \"%s\": element %zu must be a string (a payload field name)",
                      key, bad);
-            free(key);
             return 0;
         }
-        free(key);
         count++;
     }
     if (r < 0) {
@@ -206,8 +214,19 @@ static int read_require(const char *p, guard *g, char *err, size_t err_size) {
         requirement *req = &g->require[g->require_count];
         size_t n = 0, bad = 0;
         long fc = count_strings(v, &bad);
+        int made;
         g->require_count++;
-        if (!make_pattern(k, &req->type)) goto nomem;
+        made = make_pattern(k, &req->type);
+        if (made == 0) goto nomem;
+        if (made < 0) {
+            char shown[200];
+            pj_str_show(k, shown, sizeof shown);
+            snprintf(err, err_size,
+                     "guard: config field \"require\" has a type pattern \"%s\" that contains \\u0000 (NUL), "
+                     "which no action type can contain",
+                     shown);
+            return 0;
+        }
         if (req->type.length == 0 && !req->type.prefix) {
             snprintf(err, err_size, "guard: config field \"require\" has an empty type pattern \"\"");
             return 0;
@@ -232,7 +251,7 @@ static ts_status guard_create(const char *config_json, const ts_store_api *store
     char err[512];
     pj_iter it;
     const char *k, *v;
-    int r;
+    int r, seen = 0;
     guard *g;
     (void)store;
     err[0] = '\0';
@@ -249,36 +268,43 @@ static ts_status guard_create(const char *config_json, const ts_store_api *store
     }
     pj_begin(&it, config_json, '{');
     while ((r = pj_next_member(&it, &k, &v)) == 1) {
+        /* The host refuses a config with a key twice; a host that does not
+         * (create() called directly) gets the same answer here, not a leak
+         * or a last-one-wins policy. */
+        int field = pj_str_eq(k, "allow") ? 1 : pj_str_eq(k, "deny") ? 2 : pj_str_eq(k, "require") ? 4
+                  : pj_str_eq(k, "max_bytes") ? 8 : 0;
+        if (field & seen) {
+            char name[200];
+            pj_str_show(k, name, sizeof name);
+            snprintf(err, sizeof err, "guard: config field \"%s\" appears twice", name);
+            goto fail;
+        }
+        seen |= field;
         if (pj_str_eq(k, "allow")) {
-            if (g->has_allow) free_patterns(&g->allow);
             g->has_allow = 1;
             if (!read_pattern_list("allow", v, &g->allow, err, sizeof err)) goto fail;
         } else if (pj_str_eq(k, "deny")) {
-            free_patterns(&g->deny);
             if (!read_pattern_list("deny", v, &g->deny, err, sizeof err)) goto fail;
         } else if (pj_str_eq(k, "require")) {
-            if (g->has_require) {
-                snprintf(err, sizeof err, "guard: config field \"require\" appears twice");
-                goto fail;
-            }
             g->has_require = 1;
             if (!read_require(v, g, err, sizeof err)) goto fail;
         } else if (pj_str_eq(k, "max_bytes")) {
-            int64_t n;
-            if (pj_kind_of(v) != PJ_NUMBER || !pj_int64(v, &n) || n < 0) {
+            uint64_t n = 0;
+            int got = pj_kind_of(v) == PJ_NUMBER ? pj_uint64(v, &n) : PJ_U64_NOT_INTEGER;
+            if (got != PJ_U64_OK) {
                 snprintf(err, sizeof err,
-                         "guard: config field \"max_bytes\" must be a non-negative integer (bytes of action JSON), not %.40s",
-                         pj_kind_of(v) == PJ_NUMBER ? "a negative or fractional number" : pj_kind_name(pj_kind_of(v)));
+                         "guard: config field \"max_bytes\" must be an integer from 0 to 18446744073709551615 "
+                         "(bytes of action JSON), not %s",
+                         pj_uint64_why(pj_kind_of(v), got));
                 goto fail;
             }
             g->has_max_bytes = 1;
-            g->max_bytes = (uint64_t)n;
+            g->max_bytes = n;
         } else {
-            char *name = pj_str_dup(k, NULL);
+            char name[200];
+            pj_str_show(k, name, sizeof name);
             snprintf(err, sizeof err,
-                     "guard: unknown config field \"%.200s\" (known: \"allow\", \"deny\", \"require\", \"max_bytes\")",
-                     name ? name : "?");
-            free(name);
+                     "guard: unknown config field \"%s\" (known: \"allow\", \"deny\", \"require\", \"max_bytes\")", name);
             goto fail;
         }
     }

@@ -376,14 +376,25 @@ static int read_file(int fd, char **out, size_t *out_size) {
 static int parse_config(journal *j, const char *config, char *err, size_t err_size) {
     pj_iter it;
     const char *k, *v;
-    int r;
+    int r, seen = 0;
     if (!pj_begin(&it, config, '{')) {
         snprintf(err, err_size, "journal: the config must be a JSON object, not %s", pj_kind_name(pj_kind_of(config)));
         return 0;
     }
+    /* The host refuses a config with a key twice; a host that does not
+     * (create() called directly) gets the same answer here. */
     while ((r = pj_next_member(&it, &k, &v)) == 1) {
         enum pj_kind kind = pj_kind_of(v);
-        int64_t n;
+        int field = pj_str_eq(k, "path") ? 1 : pj_str_eq(k, "fsync") ? 2 : pj_str_eq(k, "snapshot_every") ? 4 : 0;
+        if (field & seen) {
+            char name[200];
+            pj_str_show(k, name, sizeof name);
+            snprintf(err, err_size, "journal: config field \"%s\" appears twice", name);
+            return 0;
+        }
+        seen |= field;
+        uint64_t n = 0;
+        int got = kind == PJ_NUMBER ? pj_uint64(v, &n) : PJ_U64_NOT_INTEGER;
         if (pj_str_eq(k, "path")) {
             size_t length;
             if (kind != PJ_STRING) {
@@ -391,7 +402,6 @@ static int parse_config(journal *j, const char *config, char *err, size_t err_si
                          pj_kind_name(kind));
                 return 0;
             }
-            free(j->path);
             j->path = pj_str_dup(pj_ws(v), &length);
             if (j->path == NULL) {
                 snprintf(err, err_size, "journal: out of memory");
@@ -406,30 +416,30 @@ static int parse_config(journal *j, const char *config, char *err, size_t err_si
                 j->fsync_mode = FSYNC_ALWAYS;
             } else if (kind == PJ_STRING && pj_str_eq(pj_ws(v), "never")) {
                 j->fsync_mode = FSYNC_NEVER;
-            } else if (kind == PJ_NUMBER && pj_int64(v, &n) && n >= 1) {
+            } else if (got == PJ_U64_OK && n >= 1) {
                 j->fsync_mode = FSYNC_EVERY;
-                j->fsync_every = (uint64_t)n;
+                j->fsync_every = n;
             } else {
                 snprintf(err, err_size,
-                         "journal: config field \"fsync\" must be \"always\", \"never\" or a positive integer "
-                         "(fsync every N actions), not %s",
-                         kind == PJ_STRING ? "that string" : kind == PJ_NUMBER ? "zero, negative or fractional" : pj_kind_name(kind));
+                         "journal: config field \"fsync\" must be \"always\", \"never\" or an integer from 1 to "
+                         "18446744073709551615 (fsync every N actions), not %s",
+                         kind == PJ_STRING ? "that string" : got == PJ_U64_OK ? "0" : pj_uint64_why(kind, got));
                 return 0;
             }
         } else if (pj_str_eq(k, "snapshot_every")) {
-            if (kind != PJ_NUMBER || !pj_int64(v, &n) || n < 0) {
+            if (got != PJ_U64_OK) {
                 snprintf(err, err_size,
-                         "journal: config field \"snapshot_every\" must be a non-negative integer (actions; 0 = never), not %s",
-                         kind == PJ_NUMBER ? "negative or fractional" : pj_kind_name(kind));
+                         "journal: config field \"snapshot_every\" must be an integer from 0 to 18446744073709551615 "
+                         "(actions; 0 = never), not %s",
+                         pj_uint64_why(kind, got));
                 return 0;
             }
-            j->snapshot_every = (uint64_t)n;
+            j->snapshot_every = n;
         } else {
-            char *name = pj_str_dup(k, NULL);
-            snprintf(err, err_size,
-                     "journal: unknown config field \"%.200s\" (known: \"path\", \"fsync\", \"snapshot_every\")",
-                     name ? name : "?");
-            free(name);
+            char name[200];
+            pj_str_show(k, name, sizeof name);
+            snprintf(err, err_size, "journal: unknown config field \"%s\" (known: \"path\", \"fsync\", \"snapshot_every\")",
+                     name);
             return 0;
         }
     }

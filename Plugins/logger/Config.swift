@@ -26,8 +26,9 @@ struct ConfigError: Error {
 }
 
 extension LoggerConfig {
-    /// Parses the config object. Every field is optional; an unknown field,
-    /// a field given twice or a value of the wrong type is refused.
+    /// Parses the config object. Every field is optional; an unknown field
+    /// or a value of the wrong type is refused. (The host refuses a config
+    /// with a key twice, at any depth, before the plugin sees it.)
     static func parse(_ text: UnsafePointer<CChar>) throws(ConfigError) -> LoggerConfig {
         let length = strlen(text)
         return try text.withMemoryRebound(to: UInt8.self, capacity: length) { (bytes) throws(ConfigError) in
@@ -41,7 +42,6 @@ extension LoggerConfig {
         guard cursor.take(UInt8(ascii: "{")) else {
             throw ConfigError("the config must be a JSON object, such as {\"path\": \"/tmp/app.log\"}", status: TS_E_JSON)
         }
-        var seen: [String] = []
         if !cursor.take(UInt8(ascii: "}")) {
             while true {
                 guard let keyBytes = cursor.string() else {
@@ -51,8 +51,6 @@ extension LoggerConfig {
                 guard cursor.take(UInt8(ascii: ":")) else {
                     throw ConfigError("the config is not valid JSON (near byte \(cursor.index))", status: TS_E_JSON)
                 }
-                if seen.contains(key) { throw ConfigError("\"\(key)\": the field is given twice") }
-                seen.append(key)
                 switch key {
                 case "path":
                     config.path = try readPath(&cursor)
@@ -103,6 +101,9 @@ extension LoggerConfig {
                 throw ConfigError("\"exclude\"[\(position)] must be a string (an action type, or a prefix ending in *)")
             }
             guard !pattern.isEmpty else { throw ConfigError("\"exclude\"[\(position)] is empty") }
+            guard !pattern.contains(0) else {
+                throw ConfigError("\"exclude\"[\(position)] contains \\u0000 (NUL), which no action type can contain")
+            }
             if pattern.last == UInt8(ascii: "*") {
                 pattern.removeLast()
                 prefixes.append(pattern)

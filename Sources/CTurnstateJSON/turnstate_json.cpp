@@ -22,6 +22,11 @@
 //   When simdjson fails with NUMBER_ERROR or DEPTH_ERROR and the strict checker
 //   finds no fault, the document is accepted (the text-based code below does
 //   not need the DOM).
+// * Duplicate keys: after simdjson's parse, one pass over its tape checks that
+//   no object has a key twice (pairwise for small objects, hashed for large
+//   ones). Only when one does, or when there is no tape (the NUMBER_ERROR /
+//   DEPTH_ERROR cases above), the strict checker, which tracks keys too,
+//   finds the first fault and its offset.
 // * Per-thread state: a small stack of contexts (parser + buffers) per thread,
 //   so a tsj_for_each_member callback may call back into this library. Inputs
 //   above kLargeInput use a temporary context so threads do not keep large
@@ -255,8 +260,10 @@ __attribute__((format(printf, 4, 5))) bool fault(Fault &f, int code, size_t off,
   f.off = off;
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(f.msg, sizeof f.msg, fmt, ap);
+  int w = std::vsnprintf(f.msg, sizeof f.msg, fmt, ap);
   va_end(ap);
+  if (w < 0) f.msg[0] = '\0';
+  else if (size_t(w) >= sizeof f.msg) trim_partial_utf8(f.msg);
   return false;
 }
 
@@ -351,9 +358,93 @@ bool check_number(const u8 *s, size_t n, size_t &i, Fault &f) {
   return true;
 }
 
-// Returns true if s[0..n) is a valid JSON text (UTF-8 is assumed checked).
+// Defined with the scanners below.
+size_t unescape(const char *b, const char *e, char *out);
+bool raw_keys_equal(const char *s, size_t a, size_t b);
+uint64_t hash_bytes(const char *p, size_t n);
+uint64_t hash_key(const char *s, size_t q);
+
+// The keys of the objects that check_json has open, to find the first key
+// that appears twice in one object (compared after unescaping). Objects with
+// kHashThreshold keys or more get a hash table (per nesting level), so the
+// check stays O(n) for objects of any size.
+class KeyTracker {
+ public:
+  explicit KeyTracker(const char *s) : s_(s) {}
+
+  void open(size_t d) {
+    first_[d] = keys_.size();
+    if (d < tables_.size()) tables_[d].clear();
+  }
+  void close(size_t d) { keys_.resize(first_[d]); }
+
+  // Adds the key whose opening quote is at q (raw content s[q+1 .. q+1+raw))
+  // to the object at level d. False if the object already has it.
+  bool add(size_t d, size_t q, size_t raw) {
+    const Key k{q, raw, std::memchr(s_ + q + 1, '\\', raw) != nullptr};
+    const size_t b = first_[d];
+    const size_t count = keys_.size() - b;
+    if (count < kHashThreshold) {
+      for (size_t j = b; j < keys_.size(); j++)
+        if (same(keys_[j], k)) return false;
+      keys_.push_back(k);
+      if (count + 1 == kHashThreshold) rebuild(d, 4 * kHashThreshold);
+      return true;
+    }
+    if ((count + 1) * 2 > tables_[d].size()) rebuild(d, tables_[d].size() * 2);
+    std::vector<uint32_t> &t = tables_[d];
+    const size_t mask = t.size() - 1;
+    for (size_t j = hash(k) & mask;; j = (j + 1) & mask) {
+      if (t[j] == 0) {
+        t[j] = uint32_t(count + 1);
+        keys_.push_back(k);
+        return true;
+      }
+      if (same(keys_[b + t[j] - 1], k)) return false;
+    }
+  }
+
+ private:
+  struct Key {
+    size_t q, raw;
+    bool esc;
+  };
+  const char *s_;
+  std::vector<Key> keys_;  // keys of every open object, innermost object last
+  size_t first_[TSJ_MAX_DEPTH + 1] = {};
+  std::vector<std::vector<uint32_t>> tables_;  // per level: key index + 1, 0 = empty
+
+  bool same(const Key &a, const Key &b) const {
+    if (!a.esc && !b.esc) return a.raw == b.raw && std::memcmp(s_ + a.q + 1, s_ + b.q + 1, a.raw) == 0;
+    return raw_keys_equal(s_, a.q, b.q);
+  }
+  uint64_t hash(const Key &k) const { return k.esc ? hash_key(s_, k.q) : hash_bytes(s_ + k.q + 1, k.raw); }
+  void rebuild(size_t d, size_t size) {
+    if (tables_.size() <= d) tables_.resize(d + 1);
+    std::vector<uint32_t> &t = tables_[d];
+    t.assign(size, 0);
+    const size_t mask = size - 1;
+    for (size_t i = first_[d]; i < keys_.size(); i++) {
+      size_t j = hash(keys_[i]) & mask;
+      while (t[j]) j = (j + 1) & mask;
+      t[j] = uint32_t(i - first_[d] + 1);
+    }
+  }
+};
+
+bool duplicate_key(Fault &f, const u8 *s, size_t q, size_t raw) {
+  std::string key(raw, '\0');
+  const char *b = reinterpret_cast<const char *>(s) + q + 1;
+  key.resize(unescape(b, b + raw, &key[0]));
+  Shown shown(key.data(), key.size());
+  return fault(f, TSJ_ERR_DUPLICATE_KEY, q, "duplicate key %s at byte %zu", shown.buf, q);
+}
+
+// Returns true if s[0..n) is a valid JSON text (UTF-8 is assumed checked)
+// whose objects have no key twice.
 bool check_json(const u8 *s, size_t n, Fault &f) {
   bool is_obj[TSJ_MAX_DEPTH + 1];
+  KeyTracker keys(reinterpret_cast<const char *>(s));
   size_t depth = 0;
   size_t i = skip_ws(s, 0, n);
   if (i >= n) {
@@ -370,6 +461,7 @@ bool check_json(const u8 *s, size_t n, Fault &f) {
           if (depth == TSJ_MAX_DEPTH)
             return fault(f, TSJ_ERR_DEPTH, i, "nesting deeper than %d at byte %zu", TSJ_MAX_DEPTH, i);
           is_obj[depth++] = (c == '{');
+          if (c == '{') keys.open(depth - 1);
           i = skip_ws(s, i + 1, n);
           if (i < n && s[i] == (c == '{' ? '}' : ']')) {
             depth--;
@@ -399,7 +491,9 @@ bool check_json(const u8 *s, size_t n, Fault &f) {
       }
       case KEY: {
         if (i >= n || s[i] != '"') return expected(f, s, n, i, "a string key");
+        const size_t q = i;
         if (!check_string(s, n, i, f)) return false;
+        if (!keys.add(depth - 1, q, i - q - 2)) return duplicate_key(f, s, q, i - q - 2);
         i = skip_ws(s, i, n);
         if (i >= n || s[i] != ':') return expected(f, s, n, i, "':' after the object key");
         i = skip_ws(s, i + 1, n);
@@ -418,6 +512,7 @@ bool check_json(const u8 *s, size_t n, Fault &f) {
           st = obj ? KEY : VALUE;
         } else if (i < n && s[i] == (obj ? '}' : ']')) {
           depth--;
+          if (obj) keys.close(depth);
           i++;
         } else {
           return expected(f, s, n, i, obj ? "',' or '}'" : "',' or ']'");
@@ -595,26 +690,6 @@ uint64_t hash_key(const char *s, size_t q) {
   return hash_finish(h);
 }
 
-// Offset in the raw input of the byte at offset m in its minified text.
-size_t input_offset_of(const char *in, size_t n, size_t m) {
-  size_t count = 0;
-  bool in_str = false, esc = false;
-  for (size_t i = 0; i < n; i++) {
-    u8 c = u8(in[i]);
-    if (!in_str && is_ws(c)) continue;
-    if (count == m) return i;
-    count++;
-    if (in_str) {
-      if (esc) esc = false;
-      else if (c == '\\') esc = true;
-      else if (c == '"') in_str = false;
-    } else if (c == '"') {
-      in_str = true;
-    }
-  }
-  return n;
-}
-
 // ---------------------------------------------------------------------------
 // Per-thread contexts
 
@@ -636,6 +711,13 @@ bool grow(char *&p, size_t &cap, size_t need, bool exact) {
   return true;
 }
 
+// A key as simdjson unescaped it, for the duplicate check of large objects.
+struct TapeKey {
+  const char *p;
+  uint32_t len;
+  uint64_t hash;
+};
+
 struct Ctx {
   simdjson::dom::parser parser;
   simdjson::dom::document doc;
@@ -646,7 +728,9 @@ struct Ctx {
   size_t out_cap = 0;
   std::string arena;
   std::vector<Member> members;
-  std::vector<uint32_t> order;
+  std::vector<TapeKey> keys;    // duplicate check: the keys of one large object
+  std::vector<uint32_t> slots;  // and its hash table (key index + 1, 0 = empty)
+  std::vector<uint32_t> todo;   // duplicate check: containers still to walk
 
   Ctx() = default;
   Ctx(const Ctx &) = delete;
@@ -697,6 +781,123 @@ class Lease {
   Pool *pool_ = nullptr;
 };
 
+// ---------------------------------------------------------------------------
+// Duplicate keys, on the document simdjson parsed (the hot path)
+//
+// The tape (simdjson's doc/tape.md) holds every value in document order as
+// 64-bit words, the type in the top byte: '{' and '[' carry the index just
+// past their closing word in the low 32 bits and the (saturated) member count
+// in bits 32..55; a string carries the offset of its unescaped text in the
+// string buffer (a 32-bit length, then the bytes); numbers take two words.
+// The walk visits the members of every container once and jumps over scalar
+// values, so it is O(n), and for a small action only a few words. Keys are
+// compared as simdjson unescaped them ("\u0061" and "a" are the same key):
+// pairwise in objects with fewer than kPairwiseKeys keys, hashed in others.
+
+constexpr size_t kPairwiseKeys = 16;
+
+inline unsigned tape_type(uint64_t w) { return unsigned(w >> 56); }
+
+inline TapeKey tape_key(const uint8_t *sb, uint64_t w) {
+  const uint8_t *at = sb + (w & simdjson::internal::JSON_VALUE_MASK);
+  uint32_t len;
+  std::memcpy(&len, at, sizeof len);
+  return TapeKey{reinterpret_cast<const char *>(at + sizeof len), len, 0};
+}
+
+inline bool same_tape_key(const TapeKey &a, const TapeKey &b) {
+  return a.len == b.len && std::memcmp(a.p, b.p, a.len) == 0;
+}
+
+// The hashed key set of one large object, in c.keys / c.slots.
+class TapeKeySet {
+ public:
+  TapeKeySet(Ctx &c, size_t expected) : keys_(c.keys), slots_(c.slots) {
+    size_t size = 4 * kPairwiseKeys;
+    while (size < 2 * expected) size *= 2;
+    keys_.clear();
+    slots_.assign(size, 0);
+  }
+  // False if the set already has the key.
+  bool insert(TapeKey key) {
+    key.hash = hash_bytes(key.p, key.len);
+    if (2 * (keys_.size() + 1) > slots_.size()) grow();
+    const size_t mask = slots_.size() - 1;
+    size_t j = key.hash & mask;
+    for (; slots_[j]; j = (j + 1) & mask)
+      if (same_tape_key(keys_[slots_[j] - 1], key)) return false;
+    keys_.push_back(key);
+    slots_[j] = uint32_t(keys_.size());
+    return true;
+  }
+
+ private:
+  std::vector<TapeKey> &keys_;
+  std::vector<uint32_t> &slots_;
+  void grow() {  // only for a count that simdjson saturated
+    const size_t size = slots_.size() * 2, mask = size - 1;
+    slots_.assign(size, 0);
+    for (size_t i = 0; i < keys_.size(); i++) {
+      size_t j = keys_[i].hash & mask;
+      while (slots_[j]) j = (j + 1) & mask;
+      slots_[j] = uint32_t(i + 1);
+    }
+  }
+};
+
+// True if an object of the parsed document has a key twice.
+bool tape_has_duplicate(Ctx &c) {
+  const uint64_t *t = c.doc.tape.get();
+  const uint8_t *sb = c.doc.string_buf.get();
+  std::vector<uint32_t> &todo = c.todo;  // containers still to walk
+  todo.clear();
+  // Steps over the value at v: containers are queued, scalars skipped.
+  auto next_after = [&](size_t v) -> size_t {
+    const unsigned vt = tape_type(t[v]);
+    if (vt == '{' || vt == '[') {
+      todo.push_back(uint32_t(v));
+      return size_t(uint32_t(t[v]));
+    }
+    return v + ((vt == 'l' || vt == 'u' || vt == 'd') ? 2 : 1);
+  };
+  size_t x = 1;  // the root value
+  for (;;) {
+    const uint64_t w = t[x];
+    const unsigned type = tape_type(w);
+    if (type == '{') {
+      const size_t count = size_t((w >> 32) & simdjson::internal::JSON_COUNT_MASK);
+      if (count < kPairwiseKeys) {
+        TapeKey seen[kPairwiseKeys];
+        size_t n = 0;
+        for (size_t k = x + 1; tape_type(t[k]) != '}'; k = next_after(k + 1)) {
+          const TapeKey key = tape_key(sb, t[k]);
+          for (size_t j = 0; j < n; j++)
+            if (same_tape_key(seen[j], key)) return true;
+          if (n == kPairwiseKeys) return true;  // a count simdjson got wrong: the checker decides
+          seen[n++] = key;
+        }
+      } else {
+        TapeKeySet set(c, count);
+        for (size_t k = x + 1; tape_type(t[k]) != '}'; k = next_after(k + 1))
+          if (!set.insert(tape_key(sb, t[k]))) return true;
+      }
+    } else if (type == '[') {
+      for (size_t e = x + 1; tape_type(t[e]) != ']';) e = next_after(e);
+    }
+    if (todo.empty()) return false;
+    x = todo.back();
+    todo.pop_back();
+  }
+}
+
+// The tape walk found a duplicate key: the strict checker finds the first
+// one in document order and its byte offset (and has the last word).
+int report_duplicate(const char *s, size_t n, tsj_error *err) {
+  Fault f;
+  if (!check_json(reinterpret_cast<const u8 *>(s), n, f)) return set_err(err, f.code, (long long)f.off, "%s", f.msg);
+  return TSJ_OK;
+}
+
 int diagnose(const char *s, size_t n, simdjson::error_code e, tsj_error *err) {
   using namespace simdjson;
   if (e == MEMALLOC) return nomem(err);
@@ -712,8 +913,10 @@ int diagnose(const char *s, size_t n, simdjson::error_code e, tsj_error *err) {
   return set_err(err, TSJ_ERR_SYNTAX, -1, "invalid JSON (%s)", error_message(e));
 }
 
-// Copy buf[0..len) into c.in (padded) and validate it. On TSJ_OK, c.in holds
-// the text (followed by kPadding zero bytes).
+// Copy buf[0..len) into c.in (padded) and validate it: strict RFC 8259, and
+// no object with a key twice (at any depth). Every entry point that reads
+// JSON goes through here. On TSJ_OK, c.in holds the text (followed by
+// kPadding zero bytes).
 int load(Ctx &c, const char *buf, size_t len, bool exact, tsj_error *err) {
   if (!buf && len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "input pointer is NULL");
   if (len > kMaxLen)
@@ -732,7 +935,7 @@ int load(Ctx &c, const char *buf, size_t len, bool exact, tsj_error *err) {
     c.cap = nc;
   }
   auto r = c.parser.parse_into_document(c.doc, c.in, len, false);
-  if (!r.error()) return TSJ_OK;
+  if (!r.error()) return tape_has_duplicate(c) ? report_duplicate(c.in, len, err) : TSJ_OK;
   return diagnose(c.in, len, r.error(), err);
 }
 
@@ -1018,8 +1221,8 @@ int tsj_parse_action(const char *buf, size_t len, char **out_block, const char *
       size_t key, vs, ve;
       bool ws;
     } type{0, 0, 0, false}, payload{0, 0, 0, false};
-    int ntype = 0, npayload = 0;
-    size_t type_dup = 0, payload_dup = 0;
+    // load() refused objects with a key twice: at most one of each.
+    bool has_type = false, has_payload = false;
     i = skip_ws(s, i + 1, n);
     if (s[i] != '}') {
       for (;;) {
@@ -1029,11 +1232,11 @@ int tsj_parse_action(const char *buf, size_t len, char **out_block, const char *
         bool ws = false;
         size_t ve = value_end(s, vs, n, &ws);
         if (key_equals(s, kq, "type", 4)) {
-          if (++ntype == 1) type = Span{kq, vs, ve, ws};
-          else if (ntype == 2) type_dup = kq;
+          type = Span{kq, vs, ve, ws};
+          has_type = true;
         } else if (key_equals(s, kq, "payload", 7)) {
-          if (++npayload == 1) payload = Span{kq, vs, ve, ws};
-          else if (npayload == 2) payload_dup = kq;
+          payload = Span{kq, vs, ve, ws};
+          has_payload = true;
         }
         i = skip_ws(s, ve, n);
         if (i < n && s[i] == ',') {
@@ -1044,10 +1247,7 @@ int tsj_parse_action(const char *buf, size_t len, char **out_block, const char *
       }
     }
 
-    if (ntype == 0) return set_err(err, TSJ_ERR_NOT_ACTION, -1, "\"type\" is missing");
-    if (ntype == 2) return set_err(err, TSJ_ERR_NOT_ACTION, (long long)type_dup, "\"type\" is present twice");
-    if (ntype > 2)
-      return set_err(err, TSJ_ERR_NOT_ACTION, (long long)type_dup, "\"type\" is present %d times", ntype);
+    if (!has_type) return set_err(err, TSJ_ERR_NOT_ACTION, -1, "\"type\" is missing");
     if (s[type.vs] != '"')
       return set_err(err, TSJ_ERR_NOT_ACTION, (long long)type.vs, "\"type\" must be a string, found %s",
                      kind_name(s[type.vs]));
@@ -1056,7 +1256,7 @@ int tsj_parse_action(const char *buf, size_t len, char **out_block, const char *
     if (tb == te) return set_err(err, TSJ_ERR_NOT_ACTION, (long long)type.vs, "\"type\" must not be empty");
     const size_t traw = size_t(te - tb);
     const bool tesc = std::memchr(tb, '\\', traw) != nullptr;
-    const bool pws = npayload == 1 && payload.ws;
+    const bool pws = has_payload && payload.ws;
     // Scratch layout in c.out: [unescaped type][minified payload + padding].
     if ((tesc || pws) && !grow(c.out, c.out_cap, traw + 1 + (pws ? payload.ve - payload.vs + kPadding : 0), false))
       return nomem(err);
@@ -1068,13 +1268,10 @@ int tsj_parse_action(const char *buf, size_t len, char **out_block, const char *
       if (std::memchr(tptr, '\0', tlen))
         return set_err(err, TSJ_ERR_NOT_ACTION, (long long)type.vs, "\"type\" must not contain \\u0000");
     }
-    if (npayload > 1)
-      return set_err(err, TSJ_ERR_DUPLICATE_KEY, (long long)payload_dup, "duplicate key \"payload\" at byte %zu",
-                     payload_dup);
 
     const char *pptr = nullptr;
     size_t plen = 0;
-    if (npayload) {
+    if (has_payload) {
       pptr = s + payload.vs;
       plen = payload.ve - payload.vs;
       if (pws) {
@@ -1086,19 +1283,19 @@ int tsj_parse_action(const char *buf, size_t len, char **out_block, const char *
       }
     }
 
-    size_t total = tlen + 1 + (npayload ? plen + 1 : 0);
+    size_t total = tlen + 1 + (has_payload ? plen + 1 : 0);
     char *block = static_cast<char *>(std::malloc(total));
     if (!block) return nomem(err);
     std::memcpy(block, tptr, tlen);
     block[tlen] = '\0';
-    if (npayload) {
+    if (has_payload) {
       std::memcpy(block + tlen + 1, pptr, plen);
       block[tlen + 1 + plen] = '\0';
     }
     *out_block = block;
     *out_type = block;
     if (out_type_len) *out_type_len = tlen;
-    if (out_payload) *out_payload = npayload ? block + tlen + 1 : nullptr;
+    if (out_payload) *out_payload = has_payload ? block + tlen + 1 : nullptr;
     clear_err(err);
     return TSJ_OK;
   } catch (const std::bad_alloc &) {
@@ -1160,38 +1357,7 @@ int tsj_for_each_member(const char *buf, size_t len, tsj_member_cb cb, void *use
     }
     for (Member &mb : mem) mb.key = mb.esc ? c.arena.data() + mb.koff : m + mb.kq + 1;
 
-    // Duplicate keys: report the member whose key appeared before, earliest first.
-    const size_t count = mem.size();
-    auto same = [&](size_t a, size_t b) {
-      return mem[a].klen == mem[b].klen && std::memcmp(mem[a].key, mem[b].key, mem[a].klen) == 0;
-    };
-    size_t dup = count;
-    if (count <= 16) {
-      for (size_t j = 1; j < count && dup == count; j++)
-        for (size_t k = 0; k < j; k++)
-          if (same(j, k)) {
-            dup = j;
-            break;
-          }
-    } else {
-      std::vector<uint32_t> &ord = c.order;
-      ord.resize(count);
-      for (size_t j = 0; j < count; j++) ord[j] = uint32_t(j);
-      std::sort(ord.begin(), ord.end(), [&](uint32_t a, uint32_t b) {
-        const Member &x = mem[a], &y = mem[b];
-        if (x.klen != y.klen) return x.klen < y.klen;
-        int r = std::memcmp(x.key, y.key, x.klen);
-        if (r != 0) return r < 0;
-        return a < b;
-      });
-      for (size_t j = 1; j < count; j++)
-        if (same(ord[j], ord[j - 1]) && ord[j] < dup && (j < 2 || !same(ord[j - 1], ord[j - 2]))) dup = ord[j];
-    }
-    if (dup < count) {
-      size_t off = input_offset_of(c.in, len, mem[dup].kq);
-      Shown key(mem[dup].key, mem[dup].klen);
-      return set_err(err, TSJ_ERR_DUPLICATE_KEY, (long long)off, "duplicate key %s at byte %zu", key.buf, off);
-    }
+    // load() refused objects with a key twice.
 
     for (const Member &mb : mem) {
       char *kend = m + mb.ke;

@@ -33,6 +33,11 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var state: State
     /// True while a reducer runs: the store then refuses every call.
     @exclusivity(unchecked) @usableFromInline var reducing = false
+    /// True once the store is closed (``close()``): every new call is refused
+    /// with ``StoreError/Code/storeReleased``; calls under way finish.
+    @exclusivity(unchecked) @usableFromInline var closed = false
+    /// How refusals name the calls: Swift's names, or those of the C API.
+    @exclusivity(unchecked) @usableFromInline var callNames = CallNames.swift
     /// Counts state changes, so that notification sees a nested dispatch.
     @exclusivity(unchecked) @usableFromInline var changes: UInt64 = 0
     @usableFromInline let reduce: @Sendable (inout State, any Action) throws(StoreError) -> Void
@@ -79,7 +84,10 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     }
 
     deinit {
-        // Last attached first (plugins loaded later go first).
+        // Closed first: a plugin thread that still holds a `next` or a table
+        // is refused from here on, so no plugin runs once plugins start being
+        // destroyed. Then last attached first (plugins loaded later go first).
+        lock.withLock { closed = true }
         while attachments.popLast() != nil {}
     }
 
@@ -92,7 +100,7 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     public func getState() throws(StoreError) -> State {
         lock.lock()
         defer { lock.unlock() }
-        if reducing { throw violation("getState()") }
+        if _slowPath(reducing || closed) { throw refusal(.getState) }
         return state
     }
 
@@ -109,7 +117,7 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     public func dispatch(_ action: any Action) throws(StoreError) {
         lock.lock()
         defer { lock.unlock() }
-        if reducing { throw violation("dispatch(\(type(of: action)))") }
+        if _slowPath(reducing || closed) { throw refusal(.dispatch, type(of: action)) }
         if let chain {
             try chain(action)
         } else {
@@ -126,7 +134,8 @@ public final class Store<State: Sendable>: @unchecked Sendable {
 
     @inlinable
     func reduceAndNotifyLocked(_ action: any Action) throws(StoreError) {
-        if reducing { throw violation("dispatch(\(type(of: action)))") }
+        // Not refused when closed: this is the end of a dispatch under way.
+        if _slowPath(reducing) { throw refusal(.dispatch, type(of: action)) }
         reducing = true
         do {
             try reduce(&state, action)
@@ -160,13 +169,38 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Records and returns the error for a call made from inside a reducer.
+    /// The error for a call that the store refuses: one made from inside a
+    /// reducer (recorded, so that the reducer's step fails too), or one made
+    /// after the store closed.
     @usableFromInline
-    func violation(_ call: String) -> StoreError {
-        let error = StoreError(.reentrantCall, "\(call) was called from inside a reducer; reducers must be pure: no dispatch, getState, subscribe or unsubscribe")
+    func refusal(_ call: StoreCall, _ actionType: Any.Type? = nil) -> StoreError {
+        let name = callNames.name(of: call, actionType: actionType)
+        if closed && !reducing {
+            return StoreError(.storeReleased, "\(name) was called on a store that is closed: it is being destroyed or was released, and takes no new calls")
+        }
+        let error = StoreError(.reentrantCall, "\(name) was called from inside a reducer; reducers must be pure: no dispatch, getState, subscribe or unsubscribe")
         reentrancyViolation = error
         return error
     }
+
+    // MARK: Closing
+
+    /// Closes the store: calls under way (on other threads: waited for; on
+    /// this one: the dispatch this is called from) finish, and every new call
+    /// (`dispatch`, `getState`, `subscribe`, `unsubscribe`, `addMiddleware`,
+    /// from any thread, through any ``MiddlewareStore``) throws
+    /// ``StoreError/Code/storeReleased`` without reaching middleware,
+    /// reducers or listeners. Idempotent; a store is closed for good.
+    /// Releasing a store closes it too.
+    public func close() {
+        lock.withLock { closed = true }
+    }
+
+    /// Whether ``close()`` was called.
+    public var isClosed: Bool { lock.withLock { closed } }
+
+    /// Names the store's calls in refusals as the C API does (for the C face).
+    package func useCNames() { lock.withLock { callNames = .c } }
 
     /// For failable reducers and `mutateState` bodies (the C face): the error
     /// of a call that the running reducer made into the store, if any, so that
@@ -180,7 +214,7 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     @inlinable
     public func addMiddleware(_ middleware: some Middleware<State>) throws(StoreError) {
         try lock.withLock { () throws(StoreError) in
-            if reducing { throw violation("addMiddleware") }
+            if _slowPath(reducing || closed) { throw refusal(.addMiddleware) }
             self.middleware.append(middleware)
             rebuildChain()
         }
@@ -220,7 +254,7 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         _ listener: @escaping @Sendable (State) -> Void
     ) throws(StoreError) -> Unsubscribe {
         try lock.withLock { () throws(StoreError) -> Unsubscribe in
-            if reducing { throw violation("subscribe") }
+            if _slowPath(reducing || closed) { throw refusal(.subscribe) }
             lastToken += 1
             let token = lastToken
             subscribers.append(token: token, listener)
@@ -235,7 +269,7 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     @inlinable
     package func unsubscribe(token: UInt64) throws(StoreError) {
         try lock.withLock { () throws(StoreError) in
-            if reducing { throw violation("unsubscribe") }
+            if _slowPath(reducing || closed) { throw refusal(.unsubscribe) }
             subscribers.remove(token: token)
         }
     }
@@ -248,10 +282,11 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     /// whose slice is missing, restoring a snapshot). If `body` throws, it must
     /// leave the state as it was; nothing is notified then. Otherwise the
     /// listeners are called when `notify` is true.
-    package func mutateState(notify: Bool, _ body: (inout State) throws(StoreError) -> Void) throws(StoreError) {
+    package func mutateState(_ call: StoreCall = .stateChange, notify: Bool,
+                             _ body: (inout State) throws(StoreError) -> Void) throws(StoreError) {
         lock.lock()
         defer { lock.unlock() }
-        if reducing { throw violation("a state change") }
+        if _slowPath(reducing || closed) { throw refusal(call) }
         reducing = true
         defer { reentrancyViolation = nil }
         do {
@@ -283,11 +318,59 @@ public final class Store<State: Sendable>: @unchecked Sendable {
 
     /// Runs `body` with the store's lock held, as one step that no dispatch
     /// interleaves with. For the faces built on this store.
+    /// `call` names the operation in a refusal.
     @usableFromInline
-    package func exclusively<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
+    package func exclusively<R>(_ call: StoreCall = .operation, _ body: () throws(StoreError) -> R) throws(StoreError) -> R {
         try lock.withLock { () throws(StoreError) -> R in
-            if reducing { throw violation("a store operation") }
+            if _slowPath(reducing || closed) { throw refusal(call) }
             return try body()
+        }
+    }
+
+    /// As ``exclusively(_:)``, but for the rest of a call already under way
+    /// (a C middleware's `next`): not refused once the store is closed.
+    package func exclusivelyInFlight<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
+        try lock.withLock { () throws(StoreError) -> R in
+            if _slowPath(reducing) { throw refusal(.dispatch) }
+            return try body()
+        }
+    }
+}
+
+/// The calls a store can refuse, for messages.
+@usableFromInline
+package enum StoreCall: Sendable {
+    case dispatch, getState, subscribe, unsubscribe, addMiddleware, stateChange, operation
+    /// The C face's own calls.
+    case addReducer, replaceState, loadPlugin
+}
+
+/// How a face names the store's calls in messages.
+@usableFromInline
+enum CallNames: Sendable {
+    /// `dispatch(AddTodo)`, `getState()`, ...
+    case swift
+    /// `ts_store_dispatch`, `ts_store_get_state`, ...: C users see C names.
+    case c
+
+    @usableFromInline
+    func name(of call: StoreCall, actionType: Any.Type?) -> String {
+        switch (self, call) {
+        case (.swift, .dispatch): "dispatch(\(actionType.map { "\($0)" } ?? "_"))"
+        case (.swift, .getState): "getState()"
+        case (.swift, .subscribe): "subscribe"
+        case (.swift, .unsubscribe): "unsubscribe"
+        case (.swift, .addMiddleware): "addMiddleware"
+        case (.c, .dispatch): "ts_store_dispatch"
+        case (.c, .getState): "ts_store_get_state"
+        case (.c, .subscribe): "ts_store_subscribe"
+        case (.c, .unsubscribe): "ts_store_unsubscribe"
+        case (.c, .addMiddleware): "ts_store_add_middleware"
+        case (_, .addReducer): "ts_store_add_reducer"
+        case (_, .replaceState): "replace_state"
+        case (_, .loadPlugin): "loading a plugin"
+        case (_, .stateChange): "a state change"
+        case (_, .operation): "a store operation"
         }
     }
 }

@@ -32,6 +32,9 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case abiMismatch = -12
         /// An action type that no registered ``TaggedAction`` type decodes (`TS_E_UNKNOWN_ACTION`).
         case unknownAction = -13
+        /// A function was used against its rules: a middleware's `next` called
+        /// twice for one action, or after the `run` it was given to returned (`TS_E_MISUSE`).
+        case misuse = -14
     }
 
     /// What kind of fault happened.

@@ -47,9 +47,17 @@ struct CMiddleware<State: Sendable>: Middleware {
             return
         }
         let binding = try host.binding(for: next)
+        // This run() is the binding's frame from here until it returns (a
+        // nested dispatch through the same place saves and restores it):
+        // `next` is valid only inside it, and only once.
         let outerForeign = binding.foreign
+        let outerCalled = binding.called
         binding.foreign = foreign
-        defer { binding.foreign = outerForeign }
+        binding.called = false
+        defer {
+            binding.foreign = outerForeign
+            binding.called = outerCalled
+        }
         // The native action is kept only when it is not the JSON one itself
         // (a typed store's): copying an existential per call is not free.
         if JSONAction.cast(action) === foreign {
@@ -102,6 +110,8 @@ final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
         @exclusivity(unchecked) var native: (any Action)?
         /// How the rest of the chain failed, if it did.
         @exclusivity(unchecked) var failure: StoreError?
+        /// Whether the run() under way here has called `next` already.
+        @exclusivity(unchecked) var called = false
         private(set) var closure: FFIClosure!
         var function: ts_next_fn { closure.nextFunction }
 
@@ -114,14 +124,29 @@ final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
             closure = try FFIClosure.string { [unowned(unsafe) self, unowned(unsafe) store] text in
                 CStatus.run { () throws(StoreError) in
                     let text = try required(text, "action_json", in: "next")
-                    try store.exclusively { () throws(StoreError) in
+                    // The rest of a dispatch under way: allowed after the
+                    // store closed, but only from inside the run() it was
+                    // given to (under the lock, a run() under way is on this
+                    // thread: another thread waits until it returned).
+                    try store.exclusivelyInFlight { () throws(StoreError) in
+                        guard self.foreign != nil else {
+                            throw StoreError(.misuse, "next was called after the run() it was given to returned; it passes on only the action of a run() under way (to act later, dispatch through the store table)")
+                        }
+                        guard !self.called else {
+                            throw StoreError(.misuse, "next was called twice for \"\(self.foreign!.type)\"; call it at most once per action (the action was applied by the first call)")
+                        }
                         do throws(StoreError) {
-                            // The action passed on unchanged costs no new parse.
+                            // The action passed on unchanged costs no new
+                            // parse. Text that is no action is refused
+                            // without using up the one call.
+                            let action: any Action
                             if let foreign = self.foreign, foreign.json == text {
-                                try self.next(self.native ?? foreign)
+                                action = self.native ?? foreign
                             } else {
-                                try self.next(try bridge.native(text))
+                                action = try bridge.native(text)
                             }
+                            self.called = true
+                            try self.next(action)
                         } catch {
                             self.failure = error
                             throw error

@@ -43,6 +43,7 @@ enum CStatus {
         case TS_E_STORE_GONE: "TS_E_STORE_GONE"
         case TS_E_ABI: "TS_E_ABI"
         case TS_E_UNKNOWN_ACTION: "TS_E_UNKNOWN_ACTION"
+        case TS_E_MISUSE: "TS_E_MISUSE"
         default: "TS_E_UNKNOWN"
         }
     }

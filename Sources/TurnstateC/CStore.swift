@@ -26,13 +26,18 @@ final class CStore: StoreFace, @unchecked Sendable {
             try reducers.reduce(&state, action)
         })
         reducers.store = store
+        store.useCNames()
         api = try StoreAPI(for: self)
         plugins = PluginSet(store: store, api: api, bridge: JSONActionBridge())
     }
 
     deinit {
-        // Plugins first, last loaded first, while the store still exists
-        // (their table's functions already answer TS_E_STORE_GONE).
+        // Normally done by ts_store_destroy already; here when it was called
+        // from inside one of the store's callbacks. Closed first, so that no
+        // plugin runs once the first destroy() begins; then the plugins, last
+        // loaded first, while the store still exists (their table's functions
+        // answer TS_E_STORE_GONE).
+        store.close()
         plugins.destroyAll()
         if let wholeText { free(wholeText.text) }
     }
@@ -56,7 +61,7 @@ final class CStore: StoreFace, @unchecked Sendable {
     /// The text at `pointer` (NULL or "" for the whole state), malloc'ed.
     func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar> {
         let pointer = try JSONPointer(pointer)
-        return try store.exclusively { () throws(StoreError) in
+        return try store.exclusively(.getState) { () throws(StoreError) in
             let state = try store.getState()
             guard let key = pointer.key else { return try copyOfWholeText(state) }
             guard let slice = state[key] else {
@@ -93,7 +98,7 @@ final class CStore: StoreFace, @unchecked Sendable {
             throw StoreError(.badArgument, "ts_store_add_reducer: the key is not valid UTF-8")
         }
         let entry = ReducerTable.Entry(key: key, fn: fn, context: context)
-        try store.mutateState(notify: false) { state throws(StoreError) in
+        try store.mutateState(.addReducer, notify: false) { state throws(StoreError) in
             guard !reducers.contains(key: key) else {
                 throw StoreError(.badArgument, "ts_store_add_reducer: the key \"\(key)\" already has a reducer")
             }
@@ -107,7 +112,7 @@ final class CStore: StoreFace, @unchecked Sendable {
     /// Replaces the whole state (restoring a snapshot), then notifies.
     func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {
         var replacement = try JSONState(parsing: json, context: "replace_state")
-        try store.mutateState(notify: true) { state throws(StoreError) in
+        try store.mutateState(.replaceState, notify: true) { state throws(StoreError) in
             for entry in reducers.entries where replacement[entry.key] == nil {
                 try replacement.set(entry.key, try reducers.initialSlice(for: entry))
             }
@@ -116,27 +121,49 @@ final class CStore: StoreFace, @unchecked Sendable {
         }
     }
 
-    func subscribe(pointer: UnsafePointer<CChar>?, fn: ts_listener_fn, context: UnsafeMutableRawPointer?) throws(StoreError) -> UInt64 {
+    /// Subscribes and writes the token to `token` before any listener can
+    /// run: under the store's lock, so that a dispatch on another thread
+    /// cannot call the new listener before its subscriber holds the token.
+    func subscribe(pointer: UnsafePointer<CChar>?, fn: ts_listener_fn, context: UnsafeMutableRawPointer?,
+                   token: UnsafeMutablePointer<UInt64>) throws(StoreError) {
         let listener = CListener(fn: fn, store: handle, context: context)
-        guard let pointer else {
-            return try store.subscribe { _ in listener.call() }.token
-        }
-        let parsed = try JSONPointer(pointer)
-        return try store.exclusively { () throws(StoreError) -> UInt64 in
+        let parsed: JSONPointer? = if let pointer { try JSONPointer(pointer) } else { nil }
+        try store.exclusively(.subscribe) { () throws(StoreError) in
+            guard let parsed else {
+                token.pointee = try store.subscribe { _ in listener.call() }.token
+                return
+            }
             let watcher = PointerWatcher(pointer: parsed, owner: self)
             watcher.changed(in: try store.getState())
-            return try store.subscribe { state in
+            token.pointee = try store.subscribe { state in
                 if watcher.changed(in: state) { listener.call() }
             }.token
         }
     }
 
-    /// Destroys the plugins, last loaded first; they stay in the chain but
-    /// the store is about to go. Idempotent.
+    /// Closes the store: waits for dispatches under way on other threads;
+    /// from then on every new call answers TS_E_STORE_GONE. Idempotent.
+    func close() { store.close() }
+
+    /// Destroys the plugins, last loaded first. Only after `close()`: no
+    /// run() can start then, so none runs once its plugin's destroy() began.
+    /// Idempotent.
     func destroyPlugins() { plugins.destroyAll() }
 
     func loadPlugin(path: UnsafePointer<CChar>, config: UnsafePointer<CChar>?) throws(StoreError) {
-        let configText: String? = if let config { try Self.string(config, "config_json") } else { nil }
+        // Config text that is not UTF-8 is invalid JSON (TS_E_JSON), as everywhere else.
+        var configText: String?
+        if let config {
+            guard let text = String(validatingCString: config) else {
+                var bytes = UnsafeBufferPointer(start: UnsafeRawPointer(config).assumingMemoryBound(to: UInt8.self),
+                                                count: strlen(config)).makeIterator()
+                var decoder = UTF8()
+                var offset = 0
+                while case .scalarValue(let scalar) = decoder.decode(&bytes) { offset += UTF8.width(scalar) }
+                throw StoreError(.invalidJSON, "config_json is not valid UTF-8: invalid UTF-8 at byte \(offset)")
+            }
+            configText = text
+        }
         try plugins.load(path: try Self.string(path, "path"), config: configText)
     }
 

@@ -55,12 +55,19 @@ public func ts_store_create(_ initialState: UnsafePointer<CChar>?, _ out: Unsafe
 public func ts_store_destroy(_ store: OpaquePointer?) {
     guard let store else { return }
     let unmanaged = Unmanaged<CStore>.fromOpaque(UnsafeRawPointer(store))
-    // Plugins are destroyed here, on the caller's thread, so that threads of
-    // theirs that still dispatch are stopped before the store goes. From
-    // inside one of the store's own callbacks that cannot be done (a plugin
-    // thread may wait for the dispatch this thread is in): the running call
-    // holds its own reference, and the store and its plugins go when it returns.
     let cstore = unmanaged.takeUnretainedValue()
+    // 1. Close: dispatches under way on other threads finish (close waits
+    //    for the lock they hold); every new call, from any thread, through a
+    //    kept table or from a plugin's destroy(), answers TS_E_STORE_GONE and
+    //    reaches no middleware, reducer or listener.
+    cstore.close()
+    // 2. The plugins' destroy(), last loaded first, on this thread and
+    //    without the lock, so that a plugin can join its own threads (which
+    //    may be waiting for the lock, and now find the store closed). From
+    //    inside one of the store's own callbacks the dispatch under way
+    //    still runs through the plugins, so they are destroyed when the
+    //    outermost call returns and releases the store (CStore.deinit).
+    //    Sources/TurnstateC/ShutdownProtocol.pml models this protocol.
     if !cstore.store.isBusyOnCurrentThread { cstore.destroyPlugins() }
     unmanaged.release()
 }
@@ -71,8 +78,11 @@ public func ts_store_add_reducer(
 ) -> ts_status {
     CStatus.run { () throws(StoreError) in
         let cstore = try CStore.from(store, in: "ts_store_add_reducer")
-        try cstore.addReducer(key: try required(key, "key", in: "ts_store_add_reducer"),
-                              fn: try required(fn, "fn", in: "ts_store_add_reducer"), context: context)
+        let key = try required(key, "key", in: "ts_store_add_reducer")
+        guard let fn else {
+            throw StoreError(.badArgument, "ts_store_add_reducer: fn is NULL for the key \"\(String(decoding: UnsafeRawBufferPointer(start: key, count: strlen(key)), as: UTF8.self))\"")
+        }
+        try cstore.addReducer(key: key, fn: fn, context: context)
     }
 }
 
@@ -106,7 +116,7 @@ public func ts_store_subscribe(
         let cstore = try CStore.from(store, in: "ts_store_subscribe")
         let fn = try required(fn, "fn", in: "ts_store_subscribe")
         let out = try required(out, "out_token", in: "ts_store_subscribe")
-        out.pointee = try cstore.subscribe(pointer: pointer, fn: fn, context: context)
+        try cstore.subscribe(pointer: pointer, fn: fn, context: context, token: out)
     }
 }
 

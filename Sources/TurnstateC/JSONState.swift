@@ -36,7 +36,9 @@ struct JSONState: Sendable {
         try checkJSON(context) {
             tsj_for_each_member(json, strlen(json), { key, keyLength, value, valueLength, context in
                 let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
-                guard let copy = malloc(valueLength + 1)?.assumingMemoryBound(to: CChar.self) else { return -1 }
+                guard let copy = malloc(valueLength + 1)?.assumingMemoryBound(to: CChar.self) else {
+                    return Int32(TSJ_ERR_NOMEM.rawValue)
+                }
                 memcpy(copy, value!, valueLength + 1)
                 let keyText = String(decoding: UnsafeRawBufferPointer(start: key, count: keyLength), as: UTF8.self)
                 collector.members.append((keyText, JSONSlice(adoptingMinified: copy, length: valueLength)))

@@ -6,8 +6,8 @@ import Darwin
 import CTurnstate
 import Turnstate
 
-/// A plugin's shared object, opened and checked: safe to load (nobody else
-/// can write it), a shared object with a `ts_plugin_entry`, and built for an
+/// A plugin's shared object, opened and checked: safe to load (see
+/// TrustedFile: nobody else can write it or a folder above it), a shared object with a `ts_plugin_entry`, and built for an
 /// ABI this library speaks. Never closed (Swift code in a plugin leaves
 /// metadata behind that must stay mapped).
 struct PluginFile: @unchecked Sendable {
@@ -24,13 +24,11 @@ struct PluginFile: @unchecked Sendable {
 
     init(path: String) throws(StoreError) {
         self.path = path
-        try Self.checkOwnership(of: path, what: "plugin file", mustBeRegularFile: true)
-        try Self.checkOwnership(of: Self.folder(of: path), what: "the folder of plugin file \"\(path)\"", mustBeRegularFile: false)
-        // RTLD_LOCAL: one plugin's symbols never satisfy another's.
-        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
-            let reason = dlerror().map { String(cString: $0) } ?? "unknown reason"
-            throw StoreError(.pluginFailed, "plugin file \"\(path)\" could not be loaded as a shared object: \(reason)")
-        }
+        // Checked (TrustedFile: the real file and every folder above it) and
+        // loaded through the one descriptor that was checked.
+        let handle = try TrustedFile.withOpenFile(path, what: "plugin file", refusal: "refusing to load code from it") {
+            file throws(StoreError) in try Self.load(file)
+        }!
         guard let symbol = dlsym(handle, "ts_plugin_entry") else {
             throw StoreError(.pluginFailed, "plugin file \"\(path)\" has no ts_plugin_entry symbol: is it a Turnstate plugin? (see turnstate_plugin.h)")
         }
@@ -67,29 +65,78 @@ struct PluginFile: @unchecked Sendable {
 
     // MARK: Files
 
-    private static func checkOwnership(of path: String, what: String, mustBeRegularFile: Bool) throws(StoreError) {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            let error = errno
-            if error == ENOENT { throw StoreError(.notFound, "\(what) \"\(path)\" does not exist") }
-            throw StoreError(.io, "\(what) \"\(path)\": \(String(cString: strerror(error)))")
+    /// Loads the checked file `file` (RTLD_LOCAL: one plugin's symbols never
+    /// satisfy another's) through its open descriptor, /proc/self/fd/N, so
+    /// that the object loaded is the file checked, whatever happens to its
+    /// path meanwhile.
+    private static func load(_ file: TrustedFile.Opened) throws(StoreError) -> UnsafeMutableRawPointer {
+        let id = FileID(file.info)
+        if let handle = loadedObjects.withLock({ $0.handles[id] }) { return handle }
+        let name: String
+        var duplicate: Int32 = -1
+        defer { if duplicate >= 0 { close(duplicate) } }
+        if names(file.descriptor, file.info) {
+            // glibc's dlopen returns an object already loaded under the same
+            // name without opening anything: a /proc/self/fd/N used before
+            // (for another file, now closed) must never be used again.
+            let number = loadedObjects.withLock { state -> Int32 in
+                var number = file.descriptor
+                if state.usedNames.contains(number) {
+                    duplicate = fcntl(file.descriptor, F_DUPFD_CLOEXEC, state.highestName + 1)
+                    number = duplicate
+                }
+                if number >= 0 {
+                    state.usedNames.insert(number)
+                    state.highestName = max(state.highestName, number)
+                }
+                return number
+            }
+            guard number >= 0 else {
+                throw StoreError(.io, "\(file.subject.description) cannot be loaded: no descriptor left (\(String(cString: strerror(errno))))")
+            }
+            name = "/proc/self/fd/\(number)"
+        } else {
+            // No /proc/self/fd (another OS, or /proc not mounted): load by
+            // real path, once that path still names the file whose descriptor
+            // was checked (same st_dev and st_ino). dlopen opens the path
+            // again; only the owners of the folders above it (root or this
+            // user, checked) could swap the file in between.
+            var info = stat()
+            guard stat(file.subject.real, &info) == 0, FileID(info) == id else {
+                throw StoreError(.pluginFailed, "\(file.subject.description) changed while it was being checked: refusing to load code from it")
+            }
+            name = file.subject.real
         }
-        let isRegular = (info.st_mode & S_IFMT) == S_IFREG
-        if mustBeRegularFile && !isRegular {
-            throw StoreError(.pluginFailed, "\(what) \"\(path)\" is not a regular file")
+        guard let handle = dlopen(name, RTLD_NOW | RTLD_LOCAL) else {
+            var reason = dlerror().map { String(cString: $0) } ?? "unknown reason"
+            if name != file.subject.real { reason = replacing(name, with: file.subject.real, in: reason) }
+            throw StoreError(.pluginFailed, "\(file.subject.description) could not be loaded as a shared object: \(reason)")
         }
-        let writableByOthers = info.st_mode & 0o022
-        if writableByOthers != 0 {
-            throw StoreError(.pluginFailed, "\(what) \"\(path)\" can be written by other users (mode \(String(info.st_mode & 0o7777, radix: 8))): refusing to load code from it; run chmod go-w on it")
-        }
-        if info.st_uid != geteuid() && info.st_uid != 0 {
-            throw StoreError(.pluginFailed, "\(what) \"\(path)\" belongs to user \(info.st_uid), neither this process's user (\(geteuid())) nor root: refusing to load code from it")
-        }
+        loadedObjects.withLock { $0.handles[id] = handle }
+        return handle
     }
 
-    static func folder(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
+    /// Whether /proc/self/fd/`descriptor` reaches the file `info` describes.
+    private static func names(_ descriptor: Int32, _ info: stat) -> Bool {
+        var through = stat()
+        return stat("/proc/self/fd/\(descriptor)", &through) == 0 && FileID(through) == FileID(info)
+    }
+
+    /// `text` with each `name` (not followed by a digit: /proc/self/fd/5 is
+    /// not /proc/self/fd/51) replaced by `real`.
+    private static func replacing(_ name: String, with real: String, in text: String) -> String {
+        var result = ""
+        var rest = text[...]
+        while let range = rest.firstRange(of: name) {
+            result += rest[..<range.lowerBound]
+            if range.upperBound < rest.endIndex, rest[range.upperBound].isNumber {
+                result += rest[range]
+            } else {
+                result += real
+            }
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
     }
 
     static func baseName(of path: String) -> String {
@@ -117,3 +164,45 @@ final class PluginInstance: @unchecked Sendable {
         file.descriptor.pointee.destroy?(instance)
     }
 }
+
+/// A file's identity: the same st_dev and st_ino are the same file.
+struct FileID: Hashable {
+    let device: UInt64
+    let inode: UInt64
+
+    init(_ info: stat) {
+        device = UInt64(truncatingIfNeeded: info.st_dev)
+        inode = UInt64(truncatingIfNeeded: info.st_ino)
+    }
+}
+
+/// The shared objects this library loaded as plugins, process-wide. Plugins
+/// are never closed, so an entry stays valid for the life of the process.
+struct LoadedObjects {
+    /// By file: a file loaded before is not loaded again (dlopen would return
+    /// the same object for the same st_dev and st_ino anyway).
+    var handles: [FileID: UnsafeMutableRawPointer] = [:]
+    /// The N of every /proc/self/fd/N given to dlopen, and the highest one.
+    var usedNames: Set<Int32> = []
+    var highestName: Int32 = -1
+}
+
+/// `LoadedObjects` behind a pthread mutex (Synchronization's Mutex needs
+/// macOS 15).
+final class LoadedObjectsLock: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private var state = LoadedObjects()
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+    }
+
+    func withLock<R>(_ body: (inout LoadedObjects) -> R) -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body(&state)
+    }
+}
+
+let loadedObjects = LoadedObjectsLock()

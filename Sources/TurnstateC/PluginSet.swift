@@ -56,7 +56,7 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
     /// them restored or changed in create() is put back.
     private func loadAtomically(_ list: () throws(StoreError) -> [(path: String, config: String)]) throws(StoreError) {
         guard let store else { throw StoreError(.storeReleased, "the store was released") }
-        try store.exclusively { () throws(StoreError) in
+        try store.exclusively(.loadPlugin) { () throws(StoreError) in
             let plugins = try list()
             let before = try store.getState()
             let changesBefore = store.changeCount
@@ -76,16 +76,20 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// The config is validated (strict JSON, no key twice at any depth) before
+    /// the file is opened: a load refused for its config runs no plugin code.
     private func start(path: String, config: String) throws(StoreError) -> PluginInstance {
-        let file = try PluginFile(path: path)
         var config = config
         var minified: UnsafeMutablePointer<CChar>?
         var error = tsj_error()
         let code = config.withUTF8 { bytes in
             tsj_minify(UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self), bytes.count, &minified, nil, &error)
         }
-        if code != 0 { throw StoreError(error, context: "the config of plugin \"\(file.name)\" (\(path))") }
+        if code != 0 {
+            throw StoreError(error, context: "the config of plugin \"\(PluginFile.baseName(of: path))\" (\(path))")
+        }
         defer { free(minified) }
+        let file = try PluginFile(path: path)
         return try file.create(config: minified!, api: api)
     }
 
@@ -100,22 +104,12 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// The names of the `*.so` regular files in `folder`, in byte order.
+    /// The names of the `*.so` files in `folder`, in byte order. The folder
+    /// and every folder above it must be trusted (TrustedFile).
     static func pluginFiles(in folder: String) throws(StoreError) -> [String] {
-        var info = stat()
-        guard stat(folder, &info) == 0 else {
-            let error = errno
-            if error == ENOENT { throw StoreError(.notFound, "plugin folder \"\(folder)\" does not exist") }
-            throw StoreError(.io, "plugin folder \"\(folder)\": \(String(cString: strerror(error)))")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw StoreError(.io, "plugin folder \"\(folder)\" is not a folder")
-        }
-        if info.st_mode & 0o022 != 0 {
-            throw StoreError(.pluginFailed, "plugin folder \"\(folder)\" can be written by other users (mode \(String(info.st_mode & 0o7777, radix: 8))): refusing to load code from it; run chmod go-w on it")
-        }
-        guard let directory = opendir(folder) else {
-            throw StoreError(.io, "plugin folder \"\(folder)\" cannot be read: \(String(cString: strerror(errno)))")
+        let subject = try TrustedFile.folder(folder, what: "plugin folder", refusal: "refusing to load code from it")
+        guard let directory = opendir(subject.real) else {
+            throw StoreError(.io, "\(subject.description) cannot be read: \(String(cString: strerror(errno)))")
         }
         defer { closedir(directory) }
         var names: [String] = []
@@ -131,29 +125,27 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
         return names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
     }
 
-    /// The text of a config file, or nil if there is none.
+    /// The text of a config file, or nil if there is none. Trusted as a
+    /// plugin file is (TrustedFile): whoever can write a config can change
+    /// the plugin's policy (the guard plugin's rules).
     static func readConfig(at path: String) throws(StoreError) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let error = errno
-            if error == ENOENT { return nil }
-            throw StoreError(.io, "plugin config \"\(path)\" cannot be read: \(String(cString: strerror(error)))")
-        }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw StoreError(.io, "plugin config \"\(path)\" cannot be read: \(String(cString: strerror(errno)))")
+        try TrustedFile.withOpenFile(path, what: "plugin config", refusal: "refusing to read it (whoever can write it can change the plugin's policy)",
+                                     missingIsNil: true) { file throws(StoreError) -> String in
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(file.descriptor, $0.baseAddress, $0.count) }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw StoreError(.io, "\(file.subject.description) cannot be read: \(String(cString: strerror(errno)))")
+                }
+                if count == 0 { break }
+                bytes += chunk[..<count]
             }
-            if count == 0 { break }
-            bytes += chunk[..<count]
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw StoreError(.invalidJSON, "\(file.subject.description) is not valid UTF-8")
+            }
+            return text
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw StoreError(.invalidJSON, "plugin config \"\(path)\" is not valid UTF-8")
-        }
-        return text
     }
 }

@@ -57,7 +57,10 @@ final class ReducerTable: @unchecked Sendable {
                                           context: "the reducer for \"\(key)\" returned invalid JSON for \"\(action.type)\"")
                 if first == nil { first = (index, slice) } else { more.append((index, slice)) }
             } catch {
-                failure = StoreError(.reducerFailed, error.message)
+                // No memory to check the output is the library's fault, not the reducer's.
+                failure = error.code == .outOfMemory
+                    ? StoreError(.outOfMemory, "no memory to check the \(strlen(output)) bytes that the reducer for \"\(key)\" returned for \"\(action.type)\"")
+                    : StoreError(.reducerFailed, error.message)
                 break
             }
         }
@@ -87,7 +90,7 @@ final class ReducerTable: @unchecked Sendable {
             return try JSONSlice(validatingSlice: output, length: strlen(output),
                                  context: "the reducer for \"\(entry.key)\" returned invalid JSON for \"@@turnstate/init\"")
         } catch {
-            throw StoreError(.reducerFailed, error.message)
+            throw error.code == .outOfMemory ? error : StoreError(.reducerFailed, error.message)
         }
     }
 }

@@ -25,7 +25,10 @@ extension Store where State: Codable {
     /// `State` and restores it by decoding.
     ///
     /// - Parameters:
-    ///   - path: the plugin file. Refused if others can write it or its folder.
+    ///   - path: the plugin file. Checked as `ts_store_load_plugin` checks it:
+    ///     refused unless, with links resolved, it and every folder above it
+    ///     belong to root or this user and nobody else can write them (a
+    ///     sticky folder owned by root, like /tmp, excepted).
     ///   - config: the plugin's configuration as JSON text; nil means `{}`.
     ///   - registry: the action types the plugin may send back.
     /// - Throws: as `ts_store_load_plugin`: ``StoreError/Code/notFound``,
@@ -110,12 +113,15 @@ final class TypedStoreFace<State: Codable & Sendable>: StoreFace, @unchecked Sen
 
     func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {
         let length = strlen(json)
+        // Strict JSON first, as for C stores: JSONDecoder alone would take one
+        // copy of a key that appears twice.
+        _ = try JSONSlice(validating: json, length: length, context: "the new state")
         let state: State
         do {
             state = try JSONDecoder().decode(State.self, from: Data(bytes: json, count: length))
         } catch {
             throw StoreError(.invalidJSON, "the new state does not decode as \(State.self): \(error)")
         }
-        try live().mutateState(notify: true) { current in current = state }
+        try live().mutateState(.replaceState, notify: true) { current in current = state }
     }
 }

@@ -243,6 +243,54 @@ enum PluginBuilder {
         #expect(try String(contentsOfFile: marker, encoding: .utf8) == "cba")
     }
 
+    @Test func aFolderOfPluginsLoadsAndAStateThatDoesNotDecodeIsRefused() throws {
+        let plugins = folder.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o755])
+        _ = try PluginBuilder.build("10-refit", in: plugins, run: """
+            static ts_status run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
+                (void)self;
+                if (strcmp(action->type, "counter/note") == 0 && strstr(action->payload, "bad state"))
+                    return store->replace_state("{\\"count\\":\\"not a number\\",\\"log\\":[]}");
+                return next(action->json);
+            }
+            """)
+        let store = Store(initialState: Counter(), reducer: counterReducer)
+        try store.loadPlugins(from: plugins.path, registry: registry)
+        try store.dispatch(Increment(by: 1))
+        do {
+            try store.dispatch(Note(text: "bad state"))
+            Issue.record("a state that does not decode was accepted")
+        } catch {
+            #expect(error.code == .invalidJSON)
+        }
+        #expect(try store.getState() == Counter(count: 1))
+    }
+
+    @Test func replaceStateWithAKeyTwiceIsInvalidJSON() throws {
+        // JSONDecoder alone would take one of the two "count"s: the JSON
+        // layer refuses the text first, as for C stores.
+        let path = try PluginBuilder.build("twice", in: folder, run: """
+            static ts_status run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
+                (void)self;
+                if (strcmp(action->type, "counter/note") == 0 && strstr(action->payload, "restore"))
+                    return store->replace_state("{\\"count\\":1,\\"log\\":[],\\"count\\":100}");
+                return next(action->json);
+            }
+            """)
+        let store = Store(initialState: Counter(), reducer: counterReducer)
+        try store.loadPlugin(at: path, registry: registry)
+        try store.dispatch(Increment(by: 2))
+        do {
+            try store.dispatch(Note(text: "restore"))
+            Issue.record("a state with a key twice was accepted")
+        } catch {
+            #expect(error.code == .invalidJSON)
+            #expect(error.message.contains("duplicate key \"count\" at byte 20"))
+        }
+        #expect(try store.getState() == Counter(count: 2))
+    }
+
     @Test func refusalsLeaveTheStoreUnchanged() throws {
         let store = Store(initialState: Counter(), reducer: counterReducer)
         #expect(throws: StoreError.self) { try store.loadPlugin(at: folder.appendingPathComponent("missing.so").path, registry: registry) }
@@ -257,6 +305,49 @@ enum PluginBuilder {
         } catch {
             #expect(error.code == .invalidJSON)
         }
+        try store.dispatch(Increment(by: 2))
+        #expect(try store.getState().count == 2)
+    }
+
+    /// The typed store loads through the C store's loader: the same trust
+    /// checks (TrustedFile) on the real file, every folder above it, and configs.
+    @Test func untrustedFilesAreRefusedAsInCStores() throws {
+        let store = Store(initialState: Counter(), reducer: counterReducer)
+        let passThrough = """
+            static ts_status run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
+                (void)store; (void)self; return next(action->json);
+            }
+            """
+        let world = folder.appendingPathComponent("world")
+        try FileManager.default.createDirectory(at: world, withIntermediateDirectories: false)
+        let path = try PluginBuilder.build("ok", in: world, run: passThrough)
+        #expect(chmod(world.path, 0o777) == 0)
+        let link = folder.appendingPathComponent("link.so").path
+        #expect(symlink(path, link) == 0)
+        do {
+            try store.loadPlugin(at: link, registry: registry)
+            Issue.record("a plugin linked into a world-writable folder was loaded")
+        } catch {
+            #expect(error.code == .pluginFailed)
+            #expect(error.message.contains("chmod go-w \(world.path)"), "\(error.message)")
+        }
+
+        let plugins = folder.appendingPathComponent("plugins")
+        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o755])
+        _ = try PluginBuilder.build("10-ok", in: plugins, run: passThrough)
+        let config = plugins.appendingPathComponent("10-ok.json").path
+        #expect(FileManager.default.createFile(atPath: config, contents: Data("{}".utf8)))
+        #expect(chmod(config, 0o666) == 0)
+        do {
+            try store.loadPlugins(from: plugins.path, registry: registry)
+            Issue.record("a config others can write was read")
+        } catch {
+            #expect(error.code == .pluginFailed)
+            #expect(error.message.contains("plugin config \"\(config)\" can be written by other users"), "\(error.message)")
+        }
+        #expect(chmod(config, 0o644) == 0)
+        try store.loadPlugins(from: plugins.path, registry: registry)
         try store.dispatch(Increment(by: 2))
         #expect(try store.getState().count == 2)
     }

@@ -13,6 +13,9 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -283,10 +286,11 @@ static void test_status_names(void) {
         {TS_E_STORE_GONE, "TS_E_STORE_GONE"},
         {TS_E_ABI, "TS_E_ABI"},
         {TS_E_UNKNOWN_ACTION, "TS_E_UNKNOWN_ACTION"},
+        {TS_E_MISUSE, "TS_E_MISUSE"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) CHECK_STR(ts_status_name(names[i].status), names[i].name);
     CHECK_STR(ts_status_name(1), "TS_E_UNKNOWN");
-    CHECK_STR(ts_status_name(-14), "TS_E_UNKNOWN");
+    CHECK_STR(ts_status_name(-15), "TS_E_UNKNOWN");
     CHECK_STR(ts_status_name(12345), "TS_E_UNKNOWN");
     CHECK_STR(ts_status_name(INT32_MIN), "TS_E_UNKNOWN");
     CHECK_STR(ts_status_name(INT32_MAX), "TS_E_UNKNOWN");
@@ -370,7 +374,15 @@ static void test_create(void) {
     CHECK_CONTAINS(ts_last_error(), "\"a\"");
     CHECK_CREATE_FAILS("{\"id\":1,\"x\":0,\"\\u0069d\":2}", TS_E_JSON);
     CHECK_CONTAINS(ts_last_error(), "id");
-    /* Duplicates below the top level are not checked here, but are valid input. */
+    /* Duplicates at any depth: the message names the key and its byte offset. */
+    CHECK_CREATE_FAILS("{\"a\":{\"b\":1,\"b\":2}}", TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"b\" at byte 12");
+    CHECK_CREATE_FAILS("{\"a\":[{\"x\":{\"y\":0,\"\\u0079\":1}}]}", TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"y\" at byte 18");
+    /* The same key in different objects is fine. */
+    store = new_store("{\"a\":{\"a\":1},\"b\":{\"a\":{\"a\":2}},\"c\":[{\"a\":3},{\"a\":3}]}");
+    CHECK_STATE(store, "/b/a/a", "2");
+    ts_store_destroy(store);
 
     /* out NULL. */
     CHECK_ST(ts_store_create(NULL, NULL), TS_E_ARGUMENT);
@@ -691,6 +703,76 @@ static void test_dispatch_invalid(void) {
     rstat_free(&st);
 }
 
+/* Returns a slice with a key twice on "dup" (nested), else unchanged; {} at init. */
+static char *duplicating_reducer(const char *slice, const ts_action *a, void *ctx) {
+    rstat_record(ctx, slice, a);
+    if (slice == NULL) return xstrdup("{}");
+    if (strcmp(a->type, "dup") == 0) return xstrdup("{\"x\":{\"deny\":[\"admin/wipe\"],\"deny\":[]}}");
+    if (strcmp(a->type, "dup_escaped") == 0) return xstrdup("{\"k\":1,\"\\u006b\":2}");
+    return NULL;
+}
+
+static void test_duplicate_keys(void) {
+    ts_store *store = new_store("{\"note\":\"x\"}");
+    rstat st = {0}, dst = {0};
+    int notified = 0, pointer_notified = 0;
+    uint64_t t1, t2;
+    CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, &st));
+    CHECK_OK(ts_store_add_reducer(store, "d", duplicating_reducer, &dst));
+    CHECK_OK(ts_store_subscribe(store, NULL, count_listener, &notified, &t1));
+    CHECK_OK(ts_store_subscribe(store, "", count_listener, &pointer_notified, &t2));
+    int calls = st.calls;
+
+    /* A payload with a key twice at depth 3: TS_E_JSON, no reducer or listener runs. */
+    CHECK_DISPATCH_FAILS(store, "{\"type\":\"set\",\"payload\":{\"a\":{\"b\":{\"c\":1,\"c\":2}}}}", TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"c\" at byte 41");
+    CHECK_DISPATCH_FAILS(store, "{\"type\":\"set\",\"payload\":{\"a\":{\"b\":{\"c\":1,\"\\u0063\":2}}}}", TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "\"c\"");
+    CHECK_DISPATCH_FAILS(store, "{\"type\":\"inc\",\"type\":\"evil\"}", TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"type\"");
+    CHECK_DISPATCH_FAILS(store, "{\"type\":\"add\",\"payload\":1,\"payload\":1000}", TS_E_JSON);
+    CHECK_DISPATCH_FAILS(store, "{\"type\":\"inc\",\"meta\":{},\"meta\":{}}", TS_E_JSON);
+    CHECK_INT(st.calls, calls);
+    CHECK_INT(dst.calls, 1); /* init only */
+    CHECK_INT(notified + pointer_notified, 0);
+
+    /* A reducer that returns an object with a key twice: TS_E_REDUCER, state unchanged. */
+    char *before = state_of(store, NULL);
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"dup\"}"), TS_E_REDUCER);
+    CHECK_CONTAINS(ts_last_error(), "the reducer for \"d\"");
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"deny\" at byte 28");
+    CHECK_STATE(store, NULL, before);
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"dup_escaped\"}"), TS_E_REDUCER);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"k\"");
+    CHECK_STATE(store, NULL, before);
+    CHECK_INT(notified + pointer_notified, 0);
+
+    ts_free(before);
+    ts_store_destroy(store);
+    rstat_free(&st);
+    rstat_free(&dst);
+
+    /* Plugin configs: a key twice at any depth is TS_E_JSON before any plugin
+     * code is loaded (the file need not exist), and so is text that is not UTF-8. */
+    store = new_store(NULL);
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/guard.so", "{\"deny\":[\"admin/wipe\"],\"deny\":[]}"), TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"deny\" at byte 23");
+    CHECK_CONTAINS(ts_last_error(), "config");
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/guard.so", "{\"require\":{\"a\":[\"x\"],\"b\":{\"c\":{\"d\":1,\"d\":2}}}}"),
+             TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"d\"");
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/journal.so", "{\"fsync\":\"always\",\"fsync\":\"never\"}"), TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key \"fsync\"");
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/guard.so", "{\"deny\":[\"a\xff\"]}"), TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "UTF-8");
+    CHECK_CONTAINS(ts_last_error(), "byte 11");
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/guard.so", "\xc0\xaf"), TS_E_JSON);
+    /* A valid config: then the missing file is what fails. */
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/guard.so", "{\"deny\":[]}"), TS_E_NOT_FOUND);
+    CHECK_STATE(store, NULL, "{}");
+    ts_store_destroy(store);
+}
+
 static void test_action_view(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
@@ -891,7 +973,13 @@ typedef struct re_ctx {
     uint64_t token;
     int side_listener; /* counts calls of a listener that must never be added */
     int mw_runs;
+    char inner_message[512]; /* ts_last_error() right after the refused call */
 } re_ctx;
+
+/* The C function each refusal must name (C users see C names, not Swift's). */
+static const char *const re_c_names[RE_MODES] = {
+    "ts_store_dispatch",  "ts_store_get_state",   "ts_store_get_state",    "ts_store_subscribe",
+    "ts_store_subscribe", "ts_store_unsubscribe", "ts_store_add_reducer", "ts_store_add_middleware"};
 
 static ts_status never_middleware(const ts_store_api *api, ts_next_fn next, const ts_action *a, void *ctx) {
     (void)api;
@@ -924,6 +1012,7 @@ static void re_call(re_ctx *c) {
     case RE_ADD_REDUCER: c->inner = ts_store_add_reducer(c->store, "sneaky", const_init_reducer, "1"); break;
     case RE_ADD_MIDDLEWARE: c->inner = ts_store_add_middleware(c->store, "sneaky", never_middleware, c); break;
     }
+    snprintf(c->inner_message, sizeof c->inner_message, "%s", ts_last_error());
     if (out != NULL) ts_free(out);
 }
 
@@ -963,6 +1052,10 @@ static void reentrancy_case(int mode, int reentrant_first, int return_null) {
     CHECK_ST(c.inner, TS_E_REENTRANT);
     CHECK_ST(st, TS_E_REENTRANT);
     CHECK(ts_last_error()[0] != '\0');
+    CHECK_CONTAINS(c.inner_message, re_c_names[mode]);
+    CHECK(strstr(c.inner_message, "JSONAction") == NULL);
+    CHECK(strstr(c.inner_message, "()") == NULL);
+    CHECK_CONTAINS(ts_last_error(), re_c_names[mode]);
     CHECK_INT(c.output_written, 0);
     CHECK_STATE(store, NULL, before);
     CHECK_INT(notified, 0);
@@ -1905,6 +1998,199 @@ static void test_middleware_next_stable(void) {
     ts_store_destroy(store);
 }
 
+/* ---- next misuse --------------------------------------------------------- */
+
+typedef struct misuse_ctx {
+    ts_next_fn kept;          /* next, kept past its run() */
+    ts_status first, second;  /* the statuses of two calls of next in one run() */
+    int nest;                 /* dispatch "inc" from inside run() before calling next */
+    ts_store *store;
+} misuse_ctx;
+
+static ts_status mw_next_twice(const ts_store_api *api, ts_next_fn next, const ts_action *a, void *ctx) {
+    (void)api;
+    misuse_ctx *c = ctx;
+    c->first = next(a->json);
+    c->second = next(a->json);
+    return c->first;
+}
+
+static ts_status mw_keep_next(const ts_store_api *api, ts_next_fn next, const ts_action *a, void *ctx) {
+    misuse_ctx *c = ctx;
+    c->kept = next;
+    if (c->nest && strcmp(a->type, "outer") == 0) {
+        /* The nested dispatch runs this middleware again with the same next:
+         * its run() and this one each call next once, which is allowed. */
+        c->second = api->dispatch("{\"type\":\"inc\"}");
+    }
+    return next(a->json);
+}
+
+static void *call_kept_next(void *arg) {
+    misuse_ctx *c = arg;
+    c->second = c->kept("{\"type\":\"inc\"}");
+    return NULL;
+}
+
+static void test_next_misuse(void) {
+    /* Twice in one run(): the second call is refused and applies nothing. */
+    ts_store *store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
+    misuse_ctx c;
+    memset(&c, 0, sizeof c);
+    int notified = 0;
+    uint64_t token;
+    CHECK_OK(ts_store_add_middleware(store, "twice", mw_next_twice, &c));
+    CHECK_OK(ts_store_subscribe(store, NULL, count_listener, &notified, &token));
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
+    CHECK_OK(c.first);
+    CHECK_ST(c.second, TS_E_MISUSE);
+    CHECK_CONTAINS(ts_last_error(), "next was called twice");
+    CHECK_STATE(store, "/count", "1");
+    CHECK_INT(notified, 1);
+    ts_store_destroy(store);
+
+    /* Kept past its run(), called on the same thread or another: refused,
+     * nothing applied, no listener called. */
+    store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
+    memset(&c, 0, sizeof c);
+    notified = 0;
+    CHECK_OK(ts_store_add_middleware(store, "keeper", mw_keep_next, &c));
+    CHECK_OK(ts_store_subscribe(store, NULL, count_listener, &notified, &token));
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
+    CHECK(c.kept != NULL);
+    CHECK_ST(c.kept("{\"type\":\"inc\"}"), TS_E_MISUSE);
+    CHECK_CONTAINS(ts_last_error(), "after the run() it was given to returned");
+    pthread_t thread;
+    c.second = 12345;
+    CHECK_INT(pthread_create(&thread, NULL, call_kept_next, &c), 0);
+    pthread_join(thread, NULL);
+    CHECK_ST(c.second, TS_E_MISUSE);
+    CHECK_STATE(store, "/count", "1");
+    CHECK_INT(notified, 1);
+    /* The store works on, and a nested run() through the same place has its
+     * own once-only next. */
+    c.nest = 1;
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"outer\"}"));
+    CHECK_OK(c.second);
+    CHECK_STATE(store, "/count", "2");
+    /* A kept next of a store that is closing: refused the same way. */
+    ts_store_destroy(store);
+}
+
+/* ts_store_subscribe writes the token before any listener can run: a
+ * listener that a dispatch on another thread calls at once reads it. */
+typedef struct token_slot {
+    uint64_t token; /* written by ts_store_subscribe */
+    int zero_seen;  /* calls that found no token yet */
+} token_slot;
+
+typedef struct token_race {
+    ts_store *store;
+    volatile int stop;
+} token_race;
+
+static void *token_dispatcher(void *arg) {
+    token_race *r = arg;
+    while (!r->stop) ts_store_dispatch(r->store, "{\"type\":\"inc\"}");
+    return NULL;
+}
+
+static void token_reading_listener(ts_store *store, void *ctx) {
+    token_slot *slot = ctx;
+    uint64_t token = __atomic_load_n(&slot->token, __ATOMIC_SEQ_CST);
+    if (token == 0) slot->zero_seen++;
+    else ts_store_unsubscribe(store, token);
+}
+
+static void test_subscribe_token_before_listener(void) {
+    token_race r;
+    memset(&r, 0, sizeof r);
+    r.store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(r.store, "count", counter_reducer, NULL));
+    int rounds = quick ? 200 : 2000, zero_seen = 0;
+    token_slot *slots = calloc((size_t)rounds, sizeof *slots);
+    pthread_t thread;
+    CHECK_INT(pthread_create(&thread, NULL, token_dispatcher, &r), 0);
+    for (int i = 0; i < rounds; i++) {
+        CHECK_OK(ts_store_subscribe(r.store, NULL, token_reading_listener, &slots[i], &slots[i].token));
+    }
+    r.stop = 1;
+    pthread_join(thread, NULL);
+    ts_store_destroy(r.store);
+    for (int i = 0; i < rounds; i++) zero_seen += slots[i].zero_seen;
+    CHECK_INT(zero_seen, 0);
+    free(slots);
+}
+
+/* Out of memory where the library allocates: TS_E_NOMEM (not TS_E_REDUCER),
+ * and the state is unchanged. In a child process with an address-space
+ * limit that leaves room for the reducer's output but not for checking it. */
+#define OOM_BIG (200u << 20)
+static char *big_reducer(const char *slice, const ts_action *a, void *ctx) {
+    (void)ctx;
+    if (slice == NULL) return xstrdup("0");
+    if (strcmp(a->type, "big") != 0) return NULL;
+    char *out = malloc(OOM_BIG + 3);
+    if (out == NULL) return NULL;
+    out[0] = '"';
+    memset(out + 1, 'a', OOM_BIG);
+    out[OOM_BIG + 1] = '"';
+    out[OOM_BIG + 2] = '\0';
+    return out;
+}
+
+static long vm_size_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    if (f == NULL) return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %ld", &kb) == 1) break;
+    fclose(f);
+    return kb;
+}
+
+static void test_out_of_memory_is_nomem(void) {
+    if (quick) return; /* valgrind keeps its own address space */
+    fflush(NULL);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        ts_store *store = NULL;
+        int result = 0;
+        if (ts_store_create(NULL, &store) != TS_OK) _exit(10);
+        if (ts_store_add_reducer(store, "big", big_reducer, NULL) != TS_OK) _exit(11);
+        if (ts_store_dispatch(store, "{\"type\":\"warm\"}") != TS_OK) _exit(12);
+        long kb = vm_size_kb();
+        if (kb < 0) _exit(13);
+        struct rlimit limit;
+        limit.rlim_cur = limit.rlim_max = (rlim_t)kb * 1024u + OOM_BIG + (100u << 20);
+        if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(14);
+        ts_status status = ts_store_dispatch(store, "{\"type\":\"big\"}");
+        if (status != TS_E_NOMEM) result |= 1;
+        if (strstr(ts_last_error(), "no memory") == NULL) result |= 2;
+        char *out = NULL;
+        if (ts_store_get_state(store, "/big", &out) != TS_OK || strcmp(out, "0") != 0) result |= 4;
+        ts_free(out);
+        _exit(result);
+    }
+    int wstatus = 0;
+    CHECK(waitpid(child, &wstatus, 0) == child);
+    CHECK(WIFEXITED(wstatus));
+    CHECK_INT(WEXITSTATUS(wstatus), 0);
+}
+
+/* Messages name what the header promises: the key of ts_store_add_reducer. */
+static void test_add_reducer_null_fn_names_key(void) {
+    ts_store *store = new_store(NULL);
+    CHECK_ST(ts_store_add_reducer(store, "todos", NULL, NULL), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "fn is NULL");
+    CHECK_CONTAINS(ts_last_error(), "\"todos\"");
+    ts_store_destroy(store);
+}
+
 /* On "restore": replace_state(payload), swallow. On "restore_bad": replace
  * with the payload's "text" string is not possible in C simply, so the
  * tests pass fixed texts by type. */
@@ -1969,7 +2255,8 @@ static void test_replace_state(void) {
 
     /* Invalid replacements: nothing changes, nobody is told. */
     char *before = state_of(store, NULL);
-    const char *bad[] = {"{\"count\":", "[]", "1", "null", "{\"a\":1,\"a\":2}", "{\"a\":\"\xff\"}", "{} x", ""};
+    const char *bad[] = {"{\"count\":", "[]", "1", "null", "{\"a\":1,\"a\":2}", "{\"a\":\"\xff\"}", "{} x", "",
+                         "{\"a\":{\"b\":[{\"c\":1,\"c\":2}]}}", "{\"count\":{\"x\":1,\"\\u0078\":1}}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rc.text = bad[i];
         CHECK_ST(ts_store_dispatch(store, "{\"type\":\"restore_text\"}"), TS_E_JSON);
@@ -2252,7 +2539,9 @@ static ts_status mw_destroying(const ts_store_api *api, ts_next_fn next, const t
 }
 
 static void test_destroy_in_callbacks(void) {
-    /* A listener destroys the store; the next listener still uses it. */
+    /* A listener destroys the store: the dispatch under way finishes (the
+     * next listeners are still called), but the store is closed, so their
+     * new calls into it answer TS_E_STORE_GONE. */
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
     destroy_ctx c;
@@ -2266,8 +2555,10 @@ static void test_destroy_in_callbacks(void) {
     CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
     CHECK_INT(c.destroyed, 1);
     CHECK_INT(c.after_calls, 1);
-    CHECK_OK(c.after_status);
-    CHECK_STR(c.after_text, "1");
+    CHECK_INT(c.after_status, TS_E_STORE_GONE);
+    CHECK(c.after_text == NULL);
+    CHECK(strstr(ts_last_error(), "ts_store_get_state") != NULL);
+    CHECK(strstr(ts_last_error(), "closed") != NULL);
     CHECK_INT(whole, 1);
     free(c.after_text);
     /* the store is gone now */
@@ -2284,11 +2575,13 @@ static void test_destroy_in_callbacks(void) {
     CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
     CHECK_INT(c.destroyed, 1);
     CHECK_INT(c.after_calls, 2); /* nested, then outer */
-    CHECK_OK(c.after_status);
-    CHECK_STR(c.after_text, "2");
+    CHECK_INT(c.after_status, TS_E_STORE_GONE);
+    CHECK(c.after_text == NULL);
     free(c.after_text);
 
-    /* A middleware destroys the store and passes the action on. */
+    /* A middleware destroys the store and passes the action on: next is the
+     * rest of the dispatch under way, so the action is applied and the
+     * listeners are called; their new calls are refused. */
     store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
     CHECK_OK(ts_store_add_middleware(store, "destroyer", mw_destroying, store));
@@ -2296,8 +2589,8 @@ static void test_destroy_in_callbacks(void) {
     CHECK_OK(ts_store_subscribe(store, NULL, after_destroy_listener, &c, &t));
     CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
     CHECK_INT(c.after_calls, 1);
-    CHECK_OK(c.after_status);
-    CHECK_STR(c.after_text, "1");
+    CHECK_INT(c.after_status, TS_E_STORE_GONE);
+    CHECK(c.after_text == NULL);
     free(c.after_text);
 }
 
@@ -2373,6 +2666,213 @@ static void test_small_stack(void) {
 
 /* ---- Main --------------------------------------------------------------- */
 
+/* ---- JSON text in keys, pointers and reducer results -------------------- */
+
+/* Owns its key; returns a copy of *(const char **)ctx at init and for "set". */
+static char *text_reducer(const char *slice, const ts_action *a, void *ctx) {
+    if (slice != NULL && strcmp(a->type, "set") != 0) return NULL;
+    return xstrdup(*(const char **)ctx);
+}
+
+/* True if s is well-formed UTF-8 (no cut sequence at the end). */
+static int is_utf8(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int n = *p < 0x80 ? 0 : (*p & 0xE0) == 0xC0 ? 1 : (*p & 0xF0) == 0xE0 ? 2 : (*p & 0xF8) == 0xF0 ? 3 : -1;
+        if (n < 0) return 0;
+        p++;
+        while (n-- > 0) {
+            if ((*p & 0xC0) != 0x80) return 0;
+            p++;
+        }
+    }
+    return 1;
+}
+
+/* Keys written with escapes (\uXXXX of 2, 3 and 4 UTF-8 bytes, surrogate
+ * pairs, \t \n \" \\ \/) are found by pointers that spell them unescaped. */
+static void test_escaped_keys(void) {
+    ts_store *store = new_store("{\"k\":{\"\\u20ac\":1,\"a\\u00e9b\":2,\"\\ud83d\\ude00\":3,\"t\\tx\":4,\"q\\\"\":5,"
+                                "\"b\\\\s\":6,\"n\\n\":7,\"\\/\":8,\"\\u0041\":9}}");
+    CHECK_STATE(store, "/k/\xe2\x82\xac", "1");
+    CHECK_STATE(store, "/k/a\xc3\xa9" "b", "2");
+    CHECK_STATE(store, "/k/\xf0\x9f\x98\x80", "3");
+    CHECK_STATE(store, "/k/t\tx", "4");
+    CHECK_STATE(store, "/k/q\"", "5");
+    CHECK_STATE(store, "/k/b\\s", "6");
+    CHECK_STATE(store, "/k/n\n", "7");
+    CHECK_STATE(store, "/k/~1", "8");
+    CHECK_STATE(store, "/k/A", "9");
+    CHECK_GET_FAILS(store, "/k/\xe2\x82", TS_E_ARGUMENT, "UTF-8"); /* a cut character: malformed */
+    ts_store_destroy(store);
+
+    /* A top-level key written with escapes is the slice of its unescaped name. */
+    store = new_store("{\"\\u20ac\\ud83d\\ude00\":{\"x\":1}}");
+    CHECK_STATE(store, "/\xe2\x82\xac\xf0\x9f\x98\x80/x", "1");
+    ts_store_destroy(store);
+}
+
+/* What a reducer returns is checked as JSON before it is applied: escapes
+ * and surrogate pairs, numbers (the fast path for scalars), nesting. */
+static void test_reducer_results(void) {
+    static const char *const good[][2] = {
+        {"\"\\u20ac\\ud83d\\ude00\\n\\/\"", "\"\\u20ac\\ud83d\\ude00\\n\\/\""},
+        {"1.25", "1.25"},
+        {"-0.5e+10", "-0.5e+10"},
+        {"2E-3", "2E-3"},
+        {"123e4", "123e4"},
+        {"-0", "-0"},
+        {" 7 ", "7"},
+    };
+    static const char *const bad[][2] = {
+        {"\"\\ud83d\\uZZZZ\"", "\\u"},    /* the low half is not hex */
+        {"\"\\ud83d\"", "surrogate"},      /* a high half alone */
+        {"\"\\ud83dx\"", "surrogate"},     /* a high half, then no \u */
+        {"\"\\ud83d\\u0041\"", "surrogate"}, /* a high half, then no low half */
+        {"\"\\udc00\"", "surrogate"},      /* a low half alone */
+        {"\"\\u12\"", "\\u"},              /* too few hex digits */
+        {"1.", "number"},
+        {"1e", "number"},
+        {"1.e5", "number"},
+        {"-", "number"},
+        {"01", NULL},
+        /* Valid escapes before the fault: the precise message walks them. */
+        {"[\"\\u20ac\\ud83d\\ude00\\n\", }", "at byte 25, found"},
+        /* Every escape, exponents with signs, 3- and 4-byte UTF-8, then a fault. */
+        {"{\"a\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\uABCD\",\"b\":1.5e+3,\"c\":-2E-2,"
+         "\"d\":\"\xee\x80\x80\xef\xbf\xbd\xf1\x80\x80\x80\xf3\xbf\xbf\xbf\",x}", "expected"},
+        {"{\"a\" 1}", "':'"},
+        {"[1e+]", "number"},
+    };
+    const char *next = "0";
+    ts_store *store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(store, "v", text_reducer, &next));
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        next = good[i][0];
+        CHECK_OK(ts_store_dispatch(store, "{\"type\":\"set\"}"));
+        CHECK_STATE(store, "/v", good[i][1]);
+    }
+    CHECK_STATE(store, "", "{\"v\":7}");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        next = bad[i][0];
+        CHECK_ST(ts_store_dispatch(store, "{\"type\":\"set\"}"), TS_E_REDUCER);
+        if (bad[i][1] != NULL) CHECK_CONTAINS(ts_last_error(), bad[i][1]);
+        CHECK_STATE(store, "/v", "7");
+    }
+    ts_store_destroy(store);
+}
+
+/* A top-level value may be TS_MAX_DEPTH - 1 deep (the state object is one
+ * more level); a reducer that returns a deeper one fails the dispatch.
+ * Brackets and quotes inside strings do not count. */
+static void test_slice_depth(void) {
+    const char *inner = "\"]]}{[\\\"[\"";
+    const char *next = "0";
+    size_t deepest = TS_MAX_DEPTH - 1;
+    char *ok = malloc(2 * TS_MAX_DEPTH + 32), *deep = malloc(2 * TS_MAX_DEPTH + 32);
+    if (ok == NULL || deep == NULL) abort();
+    for (size_t i = 0; i < deepest; i++) ok[i] = '[';
+    strcpy(ok + deepest, inner);
+    for (size_t i = 0, at = deepest + strlen(inner); i < deepest; i++) ok[at + i] = ']';
+    ok[2 * deepest + strlen(inner)] = '\0';
+    deep[0] = '[';
+    strcpy(deep + 1, ok);
+    strcat(deep, "]");
+
+    ts_store *store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(store, "v", text_reducer, &next));
+    next = ok;
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"set\"}"));
+    char *whole = NULL;
+    CHECK_OK(ts_store_get_state(store, NULL, &whole));
+    CHECK(whole != NULL && strlen(whole) == strlen(ok) + 6);
+    ts_free(whole);
+    next = deep;
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"set\"}"), TS_E_REDUCER);
+    CHECK_CONTAINS(ts_last_error(), "deep");
+    CHECK_STATE(store, "/v", ok);
+    ts_store_destroy(store);
+    free(ok);
+    free(deep);
+}
+
+/* A message that quotes long text is cut to fit, never in the middle of a
+ * UTF-8 character. */
+static void test_long_messages(void) {
+    ts_store *store = new_store("{\"k\":{\"a\":{\"b\":1}}}");
+    char pointer[1024] = "/k/a/";
+    for (int i = 0; i < 200; i++) strcat(pointer, "\xc3\xa9");
+    char *out = sentinel_text;
+    CHECK_ST(ts_store_get_state(store, pointer, &out), TS_E_NOT_FOUND);
+    CHECK(out == sentinel_text);
+    CHECK(is_utf8(ts_last_error()));
+    CHECK_CONTAINS(ts_last_error(), "\xc3\xa9\xc3\xa9");
+    for (size_t cut = 0; cut < 4; cut++) {
+        char key[700] = "/k/";
+        for (int i = 0; i < 150; i++) strcat(key, "\xe2\x82\xac");
+        for (size_t i = 0; i < cut; i++) strcat(key, "x");
+        CHECK_ST(ts_store_get_state(store, key, &out), TS_E_NOT_FOUND);
+        CHECK(is_utf8(ts_last_error()));
+    }
+    ts_store_destroy(store);
+}
+
+/* Paths and configs of plugins must be UTF-8, like keys. */
+static void test_plugin_arguments(void) {
+    ts_store *store = new_store(NULL);
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/\xff.so", NULL), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "UTF-8");
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/x.so", "{\"a\":\"\xff\"}"), TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "UTF-8");
+    CHECK_ST(ts_store_load_plugins(store, "/nonexistent/\xff"), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "UTF-8");
+    CHECK_ST(ts_store_load_plugins(NULL, "/tmp"), TS_E_ARGUMENT);
+    CHECK_ST(ts_store_load_plugin(store, "/nonexistent/x.so", NULL), TS_E_NOT_FOUND);
+    ts_store_destroy(store);
+}
+
+/* A middleware that refuses with the message in ctx (may be NULL). */
+static ts_status refuse_with(const ts_store_api *api, ts_next_fn next, const ts_action *a, void *ctx) {
+    (void)next;
+    (void)a;
+    return api->fail(TS_E_REJECTED, (const char *)ctx);
+}
+
+/* Messages longer than the library keeps (a refusal's, a failure's) are cut
+ * at a UTF-8 character boundary; a NULL refusal message is allowed. */
+static void test_long_refusals(void) {
+    char *message = malloc(3 * 4096 + 1), *key = malloc(3 * 1500 + 1);
+    if (message == NULL || key == NULL) abort();
+    message[0] = '\0';
+    for (int i = 0; i < 4096; i++) strcat(message, "\xe2\x82\xac");
+    key[0] = '\0';
+    for (int i = 0; i < 1500; i++) strcat(key, "\xe2\x82\xac");
+
+    ts_store *store = new_store(NULL);
+    CHECK_OK(ts_store_add_middleware(store, "refuse", refuse_with, message));
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"x\"}"), TS_E_REJECTED);
+    CHECK(is_utf8(ts_last_error()));
+    CHECK(strlen(ts_last_error()) < strlen(message));
+    CHECK_CONTAINS(ts_last_error(), "\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac");
+    ts_store_destroy(store);
+
+    store = new_store(NULL);
+    CHECK_OK(ts_store_add_middleware(store, "refuse", refuse_with, NULL));
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"x\"}"), TS_E_REJECTED);
+    CHECK(is_utf8(ts_last_error()));
+    ts_store_destroy(store);
+
+    /* A failure message that quotes a 4500-byte key. */
+    store = new_store(NULL);
+    CHECK_OK(ts_store_add_reducer(store, key, counter_reducer, NULL));
+    CHECK_ST(ts_store_add_reducer(store, key, counter_reducer, NULL), TS_E_ARGUMENT);
+    CHECK(is_utf8(ts_last_error()));
+    CHECK_CONTAINS(ts_last_error(), "ts_store_add_reducer");
+    ts_store_destroy(store);
+    free(message);
+    free(key);
+}
+
 #define RUN(test)                                 \
     do {                                          \
         current_test = #test;                     \
@@ -2407,6 +2907,7 @@ int main(int argc, char **argv) {
     RUN(test_dispatch_atomic);
     RUN(test_dispatch_atomic_two_reducers);
     RUN(test_dispatch_invalid);
+    RUN(test_duplicate_keys);
     RUN(test_action_view);
     RUN(test_huge_payload);
     RUN(test_int64);
@@ -2432,7 +2933,17 @@ int main(int argc, char **argv) {
     RUN(test_replace_state);
     RUN(test_threads);
     RUN(test_destroy_in_callbacks);
+    RUN(test_next_misuse);
+    RUN(test_subscribe_token_before_listener);
+    RUN(test_add_reducer_null_fn_names_key);
+    RUN(test_out_of_memory_is_nomem);
     RUN(test_small_stack);
+    RUN(test_escaped_keys);
+    RUN(test_reducer_results);
+    RUN(test_slice_depth);
+    RUN(test_long_messages);
+    RUN(test_plugin_arguments);
+    RUN(test_long_refusals);
 
     printf("%d passed, %d failed\n", passed, failed);
     return failed > 0 ? 1 : 0;

@@ -2,7 +2,8 @@
  *
  * Build and run with Tests/json/run.sh from the repository root.
  * Environment: TSJ_BENCH_ITERS (timing loop iterations, default 200000),
- * TSJ_BIG_MB (size of the big document in MB, default 10).
+ * TSJ_BIG_MB (size of the big document in MB, default 10), TSJ_MANY_KEYS
+ * (keys of the one-object duplicate-check documents, default 200000).
  * Prints "N passed, M failed" and exits non-zero if anything failed. */
 #define _POSIX_C_SOURCE 200809L
 #include "turnstate_json.h"
@@ -229,8 +230,8 @@ static void test_minify_valid(void) {
   MINIFY_OK("18446744073709551616", "18446744073709551616");
   MINIFY_OK("[ 123456789012345678901234567890 , -1e400, 1e400 ]", "[123456789012345678901234567890,-1e400,1e400]");
   MINIFY_OK("{\"big\": 1e400, \"s\": \"a b\"}", "{\"big\":1e400,\"s\":\"a b\"}");
-  /* duplicate keys are valid JSON for tsj_minify */
-  MINIFY_OK("{\"a\":1,\"a\":2}", "{\"a\":1,\"a\":2}");
+  /* an object with a key twice is invalid (more in test_duplicates) */
+  MINIFY_ERR("{\"a\":1,\"a\":2}", TSJ_ERR_DUPLICATE_KEY, 7, "duplicate key \"a\" at byte 7");
   /* inputs need no NUL terminator: only len bytes are read */
   MINIFY_OK_LEN("[1, 2]garbage", 6, "[1,2]");
   char unterminated[4] = {'[', '7', ']', 'x'};
@@ -473,7 +474,8 @@ static void test_actions(void) {
             "n",
             "{\"u\":18446744073709551615,\"i\":-9223372036854775808,\"d\":1.0,\"e\":1E+2,\"z\":-0,"
             "\"h\":123456789012345678901234567890}");
-  ACTION_OK("{\"type\":\"dup other keys are fine\",\"meta\":1,\"meta\":2}", "dup other keys are fine", NULL);
+  ACTION_ERR("{\"type\":\"dup other keys\",\"meta\":1,\"meta\":2}", TSJ_ERR_DUPLICATE_KEY, 34,
+             "duplicate key \"meta\" at byte 34");
 
   ACTION_ERR("{\"payload\":1}", TSJ_ERR_NOT_ACTION, -1, "\"type\" is missing");
   ACTION_ERR("{}", TSJ_ERR_NOT_ACTION, -1, "\"type\" is missing");
@@ -484,9 +486,9 @@ static void test_actions(void) {
   ACTION_ERR("{\"type\":[\"a\"]}", TSJ_ERR_NOT_ACTION, 8, "found array");
   ACTION_ERR("{\"type\":true}", TSJ_ERR_NOT_ACTION, 8, "found boolean");
   ACTION_ERR("{\"type\":\"\"}", TSJ_ERR_NOT_ACTION, 8, "\"type\" must not be empty");
-  ACTION_ERR("{\"type\":\"a\",\"type\":\"b\"}", TSJ_ERR_NOT_ACTION, 12, "\"type\" is present twice");
-  ACTION_ERR("{\"type\":\"a\",\"typ\\u0065\":\"b\"}", TSJ_ERR_NOT_ACTION, 12, "\"type\" is present twice");
-  ACTION_ERR("{\"type\":1,\"type\":\"b\",\"type\":\"c\"}", TSJ_ERR_NOT_ACTION, 10, "\"type\" is present 3 times");
+  ACTION_ERR("{\"type\":\"a\",\"type\":\"b\"}", TSJ_ERR_DUPLICATE_KEY, 12, "duplicate key \"type\" at byte 12");
+  ACTION_ERR("{\"type\":\"a\",\"typ\\u0065\":\"b\"}", TSJ_ERR_DUPLICATE_KEY, 12, "duplicate key \"type\"");
+  ACTION_ERR("{\"type\":1,\"type\":\"b\",\"type\":\"c\"}", TSJ_ERR_DUPLICATE_KEY, 10, "duplicate key \"type\"");
   ACTION_ERR("{\"type\":\"a\\u0000b\"}", TSJ_ERR_NOT_ACTION, 8, "\\u0000");
   ACTION_ERR("{\"type\":\"a\",\"payload\":1,\"payload\":2}", TSJ_ERR_DUPLICATE_KEY, 24, "duplicate key \"payload\"");
   ACTION_ERR("{\"type\":\"a\",\"payload\":1,\"p\\u0061yload\":2}", TSJ_ERR_DUPLICATE_KEY, 24, "\"payload\"");
@@ -633,7 +635,7 @@ static void test_members(void) {
   MEMBERS_ERR("{\"a\":1,\"b\":2,}", TSJ_ERR_SYNTAX, 13, "expected a string key");
   MEMBERS_ERR("{\"a\":\"\xc0\xaf\"}", TSJ_ERR_UTF8, 6, "invalid UTF-8");
 
-  /* many members: duplicate detection by sorting; the earliest second occurrence is reported */
+  /* many members (hashed duplicate check); the earliest second occurrence is reported */
   char big[4096];
   size_t n = 0;
   n += (size_t)snprintf(big + n, sizeof big - n, "{");
@@ -738,8 +740,8 @@ static void test_pointers(void) {
   }
   tsj_doc_free(NULL);
 
-  /* keys with escapes, nested values with whitespace, first duplicate wins */
-  const char *esc = "{ \"\\u0061b\" : 1, \"x\\/y\": 2, \"t\\u00e9\": 3, \"\\ud83d\\ude00\": 4, \"a\": 1, \"a\": 2,"
+  /* keys with escapes, nested values with whitespace */
+  const char *esc = "{ \"\\u0061b\" : 1, \"x\\/y\": 2, \"t\\u00e9\": 3, \"\\ud83d\\ude00\": 4, \"a\": 1,"
                     " \"arr\" : [ 1 , { \"b\" : \"c d\" } , [ ] ], \"nul\\u0000l\": 5, \"\": { \"\": [ 10 ] } }";
   d = tsj_doc_parse(esc, strlen(esc), &err);
   CHECK(d != NULL, "doc_parse esc: %s", err.message);
@@ -791,12 +793,13 @@ static void test_pointers(void) {
     tsj_doc_free(d);
   }
 
-  /* large object: hashed look-ups, escaped keys, duplicates (first wins) */
+  /* large object: hashed look-ups, escaped keys */
   size_t cap = 64 * 1024;
   char *obj = (char *)malloc(cap);
   size_t n = 0;
   n += (size_t)snprintf(obj + n, cap - n, "{\"e\\u0073c\":\"escaped\",\"k5\":\"first\"");
-  for (int i = 0; i < 1000; i++) n += (size_t)snprintf(obj + n, cap - n, ",\"k%d\":%d", i, i);
+  for (int i = 0; i < 1000; i++)
+    if (i != 5) n += (size_t)snprintf(obj + n, cap - n, ",\"k%d\":%d", i, i);
   n += (size_t)snprintf(obj + n, cap - n, ",\"sl\\/ash\":[1,2,3],\"\":\"empty\"}");
   d = tsj_doc_parse(obj, n, &err);
   CHECK(d != NULL, "doc_parse big object: %s", err.message);
@@ -1051,6 +1054,222 @@ static void test_big_and_bench(void) {
   free(big);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Duplicate keys: an object with a key twice, at any depth, is invalid for
+ * every entry point that reads JSON. */
+
+/* in[0..len) must fail with TSJ_ERR_DUPLICATE_KEY at `offset` with a message
+ * containing "duplicate key <shown> at byte <offset>", through tsj_minify,
+ * tsj_doc_parse and (for objects) tsj_for_each_member and tsj_parse_action. */
+static void dup_at(const char *file, int line, const char *in, size_t len, const char *shown, long long offset) {
+  char want[256];
+  snprintf(want, sizeof want, "duplicate key %s at byte %lld", shown, offset);
+  tsj_error err;
+  char *out = (char *)1;
+  int rc = tsj_minify(in, len, &out, NULL, &err);
+  check_at(rc == TSJ_ERR_DUPLICATE_KEY && out == NULL && err.offset == offset && contains(err.message, want), file,
+           line, "minify(%.60s): rc=%s offset=%lld msg=\"%s\" (want \"%s\")", in, tsj_code_name(rc), err.offset,
+           err.message, want);
+  tsj_doc *d = tsj_doc_parse(in, len, &err);
+  check_at(d == NULL && err.code == TSJ_ERR_DUPLICATE_KEY && err.offset == offset && contains(err.message, want),
+           file, line, "doc_parse(%.60s): code=%s offset=%lld msg=\"%s\"", in, tsj_code_name(err.code), err.offset,
+           err.message);
+  tsj_doc_free(d);
+  size_t i = 0;
+  while (i < len && (in[i] == ' ' || in[i] == '\n')) i++;
+  if (i < len && in[i] == '{') {
+    collector c;
+    memset(&c, 0, sizeof c);
+    rc = tsj_for_each_member(in, len, collect_cb, &c, &err);
+    check_at(rc == TSJ_ERR_DUPLICATE_KEY && c.calls == 0 && err.offset == offset && contains(err.message, want), file,
+             line, "for_each_member(%.60s): rc=%s calls=%d offset=%lld msg=\"%s\"", in, tsj_code_name(rc), c.calls,
+             err.offset, err.message);
+    char *block = (char *)1;
+    const char *type = NULL;
+    rc = tsj_parse_action(in, len, &block, &type, NULL, NULL, &err);
+    check_at(rc == TSJ_ERR_DUPLICATE_KEY && block == NULL && err.offset == offset && contains(err.message, want),
+             file, line, "parse_action(%.60s): rc=%s offset=%lld msg=\"%s\"", in, tsj_code_name(rc), err.offset,
+             err.message);
+  }
+}
+#define DUP(in, shown, off) dup_at(__FILE__, __LINE__, in, strlen(in), shown, off)
+
+/* in[0..len) is valid: minify and doc_parse accept it. */
+static void nodup_at(const char *file, int line, const char *in, size_t len) {
+  tsj_error err;
+  char *out = NULL;
+  int rc = tsj_minify(in, len, &out, NULL, &err);
+  check_at(rc == TSJ_OK, file, line, "minify(%.60s): rc=%s msg=%s", in, tsj_code_name(rc), err.message);
+  free(out);
+  tsj_doc *d = tsj_doc_parse(in, len, &err);
+  check_at(d != NULL, file, line, "doc_parse(%.60s): %s", in, err.message);
+  tsj_doc_free(d);
+}
+#define NODUP(in) nodup_at(__FILE__, __LINE__, in, strlen(in))
+
+/* {"k0":0,...,"k<n-1>":n-1<extra>} in a malloc'ed buffer; *len gets its length. */
+static char *many_keys(int n, const char *extra, size_t *len) {
+  size_t cap = (size_t)n * 24 + strlen(extra) + 16;
+  char *b = (char *)malloc(cap);
+  size_t o = 0;
+  b[o++] = '{';
+  for (int i = 0; i < n; i++) o += (size_t)snprintf(b + o, cap - o, "%s\"k%d\":%d", i ? "," : "", i, i);
+  o += (size_t)snprintf(b + o, cap - o, "%s}", extra);
+  *len = o;
+  return b;
+}
+
+static void test_duplicates(void) {
+  /* depth 1, 2, deep; offsets are those of the second occurrence's quote */
+  DUP("{\"a\":1,\"a\":2}", "\"a\"", 7);
+  DUP("{\"a\":1,\"b\":{\"c\":1,\"c\":2}}", "\"c\"", 18);
+  DUP("{\"a\" : [ { \"x\": 1 }, { \"y\": 2, \"y\": 3 } ] }", "\"y\"", 31);
+  DUP("[{\"a\":1},{\"b\":[{\"c\":{\"d\":null,\"d\":null}}]}]", "\"d\"", 30);
+  DUP("{\n  \"type\": \"t\",\n  \"payload\": {\"a\": {\"b\": {\"c\": 1, \"c\": 2}}}\n}", "\"c\"", 51);
+  {
+    /* 200 levels of objects, the duplicate in the innermost one */
+    char deep[4096];
+    size_t o = 0;
+    for (int i = 0; i < 200; i++) o += (size_t)snprintf(deep + o, sizeof deep - o, "{\"k\":");
+    size_t at = o + 7;
+    o += (size_t)snprintf(deep + o, sizeof deep - o, "{\"z\":1,\"z\":2}");
+    for (int i = 0; i < 200; i++) deep[o++] = '}';
+    deep[o] = '\0';
+    dup_at(__FILE__, __LINE__, deep, o, "\"z\"", (long long)at);
+  }
+  {
+    /* exactly TSJ_MAX_DEPTH levels (simdjson refuses, the strict checker accepts) */
+    char deep[4096];
+    size_t o = 0;
+    for (int i = 0; i < TSJ_MAX_DEPTH - 1; i++) o += (size_t)snprintf(deep + o, sizeof deep - o, "{\"k\":");
+    size_t at = o + 7;
+    o += (size_t)snprintf(deep + o, sizeof deep - o, "{\"z\":1,\"z\":2}");
+    for (int i = 0; i < TSJ_MAX_DEPTH - 1; i++) deep[o++] = '}';
+    deep[o] = '\0';
+    dup_at(__FILE__, __LINE__, deep, o, "\"z\"", (long long)at);
+    memcpy(deep + at, "\"y\"", 3); /* {"z":1,"y":2}: valid */
+    nodup_at(__FILE__, __LINE__, deep, o);
+  }
+  /* numbers beyond simdjson's range (no DOM): the strict checker finds duplicates too */
+  DUP("{\"n\":1e400,\"o\":{\"a\":1,\"a\":123456789012345678901234567890}}", "\"a\"", 22);
+  NODUP("{\"n\":1e400,\"o\":{\"a\":1,\"ab\":123456789012345678901234567890}}");
+
+  /* the same key in different objects is fine */
+  NODUP("{\"a\":{\"a\":{\"a\":1}},\"b\":{\"a\":2},\"c\":[{\"a\":1},{\"a\":1}]}");
+  NODUP("[{\"a\":1},{\"a\":1},{\"a\":{\"a\":[{\"a\":0}]}}]");
+  /* keys that share a prefix, or a length, are different */
+  NODUP("{\"a\":1,\"ab\":2,\"abc\":3,\"abd\":4,\"b\":5,\"\":6,\"k1\":7,\"k10\":8,\"k100\":9}");
+  NODUP("{\"a\\u0000b\":1,\"a\\u0000c\":2,\"a\\u0000\":3,\"a\":4}");
+  /* keys that differ only after an escape */
+  NODUP("{\"a\\nb\":1,\"a\\nc\":2,\"\\u00e9x\":3,\"\\u00e9y\":4,\"\\ud83d\\ude00a\":5,\"\\ud83d\\ude00b\":6}");
+  NODUP("{\"x\\\"y\":1,\"x\\\"z\":2,\"x\\\\y\":3,\"x/y\":4,\"x\\\\\\\"\":5}");
+  NODUP("{\"a\":1,\"a \":2,\" a\":3,\"A\":4}");
+
+  /* escaped duplicates: keys are compared after unescaping */
+  DUP("{\"a\":1,\"\\u0061\":2}", "\"a\"", 7);
+  DUP("{\"\\u0061\":1,\"a\":2}", "\"a\"", 12);
+  DUP("{\"\\u0061\":1,\"\\u0061\":2}", "\"a\"", 12);
+  DUP("{\"x/y\":1,\"x\\/y\":2}", "\"x/y\"", 9);
+  DUP("{\"caf\xc3\xa9\":1,\"caf\\u00e9\":2}", "\"caf\xc3\xa9\"", 11);
+  DUP("{\"\xf0\x9f\x98\x80\":1,\"\\ud83d\\ude00\":2}", "\"\xf0\x9f\x98\x80\"", 10);
+  DUP("{\"k\\n\":1,\"k\\u000a\":2}", "\"k\\u000a\"", 9);
+  DUP("{\"a\\u0000b\":1,\"a\\u0000b\":2}", "\"a\\u0000b\"", 14);
+  DUP("{\"type\":\"t\",\"payload\":{\"p\":{\"q\":{\"typ\\u0065\":1,\"type\":2}}}}", "\"type\"", 47);
+
+  /* the first fault in document order wins: a duplicate before a syntax error, and after one */
+  DUP("{\"x\":{\"y\":1,\"y\":2},\"x\":3}", "\"y\"", 12);
+  MINIFY_ERR("{\"a\":1,\"a\":2,}", TSJ_ERR_DUPLICATE_KEY, 7, "duplicate key \"a\" at byte 7");
+  MINIFY_ERR("{\"a\":1,\"b\":[1,],\"a\":2}", TSJ_ERR_SYNTAX, 14, "expected a JSON value at byte 14");
+  MINIFY_ERR("{\"a\":1,\"a\":\"\xff\"}", TSJ_ERR_UTF8, 12, "invalid UTF-8"); /* UTF-8 first, as always */
+
+  /* a long key is cut in the message, which still names the offset */
+  {
+    char in[512];
+    char key[201];
+    memset(key, 'q', 200);
+    key[200] = '\0';
+    snprintf(in, sizeof in, "{\"%s\":1,\"%s\":2}", key, key);
+    tsj_error err;
+    char *out = NULL;
+    int rc = tsj_minify(in, strlen(in), &out, NULL, &err);
+    CHECK(rc == TSJ_ERR_DUPLICATE_KEY && err.offset == 206 && contains(err.message, "qqq\"... at byte 206") &&
+              strlen(err.message) < sizeof err.message,
+          "long key: %s", err.message);
+  }
+
+  /* objects around the pairwise/hashed threshold and beyond */
+  for (int n = 2; n <= 40; n++) {
+    size_t len;
+    char *b = many_keys(n, "", &len);
+    nodup_at(__FILE__, __LINE__, b, len);
+    free(b);
+    char extra[64], shown[32];
+    for (int which = 0; which < n; which += (n > 8 ? n / 4 : 1)) {
+      snprintf(extra, sizeof extra, ",\"k%d\":-1", which);
+      b = many_keys(n, extra, &len);
+      snprintf(shown, sizeof shown, "\"k%d\"", which);
+      dup_at(__FILE__, __LINE__, b, len, shown, (long long)(len - strlen(extra) - 1 + 1));
+      free(b);
+    }
+  }
+  /* escaped keys in a hashed object */
+  {
+    size_t len;
+    char *b = many_keys(50, ",\"\\u006b7\":0", &len);
+    dup_at(__FILE__, __LINE__, b, len, "\"k7\"", (long long)(strstr(b, "\"\\u006b7\"") - b));
+    free(b);
+    b = many_keys(50, ",\"\\u006b50\":0,\"k\\u0035\\u0030\":1", &len);
+    dup_at(__FILE__, __LINE__, b, len, "\"k50\"", (long long)(strstr(b, "\"k\\u0035") - b));
+    free(b);
+  }
+  /* a hashed object inside a hashed object, the duplicate in the outer one after the inner closed */
+  {
+    size_t in_len, len;
+    char *inner = many_keys(30, "", &in_len);
+    char *extra = (char *)malloc(in_len + 64);
+    snprintf(extra, in_len + 64, ",\"inner\":%s,\"k29\":0", inner);
+    char *b = many_keys(30, extra, &len);
+    dup_at(__FILE__, __LINE__, b, len, "\"k29\"", (long long)(len - 8));
+    free(b);
+    snprintf(extra, in_len + 64, ",\"inner\":%s,\"k30\":0", inner);
+    b = many_keys(30, extra, &len);
+    nodup_at(__FILE__, __LINE__, b, len);
+    free(b);
+    free(extra);
+    free(inner);
+  }
+  /* 200,000 keys in one object: the check is O(n) (no timing threshold here;
+   * it must simply finish). Fewer under valgrind (run.sh sets TSJ_MANY_KEYS). */
+  {
+    const char *env = getenv("TSJ_MANY_KEYS");
+    int keys = env ? atoi(env) : 200000;
+    if (keys < 100) keys = 100;
+    char extra[64], shown[32];
+    size_t len;
+    char *b = many_keys(keys, "", &len);
+    nodup_at(__FILE__, __LINE__, b, len);
+    collector c;
+    memset(&c, 0, sizeof c);
+    CHECK(tsj_for_each_member(b, len, collect_cb, &c, NULL) == TSJ_OK && c.calls == keys, "%d members: %d", keys,
+          c.calls);
+    free(b);
+    snprintf(extra, sizeof extra, ",\"k%d\":0", keys / 2 + 7);
+    snprintf(shown, sizeof shown, "\"k%d\"", keys / 2 + 7);
+    b = many_keys(keys, extra, &len);
+    dup_at(__FILE__, __LINE__, b, len, shown, (long long)(len - strlen(extra)));
+    free(b);
+    /* and the strict checker (numbers beyond simdjson's range) on the same size */
+    b = many_keys(keys, ",\"big\":1e400", &len);
+    nodup_at(__FILE__, __LINE__, b, len);
+    free(b);
+    snprintf(extra, sizeof extra, ",\"big\":1e400,\"k%d\":0", keys - 1);
+    snprintf(shown, sizeof shown, "\"k%d\"", keys - 1);
+    b = many_keys(keys, extra, &len);
+    dup_at(__FILE__, __LINE__, b, len, shown, (long long)(len - strlen(extra) + 12));
+    free(b);
+  }
+}
+
 int main(void) {
   test_minify_valid();
   test_minify_invalid();
@@ -1060,6 +1279,7 @@ int main(void) {
   test_actions();
   test_quote();
   test_members();
+  test_duplicates();
   test_pointers();
   test_big_and_bench();
   printf("%d passed, %d failed\n", g_passed, g_failed);

@@ -1,6 +1,7 @@
 /* A test plugin for the loader (test_loader.c), built in several variants by
  * run.sh with -D flags: TP_ABI, TP_SIZE (descriptor fields), TP_FAIL_CREATE,
- * TP_NO_ENTRY (no ts_plugin_entry symbol), TP_NULL_ENTRY (entry returns NULL).
+ * TP_NO_ENTRY (no ts_plugin_entry symbol), TP_NULL_ENTRY (entry returns NULL),
+ * TP_NO_RUN (a descriptor without run), TP_NO_NAME (a descriptor without name).
  * Config: {"tag": "a", "marker": "/path"}. run() appends its tag to the
  * string payload of "trace" actions (so the state shows the chain's order);
  * destroy() appends its tag to the marker file (so a test sees the order of
@@ -55,6 +56,7 @@ static ts_status create(const char *config, const ts_store_api *store, void **se
 #endif
 }
 
+#ifndef TP_NO_RUN
 static ts_status run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
     test_plugin *plugin = self;
     char changed[256];
@@ -66,6 +68,7 @@ static ts_status run(const ts_store_api *store, ts_next_fn next, const ts_action
              action->payload + 1, plugin->tag);
     return next(changed);
 }
+#endif
 
 static void destroy(void *self) {
     test_plugin *plugin = self;
@@ -78,7 +81,17 @@ static void destroy(void *self) {
     free(plugin);
 }
 
-static const ts_plugin descriptor = {TP_ABI, TP_SIZE, "loader-test", "1.0", create, run, destroy};
+#ifdef TP_NO_RUN
+#define TP_RUN NULL
+#else
+#define TP_RUN run
+#endif
+#ifdef TP_NO_NAME
+#define TP_NAME NULL
+#else
+#define TP_NAME "loader-test"
+#endif
+static const ts_plugin descriptor = {TP_ABI, TP_SIZE, TP_NAME, "1.0", create, TP_RUN, destroy};
 
 #ifndef TP_NO_ENTRY
 const ts_plugin *ts_plugin_entry(uint32_t host_abi_version) {

@@ -7,22 +7,22 @@
 #     plugins: N passed, M failed
 # Exit status 0 only if nothing failed. Called by `make test-plugins`.
 #
-# Under AddressSanitizer (`make test-plugins-asan`): BUILD=build/asan (the
-# ASan library in BUILD/lib), CC="clang -fsanitize=address" and TS_ASAN=1,
-# which skips the valgrind runs (ASan and valgrind do not mix; ASan's leak
-# checker takes their place).
+# `make coverage` runs it with TS_BUILD=build/coverage (the instrumented
+# library there, the plugins and tests built into it), CC=clang,
+# TS_EXTRA_CFLAGS (the coverage flags) and TS_VALGRIND=0.
 set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-BUILD=${BUILD:-$ROOT/build}
+BUILD=${TS_BUILD:-$ROOT/build}
 CC=${CC:-cc}
-WARN="-std=c99 -O2 -g -Wall -Wextra -Werror -pedantic"
+WARN="-std=c99 -O2 -g -Wall -Wextra -Werror -pedantic ${TS_EXTRA_CFLAGS:-}"
 PLUGINS=(guard delay journal)
-TESTS=(guard delay journal loader)
+TESTS=(guard delay journal loader shutdown)
 
-# Plugin files and their folder must not be writable by others, or the
-# library refuses to load them.
+# Plugin files and every folder above them (a sticky root-owned one like /tmp
+# excepted) must not be writable by others, or the library refuses to load
+# them (test_loader.c makes its own folders to test exactly that).
 umask 022
 
 passed=0
@@ -71,7 +71,9 @@ for p in "${PLUGINS[@]}"; do
   else
     pass
   fi
-  exported=$(nm -D --defined-only "$so" | awk '{print $3}' | tr '\n' ' ')
+  # The linker's own symbols (as in Tests/abi/check_exports.sh) do not count.
+  exported=$(nm -D --defined-only "$so" | awk '{print $3}' \
+    | grep -vE '^(_init|_fini|_edata|_end|__bss_start)$' | tr '\n' ' ')
   if [ "$(echo $exported)" != "ts_plugin_entry" ]; then
     fail "plugin $p exports more than ts_plugin_entry: $exported"
   else
@@ -99,8 +101,19 @@ loader_variant small "-DTP_SIZE=8"
 loader_variant fail-create -DTP_FAIL_CREATE
 loader_variant no-entry -DTP_NO_ENTRY
 loader_variant null-entry -DTP_NULL_ENTRY
+loader_variant no-run -DTP_NO_RUN
+loader_variant no-name -DTP_NO_NAME
 
-LINK="-L$BUILD/lib -Wl,-rpath,$BUILD/lib -lturnstate -lpthread"
+# The shutdown watcher (test_shutdown.c): exports its counters for the test.
+mkdir -p "$BUILD/plugins/shutdown"
+chmod 755 "$BUILD/plugins/shutdown"
+if $CC $WARN -shared -fPIC -IInclude -ITests/plugins Tests/plugins/shutdown_plugin.c -o "$BUILD/plugins/shutdown/watch.so" -lpthread; then
+  chmod 755 "$BUILD/plugins/shutdown/watch.so"
+else
+  fail "shutdown watcher does not build"
+fi
+
+LINK="-L$BUILD/lib -Wl,-rpath,$BUILD/lib -lturnstate -lpthread -ldl"
 for t in "${TESTS[@]}"; do
   bin=$BUILD/tests/plugins_test_$t
   if ! $CC $WARN -IInclude -ITests/plugins "Tests/plugins/test_$t.c" -o "$bin" $LINK; then
@@ -119,15 +132,15 @@ done
 # Valgrind 3.19 (Debian 12) cannot read the DWARF 5 debug info of the Swift
 # release library and gives up ("Possibly corrupted debuginfo file"), so the
 # test programs run against a copy of it without debug info.
-if [ "${TS_ASAN:-0}" = 1 ]; then
-  echo "== under valgrind: skipped (AddressSanitizer build)"
+if [ "${TS_VALGRIND:-1}" = 0 ]; then
+  echo "== valgrind runs skipped (TS_VALGRIND=0)"
 elif command -v valgrind >/dev/null && command -v objcopy >/dev/null; then
   vglib=$BUILD/tests/plugins_vglib
   mkdir -p "$vglib"
   objcopy --strip-debug "$(readlink -f "$BUILD/lib/libturnstate.so")" "$vglib/libturnstate.so.0"
   supp=()
   [ -s Tests/c/valgrind.supp ] && supp=(--suppressions="$ROOT/Tests/c/valgrind.supp")
-  for t in delay guard journal; do
+  for t in delay guard journal shutdown; do
     bin=$BUILD/tests/plugins_test_$t
     [ -x "$bin" ] || continue
     out=$BUILD/tests/plugins_test_$t.valgrind.out

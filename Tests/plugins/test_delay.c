@@ -229,6 +229,9 @@ static void test_bad_payloads(void) {
     bad(s, "{\"ms\":\"250\",\"action\":{\"type\":\"inc\"}}", "payload.ms is not a number");
     bad(s, "{\"ms\":2.5,\"action\":{\"type\":\"inc\"}}", "not an integer");
     bad(s, "{\"ms\":99999999999,\"action\":{\"type\":\"inc\"}}", "too large");
+    bad(s, "{\"ms\":18446744073709551616,\"action\":{\"type\":\"inc\"}}", "payload.ms is too large");
+    bad(s, "{\"ms\":-99999999999999999999,\"action\":{\"type\":\"inc\"}}", "payload.ms is negative");
+    bad(s, "{\"ms\":10,\"action\":{\"type\":\"inc\\u0000x\"}}", "contains \\u0000");
     bad(s, "{\"ms\":10}", "payload.action is missing");
     bad(s, "{\"ms\":10,\"action\":\"inc\"}", "payload.action is not an object");
     bad(s, "{\"ms\":10,\"action\":{}}", "no \"type\"");
@@ -258,6 +261,22 @@ static void test_config(void) {
     s = delayed("{\"max_pending\": \"9\"}", &st);
     CHECK_STATUS("max_pending string refused", st, TS_E_PLUGIN);
     CHECK_CONTAINS("field named", ts_last_error(), "\"max_pending\"");
+    tp_destroy(s);
+    s = delayed("{\"max_pending\": 18446744073709551615}", &st);
+    CHECK_STATUS("max_pending at the top of the uint64 range", st, TS_OK);
+    CHECK_STATUS("max_pending max: pending 1", delay_add(s, 60000, 1), TS_OK);
+    tp_destroy(s);
+    s = delayed("{\"max_pending\": 18446744073709551616}", &st);
+    CHECK_STATUS("max_pending above uint64 refused", st, TS_E_PLUGIN);
+    CHECK_CONTAINS("says why", ts_last_error(), "above 18446744073709551615");
+    tp_destroy(s);
+    s = delayed("{\"max_pending\": 1e2}", &st);
+    CHECK_STATUS("max_pending 1e2 refused", st, TS_E_PLUGIN);
+    CHECK_CONTAINS("says why", ts_last_error(), "exponent");
+    tp_destroy(s);
+    s = delayed("{\"max_pending\\u0000\": 5}", &st);
+    CHECK_STATUS("a field name with NUL refused", st, TS_E_PLUGIN);
+    CHECK_CONTAINS("shown with the NUL", ts_last_error(), "unknown config field \"max_pending\\u0000\"");
     tp_destroy(s);
     s = delayed("{\"ms\": 5}", &st);
     CHECK_STATUS("unknown field refused", st, TS_E_PLUGIN);
@@ -357,6 +376,34 @@ static void test_direct(void) {
     p->destroy(self);
     CHECK_STATUS("create, destroy at once", p->create("{}", &api, &self, &err), TS_OK);
     p->destroy(self);
+    CHECK_STATUS("create with no table", p->create("{}", NULL, &self, &err), TS_E_ARGUMENT);
+    /* Configs a host did not validate: refused with a message. */
+    err = NULL;
+    CHECK_STATUS("config that is not an object", p->create("[1]", &api, &self, &err), TS_E_PLUGIN);
+    CHECK_CONTAINS("not an object: named", err, "must be a JSON object, not an array");
+    free(err);
+    err = NULL;
+    CHECK_STATUS("malformed config", p->create("{\"max_pending\": 1,", &api, &self, &err), TS_E_PLUGIN);
+    CHECK_CONTAINS("malformed: named", err, "malformed JSON");
+    free(err);
+    {
+        static const char *const kinds[][2] = {
+            {"true", "a boolean"}, {"null", "null"}, {"5", "a number"}, {"\"x\"", "a string"}, {"?", "invalid JSON"},
+            {"{\"max_pending\": 1.5}", "\"max_pending\""}, {"{\"max_pending\": true}", "a boolean"},
+            {" \t\r\n{ \t\r\n\"max_pending\" \t\r\n: \t\r\n0 \t\r\n}", "\"max_pending\""},
+        };
+        char name[200];
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+            err = NULL;
+            snprintf(name, sizeof name, "config %s refused", kinds[i][0]);
+            CHECK_STATUS(name, p->create(kinds[i][0], &api, &self, &err), TS_E_PLUGIN);
+            snprintf(name, sizeof name, "config %s: message", kinds[i][0]);
+            CHECK_CONTAINS(name, err, kinds[i][1]);
+            free(err);
+        }
+    }
+    CHECK_STATUS("malformed config, NULL error_message", p->create("{\"max_pending\" 1}", &api, &self, NULL),
+                 TS_E_PLUGIN);
 }
 
 int main(int argc, char **argv) {

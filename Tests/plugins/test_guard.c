@@ -169,6 +169,126 @@ static void test_max_bytes(void) {
     tp_destroy(s);
 }
 
+/* max_bytes takes the whole uint64 range. */
+static void test_max_bytes_range(void) {
+    static const char *const limits[] = {"18446744073709551615", "9223372036854775808", "9223372036854775807"};
+    char config[80], name[160];
+    size_t i;
+    for (i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        ts_status st;
+        ts_store *s;
+        snprintf(config, sizeof config, "{\"max_bytes\": %s}", limits[i]);
+        s = guarded(config, &st);
+        snprintf(name, sizeof name, "load %s", config);
+        CHECK_STATUS(name, st, TS_OK);
+        snprintf(name, sizeof name, "%s: an action passes", config);
+        CHECK_STATUS(name, ts_store_dispatch(s, "{\"type\":\"inc\",\"payload\":\"0123456789\"}"), TS_OK);
+        CHECK_INT(name, reached, 1);
+        tp_destroy(s);
+    }
+    {
+        /* and the limit still works with a deny rule beside it */
+        ts_status st;
+        ts_store *s = guarded("{\"deny\": [\"admin/*\"], \"max_bytes\": 18446744073709551615}", &st);
+        CHECK_STATUS("load deny + max_bytes max", st, TS_OK);
+        CHECK_STATUS("deny still applies", ts_store_dispatch(s, "{\"type\":\"admin/wipe\"}"), TS_E_REJECTED);
+        tp_destroy(s);
+    }
+}
+
+/* Configs with a key twice are refused by the host (TS_E_JSON), whatever
+ * the depth, so no reader can pick the other copy: the guard never starts. */
+static void strict_config(const char *config, const char *key) {
+    char name[400], want[80];
+    ts_status st;
+    ts_store *s = guarded(config, &st);
+    snprintf(name, sizeof name, "config with a key twice %s", config);
+    CHECK_STATUS(name, st, TS_E_JSON);
+    snprintf(want, sizeof want, "duplicate key \"%s\"", key);
+    snprintf(name, sizeof name, "%s: message names the key", config);
+    CHECK_CONTAINS(name, ts_last_error(), want);
+    CHECK_CONTAINS(name, ts_last_error(), " at byte ");
+    tp_destroy(s);
+}
+
+static int copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out;
+    char buf[65536];
+    size_t n;
+    int ok = 1;
+    if (in == NULL) return 0;
+    out = fopen(to, "wb");
+    if (out == NULL) {
+        fclose(in);
+        return 0;
+    }
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) ok &= fwrite(buf, 1, n, out) == n;
+    fclose(in);
+    ok &= fclose(out) == 0;
+    return ok && chmod(to, 0755) == 0;
+}
+
+static int write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    int ok;
+    if (f == NULL) return 0;
+    ok = fputs(text, f) >= 0;
+    return (fclose(f) == 0) & ok;
+}
+
+static void test_duplicate_keys(void) {
+    static const struct {
+        const char *config, *key;
+    } bypasses[] = {
+        {"{\"deny\":[\"admin/wipe\"],\"deny\":[]}", "deny"},
+        {"{\"deny\":[\"admin/wipe\"],\"d\\u0065ny\":[]}", "deny"},
+        {"{\"allow\":[\"todos/*\"],\"allow\":[\"*\"]}", "allow"},
+        {"{\"require\":{\"todos/add\":[\"title\"],\"todos/add\":[]}}", "todos/add"},
+        {"{\"require\":{\"todos/add\":[\"title\"]},\"require\":{}}", "require"},
+        {"{\"max_bytes\":10,\"max_bytes\":18446744073709551615}", "max_bytes"},
+    };
+    char folder[512], path[700];
+    const char *tmp = getenv("TMPDIR");
+    ts_store *s;
+    size_t i;
+    if (!tp_real_loader()) {
+        printf("guard: duplicate-key configs need ts_store_load_plugin (the host checks them); skipped\n");
+        return;
+    }
+    for (i = 0; i < sizeof bypasses / sizeof bypasses[0]; i++) strict_config(bypasses[i].config, bypasses[i].key);
+
+    /* The same through a NAME.json beside the plugin in a folder. */
+    snprintf(folder, sizeof folder, "%s/guard-test.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    CHECK("make a folder", mkdtemp(folder) != NULL);
+    snprintf(path, sizeof path, "%s/10-guard.so", folder);
+    CHECK("copy guard.so into it", copy_file(tp_plugin("guard"), path));
+    snprintf(path, sizeof path, "%s/10-guard.json", folder);
+    CHECK("a good 10-guard.json", write_text(path, "{\"deny\": [\"admin/wipe\"]}"));
+    s = NULL;
+    ts_store_create(NULL, &s);
+    CHECK_STATUS("the folder loads", ts_store_load_plugins(s, folder), TS_OK);
+    CHECK_STATUS("admin/wipe is denied", ts_store_dispatch(s, "{\"type\":\"admin/wipe\"}"), TS_E_REJECTED);
+    tp_destroy(s);
+    for (i = 0; i < sizeof bypasses / sizeof bypasses[0]; i++) {
+        char name[400], want[80];
+        CHECK("write the bypass config", write_text(path, bypasses[i].config));
+        s = NULL;
+        ts_store_create(NULL, &s);
+        snprintf(name, sizeof name, "10-guard.json %s: the folder is refused", bypasses[i].config);
+        CHECK_STATUS(name, ts_store_load_plugins(s, folder), TS_E_JSON);
+        snprintf(want, sizeof want, "duplicate key \"%s\"", bypasses[i].key);
+        CHECK_CONTAINS(name, ts_last_error(), want);
+        CHECK_CONTAINS(name, ts_last_error(), "10-guard");
+        snprintf(name, sizeof name, "10-guard.json %s: no guard in the store", bypasses[i].config);
+        CHECK_STATUS(name, ts_store_dispatch(s, "{\"type\":\"admin/wipe\"}"), TS_OK);
+        tp_destroy(s);
+    }
+    CHECK("remove the config", unlink(path) == 0);
+    snprintf(path, sizeof path, "%s/10-guard.so", folder);
+    CHECK("remove the plugin", unlink(path) == 0);
+    CHECK("remove the folder", rmdir(folder) == 0);
+}
+
 static void test_order(void) {
     ts_status st;
     ts_store *s = guarded("{\"allow\": [\"a/*\"], \"deny\": [\"a/x\"], \"require\": {\"a/*\": [\"f\"]}, \"max_bytes\": 40}", &st);
@@ -210,13 +330,43 @@ static void test_bad_configs(void) {
     bad_config("{\"require\": []}", "\"require\"");
     bad_config("{\"require\": {\"a\": \"title\"}}", "\"require\"");
     bad_config("{\"require\": {\"a\": [\"x\", 2]}}", "\"require\"");
+    bad_config("{\"require\": {\"\": [\"title\"]}}", "\"require\""); /* an empty type pattern */
     bad_config("{\"max_bytes\": \"10\"}", "\"max_bytes\"");
     bad_config("{\"max_bytes\": -1}", "\"max_bytes\"");
     bad_config("{\"max_bytes\": 1.5}", "\"max_bytes\"");
     bad_config("{\"max_bytes\": 1e3}", "\"max_bytes\"");
     bad_config("{\"max_bytes\": 99999999999999999999999}", "\"max_bytes\"");
+    bad_config("{\"max_bytes\": 18446744073709551616}", "above 18446744073709551615");
+    /* U+0000 in a pattern: no action type can contain it, so it could never match. */
+    bad_config("{\"deny\": [\"admin\\u0000x\"]}", "\"deny\": element 0 contains \\u0000");
+    bad_config("{\"deny\": [\"ok\", \"admin/\\u0000*\"]}", "element 1 contains \\u0000");
+    bad_config("{\"allow\": [\"todos/\\u0000\"]}", "\"allow\": element 0 contains \\u0000");
+    bad_config("{\"require\": {\"todos\\u0000/add\": [\"title\"]}}", "\"require\" has a type pattern \"todos\\u0000");
     bad_config("{\"alow\": []}", "\"alow\"");
+    /* A field name with U+0000 is shown with it, not cut to a known name. */
+    bad_config("{\"deny\\u0000x\": []}", "unknown config field \"deny\\u0000x\"");
+    bad_config("{\"require\": {\"a\\u0000b\": 5}}", "\"require\" -> \"a\\u0000b\" must be an array");
     bad_config("[]", "object");
+}
+
+/* Patterns are JSON strings: every escape decodes before matching (\" \\ \/
+ * \b \f \n \r \t, \uXXXX with 2-, 3- and 4-byte UTF-8 and surrogate pairs). */
+static void test_escaped_patterns(void) {
+    ts_status st;
+    ts_store *s = guarded("{\"deny\": [\"\\u00e9t\\u00E9\", \"q\\\"\\\\\\/\\b\\f\\n\\r\\t\", \"\\u20ac\", "
+                          "\"\\ud83d\\ude00*\", \"\\u0041\"]}",
+                          &st);
+    CHECK_STATUS("escaped patterns: load", st, TS_OK);
+    CHECK_STATUS("\\u00e9 (2 bytes) matches", ts_store_dispatch(s, "{\"type\":\"\xc3\xa9t\xc3\xa9\"}"), TS_E_REJECTED);
+    CHECK_STATUS("simple escapes match", ts_store_dispatch(s, "{\"type\":\"q\\\"\\\\/\\b\\f\\n\\r\\t\"}"),
+                 TS_E_REJECTED);
+    CHECK_STATUS("\\u20ac (3 bytes) matches", ts_store_dispatch(s, "{\"type\":\"\xe2\x82\xac\"}"), TS_E_REJECTED);
+    CHECK_STATUS("surrogate pair prefix (4 bytes) matches",
+                 ts_store_dispatch(s, "{\"type\":\"\xf0\x9f\x98\x80/grin\"}"), TS_E_REJECTED);
+    CHECK_STATUS("\\u0041 matches A", ts_store_dispatch(s, "{\"type\":\"A\"}"), TS_E_REJECTED);
+    CHECK_STATUS("others pass", ts_store_dispatch(s, "{\"type\":\"\xc3\xa9t\"}"), TS_OK);
+    CHECK_INT("one reached", reached, 1);
+    tp_destroy(s);
 }
 
 static void test_direct(void) {
@@ -238,6 +388,43 @@ static void test_direct(void) {
     CHECK_STATUS("bad config", p->create("{\"deny\":1}", &api, &self, &err), TS_E_PLUGIN);
     CHECK_CONTAINS("create message", err, "\"deny\"");
     free(err);
+    /* Text a host did not validate: malformed JSON, a repeated field and bad
+     * escapes are refused with a message, never read past the end. */
+    {
+        static const struct {
+            const char *config, *message_part;
+        } cases[] = {
+            {"{\"deny\": [\"x\"", "malformed"},
+            {"{\"deny\": [\"x\" \"y\"]}", "\"deny\" is malformed"},
+            {"{\"require\": {\"a\": [] \"b\": []}}", "\"require\" is malformed"},
+            {"{\"require\": {\"a\": [\"x\"]}, \"require\": {}}", "appears twice"},
+            {"{\"max_bytes\": 1,", "malformed"},
+            {"{\"max_bytes\": 1 \"deny\": []}", "malformed"},
+            {"{\"deny\": [\"\\ud800\"]}", "\"deny\""},       /* lone high surrogate */
+            {"{\"deny\": [\"\\ud800\\u0041\"]}", "\"deny\""}, /* high surrogate, no low one */
+            {"{\"deny\": [\"\\udc00\"]}", "\"deny\""},       /* lone low surrogate */
+            {"{\"deny\": [\"\\u00G0\"]}", "\"deny\""},       /* not hex */
+            {"{\"deny\": [\"\\x\"]}", "\"deny\""},           /* unknown escape */
+            {" \t\r\n{ \t\r\n\"deny\" \t\r\n: \t\r\n[ \t\r\n\"x\" \t\r\n, 5] \t\r\n}", "\"deny\""},
+            {"tru", "object"},
+            {"false", "a boolean"},
+            {"null", "null"},
+            {"\"x\"", "a string"},
+            {"-1", "a number"},
+            {"?", "invalid JSON"},
+        };
+        size_t i;
+        char name[300];
+        for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            err = NULL;
+            self = NULL;
+            snprintf(name, sizeof name, "direct create(%s): refused", cases[i].config);
+            CHECK_STATUS(name, p->create(cases[i].config, &api, &self, &err), TS_E_PLUGIN);
+            snprintf(name, sizeof name, "direct create(%s): message", cases[i].config);
+            CHECK_CONTAINS(name, err, cases[i].message_part);
+            free(err);
+        }
+    }
     /* A deeply nested config value is skipped without recursion. */
     {
         size_t depth = 100000, i;
@@ -263,8 +450,11 @@ int main(int argc, char **argv) {
     test_deny();
     test_require();
     test_max_bytes();
+    test_max_bytes_range();
+    test_duplicate_keys();
     test_order();
     test_bad_configs();
+    test_escaped_patterns();
     test_direct();
     return tp_summary();
 }

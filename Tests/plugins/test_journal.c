@@ -337,6 +337,11 @@ static void test_torn_tail(void) {
     char bad_crc[256] = "";
     torn_case("cut in the JSON", "A 14 f00dbeef {\"type\":\"i", 0);
     torn_case("cut in the header", "A 1", 0);
+    torn_case("a length of 19 digits", "A 1234567890123456789 00000000 {}\n", 1);
+    torn_case("no space after the length", "A 14x00000000 {\"type\":\"inc\"}\n", 1);
+    torn_case("a checksum that is not hex", "A 14 0000000g {\"type\":\"inc\"}\n", 1);
+    torn_case("no space after the checksum", "A 14 00000000{\"type\":\"inc\"}\n", 1);
+    torn_case("no space after the letter", "A14 00000000 {\"type\":\"inc\"}\n", 1);
     torn_case("cut before the newline", "A 14 00000000 {\"type\":\"inc\"}", 0);
     torn_case("a lone letter", "S", 0);
     /* A complete last line whose CRC does not match (torn in the page cache). */
@@ -431,6 +436,22 @@ static void test_replay_refused(void) {
     CHECK_CONTAINS("replay failure: offset named", ts_last_error(), at);
     CHECK_CONTAINS("replay failure: status named", ts_last_error(), "TS_E_REJECTED");
     CHECK_INT("replay failure: the state is put back", tp_state_int(s, "/counter", -1), 0);
+    tp_destroy(s);
+
+    /* A snapshot that the store refuses (not an object) fails the load too,
+     * naming the snapshot and the store's status. */
+    buf[0] = '\0';
+    add_record(buf, sizeof buf, 'A', "{\"type\":\"inc\"}");
+    second = strlen(buf);
+    add_record(buf, sizeof buf, 'S', "[40]");
+    add_record(buf, sizeof buf, 'A', "{\"type\":\"inc\"}");
+    spit(path, buf, strlen(buf));
+    s = journaled(path, NULL, &st);
+    CHECK_STATUS("a snapshot the store refuses fails the load", st, TS_E_PLUGIN);
+    snprintf(at, sizeof at, "snapshot at byte %zu", second);
+    CHECK_CONTAINS("snapshot failure: offset named", ts_last_error(), at);
+    CHECK_CONTAINS("snapshot failure: status named", ts_last_error(), "TS_E_JSON");
+    CHECK_INT("snapshot failure: the state is unchanged", tp_state_int(s, "/counter", -1), 0);
     tp_destroy(s);
 }
 
@@ -549,11 +570,73 @@ static void test_configs(void) {
     bad_config(config, "\"snapshot_every\"");
     snprintf(config, sizeof config, "{\"path\":\"%s\",\"snapshot_every\":\"10\"}", path_in_tmp("c.journal"));
     bad_config(config, "\"snapshot_every\"");
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"fsync\":18446744073709551616}", path_in_tmp("c.journal"));
+    bad_config(config, "above 18446744073709551615");
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"snapshot_every\":1e3}", path_in_tmp("c.journal"));
+    bad_config(config, "exponent");
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"snapshot_every\":18446744073709551616}", path_in_tmp("c.journal"));
+    bad_config(config, "above 18446744073709551615");
+    snprintf(config, sizeof config, "{\"path\":\"%s\\u0000x\"}", path_in_tmp("c.journal"));
+    bad_config(config, "without NUL");
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"fsync\\u0000\":1}", path_in_tmp("c.journal"));
+    bad_config(config, "unknown config field \"fsync\\u0000\"");
     snprintf(config, sizeof config, "{\"path\":\"%s\",\"snapshots\":10}", path_in_tmp("c.journal"));
     bad_config(config, "\"snapshots\"");
     bad_config("{\"path\":\"/nonexistent-folder-ts/x.journal\"}", "cannot open");
     snprintf(config, sizeof config, "{\"path\":\"%s\"}", tmpdir);
     bad_config(config, "Is a directory");
+    bad_config("[\"x.journal\"]", "must be a JSON object, not an array");
+    bad_config("true", "not a boolean");
+    bad_config("5", "not a number");
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"snapshot_every\":1.5}", path_in_tmp("c.journal"));
+    bad_config(config, "\"snapshot_every\"");
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"fsync\":2.5}", path_in_tmp("c.journal"));
+    bad_config(config, "\"fsync\"");
+    bad_config("{\"path\":\"a\\u0000b\"}", "without NUL");
+    /* A journal that is not a regular file (a FIFO opens, but is no journal). */
+    unlink(path_in_tmp("fifo.journal"));
+    if (mkfifo(path_in_tmp("fifo.journal"), 0600) == 0) {
+        snprintf(config, sizeof config, "{\"path\":\"%s\"}", path_in_tmp("fifo.journal"));
+        bad_config(config, "not a regular file");
+    } else {
+        CHECK("mkfifo for the FIFO case", 0);
+    }
+}
+
+/* Counts over INT64_MAX: the whole uint64 range is accepted. */
+static void test_config_ranges(void) {
+    static const char *const extras[] = {
+        ",\"fsync\":18446744073709551615",
+        ",\"fsync\":9223372036854775808",
+        ",\"snapshot_every\":18446744073709551615",
+        ",\"snapshot_every\":9223372036854775808,\"fsync\":\"never\"",
+    };
+    size_t i;
+    for (i = 0; i < sizeof extras / sizeof extras[0]; i++) {
+        char name[200];
+        const char *path = path_in_tmp("range.journal");
+        ts_status st;
+        ts_store *s;
+        unlink(path);
+        s = journaled(path, extras[i], &st);
+        snprintf(name, sizeof name, "load %s", extras[i]);
+        CHECK_STATUS(name, st, TS_OK);
+        snprintf(name, sizeof name, "%s: dispatch", extras[i]);
+        CHECK_STATUS(name, ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+        tp_destroy(s);
+        unlink(path);
+    }
+    /* A key twice ("fsync":"always","fsync":"never"): the host refuses it. */
+    if (tp_real_loader()) {
+        char config[600];
+        ts_store *s = NULL;
+        ts_store_create(NULL, &s);
+        snprintf(config, sizeof config, "{\"path\":\"%s\",\"fsync\":\"always\",\"fsync\":\"never\"}",
+                 path_in_tmp("dup.journal"));
+        CHECK_STATUS("fsync twice", tp_load(s, tp_plugin("journal"), config), TS_E_JSON);
+        CHECK_CONTAINS("fsync twice: named", ts_last_error(), "duplicate key \"fsync\"");
+        tp_destroy(s);
+    }
 }
 
 static void test_lock(void) {
@@ -591,6 +674,24 @@ static void test_direct(void) {
     CHECK_STATUS("a NULL replace_state is refused", p->create(config, &none, &self, &err), TS_E_ABI);
     free(err);
     CHECK("the file is not even created", file_size(path_in_tmp("direct.journal")) < 0);
+    none = tp_fake_api(sizeof(ts_store_api));
+    CHECK_STATUS("no table", p->create(config, NULL, &self, &err), TS_E_ARGUMENT);
+    CHECK_STATUS("no self", p->create(config, &none, NULL, &err), TS_E_ARGUMENT);
+    err = NULL;
+    CHECK_STATUS("a NULL config has no path", p->create(NULL, &none, &self, &err), TS_E_PLUGIN);
+    CHECK_CONTAINS("naming path", err, "\"path\"");
+    free(err);
+    snprintf(config, sizeof config, " \t\r\n{ \t\r\n\"path\" \t\r\n: \t\r\n\"%s\" \t\r\n, \"snapshot_every\" : -1 }",
+             path_in_tmp("direct.journal"));
+    err = NULL;
+    CHECK_STATUS("white space of every kind is read", p->create(config, &none, &self, &err), TS_E_PLUGIN);
+    CHECK_CONTAINS("up to the bad field", err, "\"snapshot_every\"");
+    free(err);
+    CHECK_STATUS("malformed config, NULL error_message", p->create("{\"path\":\"x\",", &none, &self, NULL), TS_E_PLUGIN);
+    err = NULL;
+    CHECK_STATUS("malformed config", p->create("{\"path\" \"x\"}", &none, &self, &err), TS_E_PLUGIN);
+    CHECK_CONTAINS("says malformed", err, "malformed");
+    free(err);
 }
 
 /* ---- Children: SIGKILL and write failures --------------------------------------- */
@@ -861,6 +962,7 @@ int main(int argc, char **argv) {
     test_replay_refused();
     test_nested_order();
     test_configs();
+    test_config_ranges();
     test_lock();
     test_direct();
     test_write_failure();

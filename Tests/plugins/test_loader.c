@@ -2,10 +2,15 @@
  * good plugins in the documented order with their configs, refuse every kind
  * of bad plugin with the documented status and a message that names the
  * problem, leave the store unchanged when they refuse, and destroy plugins
- * (last loaded first) with the store.
+ * (last loaded first) with the store. They trust a plugin file, a NAME.json
+ * config and a plugin folder only when, with links resolved, it and every
+ * folder above it belong to root or this user and nobody else can write them
+ * (a sticky folder owned by root, like /tmp, excepted), and they load the
+ * file they checked. Run as root, the tests also give files to user 12345.
  * Usage: test_loader --plugins DIR, where DIR/loader/ holds the variants of
  * loader_plugin.c that run.sh builds. */
 #define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +253,318 @@ static void test_folders(void) {
     CHECK("destroy() ran for each, last loaded first", strcmp(read_file(marker), "cba") == 0);
 }
 
+/* ---- Trust: the real file and every folder above it ------------------------------- */
+
+static int make_folder(const char *path, mode_t mode) { return mkdir(path, 0700) == 0 && chmod(path, mode) == 0; }
+
+/* "path" in `folder`, under scratch. */
+static void in_scratch(char *path, size_t size, const char *name) { snprintf(path, size, "%s/%s", scratch, name); }
+
+/* A message contains "chmod go-w FOLDER" for the folder `name` in scratch. */
+static int names_fix(const char *command, const char *name) {
+    char expected[1400];
+    snprintf(expected, sizeof expected, "%s %s/%s", command, scratch, name);
+    return strstr(ts_last_error(), expected) != NULL;
+}
+
+static int descriptors_open(void) {
+    int fd = open("/dev/null", O_RDONLY);
+    if (fd >= 0) close(fd);
+    return fd;
+}
+
+static void test_trust(void) {
+    char ok[1200], path[1400], target[1400], cwd[1400];
+    int as_root = geteuid() == 0;
+    ts_store *store = new_store();
+
+    variant(ok, sizeof ok, "ok");
+    /* scratch is a fresh 0700 folder inside /tmp, a sticky (1777) folder
+     * owned by root: every load below passes through that exception. */
+    in_scratch(path, sizeof path, "world"); /* 0777, not sticky */
+    CHECK("a folder everyone can write", make_folder(path, 0777));
+    in_scratch(path, sizeof path, "safe");
+    CHECK("a safe folder", make_folder(path, 0755));
+    in_scratch(path, sizeof path, "safe2");
+    CHECK("another safe folder", make_folder(path, 0755));
+    in_scratch(path, sizeof path, "world/ok.so");
+    CHECK("a plugin in the world-writable folder", copy_file(ok, path, 0755));
+    in_scratch(path, sizeof path, "safe2/ok.so");
+    CHECK("a plugin in a safe folder", copy_file(ok, path, 0755));
+
+    in_scratch(target, sizeof target, "world/ok.so");
+    in_scratch(path, sizeof path, "safe/into-world.so");
+    CHECK("a link in a safe folder to the world-writable one", symlink(target, path) == 0);
+    CHECK_STATUS("a link into a world-writable folder", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    CHECK_MESSAGE("names the link", "into-world.so");
+    CHECK_MESSAGE("and the real file", "real path");
+    CHECK("and the folder, with the fix", names_fix("chmod go-w", "world"));
+    CHECK_MESSAGE("and the bits", "mode 0777: writable by group and others");
+
+    in_scratch(target, sizeof target, "safe2/ok.so");
+    in_scratch(path, sizeof path, "safe/into-safe.so");
+    CHECK("a link to a plugin in a safe folder", symlink(target, path) == 0);
+    CHECK_STATUS("a link into a safe folder", ts_store_load_plugin(store, path, "{\"tag\":\"L\"}"), TS_OK);
+
+    /* The parent of the parent is group-writable. */
+    in_scratch(path, sizeof path, "group");
+    CHECK("a group-writable folder", make_folder(path, 0775));
+    in_scratch(path, sizeof path, "group/inner");
+    CHECK("a safe folder inside it", make_folder(path, 0755));
+    in_scratch(path, sizeof path, "group/inner/ok.so");
+    CHECK("a plugin in the inner folder", copy_file(ok, path, 0755));
+    CHECK_STATUS("a folder above the file's folder is group-writable", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    CHECK("names that folder, with the fix", names_fix("chmod go-w", "group"));
+    CHECK_MESSAGE("and the bit", "writable by group)");
+
+    /* A sticky folder that others can write: allowed only when root owns it. */
+    in_scratch(path, sizeof path, "sticky");
+    CHECK("a sticky world-writable folder", make_folder(path, 01777));
+    in_scratch(path, sizeof path, "sticky/ok.so");
+    CHECK("a plugin directly in it", copy_file(ok, path, 0755));
+    if (as_root) {
+        CHECK_STATUS("a file in a sticky world-writable folder owned by root", ts_store_load_plugin(store, path, "{\"tag\":\"S\"}"), TS_OK);
+        in_scratch(target, sizeof target, "sticky");
+        CHECK("give the sticky folder to another user", chown(target, 12345, 0) == 0);
+        CHECK_STATUS("a sticky folder owned by another user", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+        CHECK_MESSAGE("names the owner", "belongs to user 12345");
+        CHECK("and the fix", names_fix("chown root", "sticky"));
+
+        in_scratch(path, sizeof path, "safe2/theirs.so");
+        CHECK("a plugin that belongs to another user", copy_file(ok, path, 0755) && chown(path, 12345, 0) == 0);
+        CHECK_STATUS("a file owned by another user", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+        CHECK_MESSAGE("names the owner", "belongs to user 12345");
+        CHECK("and the fix", names_fix("chown root", "safe2/theirs.so"));
+    } else {
+        CHECK_STATUS("not root: the sticky folder is this user's, not root's", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+        CHECK_MESSAGE("and says which folders may be writable", "only a sticky folder owned by root");
+    }
+
+    /* The file itself, through a link: refused with its real path. */
+    in_scratch(path, sizeof path, "safe2/theirs-writable.so");
+    CHECK("a plugin others can write", copy_file(ok, path, 0757));
+    in_scratch(target, sizeof target, "safe/to-writable.so");
+    CHECK("a link to it", symlink(path, target) == 0);
+    CHECK_STATUS("a link to a file others can write", ts_store_load_plugin(store, target, NULL), TS_E_PLUGIN);
+    CHECK("names the real file, with the fix", names_fix("chmod go-w", "safe2/theirs-writable.so"));
+    CHECK_MESSAGE("and the bit", "mode 0757: writable by others)");
+
+    /* A relative path that does not exist says where it looked. */
+    if (getcwd(cwd, sizeof cwd) != NULL && chdir(scratch) == 0) {
+        char here[1200];
+        CHECK("read the current folder", getcwd(here, sizeof here) != NULL);
+        snprintf(target, sizeof target, "(looked for %s/x.so)", here);
+        CHECK_STATUS("a relative path that does not exist", ts_store_load_plugin(store, "x.so", NULL), TS_E_NOT_FOUND);
+        CHECK_MESSAGE("names the path given", "plugin file \"x.so\" does not exist");
+        CHECK_MESSAGE("and where it looked", target);
+        CHECK_STATUS("a relative path that exists", ts_store_load_plugin(store, "safe2/ok.so", "{\"tag\":\"R\"}"), TS_OK);
+        CHECK("back to the first folder", chdir(cwd) == 0);
+    } else {
+        CHECK("change folder", 0);
+    }
+    in_scratch(target, sizeof target, "nothing-here.so");
+    in_scratch(path, sizeof path, "safe/dangling.so");
+    CHECK("a link to nothing", symlink(target, path) == 0);
+    CHECK_STATUS("a link to nothing", ts_store_load_plugin(store, path, NULL), TS_E_NOT_FOUND);
+    CHECK_MESSAGE("says so", "symbolic link to something missing");
+
+    CHECK("the refusals changed nothing", trace_is(store, "LSR") || (!as_root && trace_is(store, "LR")));
+    ts_store_destroy(store);
+}
+
+/* The object loaded is the file that was checked, loaded through the checked
+ * descriptor: dlopen's messages name the real file, a file loaded after
+ * another (through the same descriptor number) is itself, and no descriptor
+ * is left open. */
+static void test_checked_file_is_loaded(void) {
+    char path[1400], target[1400], source[1200];
+    int before, i;
+    ts_store *store = new_store();
+
+    in_scratch(path, sizeof path, "elf");
+    CHECK("a folder", make_folder(path, 0755));
+    in_scratch(target, sizeof target, "elf/not-elf.txt");
+    CHECK("a regular file that is not a shared object", write_file(target, "not an ELF file\n"));
+    in_scratch(path, sizeof path, "elf/link.so");
+    CHECK("a link to it", symlink(target, path) == 0);
+    CHECK_STATUS("a text file through a link", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    CHECK_MESSAGE("says what it is not", "could not be loaded as a shared object");
+    CHECK_MESSAGE("names the link", "elf/link.so");
+    {
+        char expected[1500];
+        snprintf(expected, sizeof expected, "shared object: %s:", target);
+        CHECK_MESSAGE("dlopen's own message names the real file", expected);
+    }
+    CHECK("and never /proc/self/fd", strstr(ts_last_error(), "/proc/self/fd") == NULL);
+
+    /* Different files, one after the other: each load opens the same lowest
+     * free descriptor number, and each must load its own file. */
+    before = descriptors_open();
+    for (i = 0; i < 3; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "elf/good-%d.so", i);
+        variant(source, sizeof source, "ok");
+        in_scratch(path, sizeof path, name);
+        CHECK("copy a good plugin", copy_file(source, path, 0755));
+        CHECK_STATUS("a good plugin", ts_store_load_plugin(store, path, "{\"tag\":\"g\"}"), TS_OK);
+        snprintf(name, sizeof name, "elf/fails-%d.so", i);
+        variant(source, sizeof source, "fail-create");
+        in_scratch(path, sizeof path, name);
+        CHECK("copy a plugin whose create fails", copy_file(source, path, 0755));
+        CHECK_STATUS("then another file is that file, not the one loaded before", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+        CHECK_MESSAGE("its own create() failed", "refusing on purpose");
+        snprintf(name, sizeof name, "elf/abi-%d.so", i);
+        variant(source, sizeof source, "abi-7");
+        in_scratch(path, sizeof path, name);
+        CHECK("copy a plugin for ABI 7", copy_file(source, path, 0755));
+        CHECK_STATUS("and a third is itself too", ts_store_load_plugin(store, path, NULL), TS_E_ABI);
+    }
+    CHECK("no descriptor is left open", descriptors_open() == before);
+    CHECK("the good ones run", trace_is(store, "ggg"));
+    ts_store_destroy(store);
+}
+
+/* NAME.json beside a plugin: trusted as the plugin is. */
+static void test_config_trust(void) {
+    char folder[1200], path[1400], target[1400], ok[1200];
+    int as_root = geteuid() == 0;
+    ts_store *store = new_store();
+
+    variant(ok, sizeof ok, "ok");
+    in_scratch(folder, sizeof folder, "configs");
+    CHECK("a plugin folder", make_folder(folder, 0755));
+    snprintf(path, sizeof path, "%s/10-a.so", folder);
+    CHECK("a plugin in it", copy_file(ok, path, 0755));
+    snprintf(path, sizeof path, "%s/10-a.json", folder);
+
+    CHECK("a config others can write", write_file(path, "{\"tag\":\"w\"}") && chmod(path, 0666) == 0);
+    CHECK_STATUS("a config others can write", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+    CHECK_MESSAGE("names the config", "plugin config \"");
+    CHECK_MESSAGE("by its name", "10-a.json\" can be written by other users (mode 0666");
+    CHECK("with the fix", names_fix("chmod go-w", "configs/10-a.json"));
+    CHECK("remove it", unlink(path) == 0);
+
+    in_scratch(target, sizeof target, "cfg-group");
+    CHECK("a group-writable folder", make_folder(target, 0775));
+    in_scratch(target, sizeof target, "cfg-group/a.json");
+    CHECK("a config in it", write_file(target, "{\"tag\":\"g\"}") && chmod(target, 0644) == 0);
+    CHECK("NAME.json a link to it", symlink(target, path) == 0);
+    CHECK_STATUS("a config in a folder its group can write", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+    CHECK_MESSAGE("names the config", "10-a.json");
+    CHECK("and the folder, with the fix", names_fix("chmod go-w", "cfg-group"));
+    CHECK("remove the link", unlink(path) == 0);
+
+    in_scratch(target, sizeof target, "cfg-world");
+    CHECK("a folder everyone can write", make_folder(target, 0777));
+    in_scratch(target, sizeof target, "cfg-world/a.json");
+    CHECK("a config in it", write_file(target, "{\"tag\":\"x\"}") && chmod(target, 0644) == 0);
+    CHECK("NAME.json a link to it", symlink(target, path) == 0);
+    CHECK_STATUS("a config linked into a world-writable folder", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+    CHECK_MESSAGE("names the config", "plugin config \"");
+    CHECK("and the folder, with the fix", names_fix("chmod go-w", "cfg-world"));
+    CHECK_MESSAGE("and the bits", "writable by group and others");
+    CHECK("remove the link", unlink(path) == 0);
+
+    in_scratch(target, sizeof target, "nothing.json");
+    CHECK("NAME.json a link to nothing", symlink(target, path) == 0);
+    CHECK_STATUS("a config that links to nothing", ts_store_load_plugins(store, folder), TS_E_NOT_FOUND);
+    CHECK_MESSAGE("names the config", "10-a.json");
+    CHECK("remove the link", unlink(path) == 0);
+
+    if (as_root) {
+        CHECK("a config of another user", write_file(path, "{\"tag\":\"u\"}") && chown(path, 12345, 0) == 0);
+        CHECK_STATUS("a config that belongs to another user", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+        CHECK_MESSAGE("names the owner", "belongs to user 12345");
+        CHECK("remove it", unlink(path) == 0);
+    }
+
+    CHECK("a config that is not UTF-8", write_file(path, "{\"tag\":\"\xff\"}"));
+    CHECK_STATUS("a config that is not UTF-8 stays a JSON error", ts_store_load_plugins(store, folder), TS_E_JSON);
+    CHECK_MESSAGE("says so", "not valid UTF-8");
+    CHECK("remove it", unlink(path) == 0);
+
+    in_scratch(target, sizeof target, "safe-config.json");
+    CHECK("a safe config elsewhere", write_file(target, "{\"tag\":\"c\"}") && chmod(target, 0644) == 0);
+    CHECK("NAME.json a link to it", symlink(target, path) == 0);
+    CHECK_STATUS("a config linked to a safe file", ts_store_load_plugins(store, folder), TS_OK);
+    CHECK("is read", trace_is(store, "c"));
+
+    /* The folder given: resolved, and every folder above it checked. */
+    in_scratch(target, sizeof target, "group/inner");
+    CHECK_STATUS("a plugin folder below a group-writable folder", ts_store_load_plugins(store, target), TS_E_PLUGIN);
+    CHECK_MESSAGE("names the plugin folder", "plugin folder \"");
+    CHECK("and the folder above, with the fix", names_fix("chmod go-w", "group"));
+    in_scratch(target, sizeof target, "world");
+    in_scratch(path, sizeof path, "safe/folder-link");
+    CHECK("a link to a world-writable folder", symlink(target, path) == 0);
+    CHECK_STATUS("a plugin folder that links to a world-writable one", ts_store_load_plugins(store, path), TS_E_PLUGIN);
+    CHECK_MESSAGE("names the real folder", "real path");
+    CHECK("with the fix", names_fix("chmod go-w", "world"));
+    CHECK_STATUS("a relative folder that does not exist", ts_store_load_plugins(store, "no-such-plugins"), TS_E_NOT_FOUND);
+    CHECK_MESSAGE("says where it looked", "(looked for /");
+    CHECK("the refusals changed nothing", trace_is(store, "c"));
+    ts_store_destroy(store);
+}
+
+/* The refusals that concern the file itself and the folder's other files:
+ * what is not a regular file, what a path cannot reach, a descriptor without
+ * run(), a config file that cannot be read or is not UTF-8; and a plugin
+ * whose descriptor has no name is named after its file. */
+static void test_files(void) {
+    char path[1400], folder[1200], source[1200];
+    ts_store *store = new_store();
+
+    CHECK_STATUS("a folder given as a plugin file", ts_store_load_plugin(store, scratch, NULL), TS_E_PLUGIN);
+    CHECK_MESSAGE("says it is no regular file", "not a regular file");
+
+    snprintf(path, sizeof path, "%s/file", scratch);
+    CHECK("write a file", write_file(path, "x"));
+    snprintf(path, sizeof path, "%s/file/x.so", scratch);
+    CHECK_STATUS("a path through a file", ts_store_load_plugin(store, path, NULL), TS_E_IO);
+    CHECK_MESSAGE("names the path", "file/x.so");
+    snprintf(path, sizeof path, "%s/file", scratch);
+    CHECK_STATUS("a file given as a plugin folder", ts_store_load_plugins(store, path), TS_E_IO);
+    CHECK_MESSAGE("says it is no folder", "is not a folder");
+    snprintf(path, sizeof path, "%s/file/sub", scratch);
+    CHECK_STATUS("a folder path through a file", ts_store_load_plugins(store, path), TS_E_IO);
+    CHECK_MESSAGE("names the folder", "file/sub");
+
+    variant(path, sizeof path, "no-run");
+    CHECK_STATUS("a descriptor without run", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    CHECK_MESSAGE("names the missing function", "run");
+
+    variant(path, sizeof path, "no-name");
+    CHECK_STATUS("a descriptor without name loads", ts_store_load_plugin(store, path, "{\"tag\":\"n\"}"), TS_OK);
+    CHECK("and runs", trace_is(store, "n"));
+
+    snprintf(folder, sizeof folder, "%s/file-configs", scratch);
+    CHECK("make a folder", mkdir(folder, 0755) == 0);
+    variant(source, sizeof source, "ok");
+    snprintf(path, sizeof path, "%s/10-a.so", folder);
+    CHECK("copy 10-a.so", copy_file(source, path, 0755));
+    snprintf(path, sizeof path, "%s/10-a.json", folder);
+    CHECK("a config that is not UTF-8", write_file(path, "{\"tag\":\"\xff\"}"));
+    CHECK_STATUS("a NAME.json that is not UTF-8", ts_store_load_plugins(store, folder), TS_E_JSON);
+    CHECK_MESSAGE("names the config", "10-a.json");
+    CHECK("remove it", unlink(path) == 0);
+    CHECK("a folder where the config should be", mkdir(path, 0755) == 0);
+    CHECK_STATUS("a NAME.json that is a folder", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+    CHECK_MESSAGE("names the config", "10-a.json");
+    CHECK_MESSAGE("says it is no regular file", "not a regular file");
+    CHECK("nothing of it was added", trace_is(store, "n"));
+
+    /* Code owned by another user (not root) is refused; only root can make such a file here. */
+    if (geteuid() == 0) {
+        snprintf(path, sizeof path, "%s/10-a.so", folder);
+        CHECK("give the plugin to another user", chown(path, 65534, 65534) == 0);
+        CHECK_STATUS("a plugin owned by another user", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+        CHECK_MESSAGE("names the owner", "belongs to user 65534");
+    } else {
+        printf("test_files: not root, the other-owner case is skipped\n");
+    }
+    ts_store_destroy(store);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || strcmp(argv[1], "--plugins") != 0) {
         fprintf(stderr, "usage: %s --plugins DIR\n", argv[0]);
@@ -260,6 +577,10 @@ int main(int argc, char **argv) {
     }
     test_single_plugins();
     test_folders();
+    test_trust();
+    test_checked_file_is_loaded();
+    test_config_trust();
+    test_files();
     {
         char command[256];
         snprintf(command, sizeof command, "rm -rf '%s'", scratch);

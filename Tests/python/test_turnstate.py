@@ -39,10 +39,11 @@ class VersionAndStatusTests(unittest.TestCase):
     def test_status_names(self):
         names = {0: "TS_OK", -1: "TS_E_ARGUMENT", -2: "TS_E_JSON", -3: "TS_E_NOT_ACTION", -4: "TS_E_REDUCER",
                  -5: "TS_E_REENTRANT", -6: "TS_E_PLUGIN", -7: "TS_E_IO", -8: "TS_E_NOMEM", -9: "TS_E_NOT_FOUND",
-                 -10: "TS_E_REJECTED", -11: "TS_E_STORE_GONE", -12: "TS_E_ABI", -13: "TS_E_UNKNOWN_ACTION"}
+                 -10: "TS_E_REJECTED", -11: "TS_E_STORE_GONE", -12: "TS_E_ABI", -13: "TS_E_UNKNOWN_ACTION",
+                 -14: "TS_E_MISUSE"}
         for status, name in names.items():
             self.assertEqual(status_name(status), name)
-        for unknown in (1, -14, -100, 2**31 - 1, -2**31):
+        for unknown in (1, -15, -100, 2**31 - 1, -2**31):
             self.assertEqual(status_name(unknown), "TS_E_UNKNOWN")
 
     def test_free_is_null_safe(self):
@@ -455,6 +456,9 @@ class MiddlewareTests(unittest.TestCase):
             if action.contents.type == b"restore":
                 statuses.append(api.contents.replace_state(action.contents.payload))
                 return TS_OK  # handled here (a failure was recorded in statuses)
+            if action.contents.type == b"restore_duplicate":  # no action can carry a key twice
+                statuses.append(api.contents.replace_state(b'{"a":1,"b":{"c":1,"\\u0063":2}}'))
+                return TS_OK
             return next_fn(action.contents.json)
 
         self.store.add_middleware("restore", restore)
@@ -467,8 +471,14 @@ class MiddlewareTests(unittest.TestCase):
         self.assertEqual(calls, ['{"counter":5}', '{"counter":9,"saved":[1]}', '{"other":true,"counter":0}'])
         # Atomic: refused states change nothing and call no listener.
         self.store.dispatch('{"type":"restore","payload":[1]}')
-        self.store.dispatch('{"type":"restore","payload":{"a":1,"a":2}}')
+        self.store.dispatch('{"type":"restore_duplicate"}')
+        self.assertIn('duplicate key "c" at byte 18', last_error())
         self.assertEqual(statuses, [TS_OK, TS_OK, TS_E_JSON, TS_E_JSON])
+        # An action with a key twice never reaches the middleware.
+        self.assertEqual(lib.ts_store_dispatch(self.store.handle, b'{"type":"restore","payload":{"a":1,"a":2}}'),
+                         TS_E_JSON)
+        self.assertIn('duplicate key "a" at byte 35', last_error())
+        self.assertEqual(len(statuses), 4)
         self.assertEqual(self.store.get_state(), '{"other":true,"counter":0}')
         self.assertEqual(len(calls), 3)
         self.assertEqual(self.reduced, ['{"type":"counter/add","payload":5}'])  # no reducer call for restores
@@ -560,7 +570,8 @@ class ErrorTests(unittest.TestCase):
 
     def test_invalid_json_is_refused(self):
         for action in (b'{"type":', b'{"type":"a"} x', b'{"type":"a",}', b"{'type':'a'}", b'{"type":"\xff"}',
-                       b'{"type":"a","payload":01}', b'{"type":"a","payload":NaN}', b"", b" "):
+                       b'{"type":"a","payload":01}', b'{"type":"a","payload":NaN}', b"", b" ",
+                       b'{"type":"a","payload":{"x":{"y":1,"y":2}}}', b'{"type":"a","typ\\u0065":"b"}'):
             self.assertDispatchFails(action, TS_E_JSON)
 
     def test_nesting_deeper_than_max_depth_is_refused(self):

@@ -12,6 +12,14 @@
  *   deeper than TSJ_MAX_DEPTH are all rejected. Escaped lone surrogates
  *   ("\ud800" without a following "\udc00".."\udfff", or a lone "\udc00")
  *   are rejected with TSJ_ERR_UTF8, since they denote no Unicode text.
+ * - An object with a key that appears twice, at any depth, is invalid:
+ *   TSJ_ERR_DUPLICATE_KEY, with a message that names the key and the byte
+ *   offset of its second occurrence ("duplicate key \"id\" at byte 12").
+ *   Keys are compared after unescaping ({"a":1,"\u0061":2} is refused).
+ *   Every function that reads JSON checks it (tsj_minify, tsj_parse_action,
+ *   tsj_for_each_member, tsj_doc_parse), so every reader of the same text
+ *   sees the same members. The check is O(n): objects with 16 keys or more
+ *   are hashed.
  * - When a document has several faults, the error reports invalid UTF-8
  *   first (the whole input is checked for it up front), otherwise the first
  *   fault in document order.
@@ -58,7 +66,7 @@ typedef enum tsj_code {
   TSJ_ERR_NOT_OBJECT = 6,    /* tsj_for_each_member: top level is not an object */
   TSJ_ERR_POINTER = 7,       /* malformed JSON Pointer */
   TSJ_ERR_NOT_FOUND = 8,     /* JSON Pointer names no value */
-  TSJ_ERR_DUPLICATE_KEY = 9, /* a key appears twice where keys must be unique */
+  TSJ_ERR_DUPLICATE_KEY = 9, /* an object has a key twice (at any depth) */
   TSJ_ERR_TOO_LARGE = 10,    /* input of 4 GiB or more */
   TSJ_ERR_INVALID_ARG = 11   /* NULL where a pointer is required */
 } tsj_code;
@@ -92,14 +100,13 @@ int tsj_minify(const char *buf, size_t len, char **out, size_t *out_len, tsj_err
  *     the text "null").
  * out_type_len and out_payload may be NULL if not wanted.
  *
- * Errors: not JSON / UTF-8 / depth as tsj_minify; then, in this order,
- * TSJ_ERR_NOT_ACTION when the top level is not an object ("top level must be
- * an object, found array"), "type" is missing ("\"type\" is missing"),
- * present more than once ("\"type\" is present twice"), not a string
- * ("\"type\" must be a string, found number"), empty ("\"type\" must not be
- * empty") or contains U+0000 ("\"type\" must not contain \u0000");
- * TSJ_ERR_DUPLICATE_KEY when "payload" is present more than once.
- * Duplicates of other keys are not checked. On failure *out_block, *out_type
+ * Errors: not JSON / UTF-8 / depth / a key twice in an object (at any depth,
+ * "type" and "payload" included: TSJ_ERR_DUPLICATE_KEY) as tsj_minify; then,
+ * in this order, TSJ_ERR_NOT_ACTION when the top level is not an object
+ * ("top level must be an object, found array"), "type" is missing
+ * ("\"type\" is missing"), not a string ("\"type\" must be a string, found
+ * number"), empty ("\"type\" must not be empty") or contains U+0000
+ * ("\"type\" must not contain \u0000"). On failure *out_block, *out_type
  * and *out_payload are NULL and *out_type_len is 0. */
 int tsj_parse_action(const char *buf, size_t len, char **out_block, const char **out_type,
                      size_t *out_type_len, const char **out_payload, tsj_error *err);
@@ -111,11 +118,9 @@ int tsj_parse_action(const char *buf, size_t len, char **out_block, const char *
  * during the callback. The callback may call any tsj_ function (including
  * tsj_for_each_member) on the same thread.
  *
- * The whole document is validated, and keys are checked for duplicates
- * (compared after unescaping), before the first call: on any error cb is
- * never called. Top level not an object -> TSJ_ERR_NOT_OBJECT; a key
- * appearing twice -> TSJ_ERR_DUPLICATE_KEY naming the key
- * ("duplicate key \"id\" at byte 12", offset of the second occurrence).
+ * The whole document is validated (duplicate keys at any depth included,
+ * TSJ_ERR_DUPLICATE_KEY as everywhere) before the first call: on any error
+ * cb is never called. Top level not an object -> TSJ_ERR_NOT_OBJECT.
  * If cb returns non-zero, iteration stops and that value is returned (and
  * stored in err->code, with offset -1). Returns TSJ_OK after the last member. */
 typedef int (*tsj_member_cb)(const char *key, size_t key_len, const char *value, size_t value_len,
@@ -131,8 +136,7 @@ int tsj_for_each_member(const char *buf, size_t len, tsj_member_cb cb, void *ctx
  * few hundred nanoseconds. Memory: the minified text plus about 4 bytes per
  * value.
  * Thread-safe to read concurrently once made; the input buffer is not
- * referenced after tsj_doc_parse returns. When an object has a duplicate
- * key, look-ups find the first occurrence. */
+ * referenced after tsj_doc_parse returns. */
 typedef struct tsj_doc tsj_doc;
 
 /* Validate as tsj_minify and build the document. NULL on failure (err says why). */
