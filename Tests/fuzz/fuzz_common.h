@@ -90,7 +90,12 @@ static inline int fz_has_non_ascii(const char *s, size_t n) {
 
 /* ---- Statuses ----------------------------------------------------------- */
 
-static inline int fz_status_known(ts_status s) { return s <= 0 && s >= TS_E_UNKNOWN_ACTION; }
+#ifdef TS_E_MISUSE
+#define FZ_LAST_STATUS TS_E_MISUSE
+#else
+#define FZ_LAST_STATUS TS_E_UNKNOWN_ACTION
+#endif
+static inline int fz_status_known(ts_status s) { return s <= 0 && s >= FZ_LAST_STATUS; }
 
 /* After a failing call: a documented status and a message. */
 #define FZ_CHECK_FAILURE(status, what, ...)                                                             \
@@ -263,7 +268,76 @@ static inline int fz_number(fz_json *j) {
     return 1;
 }
 
-static inline int fz_value(fz_json *j) {
+/* The keys of one object, decoded, to find one that appears twice. */
+typedef struct fz_key {
+    char *bytes;
+    size_t len;
+} fz_key;
+
+static int fz_key_cmp(const void *a, const void *b) {
+    const fz_key *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->bytes, y->bytes, n);
+    if (c != 0) return c;
+    return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Byte length of the string literal at p (on '"'), quotes included, as far
+ * as the closing quote or the end of the text. */
+static inline size_t fz_raw_string_len(const unsigned char *p) {
+    const unsigned char *q = p + 1;
+    while (*q && *q != '"') q += (*q == '\\' && q[1]) ? 2 : 1;
+    return (size_t)(q - p) + (*q == '"');
+}
+
+static int fz_value(fz_json *j);
+
+/* The members of an object (j->p just after '{', white space skipped, not
+ * on '}'); 0 if malformed or a key appears twice (after unescaping). */
+static inline int fz_object_members(fz_json *j) {
+    fz_key *keys = NULL;
+    size_t n = 0, cap = 0, i;
+    int ok = 0, first = 1;
+    for (;;) {
+        if (!first) {
+            fz_ws(j);
+            if (*j->p != ',') break;
+            fz_put(j, j->p, 1);
+            j->p++;
+        }
+        first = 0;
+        fz_ws(j);
+        if (*j->p != '"') goto out;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            keys = realloc(keys, cap * sizeof *keys);
+            if (keys == NULL) abort();
+        }
+        keys[n].bytes = malloc(fz_raw_string_len(j->p) + 1);
+        if (keys[n].bytes == NULL) abort();
+        if (!fz_string(j, keys[n].bytes, &keys[n].len)) {
+            free(keys[n].bytes);
+            goto out;
+        }
+        n++;
+        fz_ws(j);
+        if (*j->p != ':') goto out;
+        fz_put(j, j->p, 1);
+        j->p++;
+        if (!fz_value(j)) goto out;
+    }
+    if (*j->p != '}') goto out;
+    qsort(keys, n, sizeof *keys, fz_key_cmp);
+    ok = 1;
+    for (i = 1; i < n; i++)
+        if (fz_key_cmp(&keys[i - 1], &keys[i]) == 0) ok = 0;
+out:
+    for (i = 0; i < n; i++) free(keys[i].bytes);
+    free(keys);
+    return ok;
+}
+
+static int fz_value(fz_json *j) {
     fz_ws(j);
     switch (*j->p) {
     case '{':
@@ -281,23 +355,19 @@ static inline int fz_value(fz_json *j) {
             j->depth--;
             return 1;
         }
-        for (;;) {
-            if (!first) {
-                fz_ws(j);
-                if (*j->p != ',') break;
-                fz_put(j, j->p, 1);
-                j->p++;
+        if (open == '{') {
+            if (!fz_object_members(j)) return 0;
+        } else {
+            for (;;) {
+                if (!first) {
+                    fz_ws(j);
+                    if (*j->p != ',') break;
+                    fz_put(j, j->p, 1);
+                    j->p++;
+                }
+                first = 0;
+                if (!fz_value(j)) return 0;
             }
-            first = 0;
-            if (open == '{') {
-                fz_ws(j);
-                if (!fz_string(j, NULL, NULL)) return 0;
-                fz_ws(j);
-                if (*j->p != ':') return 0;
-                fz_put(j, j->p, 1);
-                j->p++;
-            }
-            if (!fz_value(j)) return 0;
         }
         if (*j->p != close) return 0;
         fz_put(j, j->p, 1);

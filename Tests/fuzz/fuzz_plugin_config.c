@@ -121,11 +121,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     s = ts_store_load_plugin(store, plugin, config);
     quiet(0);
     after = fz_state(store);
-    if (s == TS_E_ARGUMENT && fz_known("config-utf8") && !fz_json_valid(config, NULL)) {
-        /* Open fault "config-utf8": config text with invalid UTF-8 is
-         * refused with TS_E_ARGUMENT instead of TS_E_JSON. */
-        s = TS_E_JSON;
-    }
     if (s != TS_OK) {
         FZ_CHECK_FAILURE(s, plugin, TS_E_JSON, TS_E_PLUGIN, TS_E_NOMEM);
         FZ_CHECK((s == TS_E_JSON) == !valid, "%s: config %s JSON was refused with %s: %.300s", plugin,

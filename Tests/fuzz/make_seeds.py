@@ -2,7 +2,7 @@
 """Writes the seed corpora of the fuzzers (Tests/fuzz/corpus/TARGET/NAME),
 made from the interesting inputs of the test suites (Tests/c, Tests/json,
 Tests/plugins). Run from anywhere; rewrites only the seed files it names
-(seeds that fuzzing found, named crash-* or found-*, are kept)."""
+(inputs that fuzzing found, named found-*, are kept)."""
 import os, zlib
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
