@@ -59,7 +59,8 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
-        test-model test-torture test-faults lib-tsan bench coverage
+        test-model test-torture test-faults lib-tsan bench coverage \
+        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
 
 setup:
 	@.ci/setup.sh
@@ -108,7 +109,7 @@ run: build demo-plugins
 ## test: every suite; a summary line at the end
 test: setup
 	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
-	  test-plugins test-readme test-model test-torture test-faults
+	  test-plugins test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
 
 test-swift: setup
 	$(SWIFT) test --scratch-path .build
@@ -182,6 +183,87 @@ test-plugins: lib plugins
 ## Not part of `make test`.
 coverage: setup
 	@Tests/coverage/run.sh
+
+## AddressSanitizer and fuzzing (Tests/fuzz/README.md)
+# One instrumented build serves the fuzzers and the ASan suites: the library
+# (.build-asan, copied to build/asan/lib) and the plugins (build/asan/plugins)
+# are built with ASan and libFuzzer's coverage; the ASan runtime provides
+# no-op coverage hooks to programs that are not fuzzers.
+# The toolchain's clang (beside swift) has libFuzzer and the ASan runtime.
+FUZZ_CC ?= $(dir $(realpath $(shell command -v $(SWIFT))))clang
+ASAN := $(BUILD)/asan
+ASAN_SCRATCH := .build-asan
+ASAN_SWIFT_FLAGS := -Xswiftc -sanitize=address -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp \
+                    -Xcc -fsanitize=address,fuzzer-no-link -Xcxx -fsanitize=address,fuzzer-no-link $(DWARF4)
+ASAN_CFLAGS := -std=c99 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pedantic -IInclude
+ASAN_LINK := -fuse-ld=lld -L$(ASAN)/lib -Wl,-rpath,$(ASAN)/lib -lturnstate -lpthread
+FUZZ_TARGETS := create dispatch pointer journal plugin_config
+FUZZ_SECONDS ?= 60
+# Options for every fuzzer run and replay: inputs up to 64 KiB, 20 s per input
+# at most. Each harness runs as one plain libFuzzer process, one after the
+# other (2 shared cores): that is one job on one core, as -jobs=1 would be,
+# without -jobs' extra child process and its ./fuzz-0.log. Leaks are checked:
+# LeakSanitizer works with the toolchain's ASan runtime.
+FUZZ_OPTS := -max_len=65536 -timeout=20 -rss_limit_mb=4096
+# Swift's own crash backtracer would take the signal from libFuzzer.
+ASAN_TARGETS := fuzz test-fuzz-replay test-c-asan test-plugins-asan
+$(ASAN_TARGETS): export ASAN_OPTIONS = detect_leaks=1:strict_string_checks=1:$(EXTRA_ASAN_OPTIONS)
+$(ASAN_TARGETS): export LSAN_OPTIONS = suppressions=$(CURDIR)/Tests/fuzz/lsan.supp:print_suppressions=0
+$(ASAN_TARGETS): export SWIFT_BACKTRACE = enable=no
+
+asan-lib: setup
+	$(SWIFT) build -c release --scratch-path $(ASAN_SCRATCH) --product turnstate $(ASAN_SWIFT_FLAGS) \
+	  -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/exports.map \
+	  -Xlinker -soname -Xlinker libturnstate.so.$(SOVERSION)
+	@mkdir -p $(ASAN)/lib
+	@install -m 0755 $(ASAN_SCRATCH)/release/libturnstate.so $(ASAN)/lib/.libturnstate.so.new
+	@mv -f $(ASAN)/lib/.libturnstate.so.new $(ASAN)/lib/libturnstate.so.$(VERSION)
+	@ln -sf libturnstate.so.$(VERSION) $(ASAN)/lib/libturnstate.so.$(SOVERSION)
+	@ln -sf libturnstate.so.$(SOVERSION) $(ASAN)/lib/libturnstate.so
+
+# The C plugins, and the logger (Swift) from the same instrumented scratch path.
+asan-plugins: asan-lib
+	@mkdir -p $(ASAN)/plugins && chmod 0755 $(ASAN)/plugins
+	@for p in $(C_PLUGINS); do \
+	  echo "clang(asan) $$p.so"; \
+	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address,fuzzer-no-link -fuse-ld=lld -shared -fPIC \
+	    Plugins/$$p/$$p.c -o $(ASAN)/plugins/$$p.so -lpthread; \
+	done
+	$(SWIFT) build -c release --scratch-path $(ASAN_SCRATCH) --product turnstate-logger $(ASAN_SWIFT_FLAGS)
+	@install -m 0755 $(ASAN_SCRATCH)/release/libturnstate-logger.so $(ASAN)/plugins/logger.so
+
+fuzz-build: asan-plugins
+	@mkdir -p $(ASAN)/bin
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "clang(fuzzer) fuzz_$$t"; \
+	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address,fuzzer Tests/fuzz/fuzz_$$t.c -o $(ASAN)/bin/fuzz_$$t $(ASAN_LINK); \
+	done
+
+## fuzz: each harness for FUZZ_SECONDS (default 60), one after the other; new
+## inputs go to build/asan/corpus/NAME (the committed seeds in Tests/fuzz/corpus
+## are read, not written); findings to build/asan/findings/NAME
+fuzz: fuzz-build
+	@Tests/fuzz/run.sh fuzz $(ASAN) $(FUZZ_SECONDS) $(FUZZ_OPTS) -- $(FUZZ_TARGETS)
+
+## test-fuzz-replay: every committed corpus through its harness (no new fuzzing)
+test-fuzz-replay: fuzz-build
+	@Tests/fuzz/run.sh replay $(ASAN) 0 $(FUZZ_OPTS) -- $(FUZZ_TARGETS)
+
+## test-c-asan: the C suite against the ASan library, with leak checks
+test-c-asan: asan-lib
+	@mkdir -p $(ASAN)/tests
+	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/c/test_store.c -o $(ASAN)/tests/test_store $(ASAN_LINK)
+	@# test_out_of_memory_is_nomem makes malloc fail on purpose: ASan must return NULL, not abort.
+	ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 $(ASAN)/tests/test_store
+
+## test-plugins-asan: the plugin suite (plugins, loader variants, tests) and the
+## logger's test with ASan; the suite builds its plugins in build/asan/ptest,
+## apart from the fuzzers' instrumented ones
+test-plugins-asan: asan-plugins
+	@mkdir -p $(ASAN)/ptest $(ASAN)/tests && ln -sfn ../lib $(ASAN)/ptest/lib
+	TS_VALGRIND=0 CC="$(FUZZ_CC) -fsanitize=address -fuse-ld=lld" TS_BUILD=$(ASAN)/ptest Tests/plugins/run.sh
+	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
+	$(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
 ## bench: release benchmarks (Swift W1-W5, C C1-C6, Python P1, start-up, memory),
 ## printed as one table; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look

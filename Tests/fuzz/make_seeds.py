@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzzers (Tests/fuzz/corpus/TARGET/NAME),
+made from the interesting inputs of the test suites (Tests/c, Tests/json,
+Tests/plugins). Run from anywhere; rewrites only the seed files it names
+(inputs that fuzzing found, named found-*, are kept)."""
+import os, zlib
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+# Reproducers of open faults (Tests/fuzz/README.md): replayed only by hand.
+OPEN = {("create", "precomposed_decomposed"), ("pointer", "e_decomposed")}
+
+def write(target, name, data):
+    d = os.path.join(ROOT if (target, name) not in OPEN else os.path.join(ROOT, "..", "open"), target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+deep_ok = "{\"d\":" + "[" * 255 + "]" * 255 + "}"
+deep_bad = "{\"d\":" + "[" * 256 + "]" * 256 + "}"
+create = {
+    "empty": "{}", "ws": " \t\n\r{ \"a\" : 1 }\n", "nested": "{\"a\":{\"b\":[1,{\"c\":\"d\"},[]]},\"e\":null}",
+    "numbers": "{\"u\":18446744073709551615,\"i\":-9223372036854775808,\"f\":1.0,\"e\":1E+2,\"z\":-0,\"big\":123456789012345678901234567890}",
+    "escapes": "{\"s\":\"\\u0041\\/\\\"\\\\\\b\\f\\n\\r\\t\",\"\\u00e9\":1,\"\\ud83d\\ude00\":2}",
+    "key_escapes": "{\"a\\u0000b\":1,\"\\n\":2,\"\\u001f\":3,\"q\\\"\":4}",
+    "dup_top": "{\"a\":1,\"a\":2}", "dup_escaped": "{\"a\":1,\"\\u0061\":2}", "dup_nested": "{\"a\":{\"b\":1,\"b\":2}}",
+    "lone_high": "{\"a\":\"\\ud800\"}", "lone_low": "{\"a\":\"\\udc00\"}", "bad_utf8": b"{\"a\":\"\xc3\x28\"}",
+    "overlong": b"{\"a\":\"\xc0\xaf\"}", "surrogate_raw": b"{\"a\":\"\xed\xa0\x80\"}", "utf8_4": "{\"\U0001F600\":\"\u00e9\u4e2d\"}",
+    "not_object": "[1,2]", "scalar": "1", "trailing": "{} x", "trailing_comma": "{\"a\":1,}", "ctrl": "{\"a\":\"\x01\"}",
+    "deep_ok": deep_ok, "deep_bad": deep_bad, "bad_number": "{\"a\":01}", "bad_number2": "{\"a\":1.}",
+    "literals": "{\"t\":true,\"f\":false,\"n\":null}", "bad_literal": "{\"t\":tru}", "empty_key": "{\"\":0}",
+    "precomposed_decomposed": "{\"\u00e9\":1,\"e\u0301\":2}", "many": "{" + ",".join("\"k%d\":%d" % (i, i) for i in range(40)) + "}",
+}
+for k, v in create.items():
+    write("create", k, v)
+
+dispatch = {
+    "basic": "{\"type\":\"a=\",\"payload\":1}\n{\"type\":\"b+\",\"payload\":[true]}\n{\"type\":\"push\",\"payload\":\"x\"}",
+    "raw_bad": "{\"type\":\"a!{bad\"}\n{\"type\":\"a!\\\"ok\\\"\"}",
+    "raw_deep": "{\"type\":\"a!" + "[" * 257 + "]" * 257 + "\"}",
+    "deny": "{\"type\":\"deny/all\",\"payload\":1}\n{\"type\":\"a=\",\"payload\":2}",
+    "swallow": "{\"type\":\"swallow\",\"payload\":1}",
+    "rewrite": "{\"type\":\"rewrite\",\"payload\":{\"type\":\"a=\",\"payload\":3}}\n{\"type\":\"rewrite\",\"payload\":[1]}",
+    "nested": "{\"type\":\"nested\",\"payload\":{\"type\":\"c~/x=\",\"payload\":\"n\"}}\n{\"type\":\"nested\",\"payload\":{\"type\":\"nested\",\"payload\":{\"type\":\"a+\",\"payload\":0}}}",
+    "after": "{\"type\":\"after\"}\n{\"type\":\"nested\",\"payload\":{\"type\":\"after\"}}",
+    "reenter": "{\"type\":\"reenter\"}",
+    "get": "{\"type\":\"get\",\"payload\":\"/b/0\"}\n{\"type\":\"get\",\"payload\":\"~x\"}",
+    "pop": "{\"type\":\"push\",\"payload\":1}\n{\"type\":\"push\",\"payload\":{\"a\":[2]}}\n{\"type\":\"pop\"}\n{\"type\":\"pop\"}\n{\"type\":\"pop\"}",
+    "not_action": "[1]\n{\"payload\":1}\n{\"type\":\"\"}\n{\"type\":1}\n{\"type\":\"a\\u0000\"}\n{\"type\":\"a=\",\"payload\":1,\"payload\":2}",
+    "bad_json": "{\"type\":\"a=\",\"payload\":\"\\ud800\"}\n{\"type\":\"a=\"} x\nnope",
+    "escaped_type": "{\"typ\\u0065\":\"a\\u003d\",\"payload\":{\"k\":\"\\u00e9\"}}\n{\"type\":\"caf\\u00e9 \\ud83d\\ude00\"}",
+    "numbers": "{\"type\":\"a=\",\"payload\":18446744073709551615}\n{\"type\":\"a=\",\"payload\":1.0}\n{\"type\":\"a=\",\"payload\":1}",
+    "set_same": "{\"type\":\"a=\",\"payload\":0}\n{\"type\":\"b=\",\"payload\":[1,2]}",
+    "deepen": "\n".join(["{\"type\":\"a+\",\"payload\":0}"] * 12),
+    "type_payload_null": "{\"payload\":null,\"type\":\"a=\"}",
+}
+for k, v in dispatch.items():
+    write("dispatch", k, v)
+
+pointer = {
+    "whole": "", "a": "/a", "deep": "/a/b/1/c", "index": "/list/10", "index_oob": "/list/11", "leading_zero": "/list/01",
+    "dash": "/list/-", "empty_key": "/a/", "escapes": "/a/~0~1", "escape_x": "/a/x~1y/~00", "bad_tilde": "/a/~2",
+    "no_slash": "a", "e_acute": "/\u00e9", "e_decomposed": "/e\u0301", "string": "/s", "into_scalar": "/t/x",
+    "null": "/n", "missing": "/zz", "state_given": "/k/0\n{\"k\":[{\"x\":1}],\"\":2}\n{\"y\":2}",
+    "state_root_empty": "/\n{\"\":[1]}\n[2]", "state_dup_nested": "/k/a\n{\"k\":{\"a\":1,\"a\":2}}\n{\"a\":3}",
+    "state_big": "/k/20\n{\"k\":{" + ",".join("\"%d\":%d" % (i, i) for i in range(30)) + "}}\n{}",
+    "set_same": "/a\n{\"a\":[1]}\n[1]", "set_number_text": "/a\n{\"a\":1}\n1.0", "bad_utf8": b"/\xff",
+    "nul_key": "/a\u0000b", "unicode_escape_key": "/\u00e9\n{\"\\u00e9\":1}\n2",
+}
+for k, v in pointer.items():
+    write("pointer", k, v)
+
+def rec(letter, json):
+    return "%s %d %08x %s\n" % (letter, len(json.encode()), zlib.crc32((letter + json).encode()), json)
+
+a1 = rec("A", "{\"type\":\"a=\",\"payload\":1}")
+a2 = rec("A", "{\"type\":\"b+\",\"payload\":{\"x\":[true]}}")
+s1 = rec("S", "{\"b\":[1,2],\"a\":1}")
+journal = {
+    "empty": "", "one": a1, "two": a1 + a2, "snapshot": a1 + s1 + a2, "torn": a1 + a2[:-5], "torn_newline": a1 + a2[:-1],
+    "crc_bad_last": a1 + a2.replace("true", "fals"), "crc_bad_middle": a1.replace("1}", "2}") + a2,
+    "garbage_middle": a1 + "xx\n" + a2, "header_bad": "A 12 zzzzzzzz {}\n", "length_long": "A 999 00000000 {}\n",
+    "snapshot_only": s1, "snapshot_bad_json": rec("S", "{\"b\":}"), "snapshot_not_object": rec("S", "[1]"),
+    "action_bad": rec("A", "{\"type\":\"a!{\"}"), "action_not_action": rec("A", "[1]"),
+    "unknown_letter": rec("X", "{}"), "fix_basic": "#fix\nA {\"type\":\"a=\",\"payload\":{\"k\":1}}\nS {\"a\":5}\nA {\"type\":\"b+\",\"payload\":2}\n",
+    "fix_bad": "#fix\nA {\"type\":\"a!\"}\nS {\"a\":1,\"a\":2}\n", "fix_torn": "#fix\nA {\"type\":\"a=\",\"payload\":1}\nA {\"type\"",
+    "fix_deep": "#fix\nA {\"type\":\"a=\",\"payload\":" + "[" * 255 + "]" * 255 + "}\n", "nul": a1 + "\u0000" + a2,
+}
+for k, v in journal.items():
+    write("journal", k, v)
+
+config = {
+    "guard_empty": "g{}", "guard_full": "g{\"allow\":[\"todos*\",\"inc\"],\"deny\":[\"debug*\"],\"require\":{\"todos*\":[\"title\"]},\"max_bytes\":100}",
+    "guard_bad_allow": "g{\"allow\":\"x\"}", "guard_bad_elem": "g{\"deny\":[1]}", "guard_empty_pattern": "g{\"allow\":[\"\"]}",
+    "guard_require_twice": "g{\"require\":{},\"require\":{}}", "guard_require_empty": "g{\"require\":{\"\":[\"a\"]}}",
+    "guard_max_neg": "g{\"max_bytes\":-1}", "guard_unknown": "g{\"x\":1}", "guard_escapes": "g{\"allow\":[\"\\u0069nc\",\"@@delay\"]}",
+    "guard_array": "g[]", "guard_bad_json": "g{\"allow\":[}", "delay_empty": "d{}", "delay_max": "d{\"max_pending\":1}",
+    "delay_zero": "d{\"max_pending\":0}", "delay_frac": "d{\"max_pending\":1.5}", "delay_big": "d{\"max_pending\":99999999999999999999}",
+    "delay_unknown": "d{\"ms\":1}", "journal_ok": "j{\"path\":\"j.log\",\"fsync\":\"never\",\"snapshot_every\":1}",
+    "journal_fsync_n": "j{\"path\":\"j\",\"fsync\":3}", "journal_no_path": "j{\"fsync\":\"always\"}", "journal_empty_path": "j{\"path\":\"\"}",
+    "journal_nul_path": "j{\"path\":\"a\\u0000b\"}", "journal_dir": "j{\"path\":\"..\"}", "journal_bad_fsync": "j{\"path\":\"j\",\"fsync\":0}",
+    "journal_snap_neg": "j{\"path\":\"j\",\"snapshot_every\":-1}", "logger_stderr": "l{}", "logger_file": "l{\"path\":\"x.log\",\"exclude\":[\"debug*\",\"@@delay\"],\"changed\":true}",
+    "logger_changed_false": "l{\"path\":\"x.log\",\"changed\":false}", "logger_bad_exclude": "l{\"exclude\":[\"ok\",3]}",
+    "logger_empty_exclude": "l{\"exclude\":[\"\"]}", "logger_twice": "l{\"changed\":true,\"changed\":false}", "logger_unknown": "l{\"colour\":true}",
+    "logger_array": "l[]", "logger_path_num": "l{\"path\":5}", "logger_ws": "l { \"path\" : \"y.log\" , \"exclude\" : [ ] } ",
+}
+for k, v in config.items():
+    write("plugin_config", k, v)

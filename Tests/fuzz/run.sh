@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer harnesses built by `make fuzz-build` (build/asan/bin).
+#
+#   Tests/fuzz/run.sh fuzz   ASAN_DIR SECONDS [libFuzzer options] -- TARGET...
+#   Tests/fuzz/run.sh replay ASAN_DIR 0       [libFuzzer options] -- TARGET...
+#
+# fuzz: each harness in turn (never two at once) for SECONDS, starting from
+# the committed seeds (Tests/fuzz/corpus/TARGET, only read) and the inputs of
+# earlier runs (ASAN_DIR/corpus/TARGET, where new inputs go); crashes and
+# invariant violations go to ASAN_DIR/findings/TARGET. Prints executions,
+# corpus size and findings per harness at the end; fails if anything was found.
+# Open faults named in TS_FUZZ_KNOWN (default "unicode-keys") are stepped
+# over while fuzzing, never in the replay; their reproducers wait in
+# Tests/fuzz/open/TARGET until they are fixed.
+# replay: runs every committed corpus file through its harness once (no
+# mutation), so that a fault found once stays fixed; fails on the first fault.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+ROOT=$PWD
+mode=$1 asan=$2 seconds=$3
+shift 3
+opts=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+shift
+targets=("$@")
+dict=$ROOT/Tests/fuzz/json.dict
+summary=() failed=0
+
+for t in "${targets[@]}"; do
+  bin=$asan/bin/fuzz_$t
+  seeds=$ROOT/Tests/fuzz/corpus/$t
+  [ -x "$bin" ] || { echo "run.sh: $bin is missing (make fuzz-build)" >&2; exit 2; }
+  if [ "$mode" = replay ]; then
+    files=("$seeds"/*)
+    echo "== replay fuzz_$t: ${#files[@]} inputs"
+    out=$asan/replay_$t.log
+    start=$SECONDS
+    if TS_FUZZ_KNOWN= "$bin" "${opts[@]}" "${files[@]}" >"$out" 2>&1; then
+      summary+=("fuzz_$t: ${#files[@]} inputs replayed, no fault ($((SECONDS - start)) s)")
+    else
+      grep -E 'INVARIANT|ERROR: |SUMMARY|Running: ' "$out" | tail -n 12
+      summary+=("fuzz_$t: FAULT (see $out)")
+      failed=1
+    fi
+  else
+    work=$asan/corpus/$t findings=$asan/findings/$t
+    mkdir -p "$work" "$findings"
+    log=$asan/fuzz_$t.log
+    echo "== fuzz_$t for ${seconds} s (log: $log)"
+    TS_FUZZ_KNOWN=${TS_FUZZ_KNOWN-unicode-keys} "$bin" "${opts[@]}" -dict="$dict" -max_total_time="$seconds" -print_final_stats=1 \
+      -artifact_prefix="$findings/" "$work" "$seeds" >"$log" 2>&1
+    status=$?
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
+    found=$(find "$findings" -type f | wc -l)
+    size=$(find "$work" "$seeds" -type f | wc -l)
+    tail -n 3 "$log" | sed 's/^/   /'
+    summary+=("fuzz_$t: ${seconds} s, ${execs:-?} executions, corpus $size inputs, findings $found (exit $status)")
+    [ "$status" -eq 0 ] && [ "$found" -eq 0 ] || failed=1
+  fi
+done
+printf '%s\n' "${summary[@]}"
+exit $failed
