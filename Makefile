@@ -4,7 +4,9 @@
 #   make test      every test: Swift (also under TSan), C (also under valgrind),
 #                  exported symbols, pkg-config consumer, Python, plugins,
 #                  the shutdown protocol model (spin), the concurrency
-#                  torture test (ASan and TSan), fault injection
+#                  torture test (ASan and TSan), fault injection, the fuzz
+#                  corpora replayed, the C and plugin suites under ASan
+#   make fuzz      libFuzzer harnesses (FUZZ_SECONDS each, default 60)
 #   make install PREFIX=/usr/local   the library, headers and turnstate.pc
 #   make bench     release benchmarks, printed as one table
 #   make coverage  line and branch coverage of Sources/ and Plugins/ from the
