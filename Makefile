@@ -4,11 +4,12 @@
 #   make test      every test: Swift (also under TSan), C (also under valgrind),
 #                  exported symbols, pkg-config consumer, Python, plugins,
 #                  the shutdown protocol model (spin), the concurrency
-#                  torture test (ASan and TSan)
+#                  torture test (ASan and TSan), fault injection
 #   make install PREFIX=/usr/local   the library, headers and turnstate.pc
 #   make bench     release benchmarks, printed as one table
 #   make coverage  line and branch coverage of Sources/ and Plugins/ from the
-#                  Swift, C, JSON, Python and plugin suites (not part of test)
+#                  Swift, C, JSON, Python, plugin and fault-injection suites
+#                  (not part of test)
 #   make fuzz      the libFuzzer harnesses (Tests/fuzz), FUZZ_SECONDS (60) each,
 #                  against an ASan build (not part of test; test-fuzz-replay,
 #                  test-c-asan and test-plugins-asan are)
@@ -61,7 +62,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
-        test-model test-torture lib-tsan bench coverage \
+        test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
 
 setup:
@@ -111,7 +112,7 @@ run: build demo-plugins
 ## test: every suite; a summary line at the end
 test: setup
 	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
-	  test-plugins test-readme test-model test-torture
+	  test-plugins test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
 
 test-swift: setup
 	$(SWIFT) test --scratch-path .build
@@ -144,6 +145,21 @@ test-readme: lib
 ## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
 test-model: setup
 	Tests/model/run.sh
+
+## test-faults: fault injection (Tests/faults): every scenario of C API calls
+## runs again for each N with the Nth allocation (or I/O call, or thread
+## set-up call) failing, in a forked child; checks the statuses, that a failed
+## call changed nothing, and where a crash came from. FAULTS_ARGS="--stride 10"
+## for a quick look.
+FAULTS_CC ?= $(CC)
+test-faults: lib plugins
+	@mkdir -p $(BUILD)/tests
+	$(FAULTS_CC) -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -shared -fPIC Tests/faults/inject.c \
+	  -o $(BUILD)/tests/inject.so -ldl
+	$(FAULTS_CC) -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude -ITests/faults Tests/faults/test_faults.c \
+	  -o $(BUILD)/tests/test_faults $(C_LINK) -ldl
+	SWIFT_BACKTRACE=enable=no LD_PRELOAD=$(BUILD)/tests/inject.so \
+	  $(BUILD)/tests/test_faults --plugins $(BUILD)/plugins $(FAULTS_ARGS)
 
 ## lib-tsan: the library built with -sanitize=thread, in build/tsan/lib
 lib-tsan: setup

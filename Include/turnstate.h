@@ -221,7 +221,12 @@ typedef void (*ts_listener_fn)(ts_store *store, void *ctx);
  * Listeners run in the order they subscribed; the list is fixed when a
  * dispatch starts its notifications: one added during a dispatch is first
  * called by the next one, one removed during a dispatch is still called by
- * it. *out_token identifies the subscription; tokens are never reused.
+ * it. With a pointer, if the library has no memory to look at the value
+ * after a dispatch, it calls the listener as if the value changed (it never
+ * skips a change). *out_token identifies the subscription; tokens are never
+ * reused. It is written before the listener can first run, so a listener
+ * that another thread's dispatch calls at once can already read it (and
+ * unsubscribe).
  * Errors: TS_E_ARGUMENT (NULL store, fn or out_token; malformed pointer),
  * TS_E_REENTRANT (called from inside a reducer). */
 ts_status ts_store_subscribe(ts_store *store, const char *json_pointer, ts_listener_fn fn, void *ctx,
@@ -328,7 +333,10 @@ ts_status ts_store_add_middleware(ts_store *store, const char *name, ts_middlewa
  * not valid JSON, not UTF-8, or has an object with a key twice (TS_E_JSON;
  * the config is checked before the file is opened, so such a load runs no
  * plugin code); a plugin whose create() failed (TS_E_PLUGIN, with the
- * plugin's own message).
+ * plugin's own message). "Unchanged" is the state and the chain: a plugin
+ * whose create() restored a state (the journal) has notified the listeners
+ * of it, and when the load then fails they are notified again of the state
+ * put back.
  * The plugin's create() runs with the store held (dispatches from other
  * threads wait), so no action slips past a plugin that is being added.
  * Plugins are never unloaded (dlclose): their destroy() runs in

@@ -33,6 +33,11 @@
  * with the store not held, so it may join threads that are dispatching.
  * run() is never called once destroy() has begun. After destroy() returns
  * the table is freed: no thread of the plugin may use it then.
+ * destroy() can run on one of the plugin's own threads: when the store was
+ * destroyed from inside a callback that thread's dispatch made (or, for a
+ * typed Swift store, when that dispatch held the last reference), the store
+ * goes when that dispatch returns. A thread cannot join itself: detach it
+ * and let it free the instance on its way out (Plugins/delay/delay.c).
  *
  * Memory: the config text, the table, the action and next are the host's;
  * the instance (self) and anything it allocates are the plugin's. A message

@@ -356,31 +356,6 @@ static inline const char *pj_get(const char *obj, const char *key) {
     return r == 0 ? found : NULL;
 }
 
-/* Reads the number at p as a signed 64-bit integer. Returns 1 on success; 0
- * if it is not a number, has a fraction or an exponent, or does not fit. */
-static inline int pj_int64(const char *p, int64_t *out) {
-    int negative = 0;
-    uint64_t v = 0, limit;
-    const char *start;
-    p = pj_ws(p);
-    if (*p == '-') {
-        negative = 1;
-        p++;
-    }
-    start = p;
-    limit = negative ? (uint64_t)INT64_MAX + 1u : (uint64_t)INT64_MAX;
-    while (*p >= '0' && *p <= '9') {
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (limit - d) / 10u) return 0;
-        v = v * 10u + d;
-        p++;
-    }
-    if (p == start || *p == '.' || *p == 'e' || *p == 'E') return 0;
-    if (negative) *out = v == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)v;
-    else *out = (int64_t)v;
-    return 1;
-}
-
 /* What pj_uint64 found. */
 enum pj_uint64_result {
     PJ_U64_OK = 1,

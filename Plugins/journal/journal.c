@@ -565,9 +565,33 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
         good_end = off;
     }
 
-    /* Restore: the last snapshot, then the actions after it. */
+    /* A torn last record is cut off before anything is restored, so that a
+     * failure to cut leaves the state as it was (found by make test-faults). */
+    if (torn) {
+        fprintf(stderr,
+                "turnstate journal: warning: %s: the last record (byte %zu, %zu bytes) is incomplete or corrupt (%s), "
+                "as after a crash mid-write: skipped; the file is cut back to %zu bytes\n",
+                j->path, good_end, size - good_end, why, good_end);
+        if (ftruncate(j->fd, (off_t)good_end) != 0 || fsync(j->fd) != 0) {
+            status = create_error(error_message, TS_E_IO, "journal: cannot cut \"%.300s\" back after a torn record: %s",
+                                  j->path, strerror(errno));
+            goto fail;
+        }
+    }
+
+    /* Restore: the last snapshot, then the actions after it. Keep the state
+     * as it was first, to put it back if the restore fails halfway; without
+     * that copy nothing is restored (found by make test-faults). */
     if (count > 0) {
-        if (store->get_state(NULL, &original) != TS_OK) original = NULL;
+        status = store->get_state(NULL, &original);
+        if (status != TS_OK) {
+            original = NULL;
+            snprintf(detail, sizeof detail, "cannot keep a copy of the state before restoring it: %s",
+                     store->status_name(status));
+            status = create_error(error_message, status == TS_E_NOMEM ? TS_E_NOMEM : TS_E_PLUGIN, "journal: \"%.300s\": %s",
+                                  j->path, detail);
+            goto fail;
+        }
     }
     if (last_snapshot != (size_t)-1) {
         record_ref *r = &records[last_snapshot];
@@ -597,17 +621,6 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
         j->since_snapshot++;
     }
 
-    if (torn) {
-        fprintf(stderr,
-                "turnstate journal: warning: %s: the last record (byte %zu, %zu bytes) is incomplete or corrupt (%s), "
-                "as after a crash mid-write: skipped; the file is cut back to %zu bytes\n",
-                j->path, good_end, size - good_end, why, good_end);
-        if (ftruncate(j->fd, (off_t)good_end) != 0 || fsync(j->fd) != 0) {
-            status = create_error(error_message, TS_E_IO, "journal: cannot cut \"%.300s\" back after a torn record: %s",
-                                  j->path, strerror(errno));
-            goto fail;
-        }
-    }
     if (size == 0 && j->fsync_mode != FSYNC_NEVER) sync_parent(j->path);
     j->end = (off_t)good_end;
     free(records);

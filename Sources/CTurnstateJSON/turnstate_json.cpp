@@ -46,6 +46,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <pthread.h>
 #include <string>
 #include <vector>
 
@@ -749,15 +750,42 @@ struct Pool {
   }
 };
 
-thread_local Pool t_pool;
+// The thread's pool: a plain pointer in thread-local storage, freed by a
+// pthread key's destructor when the thread ends. Not a thread_local Pool: a
+// thread_local with a destructor is registered on first use with
+// __cxa_thread_atexit, which glibc makes abort the process when it cannot
+// allocate (found by make test-faults).
+pthread_key_t g_pool_key;
+pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
+bool g_pool_key_made = false;
+thread_local Pool *t_pool = nullptr;
+
+void delete_pool(void *pool) { delete static_cast<Pool *>(pool); }
+void make_pool_key() { g_pool_key_made = pthread_key_create(&g_pool_key, delete_pool) == 0; }
+
+// The calling thread's pool, made on first use, or nullptr when no key could
+// be made (every call then uses a temporary context). Throws std::bad_alloc.
+Pool *thread_pool() {
+  if (t_pool) return t_pool;
+  pthread_once(&g_pool_once, make_pool_key);
+  if (!g_pool_key_made) return nullptr;
+  Pool *pool = new Pool();
+  if (pthread_setspecific(g_pool_key, pool) != 0) {
+    delete pool;
+    throw std::bad_alloc();
+  }
+  t_pool = pool;
+  return pool;
+}
 
 // Borrows the thread's next free context, or a temporary one for large inputs
 // (and for nesting deeper than kMaxPooled). May throw std::bad_alloc.
 class Lease {
  public:
   explicit Lease(size_t len) {
-    Pool &pool = t_pool;
-    if (len <= kLargeInput && pool.depth < kMaxPooled) {
+    Pool *pooled = len <= kLargeInput ? thread_pool() : nullptr;
+    if (pooled && pooled->depth < kMaxPooled) {
+      Pool &pool = *pooled;
       Ctx *&slot = pool.ctx[pool.depth];
       if (!slot) slot = new Ctx();
       ctx_ = slot;
@@ -952,6 +980,16 @@ const simdjson::implementation *minifier() {
     return static_cast<const simdjson::implementation *>(simdjson::get_active_implementation());
   }();
   return impl;
+}
+
+// simdjson picks its kernel on first use and then builds its list of
+// kernels, with operator new inside noexcept functions: a bad_alloc there
+// ends the process (std::terminate; found by make test-faults). So it is
+// done while the library loads, where a failure ends the process as the
+// loader's own would, and never in the middle of a call.
+__attribute__((constructor)) void warm_up_simdjson() {
+  (void)minifier();
+  (void)simdjson::get_active_implementation()->name();
 }
 
 // Minify validated text s[0..n) into dst (capacity >= n + kPadding).
@@ -1440,7 +1478,7 @@ int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_l
 
     const char *m = doc->text;
     const size_t n = doc->len;
-    thread_local std::string tokbuf;
+    std::string tokbuf;  // a token with ~0 / ~1 escapes, unescaped
     size_t v = 0;  // start of the current value in m
     size_t pos = 0;
     while (pos < plen) {

@@ -16,11 +16,20 @@ final class RecursiveLock: @unchecked Sendable {
 
     @usableFromInline init() {
         mutex = .allocate(capacity: 1)
+        #if canImport(Glibc)
+        // glibc's PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP: zeros and the kind.
+        // Unlike pthread_mutex_init it cannot fail, so there is no path on
+        // which the store would use a mutex that was never initialized.
+        mutex.initialize(to: pthread_mutex_t())
+        mutex.pointee.__data.__kind = Int32(PTHREAD_MUTEX_RECURSIVE)
+        #else
         var attributes = pthread_mutexattr_t()
         pthread_mutexattr_init(&attributes)
         pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
-        pthread_mutex_init(mutex, &attributes)
+        let status = pthread_mutex_init(mutex, &attributes)
         pthread_mutexattr_destroy(&attributes)
+        precondition(status == 0, "pthread_mutex_init failed (\(status))")
+        #endif
     }
 
     deinit {

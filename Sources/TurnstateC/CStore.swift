@@ -38,7 +38,8 @@ final class CStore: StoreFace, @unchecked Sendable {
         // loaded first, while the store still exists (their table's functions
         // answer TS_E_STORE_GONE).
         store.close()
-        plugins.destroyAll()
+        // nil when init failed before the plugin set was made.
+        plugins?.destroyAll()
         if let wholeText { free(wholeText.text) }
     }
 
@@ -134,7 +135,7 @@ final class CStore: StoreFace, @unchecked Sendable {
                 return
             }
             let watcher = PointerWatcher(pointer: parsed, owner: self)
-            watcher.changed(in: try store.getState())
+            try watcher.prime(in: try store.getState())
             token.pointee = try store.subscribe { state in
                 if watcher.changed(in: state) { listener.call() }
             }.token
@@ -209,33 +210,52 @@ final class PointerWatcher: @unchecked Sendable {
         self.owner = owner
     }
 
-    /// Looks at the value in `state`; true if it differs from the last time
-    /// (the first look only records it).
-    @discardableResult
+    /// Records the value in `state` as the one last seen (at subscribe).
+    /// Throws only when there is no memory to look.
+    func prime(in state: JSONState) throws(StoreError) {
+        let (source, text) = try look(at: state)
+        lastSource = source
+        lastText = text
+        primed = true
+    }
+
+    /// Looks at the value in `state`; true if it differs from the last time.
+    /// When there is no memory to look it cannot tell, so it answers
+    /// "changed" (the listener reads the state itself) and compares with the
+    /// value it last saw the next time.
     func changed(in state: JSONState) -> Bool {
-        let source: UInt64?
-        let text: [CChar]?
-        if let key = pointer.key {
-            let slice = state[key]
-            source = slice?.id
-            // An unchanged slice holds an unchanged value: no parse at all.
-            if primed, source != nil, source == lastSource { return false }
-            if let slice, let (value, length) = try? slice.value(at: pointer.rest.utf8, path: pointer.text) {
-                text = Array(UnsafeBufferPointer(start: value, count: length))
-                free(value)
-            } else {
-                text = nil
-            }
-        } else {
-            source = state.generation
-            if primed, source == lastSource { return false }
-            text = try? owner.withWholeText(state) { Array($0) }
-        }
+        if primed, unchanged(in: state) { return false }
+        guard let (source, text) = try? look(at: state) else { return primed }
         defer {
             lastSource = source
             lastText = text
             primed = true
         }
         return primed && text != lastText
+    }
+
+    /// Whether the value's source is the one last seen: an unchanged slice
+    /// (or state) holds an unchanged value, without a parse.
+    private func unchanged(in state: JSONState) -> Bool {
+        if let key = pointer.key {
+            guard let id = state[key]?.id else { return false }
+            return id == lastSource
+        }
+        return state.generation == lastSource
+    }
+
+    /// The value's source and text (nil text: no value there).
+    private func look(at state: JSONState) throws(StoreError) -> (UInt64?, [CChar]?) {
+        guard let key = pointer.key else {
+            return (state.generation, try owner.withWholeText(state) { Array($0) })
+        }
+        guard let slice = state[key] else { return (nil, nil) }
+        do {
+            let (value, length) = try slice.value(at: pointer.rest.utf8, path: pointer.text)
+            defer { free(value) }
+            return (slice.id, Array(UnsafeBufferPointer(start: value, count: length)))
+        } catch where error.code == .notFound {
+            return (slice.id, nil)
+        }
     }
 }

@@ -28,19 +28,22 @@ struct JSONPointer: Sendable {
         rest = ""
     }
 
+    /// Parses `text` by its bytes: a token may begin with a combining mark
+    /// ("/\u{301}"), which Swift would join to the "/" before it.
     init(_ text: String) throws(StoreError) {
         self.text = text
-        guard !text.isEmpty else {
+        let bytes = Array(text.utf8)
+        guard let first = bytes.first else {
             key = nil
             rest = ""
             return
         }
-        guard text.hasPrefix("/") else {
+        guard first == UInt8(ascii: "/") else {
             throw StoreError(.badArgument, "the JSON Pointer \"\(text)\" must be empty or start with \"/\"")
         }
-        var scalars = text.unicodeScalars.makeIterator()
-        var offset = 0
         var escaped = false
+        var offset = 0
+        var scalars = text.unicodeScalars.makeIterator()
         while let scalar = scalars.next() {
             if scalar == "~" {
                 escaped = true
@@ -52,36 +55,34 @@ struct JSONPointer: Sendable {
             }
             offset += 1
         }
-        let afterSlash = text.dropFirst()
-        let first: Substring
-        if let slash = afterSlash.firstIndex(of: "/") {
-            first = afterSlash[..<slash]
-            rest = afterSlash[slash...]
-        } else {
-            first = afterSlash
-            rest = ""
-        }
+        // Split at the second "/" byte ("/" is ASCII: never inside a
+        // multi-byte sequence, so both parts are valid UTF-8).
+        let end = bytes[1...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.count
+        var token = bytes[1..<end]
+        rest = Substring(String(decoding: bytes[end...], as: UTF8.self))
         // Most keys have no escapes: unescaping is only done when needed.
-        key = escaped ? first.replacingOccurrences("~1", with: "/").replacingOccurrences("~0", with: "~") : String(first)
+        if escaped { token = Self.unescape(token)[...] }
+        key = String(decoding: token, as: UTF8.self)
     }
-}
 
-extension Substring {
-    fileprivate func replacingOccurrences(_ target: String, with replacement: String) -> String {
-        guard contains(target) else { return String(self) }
-        var result = ""
-        var rest = self[...]
-        while let range = rest.firstRange(of: target) {
-            result += rest[..<range.lowerBound]
-            result += replacement
-            rest = rest[range.upperBound...]
+    /// "~1" is "/", "~0" is "~" (RFC 6901, in that order).
+    private static func unescape(_ token: ArraySlice<UInt8>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(token.count)
+        var index = token.startIndex
+        while index < token.endIndex {
+            let byte = token[index]
+            if byte == UInt8(ascii: "~"), index + 1 < token.endIndex {
+                let next = token[index + 1]
+                if next == UInt8(ascii: "1") || next == UInt8(ascii: "0") {
+                    out.append(next == UInt8(ascii: "1") ? UInt8(ascii: "/") : UInt8(ascii: "~"))
+                    index += 2
+                    continue
+                }
+            }
+            out.append(byte)
+            index += 1
         }
-        return result + rest
-    }
-}
-
-extension String {
-    fileprivate func replacingOccurrences(_ target: String, with replacement: String) -> String {
-        self[...].replacingOccurrences(target, with: replacement)
+        return out
     }
 }

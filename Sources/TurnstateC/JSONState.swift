@@ -20,9 +20,14 @@ struct JSONState: Sendable {
     private static let lastGeneration = Atomic<UInt64>(0)
 
     private(set) var members: [Member] = []
-    private var indexOfKey: [String: Int] = [:]
+    /// Keys compared by their bytes (JSONKey), as the JSON layer does.
+    private var indexOfKey: [JSONKey: Int] = [:]
     /// Changes (to a new, unique value) whenever any slice changes.
     private(set) var generation: UInt64 = 0
+    /// Names the order of the keys: a new, unique value for each new state
+    /// and whenever a key is added. An index found under one layout stays
+    /// right as long as the layout is the same (keys are never reordered).
+    private(set) var layout: UInt64 = Self.lastGeneration.add(1, ordering: .relaxed).newValue
 
     init() {}
 
@@ -49,11 +54,13 @@ struct JSONState: Sendable {
         generation = 0
     }
 
-    /// The position of `key` among the members; `hint` is tried first.
+    /// The position of `key` among the members. `hint` is where it was
+    /// found under `hintLayout`: still right if the layout did not change,
+    /// which saves comparing or hashing the key on every dispatch.
     @inline(__always)
-    func index(of key: String, hint: Int) -> Int? {
-        if hint < members.count && members[hint].key == key { return hint }
-        return indexOfKey[key]
+    func index(of key: String, hint: Int, hintLayout: UInt64) -> Int? {
+        if hintLayout == layout && hint < members.count { return hint }
+        return indexOfKey[JSONKey(key)]
     }
 
     func slice(at index: Int) -> JSONSlice { members[index].slice }
@@ -65,17 +72,19 @@ struct JSONState: Sendable {
     }
 
     subscript(key: String) -> JSONSlice? {
-        guard let index = indexOfKey[key] else { return nil }
+        guard let index = indexOfKey[JSONKey(key)] else { return nil }
         return members[index].slice
     }
 
     /// Sets the slice of `key`, adding the key at the end if it is new.
     mutating func set(_ key: String, _ slice: JSONSlice) throws(StoreError) {
-        if let index = indexOfKey[key] {
+        if let index = indexOfKey[JSONKey(key)] {
             members[index].slice = slice
         } else {
-            indexOfKey[key] = members.count
-            members.append(Member(key: key, quotedKey: try Self.quote(key), slice: slice))
+            let quotedKey = try Self.quote(key)
+            indexOfKey[JSONKey(key)] = members.count
+            members.append(Member(key: key, quotedKey: quotedKey, slice: slice))
+            layout = Self.lastGeneration.add(1, ordering: .relaxed).newValue
         }
         generation = Self.lastGeneration.add(1, ordering: .relaxed).newValue
     }

@@ -195,6 +195,10 @@ final class LoadedObjectsLock: @unchecked Sendable {
 
     init() {
         mutex = .allocate(capacity: 1)
+        // Zeroed first: on glibc that is a valid default mutex
+        // (PTHREAD_MUTEX_INITIALIZER), which stays usable if
+        // pthread_mutex_init fails (it can, out of memory).
+        mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
     }
 

@@ -22,16 +22,18 @@ final class ReducerTable: @unchecked Sendable {
         let key: String
         let fn: ts_reducer_fn
         let context: UnsafeMutableRawPointer?
-        /// Where the key was last found among the state's members: a hint
-        /// that saves hashing the key on every dispatch.
+        /// Where the key was last found among the state's members, and under
+        /// which layout of the state (JSONState.layout): a hint that saves
+        /// hashing the key on every dispatch.
         var memberIndex = 0
+        var memberLayout: UInt64 = 0
     }
 
     @exclusivity(unchecked) private(set) var entries: [Entry] = []
     /// Set once the store exists, to see calls a reducer made into it.
     weak var store: Store<JSONState>?
 
-    func contains(key: String) -> Bool { entries.contains { $0.key == key } }
+    func contains(key: String) -> Bool { entries.contains { $0.key.sameBytes(as: key) } }
 
     func append(_ entry: Entry) { entries.append(entry) }
 
@@ -47,8 +49,10 @@ final class ReducerTable: @unchecked Sendable {
         var failure: StoreError?
         for position in entries.indices {
             let key = entries[position].key
-            guard let index = state.index(of: key, hint: entries[position].memberIndex) else { continue }
+            guard let index = state.index(of: key, hint: entries[position].memberIndex,
+                                          hintLayout: entries[position].memberLayout) else { continue }
             entries[position].memberIndex = index
+            entries[position].memberLayout = state.layout
             let entry = entries[position]
             guard let output = entry.fn(state.slice(at: index).text, action.view, entry.context) else { continue }
             defer { free(output) }

@@ -2182,6 +2182,32 @@ static void test_out_of_memory_is_nomem(void) {
     CHECK_INT(WEXITSTATUS(wstatus), 0);
 }
 
+/* Keys and JSON Pointer tokens are byte strings, as in every JSON parser:
+ * "é" as U+00E9 and as e + U+0301 are two keys (Swift's String would call
+ * them equal), and a token may start with a combining mark. */
+static void test_keys_are_bytes(void) {
+    const char *state = "{\"\xc3\xa9\":1,\"e\xcc\x81\":2,\"a\":{\"\xcc\x81x\":5}}";
+    ts_store *store = new_store(state);
+    CHECK_STATE(store, NULL, state);
+    CHECK_STATE(store, "/\xc3\xa9", "1");
+    CHECK_STATE(store, "/e\xcc\x81", "2");
+    CHECK_STATE(store, "/a/\xcc\x81x", "5");
+    CHECK_GET_FAILS(store, "/\xcc\x81", TS_E_NOT_FOUND, NULL);
+    CHECK_GET_FAILS(store, "/e", TS_E_NOT_FOUND, NULL);
+    /* One reducer each: the keys are not "the same key". */
+    CHECK_OK(ts_store_add_reducer(store, "\xc3\xa9", counter_reducer, NULL));
+    CHECK_OK(ts_store_add_reducer(store, "e\xcc\x81", counter_reducer, NULL));
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
+    CHECK_STATE(store, "/\xc3\xa9", "2");
+    CHECK_STATE(store, "/e\xcc\x81", "3");
+    uint64_t token;
+    int calls = 0;
+    CHECK_OK(ts_store_subscribe(store, "/\xcc\x81", count_listener, &calls, &token));
+    ts_store_destroy(store);
+    /* A key twice by bytes is still a key twice. */
+    CHECK_CREATE_FAILS("{\"e\xcc\x81\":1,\"e\xcc\x81\":2}", TS_E_JSON);
+}
+
 /* Messages name what the header promises: the key of ts_store_add_reducer. */
 static void test_add_reducer_null_fn_names_key(void) {
     ts_store *store = new_store(NULL);
@@ -2937,6 +2963,7 @@ int main(int argc, char **argv) {
     RUN(test_subscribe_token_before_listener);
     RUN(test_add_reducer_null_fn_names_key);
     RUN(test_out_of_memory_is_nomem);
+    RUN(test_keys_are_bytes);
     RUN(test_small_stack);
     RUN(test_escaped_keys);
     RUN(test_reducer_results);

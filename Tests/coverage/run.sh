@@ -7,6 +7,9 @@
 #   test-plugins               instrumented C plugins (clang) and logger plugin
 #                              (.build-coverage-plugins) -> build/coverage/plugins
 #   test-json                  tsj_test with an instrumented turnstate_json.cpp
+#   test-faults                fault injection, against the instrumented library
+#                              and plugins (its thousands of children merge
+#                              their profiles on line: no %p in their file name)
 # Left out: test-swift-tsan (the same Swift tests again), test-exports (reads
 # symbols, runs nothing), test-pkgconfig and test-readme (they build and run
 # small consumers against the installed or normal library; test-c covers more).
@@ -65,6 +68,8 @@ run test-c make --no-print-directory "${MAKEVARS[@]}" test-c
 run test-python make --no-print-directory "${MAKEVARS[@]}" test-python
 run test-plugins make --no-print-directory "${MAKEVARS[@]}" test-plugins
 run test-json make --no-print-directory "${MAKEVARS[@]}" test-json
+run test-faults env LLVM_PROFILE_FILE="$PROFILES/faults-%m.profraw" \
+  make --no-print-directory "${MAKEVARS[@]}" FAULTS_CC=cc test-faults
 # SwiftPM sets LLVM_PROFILE_FILE itself for the test run (into its codecov
 # folder) and merges the result only when every test passed: its raw
 # profiles are taken as they are, so a failing test still leaves figures.
