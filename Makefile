@@ -12,6 +12,9 @@
 #   make coverage  line and branch coverage of Sources/ and Plugins/ from the
 #                  Swift, C, JSON, Python, plugin and fault-injection suites
 #                  (not part of test)
+#   make fuzz      the libFuzzer harnesses (Tests/fuzz), FUZZ_SECONDS (60) each,
+#                  against an ASan build (not part of test; test-fuzz-replay,
+#                  test-c-asan and test-plugins-asan are)
 #
 # Everything built lands in build/ (C programs, the library) and .build*/
 # (SwiftPM); both are ignored by git.
