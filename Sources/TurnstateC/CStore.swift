@@ -156,12 +156,7 @@ final class CStore: StoreFace, @unchecked Sendable {
         var configText: String?
         if let config {
             guard let text = String(validatingCString: config) else {
-                var bytes = UnsafeBufferPointer(start: UnsafeRawPointer(config).assumingMemoryBound(to: UInt8.self),
-                                                count: strlen(config)).makeIterator()
-                var decoder = UTF8()
-                var offset = 0
-                while case .scalarValue(let scalar) = decoder.decode(&bytes) { offset += UTF8.width(scalar) }
-                throw StoreError(.invalidJSON, "config_json is not valid UTF-8: invalid UTF-8 at byte \(offset)")
+                throw notUTF8(UnsafeRawBufferPointer(start: config, count: strlen(config)), "config_json")
             }
             configText = text
         }

@@ -80,7 +80,7 @@ public func ts_store_add_reducer(
         let cstore = try CStore.from(store, in: "ts_store_add_reducer")
         let key = try required(key, "key", in: "ts_store_add_reducer")
         guard let fn else {
-            throw StoreError(.badArgument, "ts_store_add_reducer: fn is NULL for the key \"\(String(decoding: UnsafeRawBufferPointer(start: key, count: strlen(key)), as: UTF8.self))\"")
+            throw StoreError(.badArgument, "ts_store_add_reducer: fn is NULL for the key \"\(String(cString: key))\"")
         }
         try cstore.addReducer(key: key, fn: fn, context: context)
     }

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import CTurnstateJSON
 import Turnstate
 
@@ -24,4 +29,16 @@ extension StoreError {
 func checkJSON(_ context: @autoclosure () -> String, _ call: (UnsafeMutablePointer<tsj_error>) -> Int32) throws(StoreError) {
     var error = tsj_error()
     if call(&error) != 0 { throw StoreError(error, context: context()) }
+}
+
+/// The error for text that is not valid UTF-8 (TS_E_JSON, as for any invalid
+/// JSON), with the first bad byte as the JSON layer finds it. `what` names
+/// the text ("config_json", "plugin config \"x.json\"").
+func notUTF8(_ text: UnsafeRawBufferPointer, _ what: String) -> StoreError {
+    var error = tsj_error()
+    var minified: UnsafeMutablePointer<CChar>?
+    let code = tsj_minify(text.baseAddress?.assumingMemoryBound(to: CChar.self), text.count, &minified, nil, &error)
+    free(minified)
+    guard code == Int32(TSJ_ERR_UTF8.rawValue) else { return StoreError(.invalidJSON, "\(what) is not valid UTF-8") }
+    return StoreError(error, context: "\(what) is not valid UTF-8")
 }

@@ -143,7 +143,7 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
                 bytes += chunk[..<count]
             }
             guard let text = String(validating: bytes, as: UTF8.self) else {
-                throw StoreError(.invalidJSON, "\(file.subject.description) is not valid UTF-8")
+                throw bytes.withUnsafeBytes { notUTF8($0, file.subject.description) }
             }
             return text
         }
