@@ -21,6 +21,9 @@
 /// 6. The store holds its listeners and middleware; they hold it only weakly
 ///    (``MiddlewareStore``, ``Unsubscribe``), so releasing the store frees them.
 /// 7. Subscribing and unsubscribing cost O(1).
+/// 8. A closed store (``close()``, or one being released) finishes the calls
+///    under way and refuses every new one with
+///    ``StoreError/Code/storeReleased``; only then are its plugins destroyed.
 ///
 /// Do not block inside a listener or middleware waiting for another thread
 /// that dispatches to the same store: that thread waits for the lock you hold.

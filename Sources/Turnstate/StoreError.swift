@@ -26,7 +26,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case notFound = -9
         /// A middleware refused the action (`TS_E_REJECTED`).
         case rejected = -10
-        /// The store was released while the caller still held a reference into it (`TS_E_STORE_GONE`).
+        /// The store is closed: it was closed, is being destroyed or was released while the caller
+        /// still held a reference into it (`TS_E_STORE_GONE`).
         case storeReleased = -11
         /// A plugin or caller was built for an ABI this library does not speak (`TS_E_ABI`).
         case abiMismatch = -12

@@ -7,8 +7,8 @@ import CTurnstate
 import Turnstate
 
 /// A plugin's shared object, opened and checked: safe to load (see
-/// TrustedFile: nobody else can write it or a folder above it), a shared object with a `ts_plugin_entry`, and built for an
-/// ABI this library speaks. Never closed (Swift code in a plugin leaves
+/// TrustedFile: nobody else can write it or a folder above it), a shared
+/// object with a `ts_plugin_entry`, and built for an ABI this library speaks. Never closed (Swift code in a plugin leaves
 /// metadata behind that must stay mapped).
 struct PluginFile: @unchecked Sendable {
     /// The ABI this library speaks; see turnstate_plugin.h.
@@ -187,8 +187,9 @@ struct LoadedObjects {
     var highestName: Int32 = -1
 }
 
-/// `LoadedObjects` behind a pthread mutex (Synchronization's Mutex needs
-/// macOS 15).
+/// `LoadedObjects` behind a pthread mutex. Not Synchronization's Mutex: on
+/// Linux it waits on a futex that ThreadSanitizer does not see, so every use
+/// would be reported as a race by the TSan suites.
 final class LoadedObjectsLock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var state = LoadedObjects()
