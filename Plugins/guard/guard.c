@@ -271,8 +271,9 @@ static ts_status guard_create(const char *config_json, const ts_store_api *store
         /* The host refuses a config with a key twice; a host that does not
          * (create() called directly) gets the same answer here, not a leak
          * or a last-one-wins policy. */
-        int field = pj_str_eq(k, "allow") ? 1 : pj_str_eq(k, "deny") ? 2 : pj_str_eq(k, "require") ? 4
-                  : pj_str_eq(k, "max_bytes") ? 8 : 0;
+        enum { ALLOW = 1, DENY = 2, REQUIRE = 4, MAX_BYTES = 8 };
+        int field = pj_str_eq(k, "allow") ? ALLOW : pj_str_eq(k, "deny") ? DENY : pj_str_eq(k, "require") ? REQUIRE
+                  : pj_str_eq(k, "max_bytes") ? MAX_BYTES : 0;
         if (field & seen) {
             char name[200];
             pj_str_show(k, name, sizeof name);
@@ -280,15 +281,15 @@ static ts_status guard_create(const char *config_json, const ts_store_api *store
             goto fail;
         }
         seen |= field;
-        if (pj_str_eq(k, "allow")) {
+        if (field == ALLOW) {
             g->has_allow = 1;
             if (!read_pattern_list("allow", v, &g->allow, err, sizeof err)) goto fail;
-        } else if (pj_str_eq(k, "deny")) {
+        } else if (field == DENY) {
             if (!read_pattern_list("deny", v, &g->deny, err, sizeof err)) goto fail;
-        } else if (pj_str_eq(k, "require")) {
+        } else if (field == REQUIRE) {
             g->has_require = 1;
             if (!read_require(v, g, err, sizeof err)) goto fail;
-        } else if (pj_str_eq(k, "max_bytes")) {
+        } else if (field == MAX_BYTES) {
             uint64_t n = 0;
             int got = pj_kind_of(v) == PJ_NUMBER ? pj_uint64(v, &n) : PJ_U64_NOT_INTEGER;
             if (got != PJ_U64_OK) {

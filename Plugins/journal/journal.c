@@ -385,7 +385,9 @@ static int parse_config(journal *j, const char *config, char *err, size_t err_si
      * (create() called directly) gets the same answer here. */
     while ((r = pj_next_member(&it, &k, &v)) == 1) {
         enum pj_kind kind = pj_kind_of(v);
-        int field = pj_str_eq(k, "path") ? 1 : pj_str_eq(k, "fsync") ? 2 : pj_str_eq(k, "snapshot_every") ? 4 : 0;
+        enum { PATH = 1, FSYNC = 2, SNAPSHOT_EVERY = 4 };
+        int field = pj_str_eq(k, "path") ? PATH : pj_str_eq(k, "fsync") ? FSYNC
+                  : pj_str_eq(k, "snapshot_every") ? SNAPSHOT_EVERY : 0;
         if (field & seen) {
             char name[200];
             pj_str_show(k, name, sizeof name);
@@ -395,7 +397,7 @@ static int parse_config(journal *j, const char *config, char *err, size_t err_si
         seen |= field;
         uint64_t n = 0;
         int got = kind == PJ_NUMBER ? pj_uint64(v, &n) : PJ_U64_NOT_INTEGER;
-        if (pj_str_eq(k, "path")) {
+        if (field == PATH) {
             size_t length;
             if (kind != PJ_STRING) {
                 snprintf(err, err_size, "journal: config field \"path\" must be a string (the journal file), not %s",
@@ -411,7 +413,7 @@ static int parse_config(journal *j, const char *config, char *err, size_t err_si
                 snprintf(err, err_size, "journal: config field \"path\" must be a non-empty file name without NUL");
                 return 0;
             }
-        } else if (pj_str_eq(k, "fsync")) {
+        } else if (field == FSYNC) {
             if (kind == PJ_STRING && pj_str_eq(pj_ws(v), "always")) {
                 j->fsync_mode = FSYNC_ALWAYS;
             } else if (kind == PJ_STRING && pj_str_eq(pj_ws(v), "never")) {
@@ -426,7 +428,7 @@ static int parse_config(journal *j, const char *config, char *err, size_t err_si
                          kind == PJ_STRING ? "that string" : got == PJ_U64_OK ? "0" : pj_uint64_why(kind, got));
                 return 0;
             }
-        } else if (pj_str_eq(k, "snapshot_every")) {
+        } else if (field == SNAPSHOT_EVERY) {
             if (got != PJ_U64_OK) {
                 snprintf(err, err_size,
                          "journal: config field \"snapshot_every\" must be an integer from 0 to 18446744073709551615 "
