@@ -116,7 +116,7 @@ static void test_thread_dispatching_during_destroy(void) {
  * destroyed. Before the protocol the worker ran journal_run on a freed
  * instance (a crash in 1-3% of runs, every run under ASan). */
 static void test_shipped_plugins(const char *second, const char *config) {
-    int rounds = quick ? 3 : 20, i, j;
+    int rounds = quick ? 3 : 20, i, j, queued = 0;
     char folder[] = "/tmp/ts-shutdown-XXXXXX", journal_config[200], journal_path[100];
     if (config == NULL) {
         CHECK("temporary folder", mkdtemp(folder) != NULL);
@@ -132,42 +132,31 @@ static void test_shipped_plugins(const char *second, const char *config) {
         CHECK_STATUS("load delay", ts_store_load_plugin(store, tp_plugin("delay"), NULL), TS_OK);
         CHECK_STATUS("load second", ts_store_load_plugin(store, tp_plugin(second), config), TS_OK);
         for (j = 0; j < 300; j++) {
-            ts_store_dispatch(store, "{\"type\":\"@@delay\",\"payload\":{\"ms\":0,\"action\":{\"type\":\"inc\"}}}");
+            if (ts_store_dispatch(store, "{\"type\":\"@@delay\",\"payload\":{\"ms\":0,\"action\":{\"type\":\"inc\"}}}") == TS_OK)
+                queued++;
         }
-        ts_store_destroy(store);
+        ts_store_destroy(store); /* before the protocol: a crash here, in journal_run or guard_run */
     }
     if (config == journal_config) {
         unlink(journal_path);
         rmdir(folder);
     }
-    CHECK("survived", 1);
+    CHECK_INT("every @@delay was queued (delay swallows it)", queued, 300 * rounds);
 }
 
-/* Through a kept table, from another thread, while destroy runs and after
- * the close: TS_E_STORE_GONE, and nothing reaches the reducers. */
-typedef struct kept {
-    const ts_store_api *api;
-} kept;
-
-static ts_status keep_table(const ts_store_api *api, ts_next_fn next, const ts_action *action, void *ctx) {
-    ((kept *)ctx)->api = api;
-    return next(action->json);
-}
-
+/* A store closed by ts_store_destroy refuses what a plugin's destroy()
+ * dispatches through its kept table, and calls no listener for it. */
 static void test_closed_store_refuses(void) {
     ts_store *store = NULL;
-    kept k = {NULL};
     int notified = 0;
     uint64_t token;
     CHECK_STATUS("create", ts_store_create("{\"count\":0}", &store), TS_OK);
     CHECK_STATUS("reducer", ts_store_add_reducer(store, "count", count_reducer, NULL), TS_OK);
-    CHECK_STATUS("middleware", ts_store_add_middleware(store, "keeper", keep_table, &k), TS_OK);
     CHECK_STATUS("subscribe", ts_store_subscribe(store, NULL, counting_listener, &notified, &token), TS_OK);
     CHECK_STATUS("dispatch", ts_store_dispatch(store, "{\"type\":\"inc\"}"), TS_OK);
     CHECK_INT("notified once", notified, 1);
-    CHECK("table kept", k.api != NULL);
-    /* The store as a plugin's destroy() sees it: closed, not yet freed. The
-     * watch plugin's destroy() is where the table is still valid. */
+    /* The store as a plugin's destroy() sees it: closed, not yet freed (its
+     * table is valid until destroy() returns). */
     CHECK_STATUS("load watch", ts_store_load_plugin(store, watch_path(), "{\"id\":9,\"dispatch_in_destroy\":true}"), TS_OK);
     sp_counters *r = report();
     if (r) memset(r, 0, sizeof *r);
