@@ -535,6 +535,66 @@ static long long phase_shutdown(void) {
 
 /* ---- Main ----------------------------------------------------------------- */
 
+/* ---- Phase 3: the token of a new subscription ----------------------------- */
+
+/* ts_store_subscribe writes *out_token before the listener can first run. A
+ * listener that another thread's dispatch calls at once reads the token its
+ * subscriber is given; under ThreadSanitizer a token written after the
+ * store's lock was released is a reported race, however the threads ran. */
+typedef struct token_slot {
+    ts_store *store;
+    uint64_t token;
+} token_slot;
+
+static counter tokens_missing;
+static volatile int token_phase_done;
+
+static void token_listener(ts_store *store, void *ctx) {
+    token_slot *slot = ctx;
+    if (slot->token == 0) {
+        count_listener(store, &tokens_missing);
+        return;
+    }
+    ts_store_unsubscribe(store, slot->token);
+}
+
+static void *token_dispatcher(void *arg) {
+    while (!__atomic_load_n(&token_phase_done, __ATOMIC_ACQUIRE)) {
+        ts_status status = ts_store_dispatch((ts_store *)arg, INC);
+        if (status != TS_OK) failure("token phase: dispatch", status);
+    }
+    return NULL;
+}
+
+static long long phase_token(void) {
+    ts_store *store = NULL;
+    pthread_t dispatcher;
+    long n = ops, i;
+    token_slot *slots = calloc((size_t)n, sizeof *slots);
+    ts_status status;
+    counter_init(&tokens_missing);
+    if (slots == NULL || (status = ts_store_create(NULL, &store)) != TS_OK ||
+        (status = ts_store_add_reducer(store, "count", count_reducer, NULL)) != TS_OK) {
+        failure("token phase: set-up", TS_OK);
+        free(slots);
+        return 0;
+    }
+    token_phase_done = 0;
+    pthread_create(&dispatcher, NULL, token_dispatcher, store);
+    for (i = 0; i < n; i++) {
+        slots[i].store = store;
+        status = ts_store_subscribe(store, NULL, token_listener, &slots[i], &slots[i].token);
+        if (status != TS_OK) failure("token phase: subscribe", status);
+    }
+    __atomic_store_n(&token_phase_done, 1, __ATOMIC_RELEASE);
+    pthread_join(dispatcher, NULL);
+    ts_store_destroy(store);
+    free(slots);
+    printf("token: %ld subscriptions while another thread dispatched\n", n);
+    check(counter_get(&tokens_missing) == 0, "every listener found its subscription's token");
+    return n;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: torture [--threads N] [--ops N] [--rounds N] [--only shutdown] PLUGIN_DIR\n");
     exit(2);
@@ -570,6 +630,7 @@ int main(int argc, char **argv) {
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!only_shutdown) operations += phase_shared();
+    if (!only_shutdown) operations += phase_token();
     operations += phase_shutdown();
     clock_gettime(CLOCK_MONOTONIC, &t1);
     rmdir(work_dir);
