@@ -28,60 +28,66 @@ struct JSONPointer: Sendable {
         rest = ""
     }
 
-    /// Parses `text` by its bytes: a token may begin with a combining mark
-    /// ("/\u{301}"), which Swift would join to the "/" before it.
+    /// Parses `text` in one pass over its bytes (a token may begin with a
+    /// combining mark, "/\u{301}", which Swift's characters would join to
+    /// the "/" before it), with no copy of the text.
     init(_ text: String) throws(StoreError) {
         self.text = text
-        let bytes = Array(text.utf8)
-        guard let first = bytes.first else {
-            key = nil
-            rest = ""
-            return
-        }
-        guard first == UInt8(ascii: "/") else {
-            throw StoreError(.badArgument, "the JSON Pointer \"\(text)\" must be empty or start with \"/\"")
-        }
-        var escaped = false
-        var offset = 0
-        var scalars = text.unicodeScalars.makeIterator()
-        while let scalar = scalars.next() {
-            if scalar == "~" {
-                escaped = true
-                let following = scalars.next()
-                guard following == "0" || following == "1" else {
-                    throw StoreError(.badArgument, "the JSON Pointer \"\(text)\" has \"~\" at character \(offset) not followed by 0 or 1")
-                }
-                offset += 1
+        var failure: StoreError?
+        var utf8 = text
+        let parts = utf8.withUTF8 { bytes -> (key: String, rest: Substring)? in
+            guard let first = bytes.first else { return nil }
+            guard first == Self.slash else {
+                failure = StoreError(.badArgument, "the JSON Pointer \"\(text)\" must be empty or start with \"/\"")
+                return nil
             }
-            offset += 1
-        }
-        // Split at the second "/" byte ("/" is ASCII: never inside a
-        // multi-byte sequence, so both parts are valid UTF-8).
-        let end = bytes[1...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.count
-        var token = bytes[1..<end]
-        rest = Substring(String(decoding: bytes[end...], as: UTF8.self))
-        // Most keys have no escapes: unescaping is only done when needed.
-        if escaped { token = Self.unescape(token)[...] }
-        key = String(decoding: token, as: UTF8.self)
-    }
-
-    /// "~1" is "/", "~0" is "~" (RFC 6901, in that order).
-    private static func unescape(_ token: ArraySlice<UInt8>) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(token.count)
-        var index = token.startIndex
-        while index < token.endIndex {
-            let byte = token[index]
-            if byte == UInt8(ascii: "~"), index + 1 < token.endIndex {
-                let next = token[index + 1]
-                if next == UInt8(ascii: "1") || next == UInt8(ascii: "0") {
-                    out.append(next == UInt8(ascii: "1") ? UInt8(ascii: "/") : UInt8(ascii: "~"))
-                    index += 2
+            var escaped = false
+            var index = 0
+            while index < bytes.count {
+                guard bytes[index] == Self.tilde else {
+                    index += 1
                     continue
                 }
+                guard index + 1 < bytes.count, bytes[index + 1] == Self.zero || bytes[index + 1] == Self.one else {
+                    // The offset in characters (code points), as people count.
+                    let offset = bytes[..<index].count { $0 & 0xC0 != 0x80 }
+                    failure = StoreError(.badArgument, "the JSON Pointer \"\(text)\" has \"~\" at character \(offset) not followed by 0 or 1")
+                    return nil
+                }
+                escaped = true
+                index += 2
             }
-            out.append(byte)
-            index += 1
+            // Split at the second "/" ("/" is ASCII: never inside a
+            // multi-byte sequence, so both parts are valid UTF-8).
+            let end = bytes[1...].firstIndex(of: Self.slash) ?? bytes.count
+            let token = UnsafeBufferPointer(rebasing: bytes[1..<end])
+            // Most keys have no escapes: unescaping is only done when needed.
+            let key = escaped ? String(decoding: Self.unescape(token), as: UTF8.self) : String(decoding: token, as: UTF8.self)
+            let rest = end == bytes.count ? "" : String(decoding: UnsafeBufferPointer(rebasing: bytes[end...]), as: UTF8.self)
+            return (key, rest[...])
+        }
+        if let failure { throw failure }
+        key = parts?.key
+        rest = parts?.rest ?? ""
+    }
+
+    private static let slash = UInt8(ascii: "/"), tilde = UInt8(ascii: "~")
+    private static let zero = UInt8(ascii: "0"), one = UInt8(ascii: "1")
+
+    /// "~1" is "/", "~0" is "~" (RFC 6901, in that order); every "~" is
+    /// followed by one of them (checked).
+    private static func unescape(_ token: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(token.count)
+        var index = 0
+        while index < token.count {
+            if token[index] == tilde {
+                out.append(token[index + 1] == one ? slash : tilde)
+                index += 2
+            } else {
+                out.append(token[index])
+                index += 1
+            }
         }
         return out
     }
