@@ -130,6 +130,11 @@ test-c: lib
 	$(CC) $(CFLAGS) -IInclude Tests/c/test_store.c -o $(BUILD)/tests/test_store $(C_LINK)
 	$(BUILD)/tests/test_store
 	$(VALGRIND) $(BUILD)/tests/test_store --quick
+	@# Versions, ts_alloc/ts_strdup, ts_reducer_fail; and the header's macros under gcc and clang.
+	$(CC) $(CFLAGS) -IInclude Tests/c/test_memory_and_errors.c -o $(BUILD)/tests/test_memory_and_errors $(C_LINK)
+	$(BUILD)/tests/test_memory_and_errors
+	$(VALGRIND) $(BUILD)/tests/test_memory_and_errors --quick
+	PATH="$$PATH:$(dir $(realpath $(shell command -v $(SWIFT))))" Tests/c/check_header.sh $(CC)
 
 test-exports: lib
 	Tests/abi/check_exports.sh Include/turnstate.h $(LIB)
