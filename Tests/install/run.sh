@@ -6,7 +6,7 @@
 # rpath a private prefix needs), then, in a private mount namespace with the
 # Swift toolchain hidden under an empty folder, checks that ldd finds every
 # library and runs the app: every shipped plugin loaded, dispatches through
-# them, one copy of the Swift runtime mapped.
+# them, one copy of the Swift runtime mapped. Then make uninstall removes it all.
 #
 # Needs root (unshare -m, mount --bind). Ends with "checks: N passed, M failed".
 set -uo pipefail
@@ -105,4 +105,12 @@ app_passed=$(sed -n 's/^checks: \([0-9]*\) passed.*/\1/p' "$tmp/hidden.log")
 app_failed=$(sed -n 's/^checks: [0-9]* passed, \([0-9]*\) failed/\1/p' "$tmp/hidden.log")
 passed=$((passed + ${app_passed:-0})) failed=$((failed + ${app_failed:-0}))
 check "with ${hide:-no toolchain} hidden: ldd finds everything, the app passes (exit $status)" test "$status" -eq 0
+
+# 5. make uninstall takes back every file make install put there.
+if make --no-print-directory uninstall PREFIX="$prefix" >"$tmp/uninstall.log" 2>&1; then
+  left=$(find "$prefix" \( -type f -o -type l \) | sed "s|^$prefix/||" | paste -sd' ')
+  check "make uninstall leaves no file behind${left:+ (left: $left)}" test -z "$left"
+else
+  sed 's/^/    | /' "$tmp/uninstall.log"; fail "make uninstall PREFIX=$prefix"
+fi
 finish
