@@ -5,7 +5,7 @@ import Darwin
 #endif
 import CTurnstate
 import CTurnstateSupport
-import Turnstate
+import TurnstateCore
 
 /// The action a reducer gets when it must produce the first value of its slice.
 let initAction: StaticString = #"{"type":"@@turnstate/init"}"#
