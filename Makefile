@@ -72,7 +72,7 @@ C_PLUGINS := guard delay journal
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
-        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-install test-python test-plugins test-readme \
+        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-install test-python test-plugins test-readme test-rust \
         test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
 
@@ -125,7 +125,7 @@ run: build demo-plugins
 ## test: every suite; a summary line at the end
 test: setup
 	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
-	  test-plugins test-install test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
+	  test-plugins test-install test-readme test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
 
 test-swift: setup
 	$(SWIFT) test --scratch-path .build
@@ -163,6 +163,14 @@ test-python: lib
 
 test-readme: lib
 	Tests/readme/check.sh
+
+## test-rust: the Rust bindings (bindings/rust): turnstate-sys's declarations
+## against the headers (bindgen), `cargo test --offline` against build/lib and
+## build/plugins, and the README's Rust example run with `cargo run --offline`
+## against a `make install` in a temporary prefix, Swift toolchain hidden
+CARGO ?= cargo
+test-rust: lib plugins
+	CARGO=$(CARGO) TS_BUILD=$(BUILD) Tests/rust/run.sh
 
 ## test-model: spin checks the shutdown protocol model, and that it catches
 ## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
@@ -290,10 +298,10 @@ test-plugins-asan: asan-plugins
 	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
 	$(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
-## bench: release benchmarks (Swift W1-W5, C C1-C6, Python P1, start-up, memory),
+## bench: release benchmarks (Swift W1-W5, C C1-C6, Python P1, Rust R1, start-up, memory),
 ## printed as one table; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look
 bench: lib
-	$(MAKE) -C Benchmarks BUILD=$(BUILD) SWIFT=$(SWIFT) CC=$(CC)
+	$(MAKE) -C Benchmarks BUILD=$(BUILD) SWIFT=$(SWIFT) CC=$(CC) CARGO=$(CARGO)
 	SWIFT=$(SWIFT) python3 Benchmarks/report.py $(BENCH_ARGS)
 
 ## install: the library, its private Swift runtime, the plugins, the headers

@@ -9,7 +9,9 @@ The pieces (built by `make bench` before this runs, release builds only):
     raw samples (histogramSamples) into .build-bench/results/;
   - the C workloads C1..C6, memory and start-up: build/bench/bench (one process
     per workload), which prints "RESULT <id> <value> <unit>" lines;
-  - P1: Benchmarks/python/bench_ctypes.py, same RESULT lines.
+  - P1: Benchmarks/python/bench_ctypes.py, same RESULT lines;
+  - R1: the C1 loop from Rust, build/rust/release/examples/bench_r1 (cargo
+    --release, bindings/rust/turnstate/examples/bench_r1.rs), same lines.
 Each workload gives several samples (one per run); the table shows their
 median, min and max, the target, and whether the median meets it. This
 script only reports: it never fails because a target is missed (the exit
@@ -41,6 +43,8 @@ ROWS = [
     ("W4-40", "W4 10k todos, 1 subscriber, 40 B titles", ("max", 1000)),
     ("W5", "W5 subscribe+unsubscribe, 1000 live", ("max", 500)),
     ("C1", "C1 ts_store_dispatch, 1 reducer, 1 listener", ("max", 500)),
+    ("R1", "R1 C1 loop from Rust (closures, safe API)", ("ratio", 1.10, "C1")),
+    ("R1-sys", "R1 same through turnstate-sys (extern fns)", None),
     ("C2", "C2 C1 + 3 middleware in code", None),
     ("C3", "C3 C1 + 3 pass-through plugins (.so)", ("max", 1000)),
     ("C4", "C4 C1 + 10 MB document in another slice", None),
@@ -145,6 +149,14 @@ def c_workloads(args, samples, units, notes):
                     os.path.join(out, "libtsbench_callbacks.so"), "--runs", str(args.runs), "--scale",
                     str(args.scale)], what="Python P1")
         parse_results(text, samples, units, notes)
+    if not args.only or re.search(args.only, "R1 R1-sys"):
+        r1 = os.path.join(ROOT, "build", "rust", "release", "examples", "bench_r1")
+        if os.path.exists(r1):
+            env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(ROOT, "build", "lib"))
+            text = run([r1, "--runs", str(args.runs), "--scale", str(args.scale)], env=env, what="Rust R1")
+            parse_results(text, samples, units, notes)
+        else:
+            notes.append("R1 not run: %s is missing (make -C Benchmarks rust)" % r1)
 
 
 def fmt(value):

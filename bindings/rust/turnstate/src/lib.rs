@@ -338,7 +338,7 @@ fn call(f: impl FnOnce() -> sys::ts_status) -> Result<()> {
 fn with_c_text<R>(text: &str, what: &str, f: impl FnOnce(*const c_char) -> R) -> Result<R> {
     const SHORT: usize = 256;
     let bytes = text.as_bytes();
-    if bytes.contains(&0) {
+    if has_nul(bytes) {
         return Err(Error::argument(format!("{} contains a NUL byte", what)));
     }
     if bytes.len() < SHORT {
@@ -363,17 +363,34 @@ fn with_c_path<R>(path: &Path, f: impl FnOnce(*const c_char) -> R) -> Result<R> 
 /// Text that the library hands to a callback: UTF-8 by the library's rules
 /// (strict JSON). A broken promise panics (and is caught as any panic).
 unsafe fn borrowed_text<'a>(text: *const c_char) -> &'a str {
-    match CStr::from_ptr(text).to_str() {
+    let bytes = CStr::from_ptr(text).to_bytes();
+    // Most of what a dispatch hands over (types, numbers, keys) is ASCII:
+    // that test is cheaper than the general UTF-8 check.
+    if bytes.is_ascii() {
+        return std::str::from_utf8_unchecked(bytes);
+    }
+    match std::str::from_utf8(bytes) {
         Ok(text) => text,
         Err(error) => panic!("libturnstate passed text that is not UTF-8: {}", error),
     }
+}
+
+extern "C" {
+    // The C library's memchr (libturnstate links it): vectorized, and
+    // cheaper than a byte loop for the short texts of a dispatch.
+    fn memchr(s: *const c_void, c: std::os::raw::c_int, n: usize) -> *mut c_void;
+}
+
+/// Whether `bytes` holds a NUL byte (which C text cannot carry).
+fn has_nul(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && !unsafe { memchr(bytes.as_ptr() as *const c_void, 0, bytes.len()) }.is_null()
 }
 
 /// Text for the library to take over (a reducer's result): a copy in memory
 /// from ts_alloc, which the store frees. Err: why not.
 fn library_copy(text: &str) -> std::result::Result<*mut c_char, String> {
     let bytes = text.as_bytes();
-    if bytes.contains(&0) {
+    if has_nul(bytes) {
         return Err("the reducer returned text with a NUL byte".to_string());
     }
     unsafe {
@@ -723,7 +740,10 @@ where
 {
     let boxed = &*(ctx as *const ListenerBox<F>);
     let _depth = Depth::enter();
-    let Some(raw) = NonNull::new(store) else { return };
+    let raw = match NonNull::new(store) {
+        Some(raw) => raw,
+        None => return,
+    };
     let handle = StoreRef { raw };
     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (boxed.f)(&handle))) {
         record_panic(format!("a listener panicked: {} (the action was applied)", panic_message(payload)));
@@ -775,16 +795,15 @@ impl StoreApi {
     /// Dispatches from the top of the chain (a new action), as
     /// [`StoreRef::dispatch`].
     pub fn dispatch(&self, action_json: &str) -> Result<()> {
-        let Some(dispatch) = self.table().dispatch else { return Err(Error::new(Status::Misuse, "the library gave no function for this")) };
+        let dispatch = self.table().dispatch.ok_or_else(missing_function)?;
         with_c_text(action_json, "the action", |text| code_result(unsafe { dispatch(text) }))?
     }
 
     /// Reads the state, as [`StoreRef::get`].
     pub fn get(&self, json_pointer: &str) -> Result<String> {
         let table = self.table();
-        let (Some(get_state), Some(free)) = (table.get_state, table.free) else {
-            return Err(Error::new(Status::Misuse, "the library gave no function for this"));
-        };
+        let get_state = table.get_state.ok_or_else(missing_function)?;
+        let free = table.free.ok_or_else(missing_function)?;
         let mut out: *mut c_char = ptr::null_mut();
         with_c_text(json_pointer, "the JSON pointer", |pointer| code_result(unsafe { get_state(pointer, &mut out) }))??;
         Ok(unsafe { take_text(out, free) })
@@ -798,7 +817,7 @@ impl StoreApi {
     /// Replaces the whole state (a JSON object) without middleware or
     /// reducers, then calls the listeners.
     pub fn replace_state(&self, state_json: &str) -> Result<()> {
-        let Some(replace) = self.table().replace_state else { return Err(Error::new(Status::Misuse, "the library gave no function for this")) };
+        let replace = self.table().replace_state.ok_or_else(missing_function)?;
         with_c_text(state_json, "the state", |text| code_result(unsafe { replace(text) }))?
     }
 
@@ -809,6 +828,10 @@ impl StoreApi {
             None => code,
         }
     }
+}
+
+fn missing_function() -> Error {
+    Error::new(Status::Misuse, "the library's ts_store_api table has no such function")
 }
 
 fn code_result(code: sys::ts_status) -> Result<()> {
@@ -833,7 +856,7 @@ impl Next<'_> {
     pub fn pass(self) -> Result<()> {
         match self.next {
             Some(next) => code_result(unsafe { next(self.json) }),
-            None => Err(Error::new(Status::Misuse, "the library gave no function for this")),
+            None => Err(missing_function()),
         }
     }
 
@@ -841,7 +864,7 @@ impl Next<'_> {
     pub fn send(self, action_json: &str) -> Result<()> {
         match self.next {
             Some(next) => with_c_text(action_json, "the action", |text| code_result(unsafe { next(text) }))?,
-            None => Err(Error::new(Status::Misuse, "the library gave no function for this")),
+            None => Err(missing_function()),
         }
     }
 }
