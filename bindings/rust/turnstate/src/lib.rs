@@ -389,8 +389,11 @@ fn has_nul(bytes: &[u8]) -> bool {
 /// Text for the library to take over (a reducer's result): a copy in memory
 /// from ts_alloc, which the store frees. Err: why not.
 fn library_copy(text: &str) -> std::result::Result<*mut c_char, String> {
+    const SHORT: usize = 32;
     let bytes = text.as_bytes();
-    if has_nul(bytes) {
+    // Short results (numbers, flags, small objects) are checked for NUL
+    // while they are copied; longer ones with memchr, then copied.
+    if bytes.len() > SHORT && has_nul(bytes) {
         return Err("the reducer returned text with a NUL byte".to_string());
     }
     unsafe {
@@ -398,7 +401,17 @@ fn library_copy(text: &str) -> std::result::Result<*mut c_char, String> {
         if copy.is_null() {
             return Err(format!("no memory for the reducer's {} bytes", bytes.len()));
         }
-        ptr::copy_nonoverlapping(bytes.as_ptr(), copy, bytes.len());
+        if bytes.len() <= SHORT {
+            for (at, &byte) in bytes.iter().enumerate() {
+                if byte == 0 {
+                    sys::ts_free(copy as *mut c_void);
+                    return Err("the reducer returned text with a NUL byte".to_string());
+                }
+                *copy.add(at) = byte;
+            }
+        } else {
+            ptr::copy_nonoverlapping(bytes.as_ptr(), copy, bytes.len());
+        }
         *copy.add(bytes.len()) = 0;
         Ok(copy as *mut c_char)
     }
