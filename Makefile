@@ -65,7 +65,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
         test-model test-torture test-faults lib-tsan bench coverage \
-        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
+        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build help
 
 setup:
 	@.ci/setup.sh
@@ -111,42 +111,88 @@ examples: lib
 run: build demo-plugins
 	$(BUILD)/bin/todo $(DEMO_PLUGINS)
 
-## test: every suite; a summary line at the end
+## test: test-build, then every suite of TEST_SUITES: one line per suite (its
+## checks and seconds), full logs in build/test-logs/SUITE.log (the tail shown
+## when a suite fails), and a last line "N passed, M failed" counting checks
+TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
+               test-plugins test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan \
+               test-plugins-asan
 test: setup
-	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
-	  test-plugins test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
+	@Tests/run-suites.sh $(TEST_SUITES)
 
-test-swift: setup
-	$(SWIFT) test --scratch-path .build
+# Each suite reports its checks through Tests/checks.sh ("checks: N passed,
+# M failed" lines, added up by Tests/run-suites.sh). `make test` builds once
+# (test-build) and then runs each suite with TS_PREBUILT=1, under which the
+# suites' prerequisites in $(call prebuilt,...) are not remade (no repeated
+# build output); `make test-X` alone builds what it needs as before.
+prebuilt = $(if $(TS_PREBUILT),,$(1))
 
-test-swift-tsan: setup
-	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread
+## test-build: what the suites share, built once by `make test` before them:
+## the library, plugins, the TSan and ASan libraries, the fuzzers, the Swift tests
+test-build: setup lib plugins lib-tsan asan-plugins fuzz-build
+	$(SWIFT) build --build-tests --scratch-path .build
+	$(SWIFT) build --build-tests --scratch-path .build-tsan --sanitize=thread
 
-test-json: setup
-	Tests/json/run.sh
+## test-swift: the Swift tests (swift-testing; XCTest, which has none, is off)
+test-swift: $(call prebuilt,setup)
+	$(if $(TS_PREBUILT),,$(SWIFT) build --build-tests --scratch-path .build)
+	Tests/checks.sh $(SWIFT) test --skip-build --disable-xctest --scratch-path .build
 
-test-c: lib
+## test-swift-tsan: the Swift tests under ThreadSanitizer
+test-swift-tsan: $(call prebuilt,setup)
+	$(if $(TS_PREBUILT),,$(SWIFT) build --build-tests --scratch-path .build-tsan --sanitize=thread)
+	Tests/checks.sh $(SWIFT) test --skip-build --disable-xctest --scratch-path .build-tsan --sanitize=thread
+
+## test-json: the JSON layer's C tests (Tests/json), natively and under valgrind
+test-json: $(call prebuilt,setup)
+	Tests/checks.sh Tests/json/run.sh
+
+## test-c: the C API suite (C_SUITE: one program, build/tests/test_store),
+## natively and under valgrind (--quick), then each program of C_TESTS
+# One program from the topic files; check.h/check.c are its harness (a failed
+# check names its rule and file:line). A new topic file goes in C_SUITE (and
+# its run_*_tests() in Tests/c/main.c).
+C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_reducers.c Tests/c/test_dispatch.c \
+           Tests/c/test_state.c Tests/c/test_subscribe.c Tests/c/test_middleware.c Tests/c/test_threads.c \
+           Tests/c/test_errors.c
+# Extra C test programs, each one file with its own main() that prints
+# "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
+# on failure; they may use check.h (check.c is linked in as an archive).
+C_TESTS :=
+test-c: $(call prebuilt,lib)
 	@mkdir -p $(BUILD)/tests
-	$(CC) $(CFLAGS) -IInclude Tests/c/test_store.c -o $(BUILD)/tests/test_store $(C_LINK)
-	$(BUILD)/tests/test_store
-	$(VALGRIND) $(BUILD)/tests/test_store --quick
+	$(CC) $(CFLAGS) -IInclude $(C_SUITE) -o $(BUILD)/tests/test_store $(C_LINK)
+	Tests/checks.sh $(BUILD)/tests/test_store
+	Tests/checks.sh $(VALGRIND) $(BUILD)/tests/test_store --quick
+	@$(CC) $(CFLAGS) -IInclude -c Tests/c/check.c -o $(BUILD)/tests/check.o && \
+	  rm -f $(BUILD)/tests/libcheck.a && ar rcs $(BUILD)/tests/libcheck.a $(BUILD)/tests/check.o
+	@for t in $(C_TESTS); do \
+	  bin=$(BUILD)/tests/$$(basename $$t .c); \
+	  echo "cc $$t"; $(CC) $(CFLAGS) -IInclude -ITests/c $$t -o $$bin $(BUILD)/tests/libcheck.a $(C_LINK); \
+	  Tests/checks.sh $$bin; \
+	  Tests/checks.sh $(VALGRIND) $$bin --quick; \
+	done
 
-test-exports: lib
-	Tests/abi/check_exports.sh Include/turnstate.h $(LIB)
+## test-exports: the library exports exactly the ts_ functions of the header
+test-exports: $(call prebuilt,lib)
+	Tests/checks.sh Tests/abi/check_exports.sh Include/turnstate.h $(LIB)
 
-test-pkgconfig: lib
-	Tests/pkgconfig/run.sh
+## test-pkgconfig: make install into a temporary prefix; a consumer built with pkg-config
+test-pkgconfig: $(call prebuilt,lib)
+	Tests/checks.sh Tests/pkgconfig/run.sh
 
-test-python: lib
-	TURNSTATE_LIB=$(LIB) python3 -m unittest discover -s Tests/python -v
+## test-python: the Python tests (ctypes and cffi bindings of the header)
+test-python: $(call prebuilt,lib)
+	TURNSTATE_LIB=$(LIB) Tests/checks.sh python3 -m unittest discover -s Tests/python -v
 
-test-readme: lib
-	Tests/readme/check.sh
+## test-readme: the README's Swift, C and plugin examples build and run as shown
+test-readme: $(call prebuilt,lib)
+	Tests/checks.sh Tests/readme/check.sh
 
 ## test-model: spin checks the shutdown protocol model, and that it catches
 ## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
-test-model: setup
-	Tests/model/run.sh
+test-model: $(call prebuilt,setup)
+	Tests/checks.sh Tests/model/run.sh
 
 ## test-faults: fault injection (Tests/faults): every scenario of C API calls
 ## runs again for each N with the Nth allocation (or I/O call, or thread
@@ -154,13 +200,13 @@ test-model: setup
 ## call changed nothing, and where a crash came from. FAULTS_ARGS="--stride 10"
 ## for a quick look.
 FAULTS_CC ?= $(CC)
-test-faults: lib plugins
+test-faults: $(call prebuilt,lib plugins)
 	@mkdir -p $(BUILD)/tests
 	$(FAULTS_CC) -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -shared -fPIC Tests/faults/inject.c \
 	  -o $(BUILD)/tests/inject.so -ldl
 	$(FAULTS_CC) -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude -ITests/faults Tests/faults/test_faults.c \
 	  -o $(BUILD)/tests/test_faults $(C_LINK) -ldl
-	SWIFT_BACKTRACE=enable=no LD_PRELOAD=$(BUILD)/tests/inject.so \
+	Tests/checks.sh env SWIFT_BACKTRACE=enable=no LD_PRELOAD=$(BUILD)/tests/inject.so \
 	  $(BUILD)/tests/test_faults --plugins $(BUILD)/plugins $(FAULTS_ARGS)
 
 ## lib-tsan: the library built with -sanitize=thread, in build/tsan/lib
@@ -174,13 +220,15 @@ lib-tsan: setup
 
 ## test-torture: many threads on one store and stores destroyed while the
 ## delay plugin dispatches, under AddressSanitizer and ThreadSanitizer
-test-torture: lib lib-tsan
-	Tests/torture/run.sh
+test-torture: $(call prebuilt,lib lib-tsan)
+	Tests/checks.sh Tests/torture/run.sh
 
-test-plugins: lib plugins
-	TS_BUILD=$(BUILD) Tests/plugins/run.sh
+## test-plugins: the shipped plugins (built from the headers alone) and the
+## loader, natively and under valgrind; the logger plugin (Swift) and its test
+test-plugins: $(call prebuilt,lib plugins)
+	TS_BUILD=$(BUILD) Tests/checks.sh Tests/plugins/run.sh
 	TS_BUILD=$(BUILD) TS_CONFIG=$(LIB_CONFIG) TS_PLUGIN_SCRATCH=$(CURDIR)/$(PLUGIN_SCRATCH) \
-	  TS_PLUGIN_SWIFTFLAGS="$(PLUGIN_SWIFTFLAGS)" Tests/plugins/logger_run.sh
+	  TS_PLUGIN_SWIFTFLAGS="$(PLUGIN_SWIFTFLAGS)" Tests/checks.sh Tests/plugins/logger_run.sh
 
 ## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
 ## C, JSON, Python and plugin suites, run against an instrumented library and
@@ -251,24 +299,32 @@ fuzz: fuzz-build
 	@Tests/fuzz/run.sh fuzz $(ASAN) $(FUZZ_SECONDS) $(FUZZ_OPTS) -- $(FUZZ_TARGETS)
 
 ## test-fuzz-replay: every committed corpus through its harness (no new fuzzing)
-test-fuzz-replay: fuzz-build
-	@Tests/fuzz/run.sh replay $(ASAN) 0 $(FUZZ_OPTS) -- $(FUZZ_TARGETS)
+test-fuzz-replay: $(call prebuilt,fuzz-build)
+	@Tests/checks.sh Tests/fuzz/run.sh replay $(ASAN) 0 $(FUZZ_OPTS) -- $(FUZZ_TARGETS)
 
 ## test-c-asan: the C suite against the ASan library, with leak checks
-test-c-asan: asan-lib
+test-c-asan: $(call prebuilt,asan-lib)
 	@mkdir -p $(ASAN)/tests
-	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/c/test_store.c -o $(ASAN)/tests/test_store $(ASAN_LINK)
+	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address $(C_SUITE) -o $(ASAN)/tests/test_store $(ASAN_LINK)
 	@# test_out_of_memory_is_nomem makes malloc fail on purpose: ASan must return NULL, not abort.
-	ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 $(ASAN)/tests/test_store
+	ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 Tests/checks.sh $(ASAN)/tests/test_store
+	@$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -c Tests/c/check.c -o $(ASAN)/tests/check.o && \
+	  rm -f $(ASAN)/tests/libcheck.a && ar rcs $(ASAN)/tests/libcheck.a $(ASAN)/tests/check.o
+	@for t in $(C_TESTS); do \
+	  bin=$(ASAN)/tests/$$(basename $$t .c); \
+	  echo "clang(asan) $$t"; \
+	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -ITests/c $$t -o $$bin $(ASAN)/tests/libcheck.a $(ASAN_LINK); \
+	  ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 Tests/checks.sh $$bin; \
+	done
 
 ## test-plugins-asan: the plugin suite (plugins, loader variants, tests) and the
 ## logger's test with ASan; the suite builds its plugins in build/asan/ptest,
 ## apart from the fuzzers' instrumented ones
-test-plugins-asan: asan-plugins
+test-plugins-asan: $(call prebuilt,asan-plugins)
 	@mkdir -p $(ASAN)/ptest $(ASAN)/tests && ln -sfn ../lib $(ASAN)/ptest/lib
-	TS_VALGRIND=0 CC="$(FUZZ_CC) -fsanitize=address -fuse-ld=lld" TS_BUILD=$(ASAN)/ptest Tests/plugins/run.sh
+	TS_VALGRIND=0 CC="$(FUZZ_CC) -fsanitize=address -fuse-ld=lld" TS_BUILD=$(ASAN)/ptest Tests/checks.sh Tests/plugins/run.sh
 	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
-	$(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
+	Tests/checks.sh $(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
 ## bench: release benchmarks (Swift W1-W5, C C1-C6, Python P1, start-up, memory),
 ## printed as one table; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look
