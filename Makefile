@@ -6,7 +6,6 @@
 #                  the shutdown protocol model (spin), the concurrency
 #                  torture test (ASan and TSan), fault injection, the fuzz
 #                  corpora replayed, the C and plugin suites under ASan
-#   make fuzz      libFuzzer harnesses (FUZZ_SECONDS each, default 60)
 #   make install PREFIX=/usr/local   the library, headers and turnstate.pc
 #   make bench     release benchmarks, printed as one table
 #   make coverage  line and branch coverage of Sources/ and Plugins/ from the
@@ -15,6 +14,8 @@
 #   make fuzz      the libFuzzer harnesses (Tests/fuzz), FUZZ_SECONDS (60) each,
 #                  against an ASan build (not part of test; test-fuzz-replay,
 #                  test-c-asan and test-plugins-asan are)
+#
+#   make help      every target, with its description
 #
 # Everything built lands in build/ (C programs, the library) and .build*/
 # (SwiftPM); both are ignored by git.
@@ -67,12 +68,23 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
         test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build help
 
+## help: this list (the "## target: description" comments of the Makefile)
+help:
+	@awk 'function flush() { if (name != "") { printf "  %-18s", name; n = split(text, w, " "); col = 20; \
+	        for (i = 1; i <= n; i++) { if (col + length(w[i]) > 100) { printf "\n%20s", ""; col = 20 } \
+	        printf " %s", w[i]; col += length(w[i]) + 1 } printf "\n" } name = "" } \
+	      /^## [a-z][a-z0-9-]*: / { flush(); name = substr($$2, 1, length($$2) - 1); text = substr($$0, length($$2) + 5); next } \
+	      /^## / && name != "" { text = text " " substr($$0, 4); next } \
+	      { flush() } END { flush() }' $(firstword $(MAKEFILE_LIST))
+
+## setup: check the Debian packages and the Swift toolchain (.ci/setup.sh; installs what is missing as root)
 setup:
 	@.ci/setup.sh
 
 ## build: the library, the plugins, the examples
 build: setup lib plugins examples
 
+## lib: build/lib/libturnstate.so (release; STATIC_STDLIB=1 links the Swift runtime in)
 lib: setup
 	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(RELEASE_SCRATCH) --product turnstate $(LIB_LDFLAGS) $(LIB_SWIFTFLAGS)
 	@mkdir -p $(BUILD)/lib
@@ -93,6 +105,7 @@ plugins: setup
 	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger $(PLUGIN_SWIFTFLAGS)
 	@cp -f $(PLUGIN_SCRATCH)/$(LIB_CONFIG)/libturnstate-logger.so $(BUILD)/plugins/logger.so
 
+## demo-plugins: the demo's plugin folder, build/demo/plugins (guard, logger, delay, journal)
 demo-plugins: plugins
 	@rm -rf $(BUILD)/demo && mkdir -p $(DEMO_PLUGINS) && chmod 0755 $(BUILD)/demo $(DEMO_PLUGINS)
 	@cp Examples/plugins/*.json $(DEMO_PLUGINS)/
@@ -103,6 +116,7 @@ demo-plugins: plugins
 	@cp $(BUILD)/plugins/journal.so $(DEMO_PLUGINS)/90-journal.so
 	@chmod 0644 $(DEMO_PLUGINS)/*
 
+## examples: the C demo, build/bin/todo
 examples: lib
 	@mkdir -p $(BUILD)/bin
 	$(CC) $(CFLAGS) -IInclude Examples/todo.c -o $(BUILD)/bin/todo $(C_LINK)
@@ -231,13 +245,13 @@ test-plugins: $(call prebuilt,lib plugins)
 	  TS_PLUGIN_SWIFTFLAGS="$(PLUGIN_SWIFTFLAGS)" Tests/checks.sh Tests/plugins/logger_run.sh
 
 ## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
-## C, JSON, Python and plugin suites, run against an instrumented library and
-## instrumented plugins (build/coverage/); one table, HTML in build/coverage/html.
-## Not part of `make test`.
+## C, JSON, Python, plugin and fault-injection suites, run against an
+## instrumented library and instrumented plugins (build/coverage/); one table,
+## HTML in build/coverage/html. Not part of `make test`.
 coverage: setup
 	@Tests/coverage/run.sh
 
-## AddressSanitizer and fuzzing (Tests/fuzz/README.md)
+# ---- AddressSanitizer and fuzzing (Tests/fuzz/README.md) ----
 # One instrumented build serves the fuzzers and the ASan suites: the library
 # (.build-asan, copied to build/asan/lib) and the plugins (build/asan/plugins)
 # are built with ASan and libFuzzer's coverage; the ASan runtime provides
@@ -264,6 +278,7 @@ $(ASAN_TARGETS): export ASAN_OPTIONS = detect_leaks=1:strict_string_checks=1:$(E
 $(ASAN_TARGETS): export LSAN_OPTIONS = suppressions=$(CURDIR)/Tests/fuzz/lsan.supp:print_suppressions=0
 $(ASAN_TARGETS): export SWIFT_BACKTRACE = enable=no
 
+## asan-lib: the library with ASan and libFuzzer's coverage, in build/asan/lib
 asan-lib: setup
 	$(SWIFT) build -c release --scratch-path $(ASAN_SCRATCH) --product turnstate $(ASAN_SWIFT_FLAGS) \
 	  -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/exports.map \
@@ -274,7 +289,7 @@ asan-lib: setup
 	@ln -sf libturnstate.so.$(VERSION) $(ASAN)/lib/libturnstate.so.$(SOVERSION)
 	@ln -sf libturnstate.so.$(SOVERSION) $(ASAN)/lib/libturnstate.so
 
-# The C plugins, and the logger (Swift) from the same instrumented scratch path.
+## asan-plugins: the C plugins and the logger (Swift) with ASan, in build/asan/plugins
 asan-plugins: asan-lib
 	@mkdir -p $(ASAN)/plugins && chmod 0755 $(ASAN)/plugins
 	@for p in $(C_PLUGINS); do \
@@ -285,6 +300,7 @@ asan-plugins: asan-lib
 	$(SWIFT) build -c release --scratch-path $(ASAN_SCRATCH) --product turnstate-logger $(ASAN_SWIFT_FLAGS)
 	@install -m 0755 $(ASAN_SCRATCH)/release/libturnstate-logger.so $(ASAN)/plugins/logger.so
 
+## fuzz-build: the libFuzzer harnesses (Tests/fuzz), in build/asan/bin
 fuzz-build: asan-plugins
 	@mkdir -p $(ASAN)/bin
 	@for t in $(FUZZ_TARGETS); do \
@@ -343,10 +359,12 @@ install: lib
 	    pkgconfig/turnstate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	@echo "installed into $(DESTDIR)$(PREFIX)"
 
+## uninstall: remove what install put in DESTDIR, PREFIX and LIBDIR
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(PREFIX)/include/turnstate.h \
 	      $(DESTDIR)$(PREFIX)/include/turnstate_plugin.h \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 
+## clean: remove build/ and every SwiftPM scratch folder (.build*)
 clean:
 	rm -rf $(BUILD) .build .build-*
