@@ -1,5 +1,6 @@
 /*
- * test_basics.c - C API tests: versions, status names, ts_last_error, creating stores.
+ * test_basics.c - C API tests: versions, status names, ts_last_error, creating
+ * stores.
  * Part of the C suite (check.h, main.c; `make test-c`).
  */
 #include "check.h"

@@ -1,5 +1,6 @@
 /*
- * test_dispatch.c - C API tests: dispatching: atomicity, invalid actions, duplicate keys, the action view, payloads, 64-bit integers, keys.
+ * test_dispatch.c - C API tests: dispatching: atomicity, invalid actions,
+ * duplicate keys, the action view, payloads, 64-bit integers, keys.
  * Part of the C suite (check.h, main.c; `make test-c`).
  */
 #include "check.h"

@@ -1,5 +1,6 @@
 /*
- * test_errors.c - C API tests: out of memory, and the messages of failures (keys named, long text cut at UTF-8 boundaries).
+ * test_errors.c - C API tests: out of memory, and the messages of failures
+ * (keys named, long text cut at UTF-8 boundaries).
  * Part of the C suite (check.h, main.c; `make test-c`).
  */
 #include "check.h"

@@ -1,5 +1,6 @@
 /*
- * test_middleware.c - C API tests: middleware: order, the action view, changing, swallowing and refusing actions, next, plugin arguments.
+ * test_middleware.c - C API tests: middleware: order, the action view,
+ * changing, swallowing and refusing actions, next, plugin arguments.
  * Part of the C suite (check.h, main.c; `make test-c`).
  */
 #include "check.h"

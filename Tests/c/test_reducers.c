@@ -1,5 +1,6 @@
 /*
- * test_reducers.c - C API tests: adding reducers, their init call, order, results, re-entrancy, slice depth.
+ * test_reducers.c - C API tests: adding reducers, their init call, order,
+ * results, re-entrancy, slice depth.
  * Part of the C suite (check.h, main.c; `make test-c`).
  */
 #include "check.h"

@@ -1,5 +1,6 @@
 /*
- * test_state.c - C API tests: reading the state (ts_store_get_state, JSON Pointers) and replacing it.
+ * test_state.c - C API tests: reading the state (ts_store_get_state, JSON
+ * Pointers) and replacing it.
  * Part of the C suite (check.h, main.c; `make test-c`).
  */
 #include "check.h"

@@ -1,5 +1,6 @@
 /*
- * test_subscribe.c - C API tests: listeners: subscribing, unsubscribing, snapshots, nesting, pointer listeners, threads, tokens.
+ * test_subscribe.c - C API tests: listeners: subscribing, unsubscribing,
+ * snapshots, nesting, pointer listeners, threads, tokens.
  * Part of the C suite (check.h, main.c; `make test-c`).
  */
 #include "check.h"

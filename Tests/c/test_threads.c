@@ -1,5 +1,6 @@
 /*
- * test_threads.c - C API tests: many threads on one store, destroying from callbacks, small stacks.
+ * test_threads.c - C API tests: many threads on one store, destroying from
+ * callbacks, small stacks.
  * Part of the C suite (check.h, main.c; `make test-c`).
  */
 #include "check.h"
