@@ -13,7 +13,7 @@
 #   "Ran N tests in ..." then "OK" / "FAILED (failures=a, errors=b, skipped=c)"
 #                                                     (Python's unittest)
 #   "Test run with N tests ... passed|failed"         (swift-testing; each
-#                                                      "✘ Test ... failed" is one)
+#                                                      "✘ Test X failed after" is a failure)
 # A command that prints none of them counts as one check. A command that exits
 # non-zero counts at least one failure, whatever it printed. Exits with the
 # command's status.
@@ -44,7 +44,7 @@ case $line in
   *"Test run with "*)
     total=$(sed -E 's/.*Test run with ([0-9]+) tests?.*/\1/' <<<"$line")
     # Each failed test's line; "✘ Test run with ..." is the run, not a test.
-    failed=$(grep -aE '^. Test .* failed' "$out" | grep -acvE '^. Test run with ')
+    failed=$(grep -aE '^[^ ]+ Test .* failed after [0-9.]+ seconds?' "$out" | grep -acvE '^[^ ]+ Test run with ')
     passed=$((total - failed))
     ;;
   "")
