@@ -66,7 +66,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
         test-model test-torture test-faults lib-tsan bench coverage \
-        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build help
+        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -130,7 +130,7 @@ run: build demo-plugins
 ## when a suite fails), and a last line "N passed, M failed" counting checks
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
                test-plugins test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan \
-               test-plugins-asan
+               test-plugins-asan test-harness
 test: setup
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -146,6 +146,10 @@ prebuilt = $(if $(TS_PREBUILT),,$(1))
 test-build: setup lib plugins lib-tsan asan-plugins fuzz-build
 	$(SWIFT) build --build-tests --scratch-path .build
 	$(SWIFT) build --build-tests --scratch-path .build-tsan --sanitize=thread
+
+## test-harness: the test machinery: Tests/checks.sh's counts, Tests/run-suites.sh, make help
+test-harness:
+	Tests/checks.sh Tests/harness/run.sh
 
 ## test-swift: the Swift tests (swift-testing; XCTest, which has none, is off)
 test-swift: $(call prebuilt,setup)
