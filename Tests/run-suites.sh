@@ -5,9 +5,10 @@
 # make target as a suite with TS_PREBUILT=1 (so it does not remake what
 # test-build made). Goes on after a failure. Prints one line per step:
 #
-#     PASS test-c                 6944 checks    12.3 s
-#     FAIL test-json        412 checks, 2 failed  3.1 s   (then the log's tail)
+#     PASS test-c               6944 checks                   12.3 s
+#     FAIL test-json            2508 checks, 2 failed          3.1 s
 #
+# (a failing suite's line is followed by the tail of its log)#
 # and a last line counting checks: "N passed, M failed" (and the failed
 # suites). Each step's whole output goes to build/test-logs/STEP.log; when a
 # step fails, its last TEST_LOG_TAIL (60) lines and the log's path are shown.
@@ -31,7 +32,7 @@ started=$(date +%s.%N)
 
 # step NAME [make variables...]: runs `make NAME`, prints its line.
 step() {
-  local name=$1 log=$logs/$1.log start end status p f secs line
+  local name=$1 log=$logs/$1.log start end status p f secs counts line
   shift
   start=$(date +%s.%N)
   make --no-print-directory "$name" "$@" >"$log" 2>&1 </dev/null
@@ -42,12 +43,13 @@ step() {
   if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
   total_passed=$((total_passed + p)) total_failed=$((total_failed + f))
   if [ "$name" = test-build ]; then
-    line=$(printf '%-*s %18s' "$width" "$name" "build")
+    counts=""
   elif [ "$f" -eq 0 ]; then
-    line=$(printf '%-*s %11s checks' "$width" "$name" "$p")
+    counts=$(printf '%8s checks' "$p")
   else
-    line=$(printf '%-*s %11s checks, %s failed' "$width" "$name" "$((p + f))" "$f")
+    counts=$(printf '%8s checks, %s failed' "$((p + f))" "$f")
   fi
+  line=$(printf '%-*s %-26s' "$width" "$name" "$counts")
   if [ "$status" -eq 0 ]; then
     printf 'PASS %s %7s s\n' "$line" "$secs"
   else
