@@ -14,7 +14,8 @@
 #                                                     (Python's unittest)
 #   "Test run with N tests ... passed|failed"         (swift-testing; each
 #                                                      "✘ Test X failed after" is a failure)
-# A command that prints none of them counts as one check. A command that exits
+# A command that prints none of them counts as one check; one that prints
+# "checks: N passed, M failed" lines itself gets no other. A command that exits
 # non-zero counts at least one failure, whatever it printed. Exits with the
 # command's status.
 set -uo pipefail
@@ -25,6 +26,17 @@ trap 'rm -f "$out"' EXIT
 
 "$@" 2>&1 | tee "$out"
 status=${PIPESTATUS[0]}
+
+# A command that prints the runner's own lines already (as Tests/install/run.sh
+# does) gets none more, unless it failed without counting a failure.
+if grep -qaE '^checks: [0-9]+ passed, [0-9]+ failed$' "$out"; then
+  counted=$(awk '/^checks: [0-9]+ passed, [0-9]+ failed$/ { f += $4 } END { print f + 0 }' "$out")
+  if [ "$status" -ne 0 ] && [ "$counted" -eq 0 ]; then
+    echo "checks.sh: $1 exited with status $status"
+    echo "checks: 0 passed, 1 failed"
+  fi
+  exit "$status"
+fi
 
 # The last summary line of any known form decides.
 line=$(grep -aE '^([A-Za-z0-9_.-]+: )?[0-9]+ passed, [0-9]+ failed$|^Ran [0-9]+ tests? in |Test run with [0-9]+ tests? ' "$out" | tail -n1)
