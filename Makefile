@@ -2,11 +2,13 @@
 #
 #   make run       set up, build, and run the C demo (plugins loaded from a folder)
 #   make test      every test: Swift (also under TSan), C (also under valgrind),
-#                  exported symbols, pkg-config consumer, Python, plugins,
+#                  exported symbols, the ABI baseline (make abi-baseline
+#                  records additions), pkg-config consumer, Python, plugins,
 #                  the shutdown protocol model (spin), the concurrency
 #                  torture test (ASan and TSan), fault injection, the fuzz
 #                  corpora replayed, the C and plugin suites under ASan
 #   make fuzz      libFuzzer harnesses (FUZZ_SECONDS each, default 60)
+#   make abi-baseline  rewrite Tests/abi/ (the ABI test-abi compares with)
 #   make install PREFIX=/usr/local   the library, headers and turnstate.pc
 #   make bench     release benchmarks, printed as one table
 #   make coverage  line and branch coverage of Sources/ and Plugins/ from the
@@ -63,7 +65,7 @@ C_PLUGINS := guard delay journal
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
-        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
+        test-swift test-swift-tsan test-json test-c test-exports test-abi abi-baseline test-pkgconfig test-python test-plugins test-readme \
         test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
 
@@ -113,7 +115,7 @@ run: build demo-plugins
 
 ## test: every suite; a summary line at the end
 test: setup
-	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
+	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-abi test-pkgconfig test-python \
 	  test-plugins test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
 
 test-swift: setup
@@ -133,6 +135,22 @@ test-c: lib
 
 test-exports: lib
 	Tests/abi/check_exports.sh Include/turnstate.h $(LIB)
+
+## test-abi: the ABI of libturnstate against the committed baseline
+## (Tests/abi/libturnstate.abi and Tests/abi/layout.txt; how, in
+## Tests/abi/check_abi.sh): abidiff on the C types of the headers, the built
+## library's exports, and the struct layouts (ts_plugin and ts_store_api
+## append-only). An incompatible change fails unless TS_VERSION_MAJOR (the
+## SONAME) changes with it. Additions fail too until the baseline records
+## them: a commit that adds to the ABI runs `make abi-baseline` and commits
+## Tests/abi/ with the change.
+test-abi: lib
+	@CC="$(CC)" Tests/abi/check_abi.sh check $(BUILD) $(LIB) $(SOVERSION)
+
+## abi-baseline: rewrites Tests/abi/ from the headers and the built library;
+## refuses an incompatible change while the SONAME stays the same
+abi-baseline: lib
+	@CC="$(CC)" Tests/abi/check_abi.sh baseline $(BUILD) $(LIB) $(SOVERSION)
 
 test-pkgconfig: lib
 	Tests/pkgconfig/run.sh
