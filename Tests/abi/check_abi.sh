@@ -103,9 +103,9 @@ compare() {
     < <(comm -23 "$out/base-functions.txt" "$out/header-functions.txt")
   while read -r line; do [ -n "$line" ] && news+=("function $line (declared in the headers)"); done \
     < <(comm -13 "$out/base-functions.txt" "$out/header-functions.txt")
-  while read -r line; do [ -n "$line" ] && breaks+=("$line is in the baseline but $lib does not export it"); done \
+  while read -r line; do [ -n "$line" ] && breaks+=("$line is in the baseline but $libname does not export it"); done \
     < <(comm -23 "$out/base-exports.txt" "$out/lib-exports.txt")
-  while read -r line; do [ -n "$line" ] && news+=("$lib exports $line"); done \
+  while read -r line; do [ -n "$line" ] && news+=("$libname exports $line (not in the baseline)"); done \
     < <(comm -13 "$out/base-exports.txt" "$out/lib-exports.txt")
   while read -r line; do
     case $line in
