@@ -228,12 +228,16 @@ def compare_layout(base_path, cur_path, append_only):
             print("break: %s is gone" % bsize)
             continue
         csize, cmembers = cur[name]
+        moved = False
         for i, b in enumerate(bmembers):
             c = cmembers[i] if i < len(cmembers) else None
             if c != b:
                 print("break: %s; was: %s" % (c or "(no member %d)" % (i + 1), b))
+                moved = True
         extra = cmembers[len(bmembers):]
-        if name in append_only:
+        if moved:
+            pass  # the members after a broken one are not additions
+        elif name in append_only:
             for c in extra:
                 print("new: %s (appended)" % c)
             if not extra and csize != bsize:

@@ -11,7 +11,7 @@
 #  - the types: abi_tool.py turns Include/turnstate.h and
 #    Include/turnstate_plugin.h into a C file that defines every declared
 #    function with an empty body; compiled with -g into a shared object
-#    (SONAME libturnstate.so.SOVERSION, the library's version script), abidw
+#    (SONAME libturnstate.so.SOVERSION; every stub exported), abidw
 #    describes it: each function's signature and every struct it reaches, as
 #    a C compiler lays them out. That corpus is compared with the committed
 #    one (Tests/abi/libturnstate.abi) by abidiff.
@@ -67,8 +67,7 @@ libname=$(basename "$(readlink -f "$lib")")
 mkdir -p "$out"
 tool stubs "${headers[@]}" > "$out/stubs.c"
 (cd "$out" && ${CC:-cc} -std=c99 -O0 -g -w -I"$root/Include" -shared -fPIC stubs.c \
-   -Wl,--version-script="$root/Sources/TurnstateC/exports.map" -Wl,-soname,libturnstate.so."$sover" \
-   -o libturnstate-abi.so)
+   -Wl,-soname,libturnstate.so."$sover" -o libturnstate-abi.so)
 abidw --no-corpus-path --no-comp-dir-path --no-elf-needed --no-show-locs --type-id-style hash \
   --headers-dir "$root/Include" --drop-private-types "$out/libturnstate-abi.so" > "$out/libturnstate.abi"
 tool layout "$out/libturnstate.abi" "${headers[@]}" > "$out/layout.txt"
