@@ -93,7 +93,7 @@ compare() {
   # reports is a removal or a change (bit 8: a removed symbol; bit 4: also
   # a changed function or type). A SONAME change alone sets them too.
   if [ $((rc & 12)) -ne 0 ] && grep -qvE '^(ELF SONAME changed|SONAME changed from .*|Functions changes summary: 0 Removed, 0 Changed.*|Variables changes summary: 0 Removed, 0 Changed.*|)$' "$out/abidiff.txt"; then
-    breaks+=("abidiff (status $rc: $([ $((rc & 8)) -ne 0 ] && echo 'incompatible' || echo 'ABI change')), report below")
+    breaks+=("abidiff: $(grep -E '^(Functions|Variables) changes summary' "$out/abidiff.txt" | grep -v ' 0 Removed, 0 Changed' | paste -sd';' -) (status $rc)")
     report=$out/abidiff.txt
   fi
   tool symbols "$base_abi" > "$out/base-functions.txt"
@@ -137,7 +137,7 @@ if [ "$mode" = check ]; then
     list "${breaks[@]}"
     echo "  Undo it, or make it a new major version: raise TS_VERSION_MAJOR in Include/turnstate.h"
     echo "  (the SONAME follows), then run make abi-baseline."
-    [ -z "$report" ] || sed 's/^/  | /' "$report"
+    [ -z "$report" ] || { echo "  abidiff's report:"; sed 's/^/  | /' "$report"; }
     status=1
   fi
   if [ ${#news[@]} -gt 0 ]; then
@@ -166,7 +166,7 @@ if [ -f "$baseline" ] && [ -f "$layout_base" ]; then
     echo "abi-baseline: not written: incompatible change with the same SONAME ($soname):" >&2
     list "${breaks[@]}" >&2
     echo "  Raise TS_VERSION_MAJOR in Include/turnstate.h for a new SONAME, or undo the change." >&2
-    [ -z "$report" ] || sed 's/^/  | /' "$report" >&2
+    [ -z "$report" ] || { echo "  abidiff's report:"; sed 's/^/  | /' "$report"; } >&2
     exit 1
   fi
   [ "$base_soname" = "$soname" ] || echo "abi-baseline: new SONAME $soname (was $base_soname)"
