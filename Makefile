@@ -65,7 +65,7 @@ C_PLUGINS := guard delay journal
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
-        test-swift test-swift-tsan test-json test-c test-exports test-abi abi-baseline test-pkgconfig test-python test-plugins test-readme \
+        test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline test-pkgconfig test-python test-plugins test-readme \
         test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
 
@@ -115,8 +115,8 @@ run: build demo-plugins
 
 ## test: every suite; a summary line at the end
 test: setup
-	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-abi test-pkgconfig test-python \
-	  test-plugins test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
+	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-abi \
+	  test-abi-selftest test-pkgconfig test-python test-plugins test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
 
 test-swift: setup
 	$(SWIFT) test --scratch-path .build
@@ -146,6 +146,12 @@ test-exports: lib
 ## Tests/abi/ with the change.
 test-abi: lib
 	@CC="$(CC)" Tests/abi/check_abi.sh check $(BUILD) $(LIB) $(SOVERSION)
+
+## test-abi-selftest: test-abi's check against altered copies of the headers
+## (a signature, a struct layout, a status code, additions, a SONAME bump;
+## Tests/abi/selftest.sh), so that a check that stops seeing a break fails
+test-abi-selftest: lib
+	@CC="$(CC)" Tests/abi/selftest.sh $(BUILD) $(LIB) $(SOVERSION)
 
 ## abi-baseline: rewrites Tests/abi/ from the headers and the built library;
 ## refuses an incompatible change while the SONAME stays the same

@@ -48,11 +48,15 @@ here=Tests/abi
 baseline=$here/libturnstate.abi
 layout_base=$here/layout.txt
 suppr=$here/abidiff.suppr
-headers=(Include/turnstate.h Include/turnstate_plugin.h)
+# ABI_INCLUDE and ABI_OUT: for Tests/abi/selftest.sh, which checks altered
+# copies of the headers.
+inc=${ABI_INCLUDE:-Include}
+headers=("$inc/turnstate.h" "$inc/turnstate_plugin.h")
+inc_abs=$(cd "$inc" && pwd)
 append_only=(ts_plugin ts_store_api)
 # Declared in the headers for plugins to define; the library does not export them.
 plugin_side=(ts_plugin_entry)
-out=$build/abi
+out=${ABI_OUT:-$build/abi}
 tool() { python3 "$root/$here/abi_tool.py" "$@"; }
 
 for t in abidw abidiff; do
@@ -66,10 +70,10 @@ libname=$(basename "$(readlink -f "$lib")")
 # baseline changes only when the ABI does.
 mkdir -p "$out"
 tool stubs "${headers[@]}" > "$out/stubs.c"
-(cd "$out" && ${CC:-cc} -std=c99 -O0 -g -w -I"$root/Include" -shared -fPIC stubs.c \
+(cd "$out" && ${CC:-cc} -std=c99 -O0 -g -w -I"$inc_abs" -shared -fPIC stubs.c \
    -Wl,-soname,libturnstate.so."$sover" -o libturnstate-abi.so)
 abidw --no-corpus-path --no-comp-dir-path --no-elf-needed --no-show-locs --type-id-style hash \
-  --headers-dir "$root/Include" --drop-private-types "$out/libturnstate-abi.so" > "$out/libturnstate.abi"
+  --headers-dir "$inc_abs" --drop-private-types "$out/libturnstate-abi.so" > "$out/libturnstate.abi"
 tool layout "$out/libturnstate.abi" "${headers[@]}" > "$out/layout.txt"
 soname=libturnstate.so.$sover
 
