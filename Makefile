@@ -115,8 +115,9 @@ run: build demo-plugins
 
 ## test: every suite; a summary line at the end
 test: setup
-	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-abi \
-	  test-abi-selftest test-pkgconfig test-python test-plugins test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
+	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
+	  test-pkgconfig test-python test-plugins test-readme test-model test-torture test-faults test-fuzz-replay \
+	  test-c-asan test-plugins-asan
 
 test-swift: setup
 	$(SWIFT) test --scratch-path .build
