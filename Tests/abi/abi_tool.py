@@ -25,7 +25,11 @@ symbols, with no types. So the types of the C ABI come from the headers:
                        (a new struct or status code, or a member appended
                        to an APPEND_ONLY_STRUCT).
   soname ABIXML        prints the corpus's SONAME.
+  analyze OUTDIR CURRENT_ABI BASE_ABI BASE_LAYOUT HEADER... -- APPEND_ONLY...
+                       all of the above that check_abi.sh needs, in one
+                       process, into files in OUTDIR.
 """
+import contextlib
 import re
 import subprocess
 import sys
@@ -262,6 +266,27 @@ def soname(path):
     print(load(path).get("soname", ""))
 
 
+def analyze(args):
+    """analyze OUTDIR CURRENT_ABI BASE_ABI BASE_LAYOUT HEADERS... -- APPEND_ONLY...:
+    what check_abi.sh needs, in one process: OUTDIR/layout.txt,
+    header-functions.txt, base-functions.txt, base-soname.txt and
+    layout-compare.txt (BASE_* may be "-" when there is no baseline)."""
+    sep = args.index("--")
+    outdir, cur, base_abi, base_layout = args[:4]
+    headers, append_only = args[4:sep], set(args[sep + 1:])
+
+    def to(name, fn, *a):
+        with open("%s/%s" % (outdir, name), "w") as f, contextlib.redirect_stdout(f):
+            fn(*a)
+
+    to("layout.txt", layout, cur, headers)
+    to("header-functions.txt", symbols, cur)
+    if base_abi != "-":
+        to("base-functions.txt", symbols, base_abi)
+        to("base-soname.txt", soname, base_abi)
+        to("layout-compare.txt", compare_layout, base_layout, "%s/layout.txt" % outdir, append_only)
+
+
 def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
@@ -276,6 +301,8 @@ def main(argv):
         compare_layout(args[0], args[1], set(args[2:]))
     elif cmd == "soname":
         soname(args[0])
+    elif cmd == "analyze":
+        analyze(args)
     else:
         sys.exit(__doc__)
 

@@ -74,20 +74,28 @@ tool stubs "${headers[@]}" > "$out/stubs.c"
    -Wl,-soname,libturnstate.so."$sover" -o libturnstate-abi.so)
 abidw --no-corpus-path --no-comp-dir-path --no-elf-needed --no-show-locs --type-id-style hash \
   --headers-dir "$inc_abs" --drop-private-types "$out/libturnstate-abi.so" > "$out/libturnstate.abi"
-tool layout "$out/libturnstate.abi" "${headers[@]}" > "$out/layout.txt"
 soname=libturnstate.so.$sover
+# One python process: the layout list, the functions of both corpora, the
+# baseline's SONAME and the layout comparison, as files in $out.
+have_base=0
+[ -f "$baseline" ] && [ -f "$layout_base" ] && have_base=1
+rm -f "$out/base-functions.txt" "$out/base-soname.txt" "$out/layout-compare.txt"
+if [ $have_base -eq 1 ]; then
+  tool analyze "$out" "$out/libturnstate.abi" "$baseline" "$layout_base" "${headers[@]}" -- "${append_only[@]}"
+else
+  tool analyze "$out" "$out/libturnstate.abi" - - "${headers[@]}" -- "${append_only[@]}"
+fi
 
 # The library's exports (global, defined), as Tests/abi/check_exports.sh reads them.
 nm -D --defined-only "$lib" | awk '$2 ~ /^[A-Z]$/ {print $3}' \
   | grep -vE '^(_init|_fini|_edata|_end|__bss_start)$' | sed 's/@.*//' | sort -u > "$out/lib-exports.txt"
-tool symbols "$out/libturnstate.abi" > "$out/header-functions.txt"
 printf '%s\n' "${plugin_side[@]}" | sort > "$out/plugin-side.txt"
 comm -23 "$out/header-functions.txt" "$out/plugin-side.txt" > "$out/header-exports.txt"
 
 breaks=() news=() report=
-# compare BASELINE_ABI BASELINE_LAYOUT: fills breaks, news and report.
+# compare: fills breaks, news and report (the baseline against $out).
 compare() {
-  local base_abi=$1 base_layout=$2 rc=0 line
+  local base_abi=$baseline rc=0 line
   abidiff --no-added-syms --no-show-locs --suppressions "$suppr" "$base_abi" "$out/libturnstate.abi" \
     > "$out/abidiff.txt" 2>&1 || rc=$?
   if [ $((rc & 1)) -ne 0 ]; then
@@ -100,7 +108,6 @@ compare() {
     breaks+=("abidiff: $(grep -E '^(Functions|Variables) changes summary' "$out/abidiff.txt" | grep -v ' 0 Removed, 0 Changed' | paste -sd';' -) (status $rc)")
     report=$out/abidiff.txt
   fi
-  tool symbols "$base_abi" > "$out/base-functions.txt"
   comm -23 "$out/base-functions.txt" "$out/plugin-side.txt" > "$out/base-exports.txt"
   while read -r line; do [ -n "$line" ] && breaks+=("$line is in the baseline but no longer declared in ${headers[*]}"); done \
     < <(comm -23 "$out/base-functions.txt" "$out/header-functions.txt")
@@ -115,7 +122,7 @@ compare() {
       break:*) breaks+=("${line#break: }") ;;
       new:*) news+=("${line#new: }") ;;
     esac
-  done < <(tool compare-layout "$base_layout" "$out/layout.txt" "${append_only[@]}")
+  done < "$out/layout-compare.txt"
   return 0
 }
 list() { local x; for x in "$@"; do echo "  - $x"; done; }
@@ -125,10 +132,10 @@ nstruct=$(grep -cE '^(struct|union) ' "$out/layout.txt" || true)
 ncode=$(grep -c '^status ' "$out/layout.txt" || true)
 
 if [ "$mode" = check ]; then
-  [ -f "$baseline" ] && [ -f "$layout_base" ] || {
+  [ $have_base -eq 1 ] || {
     echo "abi: no baseline ($baseline, $layout_base): run make abi-baseline and commit Tests/abi/" >&2; exit 1; }
-  base_soname=$(tool soname "$baseline")
-  compare "$baseline" "$layout_base"
+  base_soname=$(cat "$out/base-soname.txt")
+  compare
   if [ "$base_soname" != "$soname" ]; then
     echo "abi: note: the SONAME changed ($base_soname -> $soname), so incompatible changes are allowed:" \
          "${#breaks[@]} found, ${#news[@]} additions; run make abi-baseline to record the ABI of $soname"
@@ -163,9 +170,9 @@ if ! cmp -s "$out/header-exports.txt" "$out/lib-exports.txt"; then
   diff "$out/header-exports.txt" "$out/lib-exports.txt" | sed -n 's/^</  declared, not exported:/p; s/^>/  exported, not declared:/p' >&2
   exit 1
 fi
-if [ -f "$baseline" ] && [ -f "$layout_base" ]; then
-  base_soname=$(tool soname "$baseline")
-  compare "$baseline" "$layout_base"
+if [ $have_base -eq 1 ]; then
+  base_soname=$(cat "$out/base-soname.txt")
+  compare
   if [ ${#breaks[@]} -gt 0 ] && [ "$base_soname" = "$soname" ]; then
     echo "abi-baseline: not written: incompatible change with the same SONAME ($soname):" >&2
     list "${breaks[@]}" >&2
