@@ -43,6 +43,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
+[ $# -eq 4 ] || { echo "usage: $0 check|baseline BUILD LIBRARY SOVERSION" >&2; exit 2; }
 mode=$1 build=$2 lib=$3 sover=$4
 here=Tests/abi
 baseline=$here/libturnstate.abi
