@@ -161,8 +161,9 @@ test-abi: lib
 	@CC="$(CC)" Tests/abi/check_abi.sh check $(BUILD) $(LIB) $(SOVERSION)
 
 ## test-abi-selftest: test-abi's check against altered copies of the headers
-## (a signature, a struct layout, a status code, additions, a SONAME bump;
-## Tests/abi/selftest.sh), so that a check that stops seeing a break fails
+## (a signature, a struct layout, a status code, additions, a SONAME bump) and
+## stand-in libraries that lost or gained an export (Tests/abi/selftest.sh),
+## so that a check that stops seeing a kind of break fails
 test-abi-selftest: lib
 	@CC="$(CC)" Tests/abi/selftest.sh $(BUILD) $(LIB) $(SOVERSION)
 
