@@ -2,10 +2,12 @@
 #
 #   make run       set up, build, and run the C demo (plugins loaded from a folder)
 #   make test      every test: Swift (also under TSan), C (also under valgrind),
-#                  exported symbols, pkg-config consumer, Python, plugins,
+#                  exported symbols, the ABI baseline (make abi-baseline
+#                  records additions), pkg-config consumer, Python, plugins,
 #                  the shutdown protocol model (spin), the concurrency
 #                  torture test (ASan and TSan), fault injection, the fuzz
 #                  corpora replayed, the C and plugin suites under ASan
+#   make abi-baseline  rewrite Tests/abi/ (the ABI test-abi compares with)
 #   make install PREFIX=/usr/local   the library, headers and turnstate.pc
 #   make bench     release benchmarks, printed as one table
 #   make coverage  line and branch coverage of Sources/ and Plugins/ from the
@@ -73,7 +75,8 @@ C_PLUGINS := guard delay journal
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
-        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-install test-python test-plugins test-readme \
+        test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
+        test-pkgconfig test-install test-python test-plugins test-readme \
         test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help
 
@@ -139,9 +142,9 @@ run: build demo-plugins
 ## test: test-build, then every suite of TEST_SUITES: one line per suite (its
 ## checks and seconds), full logs in build/test-logs/SUITE.log (the tail shown
 ## when a suite fails), and a last line "N passed, M failed" counting checks
-TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
-               test-plugins test-install test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan \
-               test-plugins-asan test-harness
+TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
+               test-pkgconfig test-python test-plugins test-install test-readme test-model test-torture \
+               test-faults test-fuzz-replay test-c-asan test-plugins-asan test-harness
 test: setup
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -205,6 +208,29 @@ test-c: $(call prebuilt,lib)
 ## test-exports: the library exports exactly the ts_ functions of the header
 test-exports: $(call prebuilt,lib)
 	Tests/checks.sh Tests/abi/check_exports.sh Include/turnstate.h $(LIB)
+
+## test-abi: the ABI of libturnstate against the committed baseline
+## (Tests/abi/libturnstate.abi and Tests/abi/layout.txt; how, in
+## Tests/abi/check_abi.sh): abidiff on the C types of the headers, the built
+## library's exports, and the struct layouts (ts_plugin and ts_store_api
+## append-only). An incompatible change fails unless TS_VERSION_MAJOR (the
+## SONAME) changes with it. Additions fail too until the baseline records
+## them: a commit that adds to the ABI runs `make abi-baseline` and commits
+## Tests/abi/ with the change.
+test-abi: $(call prebuilt,lib)
+	CC="$(CC)" Tests/checks.sh Tests/abi/check_abi.sh check $(BUILD) $(LIB) $(SOVERSION)
+
+## test-abi-selftest: test-abi's check against altered copies of the headers
+## (a signature, a struct layout, a status code, additions, a SONAME bump) and
+## stand-in libraries that lost or gained an export (Tests/abi/selftest.sh),
+## so that a check that stops seeing a kind of break fails
+test-abi-selftest: $(call prebuilt,lib)
+	CC="$(CC)" Tests/checks.sh Tests/abi/selftest.sh $(BUILD) $(LIB) $(SOVERSION)
+
+## abi-baseline: rewrites Tests/abi/ from the headers and the built library;
+## refuses an incompatible change while the SONAME stays the same
+abi-baseline: lib
+	@CC="$(CC)" Tests/abi/check_abi.sh baseline $(BUILD) $(LIB) $(SOVERSION)
 
 ## test-pkgconfig: make install into a temporary prefix; a consumer built with pkg-config
 test-pkgconfig: $(call prebuilt,lib)
