@@ -96,7 +96,7 @@ setup:
 ## build: the library, the plugins, the examples
 build: setup lib plugins examples
 
-## lib: build/lib/libturnstate.so (release; STATIC_STDLIB=1 links the Swift runtime in)
+## lib: build/lib/libturnstate.so (release) and its private Swift runtime, build/lib/turnstate
 lib: setup
 	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(RELEASE_SCRATCH) --product turnstate $(LIB_LDFLAGS) $(LIB_SHIP_FLAGS) $(LIB_SWIFTFLAGS)
 	@mkdir -p $(BUILD)/lib
@@ -215,7 +215,7 @@ test-exports: $(call prebuilt,lib)
 ## library's exports, and the struct layouts (ts_plugin and ts_store_api
 ## append-only). An incompatible change fails unless TS_VERSION_MAJOR (the
 ## SONAME) changes with it. Additions fail too until the baseline records
-## them: a commit that adds to the ABI runs `make abi-baseline` and commits
+## them, so a commit that adds to the ABI runs `make abi-baseline` and commits
 ## Tests/abi/ with the change.
 test-abi: $(call prebuilt,lib)
 	CC="$(CC)" Tests/checks.sh Tests/abi/check_abi.sh check $(BUILD) $(LIB) $(SOVERSION)
