@@ -190,7 +190,7 @@ C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_red
 # Extra C test programs, each one file with its own main() that prints
 # "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
 # on failure; they may use check.h (check.c is linked in as an archive).
-C_TESTS :=
+C_TESTS := Tests/c/test_memory_and_errors.c
 test-c: $(call prebuilt,lib)
 	@mkdir -p $(BUILD)/tests
 	$(CC) $(CFLAGS) -IInclude $(C_SUITE) -o $(BUILD)/tests/test_store $(C_LINK)
@@ -204,6 +204,8 @@ test-c: $(call prebuilt,lib)
 	  Tests/checks.sh $$bin; \
 	  Tests/checks.sh $(VALGRIND) $$bin --quick; \
 	done
+	@# The header's macros under gcc and clang, and without attributes.
+	PATH="$$PATH:$(dir $(realpath $(shell command -v $(SWIFT))))" Tests/checks.sh Tests/c/check_header.sh $(CC)
 
 ## test-exports: the library exports exactly the ts_ functions of the header
 test-exports: $(call prebuilt,lib)
