@@ -2,7 +2,8 @@
 #
 #   make run       set up, build, and run the C demo (plugins loaded from a folder)
 #   make test      every test: Swift (also under TSan), C (also under valgrind),
-#                  exported symbols, pkg-config consumer, Python, plugins,
+#                  the C++ header (also under valgrind), exported symbols,
+#                  pkg-config consumer, Python, plugins,
 #                  the shutdown protocol model (spin), the concurrency
 #                  torture test (ASan and TSan), fault injection, the fuzz
 #                  corpora replayed, the C and plugin suites under ASan
@@ -72,7 +73,7 @@ C_PLUGINS := guard delay journal
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
-        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-install test-python test-plugins test-readme \
+        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-install test-python test-plugins test-readme test-cpp \
         test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
 
@@ -125,7 +126,7 @@ run: build demo-plugins
 ## test: every suite; a summary line at the end
 test: setup
 	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
-	  test-plugins test-install test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
+	  test-plugins test-install test-readme test-cpp test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
 
 test-swift: setup
 	$(SWIFT) test --scratch-path .build
@@ -163,6 +164,13 @@ test-python: lib
 
 test-readme: lib
 	Tests/readme/check.sh
+
+## test-cpp: Include/turnstate.hpp: the header under g++ and clang++ (C++17,
+## C++20, strict warnings), Tests/cpp/test_turnstate.cpp run directly, under
+## valgrind, and built with clang++ (Tests/cpp/run.sh)
+test-cpp: lib plugins
+	CXX="$(CXX)" VALGRIND="$(VALGRIND)" PATH="$$PATH:$(dir $(realpath $(shell command -v $(SWIFT))))" \
+	  Tests/cpp/run.sh $(BUILD)
 
 ## test-model: spin checks the shutdown protocol model, and that it catches
 ## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
@@ -312,7 +320,7 @@ install: lib plugins
 	for p in $(INSTALL_PLUGINS); do \
 	  pkgconfig/install-stripped.sh $(BUILD)/plugins/$$p.so $(DESTDIR)$(PLUGINSDIR) $$p.so; \
 	done
-	install -m 0644 Include/turnstate.h Include/turnstate_plugin.h $(DESTDIR)$(PREFIX)/include/
+	install -m 0644 Include/turnstate.h Include/turnstate_plugin.h Include/turnstate.hpp $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    pkgconfig/turnstate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	@echo "installed into $(DESTDIR)$(PREFIX) (plugins in $(PLUGINSDIR))"
@@ -320,6 +328,7 @@ install: lib plugins
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(LIBDIR)/.debug/libturnstate.so.*.debug \
 	      $(DESTDIR)$(PREFIX)/include/turnstate.h $(DESTDIR)$(PREFIX)/include/turnstate_plugin.h \
+	      $(DESTDIR)$(PREFIX)/include/turnstate.hpp \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	rm -rf $(DESTDIR)$(LIBDIR)/turnstate
 	-rmdir $(DESTDIR)$(LIBDIR)/.debug 2>/dev/null

@@ -81,6 +81,10 @@
 #ifndef TURNSTATE_HPP
 #define TURNSTATE_HPP
 
+#if !defined(__cplusplus) || __cplusplus < 201703L
+#error "turnstate.hpp needs C++17 or later (-std=c++17); from C, include turnstate.h"
+#endif
+
 #include "turnstate.h"
 
 #include <cstdint>
