@@ -87,6 +87,7 @@
 
 #include "turnstate.h"
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -378,7 +379,7 @@ struct MiddlewareEntry {
  * address (the callbacks' ctx) while Store objects move. */
 struct Core : std::enable_shared_from_this<Core> {
     ts_store *store = nullptr;
-    bool closed = false;
+    std::atomic<bool> closed{false};
     std::mutex mutex; /* guards the containers below */
     std::vector<std::unique_ptr<ReducerEntry>> reducers;
     std::vector<std::unique_ptr<MiddlewareEntry>> middleware;

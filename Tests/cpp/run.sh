@@ -8,7 +8,8 @@
 #      and the plugins of build/plugins;
 #   3. the same program runs under valgrind (--quick): no definite or
 #      indirect leak, no invalid access (callbacks are freed with the store);
-#   4. built with clang++, it runs again.
+#   4. built with -fsanitize=thread, it runs under ThreadSanitizer (--quick);
+#   5. built with clang++, it runs again (--quick).
 # Ends with "checks: N passed, M failed": the test program's checks plus one
 # per step above.
 # Usage: Tests/cpp/run.sh BUILD_DIR (default build); CXX (default c++),
@@ -73,6 +74,14 @@ if [ -x "$build/tests/test_cpp" ]; then
   # shellcheck disable=SC2086
   program "test_turnstate --quick under valgrind" $valgrind "$build/tests/test_cpp" --quick --plugins "$build/plugins"
 fi
+# ThreadSanitizer over the header's own state (per-thread exception slots,
+# the callbacks' containers, subscriptions from many threads); the library
+# itself is not instrumented here (make test-torture does that).
+step "$cxx -fsanitize=thread: test_turnstate.cpp builds" "$cxx" "${cxxflags[@]}" -O1 -fsanitize=thread \
+  Tests/cpp/test_turnstate.cpp -o "$build/tests/test_cpp_tsan" "${link[@]}"
+[ -x "$build/tests/test_cpp_tsan" ] &&
+  program "test_turnstate --quick under ThreadSanitizer" env SWIFT_BACKTRACE=enable=no TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
+    "$build/tests/test_cpp_tsan" --quick --plugins "$build/plugins"
 if [ -n "$clangxx" ]; then
   step "clang++: test_turnstate.cpp builds" "$clangxx" "${cxxflags[@]}" Tests/cpp/test_turnstate.cpp -o "$build/tests/test_cpp_clang" "${link[@]}"
   [ -x "$build/tests/test_cpp_clang" ] && program "test_turnstate (clang++)" "$build/tests/test_cpp_clang" --quick --plugins "$build/plugins"
