@@ -191,7 +191,8 @@ C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_red
 # Extra C test programs, each one file with its own main() that prints
 # "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
 # on failure; they may use check.h (check.c is linked in as an archive).
-C_TESTS :=
+# Versions, ts_alloc/ts_strdup, ts_reducer_fail (branch api).
+C_TESTS := Tests/c/test_memory_and_errors.c
 test-c: $(call prebuilt,lib)
 	@mkdir -p $(BUILD)/tests
 	$(CC) $(CFLAGS) -IInclude $(C_SUITE) -o $(BUILD)/tests/test_store $(C_LINK)
@@ -205,6 +206,8 @@ test-c: $(call prebuilt,lib)
 	  Tests/checks.sh $$bin; \
 	  Tests/checks.sh $(VALGRIND) $$bin --quick; \
 	done
+	@# The header's macros (TS_API, TS_DEPRECATED, TS_VERSION*) under gcc and clang.
+	PATH="$$PATH:$(dir $(realpath $(shell command -v $(SWIFT))))" Tests/checks.sh Tests/c/check_header.sh $(CC)
 
 ## test-exports: the library exports exactly the ts_ functions of the header
 test-exports: $(call prebuilt,lib)
