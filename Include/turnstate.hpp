@@ -81,7 +81,11 @@
 #ifndef TURNSTATE_HPP
 #define TURNSTATE_HPP
 
-#if !defined(__cplusplus) || __cplusplus < 201703L
+/* Compiled as C this header is empty: SwiftPM builds the module CTurnstate
+ * from every header of Include/ (Sources/CTurnstate/include), as C. */
+#ifdef __cplusplus
+
+#if __cplusplus < 201703L
 #error "turnstate.hpp needs C++17 or later (-std=c++17); from C, include turnstate.h"
 #endif
 
@@ -879,4 +883,5 @@ inline ts_status middleware_trampoline(const ts_store_api *api, ts_next_fn next,
 
 } // namespace turnstate
 
+#endif /* __cplusplus */
 #endif /* TURNSTATE_HPP */

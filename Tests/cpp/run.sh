@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # make test-cpp: Include/turnstate.hpp under test.
+#   0. compiled as C (SwiftPM's module CTurnstate includes every header of
+#      Include/), the header is empty;
 #   1. the header alone compiles with -std=c++17 and -std=c++20, -Wall -Wextra
 #      -pedantic -Werror and more warnings (-Wshadow -Wconversion
 #      -Wold-style-cast), under $CXX and under clang++ (the Swift toolchain's,
@@ -59,6 +61,11 @@ printf '#include "turnstate.hpp"\n' >"$work/old.cpp"
 cxx14_refused() { # compiler
   ! "$1" -std=c++14 -IInclude -fsyntax-only "$work/old.cpp" >"$work/c14" 2>&1 && grep -q "needs C++17" "$work/c14"
 }
+# SwiftPM compiles every header of Include/ as C into the module CTurnstate
+# (Sources/CTurnstate/include): as C, turnstate.hpp must be empty and quiet.
+printf '#include "turnstate.hpp"\n#include "turnstate.h"\nint main(void) { return TS_OK; }\n' >"$work/c.c"
+step "cc -std=c99: turnstate.hpp compiled as C is empty (SwiftPM's module CTurnstate)" \
+  "${CC:-cc}" -std=c99 "${strict[@]}" -IInclude -fsyntax-only "$work/c.c"
 for c in "$cxx" ${clangxx:+"$clangxx"}; do
   name=$(basename "$c")
   for std in c++17 c++20; do
