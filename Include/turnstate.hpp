@@ -62,8 +62,11 @@
  *   kept Api; calls on one store are serialized by the library; callbacks
  *   run on the dispatching thread and must be safe to call from any thread.
  *   Destroying a Store, and destroying or resetting a Subscription, must not
- *   race with other threads' use of that same Store (as for any C++ object);
- *   a Subscription may outlive its Store (its destructor then does nothing).
+ *   race with other threads' use of that same Store object (as for any C++
+ *   object); the library's own threads (a plugin's, such as the delay
+ *   plugin's worker) are fine: the destructor waits for their dispatches
+ *   (ts_store_destroy). A Subscription may outlive its Store (its destructor
+ *   then does nothing).
  *   A Store may be destroyed from inside one of its own callbacks (a
  *   listener resetting a std::optional<Store>): the C store closes at once
  *   and the callbacks' memory is freed when this thread's outermost call
@@ -253,20 +256,26 @@ class Next;
 class Subscription;
 class Store;
 
-/* A reducer: the slice's JSON text (nullopt for the init call, when the
- * state has no such key yet: return its first value) and the action;
- * returns the new slice's JSON text, or nullopt for "unchanged". Throwing
- * fails the dispatch (see the top of this file). Must be pure: calls into
- * its own store throw reentrant_error. */
+/* A reducer (ts_reducer_fn): the slice's JSON text (nullopt for the init
+ * call, when the state has no such key yet: return its first value) and the
+ * action; returns the new slice's JSON text, or nullopt for "unchanged".
+ * The text is copied into ts_alloc() memory that the store takes over (the
+ * std::string stays the reducer's); text that is not valid JSON fails the
+ * dispatch with TS_E_REDUCER. Throwing fails the dispatch too (see the top
+ * of this file). Called on the dispatching thread with the store held; must
+ * be pure: calls into its own store throw reentrant_error. */
 using reducer_fn = std::function<std::optional<std::string>(std::optional<std::string_view> slice, const Action &action)>;
-/* A listener; its store is given so that it can read the state, dispatch or
- * subscribe. add it with subscribe(), which also takes a callable with no
- * parameter. */
+/* A listener (ts_listener_fn); its store is given so that it can read the
+ * state, dispatch or subscribe. Add one with subscribe(), which also takes a
+ * callable with no parameter. Called on the dispatching thread with the
+ * store held: do not wait there for another thread that uses the store. */
 using listener_fn = std::function<void(StoreRef store)>;
-/* A middleware: call next() to pass the action on (next(json) to pass
- * another one), do not call it to swallow the action, throw to refuse it
- * (rejected_error("why")). `store` may be kept (copied) and used from any
- * thread until the store is destroyed. */
+/* A middleware (ts_middleware_fn): call next() to pass the action on
+ * (next(json) to pass another one), do not call it to swallow the action,
+ * throw to refuse it (rejected_error("why")). Called on the dispatching
+ * thread with the store held. `store` may be kept (copied) and used from
+ * any thread until the store is destroyed; `next` and `action` only during
+ * the call. */
 using middleware_fn = std::function<void(Api &store, Next &next, const Action &action)>;
 
 /* ---- Internals ---------------------------------------------------------- */
