@@ -2,8 +2,9 @@
 #
 #   make run       set up, build, and run the C demo (plugins loaded from a folder)
 #   make test      every test: Swift (also under TSan), C (also under valgrind),
-#                  exported symbols, the ABI baseline (make abi-baseline
-#                  records additions), pkg-config consumer, Python, plugins,
+#                  the C++ header (also under valgrind and TSan), exported
+#                  symbols, the ABI baseline (make abi-baseline records
+#                  additions), pkg-config consumer, Python, plugins,
 #                  the shutdown protocol model (spin), the concurrency
 #                  torture test (ASan and TSan), fault injection, the fuzz
 #                  corpora replayed, the C and plugin suites under ASan
@@ -76,7 +77,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
-        test-pkgconfig test-install test-python test-plugins test-readme \
+        test-pkgconfig test-install test-python test-plugins test-readme test-cpp \
         test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help
 
@@ -143,7 +144,7 @@ run: build demo-plugins
 ## checks and seconds), full logs in build/test-logs/SUITE.log (the tail shown
 ## when a suite fails), and a last line "N passed, M failed" counting checks
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
-               test-pkgconfig test-python test-plugins test-install test-readme test-model test-torture \
+               test-pkgconfig test-python test-plugins test-install test-readme test-cpp test-model test-torture \
                test-faults test-fuzz-replay test-c-asan test-plugins-asan test-harness
 test: setup
 	@Tests/run-suites.sh $(TEST_SUITES)
@@ -190,6 +191,7 @@ C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_red
 # Extra C test programs, each one file with its own main() that prints
 # "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
 # on failure; they may use check.h (check.c is linked in as an archive).
+# Versions, ts_alloc/ts_strdup, ts_reducer_fail.
 C_TESTS := Tests/c/test_memory_and_errors.c
 test-c: $(call prebuilt,lib)
 	@mkdir -p $(BUILD)/tests
@@ -204,7 +206,7 @@ test-c: $(call prebuilt,lib)
 	  Tests/checks.sh $$bin; \
 	  Tests/checks.sh $(VALGRIND) $$bin --quick; \
 	done
-	@# The header's macros under gcc and clang, and without attributes.
+	@# The header's macros (TS_API, TS_DEPRECATED, TS_VERSION*) under gcc and clang, and without attributes.
 	PATH="$$PATH:$(dir $(realpath $(shell command -v $(SWIFT))))" Tests/checks.sh Tests/c/check_header.sh $(CC)
 
 ## test-exports: the library exports exactly the ts_ functions of the header
@@ -247,9 +249,16 @@ test-install: $(call prebuilt,lib plugins)
 test-python: $(call prebuilt,lib)
 	TURNSTATE_LIB=$(LIB) Tests/checks.sh python3 -m unittest discover -s Tests/python -v
 
-## test-readme: the README's Swift, C and plugin examples build and run as shown
+## test-readme: the README's Swift, C, C++ and plugin examples build and run as shown
 test-readme: $(call prebuilt,lib)
 	Tests/checks.sh Tests/readme/check.sh
+
+## test-cpp: Include/turnstate.hpp: the header under g++ and clang++ (C++17,
+## C++20, strict warnings), Tests/cpp/test_turnstate.cpp run directly, under
+## valgrind, under ThreadSanitizer and built with clang++ (Tests/cpp/run.sh)
+test-cpp: $(call prebuilt,lib plugins)
+	CXX="$(CXX)" VALGRIND="$(VALGRIND)" PATH="$$PATH:$(dir $(realpath $(shell command -v $(SWIFT))))" \
+	  Tests/checks.sh Tests/cpp/run.sh $(BUILD)
 
 ## test-model: spin checks the shutdown protocol model, and that it catches
 ## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
@@ -411,7 +420,7 @@ install: lib plugins
 	for p in $(INSTALL_PLUGINS); do \
 	  pkgconfig/install-stripped.sh $(BUILD)/plugins/$$p.so $(DESTDIR)$(PLUGINSDIR) $$p.so; \
 	done
-	install -m 0644 Include/turnstate.h Include/turnstate_plugin.h $(DESTDIR)$(PREFIX)/include/
+	install -m 0644 Include/turnstate.h Include/turnstate_plugin.h Include/turnstate.hpp $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    pkgconfig/turnstate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	@echo "installed into $(DESTDIR)$(PREFIX) (plugins in $(PLUGINSDIR))"
@@ -420,6 +429,7 @@ install: lib plugins
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(LIBDIR)/.debug/libturnstate.so.*.debug \
 	      $(DESTDIR)$(PREFIX)/include/turnstate.h $(DESTDIR)$(PREFIX)/include/turnstate_plugin.h \
+	      $(DESTDIR)$(PREFIX)/include/turnstate.hpp \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	rm -rf $(DESTDIR)$(LIBDIR)/turnstate
 	-rmdir $(DESTDIR)$(LIBDIR)/.debug 2>/dev/null
