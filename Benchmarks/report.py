@@ -45,6 +45,7 @@ ROWS = [
     ("W5", "W5 subscribe+unsubscribe, 1000 live", ("max", 500)),
     ("C1", "C1 ts_store_dispatch, 1 reducer, 1 listener", ("max", 500)),
     ("R1", "R1 C1 loop from Rust (closures, safe API)", ("ratio", 1.10, "C1")),
+    ("R1-c", "R1 with dispatch_c (a &CStr action, no copy)", ("ratio", 1.10, "C1")),
     ("R1-sys", "R1 same through turnstate-sys (extern fns)", None),
     ("C2", "C2 C1 + 3 middleware in code", None),
     ("C3", "C3 C1 + 3 pass-through plugins (.so)", ("max", 1000)),
@@ -230,7 +231,7 @@ def c_workloads(args, samples, units, notes):
                     os.path.join(out, "libtsbench_callbacks.so"), "--runs", str(args.runs), "--scale",
                     str(args.scale)], what="Python P1")
         parse_results(text, samples, units, notes)
-    if not args.only or re.search(args.only, "R1 R1-sys"):
+    if not args.only or re.search(args.only, "R1 R1-c R1-sys"):
         r1 = os.path.join(ROOT, "build", "rust", "release", "examples", "bench_r1")
         if os.path.exists(r1):
             env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(ROOT, "build", "lib"))

@@ -9,6 +9,8 @@
 //!   R1      the safe API: the reducer and the listener are Rust closures
 //!           (`Store::add_reducer`, `Store::subscribe`), the action a `&str`:
 //!           what the binding adds per dispatch, next to C1.
+//!   R1-c    R1 with `dispatch_c` (the action a `&CStr`, as C1's is a C
+//!           string literal: no copy to NUL-terminate it).
 //!   R1-sys  the same through `turnstate-sys` with `extern "C"` callbacks, as
 //!           a C program would: the floor that R1 is measured against.
 //! `--only ID` runs one of them.
@@ -100,9 +102,9 @@ fn time_dispatches(dispatch: &dyn Fn(), count: &dyn Fn() -> i64, calls: &AtomicU
     elapsed / n as f64
 }
 
-fn safe_api(runs: u32, n: u64) {
+fn safe_api(runs: u32, n: u64, c_text: bool) {
     let store = Store::new("{}").unwrap_or_else(|e| die("Store::new", e));
-    let id = "R1";
+    let id = if c_text { "R1-c" } else { "R1" };
     store
         .add_reducer("count", |slice, action| match slice {
             None => Ok(Some("0".to_string())),
@@ -123,7 +125,11 @@ fn safe_api(runs: u32, n: u64) {
     store
         .subscribe(None, move |_| counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed))
         .unwrap_or_else(|e| die("subscribe", e));
-    let dispatch = || store.dispatch(ADD).unwrap_or_else(|e| die("dispatch", e));
+    let add = CStr::from_bytes_with_nul(ADD_C).unwrap();
+    let dispatch = || {
+        let dispatched = if c_text { store.dispatch_c(add) } else { store.dispatch(ADD) };
+        dispatched.unwrap_or_else(|e| die("dispatch", e))
+    };
     let count = || count_of(&store.get("/count").unwrap_or_else(|e| die("get", e)));
     for _ in 0..runs {
         println!("RESULT\t{}\t{:.3}\tns", id, time_dispatches(&dispatch, &count, &calls, n));
@@ -199,7 +205,7 @@ fn main() {
             ("--runs", Some(value)) => runs = value.parse().unwrap_or_else(|e| die("--runs", e)),
             ("--scale", Some(value)) => scale = value.parse().unwrap_or_else(|e| die("--scale", e)),
             ("--only", Some(value)) => only = Some(value.clone()),
-            (other, _) => die("arguments", format!("unknown argument {:?} (--runs R, --scale F, --only R1|R1-sys)", other)),
+            (other, _) => die("arguments", format!("unknown argument {:?} (--runs R, --scale F, --only R1|R1-c|R1-sys)", other)),
         }
         i += 2;
     }
@@ -208,7 +214,10 @@ fn main() {
     // Alternating runs of the two variants would interleave their warm-ups;
     // each runs whole, R1 first, in one process.
     if only.as_deref().map_or(true, |only| only == "R1") {
-        safe_api(runs, n);
+        safe_api(runs, n, false);
+    }
+    if only.as_deref().map_or(true, |only| only == "R1-c") {
+        safe_api(runs, n, true);
     }
     if only.as_deref().map_or(true, |only| only == "R1-sys") {
         raw_api(runs, n);

@@ -495,6 +495,13 @@ impl StoreRef {
         with_c_text(action_json, "the action", |text| call(|| unsafe { sys::ts_store_dispatch(raw, text) }))?
     }
 
+    /// [`dispatch`](StoreRef::dispatch) of text that is already a C string
+    /// (a `c"..."` literal, a `CString` kept for repeated dispatches): no copy.
+    pub fn dispatch_c(&self, action_json: &CStr) -> Result<()> {
+        let raw = self.raw.as_ptr();
+        call(|| unsafe { sys::ts_store_dispatch(raw, action_json.as_ptr()) })
+    }
+
     /// The value at an RFC 6901 JSON Pointer ("/todos/0/title"; "" is the
     /// whole state), as minified JSON text.
     pub fn get(&self, json_pointer: &str) -> Result<String> {

@@ -85,6 +85,13 @@ fn bad_input_is_an_error_with_status_and_message() {
     let error = store.add_reducer("count", counter).unwrap_err();
     assert_eq!(error.status(), Status::Argument, "a key has one reducer: {}", error);
 
+    // A C string goes as it is.
+    store.dispatch_c(std::ffi::CStr::from_bytes_with_nul(b"{\"type\":\"counter/add\",\"payload\":2}\0").unwrap()).unwrap();
+    assert_eq!(store.get("/count").unwrap(), "2");
+    let error = store.dispatch_c(std::ffi::CStr::from_bytes_with_nul(b"{\0").unwrap()).unwrap_err();
+    assert_eq!(error.status(), Status::Json);
+    store.dispatch(r#"{"type":"counter/add","payload":-2}"#).unwrap();
+
     // A long action (past the stack copy) works the same.
     let long = format!(r#"{{"type":"counter/add","payload":1,"pad":"{}"}}"#, "x".repeat(1000));
     store.dispatch(&long).unwrap();
