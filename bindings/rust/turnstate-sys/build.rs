@@ -18,10 +18,8 @@ use std::process::Command;
 
 fn pkg_config(args: &[&str]) -> Result<String, String> {
     let program = env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".to_string());
-    let output = Command::new(&program)
-        .args(args)
-        .output()
-        .map_err(|error| format!("cannot run {}: {}", program, error))?;
+    let output =
+        Command::new(&program).args(args).output().map_err(|error| format!("cannot run {}: {}", program, error))?;
     if !output.status.success() {
         return Err(format!(
             "`{} {}` failed: {}",

@@ -96,8 +96,15 @@ fn time_dispatches(dispatch: &dyn Fn(), count: &dyn Fn() -> i64, calls: &AtomicU
     let elapsed = start.elapsed().as_nanos() as f64;
     let (after, calls_after) = (count(), calls.load(Ordering::Relaxed));
     if after - before != n as i64 || calls_after - calls_before != n {
-        die("the loop", format!("{} dispatches moved the count by {} and called the listener {} times",
-                                n, after - before, calls_after - calls_before));
+        die(
+            "the loop",
+            format!(
+                "{} dispatches moved the count by {} and called the listener {} times",
+                n,
+                after - before,
+                calls_after - calls_before
+            ),
+        );
     }
     elapsed / n as f64
 }
@@ -173,16 +180,29 @@ fn raw_api(runs: u32, n: u64) {
         };
         let mut store = ptr::null_mut();
         check("ts_store_create", sys::ts_store_create(ptr::null(), &mut store));
-        check("ts_store_add_reducer",
-              sys::ts_store_add_reducer(store, b"count\0".as_ptr() as *const c_char, Some(sys_reducer), ptr::null_mut()));
+        check(
+            "ts_store_add_reducer",
+            sys::ts_store_add_reducer(store, b"count\0".as_ptr() as *const c_char, Some(sys_reducer), ptr::null_mut()),
+        );
         let calls = AtomicU64::new(0);
         let mut token = 0;
-        check("ts_store_subscribe", sys::ts_store_subscribe(store, ptr::null(), Some(sys_listener),
-                                                             &calls as *const AtomicU64 as *mut c_void, &mut token));
+        check(
+            "ts_store_subscribe",
+            sys::ts_store_subscribe(
+                store,
+                ptr::null(),
+                Some(sys_listener),
+                &calls as *const AtomicU64 as *mut c_void,
+                &mut token,
+            ),
+        );
         let dispatch = || check("ts_store_dispatch", sys::ts_store_dispatch(store, ADD_C.as_ptr() as *const c_char));
         let count = || {
             let mut out = ptr::null_mut();
-            check("ts_store_get_state", sys::ts_store_get_state(store, b"/count\0".as_ptr() as *const c_char, &mut out));
+            check(
+                "ts_store_get_state",
+                sys::ts_store_get_state(store, b"/count\0".as_ptr() as *const c_char, &mut out),
+            );
             let value = parse_c(out);
             sys::ts_free(out as *mut c_void);
             value
@@ -205,7 +225,9 @@ fn main() {
             ("--runs", Some(value)) => runs = value.parse().unwrap_or_else(|e| die("--runs", e)),
             ("--scale", Some(value)) => scale = value.parse().unwrap_or_else(|e| die("--scale", e)),
             ("--only", Some(value)) => only = Some(value.clone()),
-            (other, _) => die("arguments", format!("unknown argument {:?} (--runs R, --scale F, --only R1|R1-c|R1-sys)", other)),
+            (other, _) => {
+                die("arguments", format!("unknown argument {:?} (--runs R, --scale F, --only R1|R1-c|R1-sys)", other))
+            }
         }
         i += 2;
     }

@@ -649,9 +649,7 @@ impl Store {
         // it is this function's until the end), and no lock is held across
         // the call (a listener of that dispatch may subscribe too).
         let mut subscribe = |pointer: *const c_char| {
-            call(|| unsafe {
-                sys::ts_store_subscribe(raw, pointer, Some(listener_trampoline::<F>), ctx, &mut token)
-            })
+            call(|| unsafe { sys::ts_store_subscribe(raw, pointer, Some(listener_trampoline::<F>), ctx, &mut token) })
         };
         match json_pointer {
             None => subscribe(ptr::null())?,
@@ -670,7 +668,12 @@ impl Store {
         // Calls on one store are serialized, so once ts_store_unsubscribe
         // returned no other thread's dispatch can be calling the listener.
         if CALLBACK_DEPTH.with(|depth| depth.get()) == 0 {
-            let freed = self.callbacks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).listeners.remove(&subscription.0);
+            let freed = self
+                .callbacks
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .listeners
+                .remove(&subscription.0);
             drop(freed);
         }
         Ok(())

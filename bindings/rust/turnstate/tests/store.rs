@@ -86,7 +86,9 @@ fn bad_input_is_an_error_with_status_and_message() {
     assert_eq!(error.status(), Status::Argument, "a key has one reducer: {}", error);
 
     // A C string goes as it is.
-    store.dispatch_c(std::ffi::CStr::from_bytes_with_nul(b"{\"type\":\"counter/add\",\"payload\":2}\0").unwrap()).unwrap();
+    store
+        .dispatch_c(std::ffi::CStr::from_bytes_with_nul(b"{\"type\":\"counter/add\",\"payload\":2}\0").unwrap())
+        .unwrap();
     assert_eq!(store.get("/count").unwrap(), "2");
     let error = store.dispatch_c(std::ffi::CStr::from_bytes_with_nul(b"{\0").unwrap()).unwrap_err();
     assert_eq!(error.status(), Status::Json);
@@ -152,10 +154,11 @@ fn a_failing_reducer_changes_nothing() {
         .unwrap();
     let called = Arc::new(AtomicUsize::new(0));
     let calls = called.clone();
-    store.subscribe(None, move |_| {
-        calls.fetch_add(1, Ordering::SeqCst);
-    })
-    .unwrap();
+    store
+        .subscribe(None, move |_| {
+            calls.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
     store.dispatch(r#"{"type":"counter/add","payload":2}"#).unwrap();
     let before = store.state().unwrap();
     let error = store.dispatch(r#"{"type":"counter/add","payload":13}"#).unwrap_err();
@@ -244,10 +247,11 @@ fn a_listener_panic_is_reported_after_the_dispatch_applied() {
     let later = Arc::new(AtomicUsize::new(0));
     store.subscribe(None, |_| panic!("listener trouble")).unwrap();
     let counter = later.clone();
-    store.subscribe(None, move |_| {
-        counter.fetch_add(1, Ordering::SeqCst);
-    })
-    .unwrap();
+    store
+        .subscribe(None, move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
     let error = store.dispatch(ADD).unwrap_err();
     assert_eq!(error.status(), Status::Panic);
     assert_eq!(error.code(), turnstate::sys::TS_OK);
@@ -412,16 +416,18 @@ fn drop_destroys_the_store_and_frees_the_closures() {
     let unsubscribed_freed = Arc::new(AtomicBool::new(false));
     let store = counter_store();
     let flag = DropFlag(reducer_freed.clone());
-    store.add_reducer("kept", move |slice, _| {
-        let _ = &flag;
-        Ok(slice.is_none().then(|| "0".to_string()))
-    })
-    .unwrap();
+    store
+        .add_reducer("kept", move |slice, _| {
+            let _ = &flag;
+            Ok(slice.is_none().then(|| "0".to_string()))
+        })
+        .unwrap();
     let flag = DropFlag(listener_freed.clone());
-    store.subscribe(None, move |_| {
-        let _ = &flag;
-    })
-    .unwrap();
+    store
+        .subscribe(None, move |_| {
+            let _ = &flag;
+        })
+        .unwrap();
     let flag = DropFlag(middleware_freed.clone());
     store
         .add_middleware("kept", move |_, next, _| {
@@ -430,10 +436,11 @@ fn drop_destroys_the_store_and_frees_the_closures() {
         })
         .unwrap();
     let flag = DropFlag(unsubscribed_freed.clone());
-    let sub = store.subscribe(None, move |_| {
-        let _ = &flag;
-    })
-    .unwrap();
+    let sub = store
+        .subscribe(None, move |_| {
+            let _ = &flag;
+        })
+        .unwrap();
     store.dispatch(ADD).unwrap();
     assert!(!unsubscribed_freed.load(Ordering::SeqCst));
     store.unsubscribe(sub).unwrap();
@@ -494,9 +501,7 @@ fn plugins_dir() -> PathBuf {
 #[test]
 fn the_guard_plugin_refuses_what_its_config_denies() {
     let store = counter_store();
-    store
-        .load_plugin(plugins_dir().join("guard.so"), Some(r#"{"deny": ["admin/*"]}"#))
-        .unwrap();
+    store.load_plugin(plugins_dir().join("guard.so"), Some(r#"{"deny": ["admin/*"]}"#)).unwrap();
     let error = store.dispatch(r#"{"type":"admin/reset"}"#).unwrap_err();
     assert_eq!(error.status(), Status::Rejected);
     assert!(error.message().contains("admin/reset"), "{}", error);
@@ -532,9 +537,7 @@ fn the_delay_plugin_calls_rust_closures_from_its_own_thread() {
         })
         .unwrap();
     store.load_plugin(plugins_dir().join("delay.so"), None).unwrap();
-    store
-        .dispatch(r#"{"type":"@@delay","payload":{"ms":1,"action":{"type":"counter/add","payload":5}}}"#)
-        .unwrap();
+    store.dispatch(r#"{"type":"@@delay","payload":{"ms":1,"action":{"type":"counter/add","payload":5}}}"#).unwrap();
     // Waits for the worker (no timing is asserted: a generous bound only
     // keeps a broken plugin from hanging the suite).
     let started = Instant::now();
@@ -544,9 +547,7 @@ fn the_delay_plugin_calls_rust_closures_from_its_own_thread() {
     }
     assert!(other_thread.load(Ordering::SeqCst), "the listener ran on the plugin's thread");
     // Dropping the store stops the worker (a pending action is dropped).
-    store
-        .dispatch(r#"{"type":"@@delay","payload":{"ms":60000,"action":{"type":"counter/add"}}}"#)
-        .unwrap();
+    store.dispatch(r#"{"type":"@@delay","payload":{"ms":60000,"action":{"type":"counter/add"}}}"#).unwrap();
     drop(store);
 }
 
