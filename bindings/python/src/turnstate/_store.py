@@ -9,7 +9,7 @@ import sys
 import threading
 import weakref
 from ctypes import byref, c_char_p, c_uint64, c_void_p
-from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union, overload
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, overload
 
 from . import _capi
 from ._errors import NoMemoryError, StoreGoneError, TurnstateError, error_for
@@ -102,38 +102,56 @@ def _action_text(action: Any, payload: Any) -> bytes:
 
 # ---- Errors raised inside callbacks --------------------------------------------------
 # An exception cannot cross the C boundary. A callback records it on its
-# thread; the call into the store that ran the callback (dispatch, reducer(),
-# ...) takes what was recorded during it and raises it there. Each such call
-# saves and restores the outer record, so nested calls (a listener that
-# dispatches) take only their own.
+# thread, numbered from one counter for the process; a call into the store
+# (dispatch, reducer(), next() ...) notes the counter before it calls the
+# library, and only when it changed looks for what was recorded on its
+# thread since then, takes it and raises it. So the common case costs two
+# reads of a list, and nested calls (a listener that dispatches) take only
+# their own exceptions, leaving an outer call's for it.
+
+_seq = [0]
 
 
 class _ThreadState(threading.local):
-    error: Optional[BaseException] = None
-    depth = 0
+    errors: Optional[List[Tuple[int, BaseException]]] = None
 
 
 _tls = _ThreadState()
 
 
 def _record(error: BaseException, where: str) -> None:
-    """Keeps the first exception of the current call; with no Python call into
-    the store under way on this thread (a library thread, such as the delay
-    plugin's worker), reports it through sys.unraisablehook instead."""
-    tls = _tls
-    if tls.depth == 0:
+    """Records an exception raised in a callback for the call that ran it. On
+    a library thread (the delay plugin's worker), where no Python code waits
+    for it, it is reported through sys.unraisablehook instead."""
+    if isinstance(threading.current_thread(), threading._DummyThread):
         hook = getattr(sys, "unraisablehook", None)
         if hook is not None:
             class _Unraisable:
                 exc_type = type(error)
                 exc_value = error
                 exc_traceback = error.__traceback__
-                err_msg = "Exception ignored in turnstate %s called on a library thread" % where
+                err_msg = "Exception ignored in a turnstate %s called on a library thread" % where
                 object = None
             hook(_Unraisable)  # type: ignore[arg-type]
         return
-    if tls.error is None:
-        tls.error = error
+    _seq[0] = seq = _seq[0] + 1
+    errors = _tls.errors
+    if errors is None:
+        errors = _tls.errors = []
+    errors.append((seq, error))
+
+
+def _take(since: int) -> Optional[BaseException]:
+    """The first exception recorded on this thread after ``since`` (removing
+    every one recorded since then), or None."""
+    errors = _tls.errors
+    if not errors:
+        return None
+    mine = [error for seq, error in errors if seq > since]
+    if mine:
+        errors[:] = [(seq, error) for seq, error in errors if seq <= since]
+        return mine[0]
+    return None
 
 
 def _failure_reason(error: BaseException) -> bytes:
@@ -147,9 +165,11 @@ def _last_error(lib: Any) -> str:
 
 
 def _raise(lib: Any, status: int, error: Optional[BaseException], what: str) -> None:
-    """Raises for a finished call: the callback's own exception if one was
+    """Raises (if anything failed) for a finished call: the callback's own exception if one was
     raised (with the library's account of the failure as a note), else the
     TurnstateError of the status."""
+    if error is None and not status:
+        return  # what was recorded during the call was taken by a call inside it
     if error is not None:
         if status and hasattr(error, "add_note") and not isinstance(error, TurnstateError):
             error.add_note("turnstate: %s failed with %s: %s"
@@ -289,24 +309,17 @@ class Next:
             text: Any = c_char_p(original._address) if original._address else original.json_text
         else:
             text = _action_text(action, payload)
-        tls = _tls
-        saved, tls.error = tls.error, None
-        tls.depth += 1
-        try:
-            status = self._fn(text)
-        finally:
-            tls.depth -= 1
-            error, tls.error = tls.error, saved
+        since = _seq[0]
+        status = self._fn(text)
         self.status = status
         if status:
             try:
-                _raise(self._lib, status, error, "next")
+                _raise(self._lib, status, _take(since), "next")
             except BaseException as raised:
                 self.error = raised
                 raise
-        elif error is not None and saved is None:
-            # A listener raised: the action was applied. The dispatch reports it.
-            tls.error = error
+        # A listener that raised (the action was applied) stays recorded: the
+        # dispatch reports it.
 
 
 # ---- Plugins ----------------------------------------------------------------------------------
@@ -429,16 +442,10 @@ class Store:
 
     def _call(self, function: Any, *args: Any, what: str) -> None:
         """Calls a C function that may run callbacks; raises what failed."""
-        tls = _tls
-        saved, tls.error = tls.error, None
-        tls.depth += 1
-        try:
-            status = function(*args)
-        finally:
-            tls.depth -= 1
-            error, tls.error = tls.error, saved
-        if status or error is not None:
-            _raise(self._lib, status, error, what)
+        since = _seq[0]
+        status = function(*args)
+        if status or _seq[0] != since:
+            _raise(self._lib, status, _take(since), what)
 
     # ---- dispatching ----
 
@@ -468,16 +475,10 @@ class Store:
         handle = self._handle
         if handle is None:
             raise StoreGoneError("the store is closed")
-        tls = _tls
-        saved, tls.error = tls.error, None
-        tls.depth += 1
-        try:
-            status = self._dispatch_fn(handle, text)
-        finally:
-            tls.depth -= 1
-            error, tls.error = tls.error, saved
-        if status or error is not None:
-            _raise(self._lib, status, error, "dispatch")
+        since = _seq[0]
+        status = self._dispatch_fn(handle, text)
+        if status or _seq[0] != since:
+            _raise(self._lib, status, _take(since), "dispatch")
 
     def dispatch_json(self, text: Union[str, bytes]) -> None:
         """Dispatches an action given as JSON text ('{"type": "x"}'); as dispatch()."""
