@@ -72,7 +72,7 @@ C_PLUGINS := guard delay journal
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
-        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-install test-python test-plugins test-readme \
+        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-install test-python test-python-package test-plugins test-readme \
         test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
 
@@ -124,7 +124,7 @@ run: build demo-plugins
 
 ## test: every suite; a summary line at the end
 test: setup
-	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
+	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-python-package \
 	  test-plugins test-install test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
 
 test-swift: setup
@@ -160,6 +160,13 @@ test-install: lib plugins
 
 test-python: lib
 	TURNSTATE_LIB=$(LIB) python3 -m unittest discover -s Tests/python -v
+
+## test-python-package: the Python package (bindings/python) in fresh venvs
+## (pytest, hatchling and build from PyPI): its pytest suite against the
+## bundled library, the wheel from python -m build, and the README's Python
+## example with the Swift toolchain hidden, bundled and after make install
+test-python-package: lib plugins
+	bindings/python/tests/run.sh
 
 test-readme: lib
 	Tests/readme/check.sh
