@@ -31,7 +31,8 @@ trap 'rm -rf "$tmp"' EXIT
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 # pytest must import the installed package, not bindings/python/src: it runs
 # from $tmp, and writes no cache into the repository.
-PYTEST_ARGS=(-q -p no:cacheprovider -o "cache_dir=$tmp/.pytest_cache" "$root/bindings/python/tests")
+PYTEST_ARGS=(-q -p no:cacheprovider "$root/bindings/python/tests")
+export PYTHONDONTWRITEBYTECODE=1
 
 # Adds pytest's counts ("3 failed, 54 passed, 2 skipped in 1.2s") to ours.
 count_pytest() { # log what
