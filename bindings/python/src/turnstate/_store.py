@@ -468,8 +468,13 @@ class Store:
         NotActionError...).
         """
         if action.__class__ is str:
-            text = (_head(action) + b"}" if payload is _MISSING
-                    else _head(action) + b',"payload":' + dumps(payload) + b"}")
+            head = _heads.get(action) or _head(action)
+            if payload is _MISSING:
+                text = head + b"}"
+            elif payload.__class__ is int:
+                text = b'%s,"payload":%d}' % (head, payload)
+            else:
+                text = head + b',"payload":' + dumps(payload) + b"}"
         else:
             text = _action_text(action, payload)
         handle = self._handle
@@ -552,7 +557,9 @@ class Store:
         lib = self._lib
         strdup = lib.ts_strdup
         fail = lib.ts_reducer_fail
-        from_struct = Action._from_struct
+        from_address = _capi.TsAction.from_address
+        new_action = Action
+        type_names = _type_names
         initial_text = None if initial is _MISSING else dumps(initial)
 
         def trampoline(slice_text: Optional[bytes], action: Any, _ctx: Any) -> Optional[int]:
@@ -567,10 +574,14 @@ class Store:
                                              "(return the value, or pass initial=)" % key)
                         data = dumps(result)
                 else:
-                    result = fn(loads(slice_text), from_struct(action.contents))
+                    view = from_address(action)
+                    type_text = view.type
+                    result = fn(int(slice_text) if slice_text.isdigit() else loads(slice_text),
+                                new_action(type_names.get(type_text) or _type_name(type_text), view.payload,
+                                           view.json))
                     if result is None:
                         return None
-                    data = dumps(result)
+                    data = b"%d" % result if result.__class__ is int else dumps(result)
                 address: Optional[int] = strdup(data)
                 if not address:
                     raise NoMemoryError("no memory for the reducer's result (%d bytes)" % (len(data) + 1))
@@ -580,7 +591,8 @@ class Store:
                 fail(_failure_reason(error))
                 return None
 
-        callback = _capi.REDUCER_FN(trampoline)
+        # The action arrives as an address (cheaper than a ctypes pointer object).
+        callback = _capi.REDUCER_FN_ADDRESS(trampoline)
         self._keepalive.append(callback)
         self._call(lib.ts_store_add_reducer, self._live_handle(), key.encode("utf-8"),
                    ctypes.cast(callback, c_void_p), None, what="reducer()")
