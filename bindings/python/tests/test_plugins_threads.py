@@ -219,3 +219,28 @@ def test_loading_a_bad_plugin_config_text_is_a_json_error(counter, plugins, tmp_
     (folder / "guard.json").write_text("{")
     with pytest.raises(JSONError):
         counter.load_plugins(str(folder))
+
+
+def test_a_listener_on_the_worker_gets_its_own_dispatchs_exception(counter, plugins, monkeypatch):
+    """On a library thread, a Python call into the store (here a listener's
+    dispatch) still gets the exceptions of the callbacks it ran, as themselves;
+    only what escapes the outermost callback goes to sys.unraisablehook."""
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: reported.append(info))
+    counter.reducer("picky", lambda s, a: (_ for _ in ()).throw(KeyError("inner")) if a.type == "bad" else None,
+                    initial=0)
+    caught = []
+
+    def listener(s):
+        if s.get("/count") == 1 and not caught:
+            try:
+                s.dispatch("bad")
+            except KeyError as error:
+                caught.append((error, isinstance(threading.current_thread(), threading._DummyThread)))
+
+    counter.subscribe(listener)
+    counter.load_plugin("delay")
+    counter.dispatch("@@delay", {"ms": 1, "action": {"type": "counter/add"}})
+    wait_until(lambda: caught, "the listener on the worker")
+    assert caught[0][0].args == ("inner",) and caught[0][1]
+    assert reported == []

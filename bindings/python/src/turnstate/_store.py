@@ -120,10 +120,15 @@ _tls = _ThreadState()
 
 
 def _record(error: BaseException, where: str) -> None:
-    """Records an exception raised in a callback for the call that ran it. On
-    a library thread (the delay plugin's worker), where no Python code waits
-    for it, it is reported through sys.unraisablehook instead."""
-    if isinstance(threading.current_thread(), threading._DummyThread):
+    """Records an exception raised in a callback (the caller of this
+    function) for the call into the store that ran it. When no Python code
+    waits for it - the callback runs on a library thread (the delay plugin's
+    worker) and was not reached through a Python call into a store on it -
+    it is reported through sys.unraisablehook instead."""
+    # The callback's caller: a Python call into the store (dispatch...) on
+    # this thread, or nothing when C called it with no Python frame below
+    # (a library thread: the delay plugin's worker).
+    if sys._getframe(1).f_back is None:
         hook = getattr(sys, "unraisablehook", None)
         if hook is not None:
             class _Unraisable:
