@@ -50,7 +50,7 @@ JSON_NULL = _JsonNull()
 # directly (no white space to skip, nothing after the value); small integers,
 # the most common slices and payloads, take a shorter path still.
 
-_scan = json.scanner.make_scanner(json.JSONDecoder())
+_scan = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type] # typeshed: the C class
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
@@ -137,7 +137,7 @@ def _record(error: BaseException, where: str) -> None:
                 exc_traceback = error.__traceback__
                 err_msg = "Exception ignored in a turnstate %s called on a library thread" % where
                 object = None
-            hook(_Unraisable)  # type: ignore[arg-type]
+            hook(_Unraisable)  # the hook reads these attributes only
         return
     _seq[0] = seq = _seq[0] + 1
     errors = _tls.errors
@@ -166,7 +166,7 @@ def _failure_reason(error: BaseException) -> bytes:
 
 
 def _last_error(lib: Any) -> str:
-    return lib.ts_last_error().decode("utf-8", "replace")
+    return str(lib.ts_last_error().decode("utf-8", "replace"))
 
 
 def _raise(lib: Any, status: int, error: Optional[BaseException], what: str) -> None:
@@ -509,7 +509,7 @@ class Store:
         if status:
             raise error_for(status, _last_error(lib))
         try:
-            return ctypes.string_at(out.value)
+            return ctypes.string_at(out.value or 0)
         finally:
             lib.ts_free(out)
 
