@@ -69,6 +69,16 @@ if "$PYTHON" -m venv "$venv" >"$tmp/venv.log" 2>&1 &&
   [ "$status" -eq 0 ] || show "$tmp/pytest-bundled.log"
   count_pytest "$tmp/pytest-bundled.log" "bundled library"
   [ "$status" -eq 0 ] || grep -qE '[0-9]+ (failed|error)' "$tmp/pytest-bundled.log" || fail "pytest exited with $status"
+  # The type hints, as a user's type checker sees the installed package (py.typed).
+  if "$venv/bin/pip" install -q mypy >"$tmp/pip-mypy.log" 2>&1; then
+    (cd "$tmp" && "$venv/bin/mypy" --strict --no-incremental -p turnstate) >"$tmp/mypy.log" 2>&1
+    check "mypy --strict -p turnstate (the installed package)" test $? -eq 0 || true
+    (cd "$tmp" && "$venv/bin/mypy" --no-incremental example.py) >>"$tmp/mypy.log" 2>&1
+    check "mypy: the README's Python example type-checks against the package" test $? -eq 0 || true
+    grep -q "error:" "$tmp/mypy.log" && show "$tmp/mypy.log"
+  else
+    show "$tmp/pip-mypy.log"; fail "pip install mypy"
+  fi
 else
   show "$tmp/venv.log"; show "$tmp/pip.log"; fail "fresh venv: pip install ./bindings/python pytest"
 fi
