@@ -287,6 +287,9 @@ test-c-asan: asan-lib
 	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/c/test_store.c -o $(ASAN)/tests/test_store $(ASAN_LINK)
 	@# test_out_of_memory_is_nomem makes malloc fail on purpose: ASan must return NULL, not abort.
 	ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 $(ASAN)/tests/test_store
+	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/c/test_memory_and_errors.c -o $(ASAN)/tests/test_memory_and_errors $(ASAN_LINK)
+	@# test_alloc asks ts_alloc for more memory than there is: ASan must return NULL, not abort.
+	ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 $(ASAN)/tests/test_memory_and_errors
 
 ## test-plugins-asan: the plugin suite (plugins, loader variants, tests) and the
 ## logger's test with ASan; the suite builds its plugins in build/asan/ptest,

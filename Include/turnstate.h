@@ -37,7 +37,6 @@
  *   written in Swift, and a failed allocation inside the Swift runtime (the
  *   small objects it makes for subscriptions, middleware and plugins, and a
  *   few per dispatch) ends the process, as it does in any Swift program.
- *
  * - Memory: see "Memory" below for which allocator each pointer belongs to.
  *
  * This header is C99. Its only compiler-specific parts are the attributes
@@ -185,10 +184,10 @@ TS_API const char *ts_last_error(void);
 /* Allocates `size` bytes (not initialized) with the C library's malloc, for
  * text that the store will take over (a reducer's result) or any memory that
  * ts_free() will release. ts_alloc(0) returns a unique non-NULL pointer to
- * zero usable bytes (as malloc(1) would), never NULL, so that NULL always
- * means failure. Returns NULL when there is no memory, with ts_last_error()
- * of the calling thread saying so (TS_E_NOMEM, and the size asked for).
- * Any thread may call it. */
+ * zero usable bytes (it allocates 1 byte), not the NULL that malloc(0) may
+ * return, so that NULL always means failure. Returns NULL only when there is
+ * no memory, with ts_last_error() of the calling thread saying so
+ * (TS_E_NOMEM, and the size asked for). Any thread may call it. */
 TS_API void *ts_alloc(size_t size);
 
 /* Copies the NUL-terminated `text` (its bytes as they are, up to and

@@ -150,15 +150,19 @@ char *tsi_strdup(const char *text) {
 /* The innermost reducer call under way on this thread, or NULL. */
 static _Thread_local tsi_reducer_call *current_reducer;
 
-void tsi_reducer_enter(tsi_reducer_call *call) {
-    call->outer = current_reducer;
+char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *action, void *ctx,
+                       tsi_reducer_call *call) {
+    tsi_reducer_call **current = &current_reducer;
+    call->outer = *current;
     call->message = NULL;
     call->failed = 0;
     call->lost = 0;
-    current_reducer = call;
+    *current = call;
+    /* Back to the type the reducer was defined with before calling it. */
+    char *output = ((ts_reducer_fn)fn)(slice_json, (const ts_action *)action, ctx);
+    *current = call->outer;
+    return output;
 }
-
-void tsi_reducer_leave(tsi_reducer_call *call) { current_reducer = call->outer; }
 
 void tsi_reducer_clear(tsi_reducer_call *call) {
     free(call->message);

@@ -55,9 +55,9 @@ final class ReducerTable: @unchecked Sendable {
             entries[position].memberIndex = index
             entries[position].memberLayout = state.layout
             let entry = entries[position]
-            let slice = state.slice(at: index)
             var call = tsi_reducer_call()
-            let output = Self.call(entry, slice.text, action.view, &call)
+            let output = tsi_call_reducer(unsafeBitCast(entry.fn, to: tsi_reducer_fn.self),
+                                          state.slice(at: index).text, action.view, entry.context, &call)
             if call.failed != 0 {
                 free(output)
                 failure = Self.failure(of: &call, key: key, actionType: action.type)
@@ -117,11 +117,7 @@ final class ReducerTable: @unchecked Sendable {
         _ entry: Entry, _ slice: UnsafePointer<CChar>?, _ action: UnsafePointer<ts_action>,
         _ call: inout tsi_reducer_call
     ) -> UnsafeMutablePointer<CChar>? {
-        withUnsafeMutablePointer(to: &call) { call in
-            tsi_reducer_enter(call)
-            defer { tsi_reducer_leave(call) }
-            return entry.fn(slice, action, entry.context)
-        }
+        tsi_call_reducer(unsafeBitCast(entry.fn, to: tsi_reducer_fn.self), slice, action, entry.context, &call)
     }
 
     /// The error for a reducer that called ts_reducer_fail, with its reason;

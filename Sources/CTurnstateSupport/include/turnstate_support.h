@@ -53,12 +53,12 @@ void *tsi_alloc(size_t size);
 char *tsi_strdup(const char *text);
 
 /* One reducer call, on the stack of the code that calls the reducer:
- * tsi_reducer_enter before, tsi_reducer_leave after (they nest: a reducer may
- * dispatch to another store). A ts_reducer_fail during the call sets failed
+ * tsi_call_reducer registers it for the length of the call (calls nest: a
+ * reducer may dispatch to another store). A ts_reducer_fail during the call sets failed
  * and message (malloc'ed, at most TSI_REDUCER_MESSAGE_MAX bytes cut at a
  * UTF-8 boundary; NULL for no reason or when there was no memory for it, then
- * lost is 1). tsi_reducer_leave frees nothing: the caller reads the message
- * and frees it with tsi_reducer_clear. */
+ * lost is 1). The caller reads the message and frees it with
+ * tsi_reducer_clear. */
 typedef struct tsi_reducer_call {
     struct tsi_reducer_call *outer;
     char *message;
@@ -68,8 +68,14 @@ typedef struct tsi_reducer_call {
 
 #define TSI_REDUCER_MESSAGE_MAX 1024
 
-void tsi_reducer_enter(tsi_reducer_call *call);
-void tsi_reducer_leave(tsi_reducer_call *call);
+/* A ts_reducer_fn, with the action as a plain pointer (this header does not
+ * include turnstate.h: Swift imports that through CTurnstate). */
+typedef char *(*tsi_reducer_fn)(const char *slice_json, const void *action, void *ctx);
+
+/* Calls fn(slice_json, action, ctx) with `call` as the calling thread's
+ * innermost reducer call (one thread-local look-up for both ends). */
+char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *action, void *ctx,
+                       tsi_reducer_call *call);
 void tsi_reducer_clear(tsi_reducer_call *call);
 /* ts_reducer_fail: 0 once recorded, -1 when no reducer call is under way on
  * this thread (the caller reports TS_E_MISUSE). */
