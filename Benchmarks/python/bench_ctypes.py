@@ -107,7 +107,7 @@ def main():
     run(lib, store, lambda: count.value, "P1-ctypes", args.runs, n)
     lib.ts_store_destroy(store)
 
-    # P1-py: the reducer and listener in Python; results from ts_strdup.
+    # P1-raw: the reducer and listener in Python; results from ts_strdup.
     calls = [0]
 
     def py_reducer(slice_json, action, ctx):

@@ -54,5 +54,6 @@ if [ -n "$clang" ]; then
   check "clang: both headers, -std=c99 -pedantic -Werror" "$clang" "${strict[@]}" -fsyntax-only "$test_c"
   check "clang: a call to a TS_DEPRECATED function warns with its message" deprecated_call_warns "$clang"
 fi
-echo "header macros: $passed passed, $failed failed${clang:+ (gcc and clang)}"
+echo "header macros checked with gcc${clang:+ and clang}"
+echo "header_macros: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
