@@ -506,3 +506,58 @@ def test_reducer_values_are_copies(store):
     store.dispatch("x")
     assert store.get("/items") == [0, 1]
     assert json.dumps(kept) == "[[0], [0, 1]]"
+
+
+def nested(depth):
+    value = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def test_nesting_deeper_than_the_library_allows():
+    with pytest.raises(JSONError) as raised:
+        Store(initial={"deep": nested(300)})
+    assert "deeper than 256" in raised.value.message
+    with Store() as store:
+        @store.reducer("deep", initial=0)
+        def deep(state, action):
+            return nested(300) if action.type == "deepen" else None
+
+        with pytest.raises(ReducerError) as raised:  # valid to Python, refused by the library
+            store.dispatch("deepen")
+        assert raised.value.status == turnstate.Status.E_REDUCER and '"deep"' in raised.value.message
+        assert store.state == {"deep": 0}
+
+
+def test_subscribing_while_other_threads_dispatch(counter):
+    import threading
+    stop = threading.Event()
+
+    def work():
+        while not stop.is_set():
+            counter.dispatch("counter/add")
+
+    workers = [threading.Thread(target=work) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    try:
+        for _ in range(200):
+            calls = []
+            with counter.subscribe(lambda s: calls.append(1)):
+                pass
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join()
+    total = counter.get("/count")
+    counter.dispatch("counter/add")
+    assert counter.get("/count") == total + 1
+
+
+def test_actions_with_unicode_types_and_keys():
+    with Store() as store:
+        store.reducer("zähler", lambda s, a: s + 1 if a.type == "ünïcode/➕" else None, initial=0)
+        store.dispatch("ünïcode/➕")
+        assert store.get("/zähler") == 1
+        assert store.get(turnstate.pointer("zähler")) == 1
