@@ -244,3 +244,17 @@ def test_a_listener_on_the_worker_gets_its_own_dispatchs_exception(counter, plug
     wait_until(lambda: caught, "the listener on the worker")
     assert caught[0][0].args == ("inner",) and caught[0][1]
     assert reported == []
+
+
+def test_c_middleware_sees_a_python_reducers_failure_as_ts_e_reducer(counter, plugins, tmp_path):
+    """The journal (C) records only what reached the reducers and succeeded:
+    a Python reducer's exception is a failed dispatch for C code too."""
+    journal = tmp_path / "j"
+    counter.reducer("picky", lambda s, a: (_ for _ in ()).throw(ValueError("no")) if a.type == "bad" else None,
+                    initial=0)
+    counter.load_plugin("journal", {"path": str(journal), "fsync": "never"})
+    counter.dispatch("counter/add")
+    with pytest.raises(ValueError):
+        counter.dispatch("bad")
+    text = journal.read_text()
+    assert "counter/add" in text and '"bad"' not in text

@@ -3,6 +3,7 @@ middleware, and the rules of the C suite (ordering, snapshots, re-entrancy,
 atomic failure)."""
 import json
 import math
+import sys
 
 import pytest
 
@@ -188,8 +189,9 @@ def test_reducer_exception_is_raised_as_itself_and_the_state_is_unchanged(store)
     with pytest.raises(ValueError) as raised:
         store.dispatch("boom")
     assert raised.value is error
-    notes = getattr(raised.value, "__notes__", [])
-    assert not notes or "TS_E_REDUCER" in notes[-1] and "no thanks" in notes[-1]
+    if sys.version_info >= (3, 11):  # the library's account, through ts_reducer_fail, as a note
+        assert raised.value.__notes__[-1] == ('turnstate: dispatch failed with TS_E_REDUCER: the reducer for "b" '
+                                              'failed for "boom": ValueError: no thanks')
     assert store.state == {"a": 1, "b": 0}  # "a"'s result for "boom" was not applied
     store.dispatch("x")
     assert store.state == {"a": 2, "b": 0}
