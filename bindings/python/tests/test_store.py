@@ -563,3 +563,29 @@ def test_actions_with_unicode_types_and_keys():
         store.dispatch("ünïcode/➕")
         assert store.get("/zähler") == 1
         assert store.get(turnstate.pointer("zähler")) == 1
+
+
+def test_an_exception_whose_str_fails_still_fails_the_dispatch(counter):
+    class Weird(Exception):
+        def __str__(self):
+            raise RuntimeError("no str")
+
+    def reducer(state, action):
+        if action.type == "weird":
+            raise Weird()
+        return None
+
+    counter.reducer("w", reducer, initial=0)
+    with pytest.raises(Weird):
+        counter.dispatch("weird")
+    assert counter.state == {"count": 0, "w": 0}
+
+
+def test_the_note_is_added_once(counter):
+    counter.reducer("picky", lambda s, a: (_ for _ in ()).throw(ValueError("picky")) if a.type == "bad" else None,
+                    initial=0)
+    counter.add_middleware(lambda store, next, action: next(action))
+    with pytest.raises(ValueError) as raised:
+        counter.dispatch("bad")
+    notes = getattr(raised.value, "__notes__", [])
+    assert len([n for n in notes if n.startswith("turnstate: ")]) == (1 if sys.version_info >= (3, 11) else 0)

@@ -161,7 +161,11 @@ def _take(since: int) -> Optional[BaseException]:
 
 def _failure_reason(error: BaseException) -> bytes:
     """What a reducer gives ts_reducer_fail for an exception: "ValueError: bad"."""
-    text = "%s: %s" % (type(error).__name__, error) if str(error) else type(error).__name__
+    try:
+        detail = str(error)
+    except BaseException:  # noqa: BLE001 - a broken __str__ must not lose the failure
+        detail = "(its str() failed)"
+    text = "%s: %s" % (type(error).__name__, detail) if detail else type(error).__name__
     return text.encode("utf-8", "backslashreplace")
 
 
@@ -170,13 +174,14 @@ def _last_error(lib: Any) -> str:
 
 
 def _raise(lib: Any, status: int, error: Optional[BaseException], what: str) -> None:
-    """Raises (if anything failed) for a finished call: the callback's own exception if one was
-    raised (with the library's account of the failure as a note), else the
-    TurnstateError of the status."""
+    """Raises (if anything failed) for a finished call: the callback's own
+    exception if one was raised (with the library's account of the failure
+    added as a note, once), else the TurnstateError of the status."""
     if error is None and not status:
         return  # what was recorded during the call was taken by a call inside it
     if error is not None:
-        if status and hasattr(error, "add_note") and not isinstance(error, TurnstateError):
+        if (status and hasattr(error, "add_note") and not isinstance(error, TurnstateError)
+                and not any(str(note).startswith("turnstate: ") for note in getattr(error, "__notes__", ()))):
             error.add_note("turnstate: %s failed with %s: %s"
                            % (what, lib.ts_status_name(status).decode("ascii"), _last_error(lib)))
         raise error
