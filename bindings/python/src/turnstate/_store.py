@@ -658,13 +658,16 @@ class Store:
                 if nxt is not None and nxt.error is error and nxt.status:
                     status, message = nxt.status, _message_of(error)
                 elif isinstance(error, TurnstateError):
-                    status, message = int(error.status), error.message
+                    status, message = int(error.status), str(error.message)
                 else:
                     status = _capi.TS_E_REJECTED
                     message = "the Python middleware %s raised %s" % (label, _failure_reason(error).decode())
                 if status >= 0:
                     status = _capi.TS_E_REJECTED
-                return int(api.contents.fail(status, message.encode("utf-8", "backslashreplace")))
+                try:
+                    return int(api.contents.fail(status, str(message).encode("utf-8", "backslashreplace")))
+                except BaseException:  # noqa: BLE001 - never TS_OK for a middleware that raised
+                    return status
 
         callback = _capi.MIDDLEWARE_FN(trampoline)
         self._keepalive.append(callback)
