@@ -589,3 +589,11 @@ def test_the_note_is_added_once(counter):
         counter.dispatch("bad")
     notes = getattr(raised.value, "__notes__", [])
     assert len([n for n in notes if n.startswith("turnstate: ")]) == (1 if sys.version_info >= (3, 11) else 0)
+
+
+def test_any_mapping_is_an_initial_state_or_an_action():
+    from types import MappingProxyType
+    with Store(initial=MappingProxyType({"n": 1})) as store:
+        store.reducer("n", lambda s, a: s + a.payload if a.type == "add" else None)
+        store.dispatch(MappingProxyType({"type": "add", "payload": 2}))
+        assert store.state == {"n": 3}

@@ -95,7 +95,7 @@ def _action_text(action: Any, payload: Any) -> bytes:
     if isinstance(action, Action):
         return action.json_text
     if isinstance(action, Mapping):
-        return dumps(action)
+        return dumps(action if isinstance(action, dict) else dict(action))
     raise TypeError("an action is a type (str) with an optional payload, a mapping {'type': ..., "
                     "'payload': ...}, or an Action; got %s" % type(action).__name__)
 
@@ -405,6 +405,8 @@ class Store:
         self._lib = lib
         self._keepalive: List[Any] = []
         handle = c_void_p()
+        if initial is not None and not isinstance(initial, dict) and isinstance(initial, Mapping):
+            initial = dict(initial)
         text = None if initial is None else dumps(initial)
         status = lib.ts_store_create(text, byref(handle))
         if status:
