@@ -77,7 +77,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
-        test-pkgconfig test-install test-python test-plugins test-readme test-cpp test-rust \
+        test-pkgconfig test-install test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help
 
@@ -144,8 +144,9 @@ run: build demo-plugins
 ## checks and seconds), full logs in build/test-logs/SUITE.log (the tail shown
 ## when a suite fails), and a last line "N passed, M failed" counting checks
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
-               test-pkgconfig test-python test-plugins test-install test-readme test-cpp test-rust test-model \
-               test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan test-harness
+               test-pkgconfig test-python test-python-package test-plugins test-install test-readme test-cpp \
+               test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
+               test-harness
 test: setup
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -248,6 +249,14 @@ test-install: $(call prebuilt,lib plugins)
 ## test-python: the Python tests (ctypes and cffi bindings of the header)
 test-python: $(call prebuilt,lib)
 	TURNSTATE_LIB=$(LIB) Tests/checks.sh python3 -m unittest discover -s Tests/python -v
+
+## test-python-package: the Python package (bindings/python) in fresh venvs
+## (pytest, hatchling, build, mypy, auditwheel from PyPI): its pytest suite
+## against the bundled library, mypy --strict, the wheel from python -m build
+## (and auditwheel's manylinux one), and the README's Python example with the
+## Swift toolchain hidden, from the wheels and after make install
+test-python-package: $(call prebuilt,lib plugins)
+	Tests/checks.sh bindings/python/tests/run.sh
 
 ## test-readme: the README's Swift, C, C++ and plugin examples build and run as shown
 test-readme: $(call prebuilt,lib)

@@ -4,7 +4,7 @@
 # apt-get line and fails. Called by `make` (targets build, run, test).
 set -euo pipefail
 
-need_debs=(gcc g++ make pkg-config libffi-dev libsimdjson-dev valgrind python3 binutils spin abigail-tools)
+need_debs=(gcc g++ make pkg-config libffi-dev libsimdjson-dev valgrind python3 python3-venv binutils spin abigail-tools)
 # The Rust bindings (make test-rust): bindgen and the libclang it loads check
 # turnstate-sys's declarations against the headers; cargo and rustc build the
 # crates (rustup's when on PATH, else Debian's, which is new enough: 1.63).
