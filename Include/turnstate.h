@@ -415,6 +415,17 @@ typedef struct ts_store_api {
     /* The name of a status, as ts_status_name: for plugins, which do not link
      * the library. Static text: do not free. */
     const char *(*status_name)(ts_status status);
+    /* Runs fn(ctx) on the calling thread with the store held, as one step that
+     * no dispatch on another thread interleaves with, and returns what fn
+     * returns. For a plugin's own thread that must apply work in order with
+     * the store's dispatches (replicate.so applies entries read from a log).
+     * fn may call the other functions of this table (they nest, as calls from
+     * middleware do); it must not wait for another thread that uses the
+     * store. Errors (fn not called): TS_E_ARGUMENT (fn is NULL),
+     * TS_E_STORE_GONE (the store is closing), TS_E_REENTRANT (from inside a
+     * reducer). Check struct_size before use (added after ABI version 1's
+     * table). */
+    ts_status (*exclusive)(ts_status (*fn)(void *ctx), void *ctx);
 } ts_store_api;
 
 /* A middleware: the shape of Swift's run(store:next:action:). Return TS_OK to

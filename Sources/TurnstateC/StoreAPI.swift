@@ -15,6 +15,9 @@ package protocol StoreFace: AnyObject, Sendable {
     func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar>
     /// Replaces the whole state and notifies.
     func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError)
+    /// Runs `body` with the store held (no dispatch interleaves); refused
+    /// (without running it) once the store is closed or from inside a reducer.
+    func exclusive(_ body: () -> Int32) throws(StoreError) -> Int32
 }
 
 /// The `ts_store_api` table that C middleware and plugins get: plain C
@@ -47,7 +50,16 @@ package final class StoreAPI: @unchecked Sendable {
                 try face.replaceState(try required(text, "state_json", in: "replace_state"))
             }
         }
-        closures = [dispatch, getState, replaceState]
+        let exclusive = try FFIClosure.exclusive { fn, context in
+            var result: Int32 = TS_OK
+            let status = CStatus.run { () throws(StoreError) in
+                guard let face else { throw gone("exclusive") }
+                let fn = try required(fn, "fn", in: "exclusive")
+                result = try face.exclusive { fn(context) }
+            }
+            return status == TS_OK ? result : status
+        }
+        closures = [dispatch, getState, replaceState, exclusive]
         table = .allocate(capacity: 1)
         table.initialize(to: ts_store_api(
             struct_size: UInt32(MemoryLayout<ts_store_api>.size),
@@ -59,7 +71,8 @@ package final class StoreAPI: @unchecked Sendable {
                 return status
             },
             replace_state: unsafeBitCast(replaceState.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
-            status_name: { ts_status_name($0) }))
+            status_name: { ts_status_name($0) },
+            exclusive: unsafeBitCast(exclusive.code, to: (@convention(c) (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> ts_status).self)))
     }
 
     deinit { table.deallocate() }
