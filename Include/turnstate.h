@@ -415,6 +415,15 @@ typedef struct ts_store_api {
     /* The name of a status, as ts_status_name: for plugins, which do not link
      * the library. Static text: do not free. */
     const char *(*status_name)(ts_status status);
+    /* Since 0.2.0 (check struct_size first). Runs the reducers and then the
+     * listeners for `action_json` (tagged JSON, as for dispatch), as a
+     * dispatch that skips every middleware: for replaying recorded actions
+     * (time travel, replication). Atomic like a dispatch: if a reducer
+     * fails the state is unchanged. Errors: as ts_store_dispatch without the
+     * middleware's (TS_E_ARGUMENT, TS_E_JSON, TS_E_NOT_ACTION, TS_E_REDUCER,
+     * TS_E_UNKNOWN_ACTION on a typed Swift store), TS_E_REENTRANT (from
+     * inside a reducer), TS_E_STORE_GONE (on a closed store). */
+    ts_status (*apply)(const char *action_json);
 } ts_store_api;
 
 /* A middleware: the shape of Swift's run(store:next:action:). Return TS_OK to

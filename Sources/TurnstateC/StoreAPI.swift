@@ -15,6 +15,9 @@ package protocol StoreFace: AnyObject, Sendable {
     func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar>
     /// Replaces the whole state and notifies.
     func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError)
+    /// Runs the reducers and listeners for tagged JSON, skipping every
+    /// middleware (replaying recorded actions).
+    func apply(_ json: UnsafePointer<CChar>) throws(StoreError)
 }
 
 /// The `ts_store_api` table that C middleware and plugins get: plain C
@@ -47,7 +50,13 @@ package final class StoreAPI: @unchecked Sendable {
                 try face.replaceState(try required(text, "state_json", in: "replace_state"))
             }
         }
-        closures = [dispatch, getState, replaceState]
+        let apply = try FFIClosure.string { text in
+            CStatus.run { () throws(StoreError) in
+                guard let face else { throw gone("apply") }
+                try face.apply(try required(text, "action_json", in: "apply"))
+            }
+        }
+        closures = [dispatch, getState, replaceState, apply]
         table = .allocate(capacity: 1)
         table.initialize(to: ts_store_api(
             struct_size: UInt32(MemoryLayout<ts_store_api>.size),
@@ -59,7 +68,8 @@ package final class StoreAPI: @unchecked Sendable {
                 return status
             },
             replace_state: unsafeBitCast(replaceState.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
-            status_name: { ts_status_name($0) }))
+            status_name: { ts_status_name($0) },
+            apply: unsafeBitCast(apply.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self)))
     }
 
     deinit { table.deallocate() }
