@@ -415,6 +415,15 @@ typedef struct ts_store_api {
     /* The name of a status, as ts_status_name: for plugins, which do not link
      * the library. Static text: do not free. */
     const char *(*status_name)(ts_status status);
+    /* Since 0.2.0 (check struct_size first). Runs the reducers and then the
+     * listeners for `action_json` (tagged JSON, as for dispatch), as a
+     * dispatch that skips every middleware: for replaying recorded actions
+     * (time travel, replication). Atomic like a dispatch: if a reducer
+     * fails the state is unchanged. Errors: as ts_store_dispatch without the
+     * middleware's (TS_E_ARGUMENT, TS_E_JSON, TS_E_NOT_ACTION, TS_E_REDUCER,
+     * TS_E_UNKNOWN_ACTION on a typed Swift store), TS_E_REENTRANT (from
+     * inside a reducer), TS_E_STORE_GONE (on a closed store). */
+    ts_status (*apply)(const char *action_json);
     /* Runs fn(ctx) on the calling thread with the store held, as one step that
      * no dispatch on another thread interleaves with, and returns what fn
      * returns. For a plugin's own thread that must apply work in order with
@@ -423,8 +432,7 @@ typedef struct ts_store_api {
      * middleware do); it must not wait for another thread that uses the
      * store. Errors (fn not called): TS_E_ARGUMENT (fn is NULL),
      * TS_E_STORE_GONE (the store is closing), TS_E_REENTRANT (from inside a
-     * reducer). Check struct_size before use (added after ABI version 1's
-     * table). */
+     * reducer). Since 0.2.0, after apply (check struct_size first). */
     ts_status (*exclusive)(ts_status (*fn)(void *ctx), void *ctx);
 } ts_store_api;
 

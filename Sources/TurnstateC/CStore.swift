@@ -59,6 +59,11 @@ final class CStore: StoreFace, @unchecked Sendable {
         try store.dispatch(try JSONAction(parsing: json))
     }
 
+    /// Runs the reducers and listeners for the action, skipping the middleware.
+    func apply(_ json: UnsafePointer<CChar>) throws(StoreError) {
+        try store.applySkippingMiddleware(try JSONAction(parsing: json))
+    }
+
     /// The text at `pointer` (NULL or "" for the whole state), malloc'ed.
     func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar> {
         let pointer = try JSONPointer(pointer)

@@ -15,6 +15,9 @@ package protocol StoreFace: AnyObject, Sendable {
     func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar>
     /// Replaces the whole state and notifies.
     func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError)
+    /// Runs the reducers and listeners for tagged JSON, skipping every
+    /// middleware (replaying recorded actions).
+    func apply(_ json: UnsafePointer<CChar>) throws(StoreError)
     /// Runs `body` with the store held (no dispatch interleaves); refused
     /// (without running it) once the store is closed or from inside a reducer.
     func exclusive(_ body: () -> Int32) throws(StoreError) -> Int32
@@ -50,6 +53,12 @@ package final class StoreAPI: @unchecked Sendable {
                 try face.replaceState(try required(text, "state_json", in: "replace_state"))
             }
         }
+        let apply = try FFIClosure.string { text in
+            CStatus.run { () throws(StoreError) in
+                guard let face else { throw gone("apply") }
+                try face.apply(try required(text, "action_json", in: "apply"))
+            }
+        }
         let exclusive = try FFIClosure.exclusive { fn, context in
             var result: Int32 = TS_OK
             let status = CStatus.run { () throws(StoreError) in
@@ -59,7 +68,7 @@ package final class StoreAPI: @unchecked Sendable {
             }
             return status == TS_OK ? result : status
         }
-        closures = [dispatch, getState, replaceState, exclusive]
+        closures = [dispatch, getState, replaceState, apply, exclusive]
         table = .allocate(capacity: 1)
         table.initialize(to: ts_store_api(
             struct_size: UInt32(MemoryLayout<ts_store_api>.size),
@@ -72,6 +81,7 @@ package final class StoreAPI: @unchecked Sendable {
             },
             replace_state: unsafeBitCast(replaceState.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
             status_name: { ts_status_name($0) },
+            apply: unsafeBitCast(apply.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
             exclusive: unsafeBitCast(exclusive.code, to: (@convention(c) (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> ts_status).self)))
     }
 

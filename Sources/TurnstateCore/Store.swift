@@ -128,6 +128,17 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// Runs the reducers and then the listeners for `action`, as a dispatch
+    /// that skips every middleware: for replaying recorded actions (the C
+    /// face's `ts_store_api.apply`). Refused from inside a reducer and on a
+    /// closed store.
+    package func applySkippingMiddleware(_ action: any Action) throws(StoreError) {
+        lock.lock()
+        defer { lock.unlock() }
+        if _slowPath(reducing || closed) { throw refusal(.dispatch, type(of: action)) }
+        try reduceAndNotifyLocked(action)
+    }
+
     @inlinable
     func reduceAndNotify(_ action: any Action) throws(StoreError) {
         lock.lock()
