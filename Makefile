@@ -72,6 +72,8 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-
 
 PLUGIN_CFLAGS := -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -shared -fPIC -IInclude
 C_PLUGINS := guard delay journal
+# replicate.so (issue 14): the plugin and its log engine (Redis Streams).
+REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine_redis.c
 # The demo's plugin folder: loaded in name order, guard first, journal last.
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
@@ -117,6 +119,9 @@ plugins: setup
 	  echo "cc $$p.so"; \
 	  $(CC) $(PLUGIN_CFLAGS) Plugins/$$p/$$p.c -o $(BUILD)/plugins/$$p.so -lpthread; \
 	done
+	@# replicate.so links hiredis (Redis Streams is its log), never libturnstate.
+	@echo "cc replicate.so"
+	@$(CC) $(PLUGIN_CFLAGS) $(REPLICATE_SOURCES) -o $(BUILD)/plugins/replicate.so -lhiredis -lpthread
 	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger $(PLUGIN_SHIP_FLAGS) $(PLUGIN_SWIFTFLAGS)
 	@cp -f $(PLUGIN_SCRATCH)/$(LIB_CONFIG)/libturnstate-logger.so $(BUILD)/plugins/logger.so
 
