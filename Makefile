@@ -80,7 +80,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
         test-pkgconfig test-install test-python test-python-package test-plugins test-readme test-cpp test-rust \
-        test-model test-torture test-faults lib-tsan bench coverage \
+        test-model test-torture test-faults test-replicate lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help
 
 ## help: this list (the "## target: description" comments of the Makefile)
@@ -151,7 +151,7 @@ run: build demo-plugins
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
                test-pkgconfig test-python test-python-package test-plugins test-install test-readme test-cpp \
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
-               test-harness
+               test-harness test-replicate
 test: setup
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -315,6 +315,14 @@ lib-tsan: setup
 ## delay plugin dispatches, under AddressSanitizer and ThreadSanitizer
 test-torture: $(call prebuilt,lib lib-tsan)
 	Tests/checks.sh Tests/torture/run.sh
+
+## test-replicate: replicate.so against Redis servers the test starts on
+## loopback (Tests/replicate/run.sh): three processes x 10,000 dispatches
+## converge, a replica SIGKILLed and restarted catches up, the server killed
+## and restarted loses no acknowledged dispatch, a replica joins after 100,000
+## actions from a snapshot, bad configs and a server that is down
+test-replicate: $(call prebuilt,lib plugins)
+	TS_BUILD=$(BUILD) Tests/checks.sh Tests/replicate/run.sh
 
 ## test-plugins: the shipped plugins (built from the headers alone) and the
 ## loader, natively and under valgrind; the logger plugin (Swift) and its test
