@@ -53,9 +53,9 @@ void rp_interrupt(rp_engine *engine);
 int rp_append(rp_engine *engine, const char *action, const char *after, rp_batch *out, char *err);
 /* Up to `max` entries after position `after` (none: count 0). */
 int rp_read(rp_engine *engine, const char *after, size_t max, rp_batch *out, char *err);
-/* Blocks up to block_ms for an entry after `after`: *ready is 1 when one
- * exists, else 0. */
-int rp_wait(rp_engine *engine, const char *after, int block_ms, int *ready, char *err);
+/* Blocks up to block_ms for entries after `after`; returns up to `max` of
+ * them (count 0 when the time ran out). */
+int rp_wait(rp_engine *engine, const char *after, int block_ms, size_t max, rp_batch *out, char *err);
 /* The snapshot: *found 0 when there is none; else *state (malloc'ed), the
  * position and sequence number of the last entry it covers. */
 int rp_snapshot_get(rp_engine *engine, int *found, char **state, char pos[RP_POS_SIZE], uint64_t *seq, char *err);

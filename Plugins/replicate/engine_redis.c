@@ -35,6 +35,7 @@ struct rp_engine {
     redisContext *c;
     int backoff_ms;
     struct timespec next_attempt;
+    char append_sha[41]; /* the append script's SHA1 once the server has it */
 };
 
 static const char APPEND_SCRIPT[] =
@@ -249,14 +250,42 @@ malformed:
     return -1;
 }
 
+/* Loads the append script (SCRIPT LOAD) once per connection: then EVALSHA
+ * sends 40 bytes instead of the script. */
+static int load_append_script(rp_engine *e, char *err) {
+    const char *argv[3] = {"SCRIPT", "LOAD", APPEND_SCRIPT};
+    size_t lengths[3];
+    int i;
+    redisReply *r;
+    for (i = 0; i < 3; i++) lengths[i] = strlen(argv[i]);
+    r = command(e, e->timeout_ms, 3, argv, lengths, err);
+    if (r == NULL) return -1;
+    if (r->type != REDIS_REPLY_STRING || r->len != 40) {
+        fail(err, "replicate: unexpected answer to SCRIPT LOAD");
+        freeReplyObject(r);
+        return -1;
+    }
+    memcpy(e->append_sha, r->str, 41);
+    freeReplyObject(r);
+    return 0;
+}
+
 int rp_append(rp_engine *e, const char *action, const char *after, rp_batch *out, char *err) {
-    const char *argv[7] = {"EVAL", APPEND_SCRIPT, "2", e->stream, e->seq_key, action, after};
+    const char *argv[7] = {"EVALSHA", NULL, "2", e->stream, e->seq_key, action, after};
     size_t lengths[7];
     int i, rc;
     redisReply *r;
+    if (e->c == NULL) e->append_sha[0] = '\0'; /* a new connection: maybe a new server */
+    if (e->append_sha[0] == '\0' && load_append_script(e, err) != 0) return -1;
+    argv[1] = e->append_sha;
     for (i = 0; i < 7; i++) lengths[i] = strlen(argv[i]);
     r = command(e, e->timeout_ms, 7, argv, lengths, err);
-    if (r == NULL) return -1;
+    if (r == NULL) {
+        /* NOSCRIPT (the server restarted without its script cache): load it
+         * again next time. Not retried here: the caller sees the failure. */
+        if (strstr(err, "NOSCRIPT")) e->append_sha[0] = '\0';
+        return -1;
+    }
     rc = parse_entries(e, r, out, err);
     freeReplyObject(r);
     if (rc == 0 && out->count == 0) {
@@ -284,21 +313,31 @@ int rp_read(rp_engine *e, const char *after, size_t max, rp_batch *out, char *er
     return rc;
 }
 
-int rp_wait(rp_engine *e, const char *after, int block_ms, int *ready, char *err) {
-    char block[24];
+int rp_wait(rp_engine *e, const char *after, int block_ms, size_t max, rp_batch *out, char *err) {
+    char block[24], count[24];
     const char *argv[8];
     size_t lengths[8];
-    int i;
+    int i, rc = 0;
     redisReply *r;
+    out->items = NULL;
+    out->count = 0;
     snprintf(block, sizeof block, "%d", block_ms);
-    argv[0] = "XREAD"; argv[1] = "COUNT"; argv[2] = "1"; argv[3] = "BLOCK"; argv[4] = block;
+    snprintf(count, sizeof count, "%zu", max);
+    argv[0] = "XREAD"; argv[1] = "COUNT"; argv[2] = count; argv[3] = "BLOCK"; argv[4] = block;
     argv[5] = "STREAMS"; argv[6] = e->stream; argv[7] = after[0] ? after : "0-0";
     for (i = 0; i < 8; i++) lengths[i] = strlen(argv[i]);
     r = command(e, block_ms + e->timeout_ms, 8, argv, lengths, err);
     if (r == NULL) return -1;
-    *ready = r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+    /* [[stream, entries]] or nil when the time ran out. */
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->type == REDIS_REPLY_ARRAY &&
+        r->element[0]->elements == 2) {
+        rc = parse_entries(e, r->element[0]->element[1], out, err);
+    } else if (r->type != REDIS_REPLY_NIL) {
+        fail(err, "replicate: unexpected answer to XREAD");
+        rc = -1;
+    }
     freeReplyObject(r);
-    return 0;
+    return rc;
 }
 
 int rp_snapshot_get(rp_engine *e, int *found, char **state, char pos[RP_POS_SIZE], uint64_t *seq, char *err) {

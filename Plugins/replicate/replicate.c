@@ -194,30 +194,43 @@ static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const
     return own.status;
 }
 
+typedef struct reader_work {
+    replica *r;
+    const rp_batch *batch;
+} reader_work;
+
+/* With the store held: what the reader read, then (after a gap: the entries
+ * before them were trimmed, or came after it read) whatever the log holds. */
 static ts_status reader_step(void *self) {
-    replica *r = self;
+    reader_work *w = self;
     own_entry none = {NULL, 0, TS_OK};
     char err[RP_ERR_SIZE];
-    return catch_up(r, &none, err) == 0 ? TS_OK : TS_E_IO;
+    if (apply_batch(w->r, w->batch, &none) == 0) return TS_OK;
+    return catch_up(w->r, &none, err) == 0 ? TS_OK : TS_E_IO;
 }
 
 static void *reader_main(void *self) {
     replica *r = self;
     for (;;) {
         char pos[RP_POS_SIZE], err[RP_ERR_SIZE];
-        int ready = 0, stop;
+        int stop;
         ts_status status;
+        rp_batch batch;
+        reader_work work;
         pthread_mutex_lock(&r->mutex);
         stop = r->stop;
         memcpy(pos, r->shared_pos, RP_POS_SIZE);
         pthread_mutex_unlock(&r->mutex);
         if (stop) break;
-        if (rp_wait(r->waiter, pos, WAIT_BLOCK_MS, &ready, err) != 0) {
+        if (rp_wait(r->waiter, pos, WAIT_BLOCK_MS, READ_BATCH, &batch, err) != 0) {
             sleep_ms(50); /* the engine backs off between reconnections */
             continue;
         }
-        if (!ready) continue;
-        status = r->store->exclusive(reader_step, r);
+        if (batch.count == 0) continue;
+        work.r = r;
+        work.batch = &batch;
+        status = r->store->exclusive(reader_step, &work);
+        rp_batch_free(&batch);
         if (status == TS_E_STORE_GONE) break;
         if (status != TS_OK) sleep_ms(50);
     }
