@@ -8,17 +8,23 @@
 #      no acknowledged dispatch lost, nothing doubled
 #   4. a replica joining after 100,000 actions from a snapshot (time reported)
 #   5. refusals and faults (Tests/replicate/faults.c)
-# Prints "checks: N passed, M failed". With --bench: only the figures
-# (throughput across three replicas, p50/p99 at the origin, join time), as
-# "name value" lines for Benchmarks/report.py.
+# Prints "checks: N passed, M failed".
+# With --bench [--scale F]: the figures of `make bench` instead, as
+# "RESULT<tab>ID<tab>VALUE<tab>UNIT" lines for Benchmarks/report.py: REP-rate
+# (replicated dispatches/s, three replicas x 2 threads x 50,000), REP-p50 and
+# REP-p99 (dispatch latency at the origin, the worst replica's), REP-diverge
+# (over 1,000,000 actions with a replica SIGKILLed and restarted: replicas
+# whose state differs + |counter - entries in the stream|), REP-join (a
+# replica joining after those 1,000,000 actions, from the snapshot).
 # Env: TS_BUILD (build/), REDIS_SERVER (redis-server).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${TS_BUILD:-$PWD/build}
 PLUGIN=$BUILD/plugins/replicate.so
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
-BENCH=0
+BENCH=0 SCALE=1
 [ "${1:-}" = --bench ] && BENCH=1
+[ "${2:-}" = --scale ] && SCALE=${3:-1}
 passed=0 failed=0
 pass() { passed=$((passed + 1)); [ $BENCH = 1 ] || echo "ok: $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
@@ -85,6 +91,46 @@ field() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" "$1"; }
 last_value() { grep "^$2=" "$1" | tail -1 | cut -d= -f2; }
 same_states() { local first=$1; shift; for f in "$@"; do cmp -s "$first" "$f" || { echo "  differs: $f"; cat "$first" "$f"; return 1; }; done; }
 
+if [ $BENCH = 1 ]; then
+  scaled() { awk -v n="$1" -v s="$SCALE" 'BEGIN { v = int(n * s); print v < 10 ? 10 : v }'; }
+  result() { printf 'RESULT\t%s\t%s\t%s\n' "$1" "$2" "$3"; }
+  # Throughput and latency: three replicas x 2 threads.
+  D=$T/bench-rate; mkdir -p "$D"; n=$(scaled 50000)
+  run_replica "$D" a r1 "$n" --latency; pa=$last_pid
+  run_replica "$D" b r1 "$n" --latency; pb=$last_pid
+  run_replica "$D" c r1 "$n" --latency; pc=$last_pid
+  sleep 0.3
+  start=$(date +%s.%N); touch "$D/go"
+  for _ in $(seq 60000); do [ "$(cat "$D"/*.log | grep -c '^failed=')" -ge 3 ] && break; sleep 0.01; done
+  elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+  finish "$D" r1 "$pa" "$pb" "$pc"
+  total=$(cat "$D/total")
+  result REP-rate "$(awk -v t="$total" -v e="$elapsed" 'BEGIN { print t / e }')" "dispatches/s"
+  result REP-p50 "$(cat "$D"/*.log | grep '^dispatch_p50_us=' | cut -d= -f2 | sort -n | tail -1)" us
+  result REP-p99 "$(cat "$D"/*.log | grep '^dispatch_p99_us=' | cut -d= -f2 | sort -n | tail -1)" us
+  # 1,000,000 actions, replica b SIGKILLed a third of the way and restarted.
+  D=$T/bench-kill; mkdir -p "$D"; third=$(scaled 333334)
+  run_replica "$D" a r2 "$third"; pa=$last_pid
+  run_replica "$D" b r2 "$third"; pb=$last_pid
+  run_replica "$D" c r2 "$third"; pc=$last_pid
+  sleep 0.3; touch "$D/go"
+  for _ in $(seq 60000); do [ "$(last_value "$D/b.log" acked)" -ge $((third / 3)) ] 2>/dev/null && break; sleep 0.05; done
+  kill -9 "$pb"; wait "$pb" 2>/dev/null
+  done_before=$(last_value "$D/b.log" acked); mv "$D/b.log" "$D/b-killed.log.old"
+  run_replica "$D" b r2 $((third - done_before)); pb=$last_pid
+  finish "$D" r2 "$pa" "$pb" "$pc"
+  total=$(cat "$D/total")
+  differ=0; for o in b c; do cmp -s "$D/a.json" "$D/$o.json" || differ=$((differ + 1)); done
+  off=$(( $(field "$D/a.json" counter) - total )); off=${off#-}
+  result REP-diverge $((differ + off)) "replicas+entries"
+  echo "INFO	replicate: REP-diverge over $total actions (b killed after $done_before of its own, restarted)"
+  # A replica joining after those actions.
+  "$REPLICA" --plugin "$PLUGIN" --url "$URL" --stream r2 --origin d --count 0 >"$D/d.log" 2>&1
+  result REP-join "$(sed -n 's/^join_ms=\([0-9.]*\).*/\1/p' "$D/d.log")" ms
+  echo "INFO	replicate: one redis-server 7 on loopback (no persistence), three replica processes x 2 threads; one sample per figure"
+  exit 0
+fi
+
 # ---- 1. three processes x 10,000 ------------------------------------------
 D=$T/three; mkdir -p "$D"
 run_replica "$D" a s1 10000 --latency; pa=$last_pid
@@ -97,21 +143,14 @@ for _ in $(seq 6000); do [ "$(cat "$D"/*.log | grep -c '^failed=')" -ge 3 ] && b
 elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 finish "$D" s1 "$pa" "$pb" "$pc"
 total=$(cat "$D/total")
-if [ $BENCH = 1 ]; then
-  printf 'replicated_dispatches_per_s %.0f\n' "$(awk -v t="$total" -v e="$elapsed" 'BEGIN { print t / e }')"
-  printf 'origin_p50_us %s\n' "$(cat "$D"/*.log | grep '^dispatch_p50_us=' | cut -d= -f2 | sort -n | tail -1)"
-  printf 'origin_p99_us %s\n' "$(cat "$D"/*.log | grep '^dispatch_p99_us=' | cut -d= -f2 | sort -n | tail -1)"
-else
-  printf '  three replicas: %s dispatches in %.2f s (%.0f/s); p99 at the origin (us): %s\n' "$total" "$elapsed" \
-    "$(awk -v t="$total" -v e="$elapsed" 'BEGIN { print t / e }')" "$(grep -h '^dispatch_p99_us=' "$D"/*.log | cut -d= -f2 | tr '\n' ' ')"
-fi
+printf '  three replicas: %s dispatches in %.2f s (%.0f/s); p99 at the origin (us): %s\n' "$total" "$elapsed" \
+  "$(awk -v t="$total" -v e="$elapsed" 'BEGIN { print t / e }')" "$(grep -h '^dispatch_p99_us=' "$D"/*.log | cut -d= -f2 | tr '\n' ' ')"
 check "three replicas: every dispatch acknowledged" [ "$(cat "$D"/*.log | grep -c '^acked=10000$')" -ge 3 ]
 check "three replicas: the stream holds 30,000 entries" [ "$total" = 30000 ]
 check "three replicas: identical states" same_states "$D/a.json" "$D/b.json" "$D/c.json"
 check "three replicas: counter 30,000 and 10,000 from each" \
   grep -q '^{"counter":30000,"a":10000,"b":10000,"c":10000,"d":0}$' "$D/a.json"
 
-if [ $BENCH = 0 ]; then
 # ---- 2. a replica SIGKILLed mid-run and restarted ---------------------------
 D=$T/kill; mkdir -p "$D"
 run_replica "$D" a s2 10000; pa=$last_pid
@@ -182,7 +221,6 @@ echo "$out" | grep -v '^[0-9]* passed' | sed 's/^/  /'
 n=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')
 passed=$((passed + ${n% *})); failed=$((failed + ${n#* }))
 PORT=$MAIN_PORT; URL=redis://127.0.0.1:$PORT
-fi
 
 # ---- 4. joining after 100,000 actions ----------------------------------------
 D=$T/join; mkdir -p "$D"
@@ -199,14 +237,10 @@ pd=$!; pids+=($pd)
 finish "$D" s4 "$pa" "$pb" "$pc"
 wait "$pd"
 join_ms=$(sed -n 's/^join_ms=\([0-9.]*\).*/\1/p' "$D/d.log")
-if [ $BENCH = 1 ]; then
-  echo "join_ms_after_100000 $join_ms"
-else
-  echo "  join after $(cat "$D/total") actions: ${join_ms} ms (snapshot at entry $snap; the stream kept $kept entries)"
-  check "join: a snapshot was taken and the stream trimmed behind it" [ "${snap:-0}" -ge 90000 -a "$kept" -lt 100000 ]
-  check "join: the new replica has the same state" same_states "$D/a.json" "$D/b.json" "$D/c.json" "$D/d.json"
-  check "join: counter 100,000" grep -q '^{"counter":100000,"a":34000,"b":33000,"c":33000,"d":0}$' "$D/d.json"
-fi
+echo "  join after $(cat "$D/total") actions: ${join_ms} ms (snapshot at entry $snap; the stream kept $kept entries)"
+check "join: a snapshot was taken and the stream trimmed behind it" [ "${snap:-0}" -ge 90000 -a "$kept" -lt 100000 ]
+check "join: the new replica has the same state" same_states "$D/a.json" "$D/b.json" "$D/c.json" "$D/d.json"
+check "join: counter 100,000" grep -q '^{"counter":100000,"a":34000,"b":33000,"c":33000,"d":0}$' "$D/d.json"
 
 echo "checks: $passed passed, $failed failed"
 [ $failed = 0 ]
