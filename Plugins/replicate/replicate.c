@@ -51,9 +51,10 @@ typedef struct replica {
     rp_engine *waiter;
     pthread_t reader;
     int reader_started;
-    pthread_mutex_t mutex; /* guards shared_pos and stop */
+    pthread_mutex_t mutex; /* guards shared_pos, stop and free_on_exit */
     char shared_pos[RP_POS_SIZE];
     int stop;
+    int free_on_exit; /* destroy() ran on the reader thread itself */
 } replica;
 
 /* What run() waits for: its own entry. */
@@ -209,8 +210,11 @@ static ts_status reader_step(void *self) {
     return catch_up(w->r, &none, err) == 0 ? TS_OK : TS_E_IO;
 }
 
+static void free_replica(replica *r);
+
 static void *reader_main(void *self) {
     replica *r = self;
+    int free_it;
     for (;;) {
         char pos[RP_POS_SIZE], err[RP_ERR_SIZE];
         int stop;
@@ -234,6 +238,12 @@ static void *reader_main(void *self) {
         if (status == TS_E_STORE_GONE) break;
         if (status != TS_OK) sleep_ms(50);
     }
+    /* When a listener this thread called destroyed the store, destroy() ran
+     * on this thread and left the instance to it. */
+    pthread_mutex_lock(&r->mutex);
+    free_it = r->free_on_exit;
+    pthread_mutex_unlock(&r->mutex);
+    if (free_it) free_replica(r);
     return NULL;
 }
 
@@ -374,6 +384,18 @@ fail_early:
 static void replicate_destroy(void *self) {
     replica *r = self;
     if (r == NULL) return;
+    if (r->reader_started && pthread_equal(pthread_self(), r->reader)) {
+        /* The store was destroyed from a listener that the reader's apply
+         * called: this is the reader thread, which cannot join itself. It
+         * stops using the table now (it returns from exclusive and sees
+         * stop) and frees the instance on its way out. */
+        pthread_mutex_lock(&r->mutex);
+        r->stop = 1;
+        r->free_on_exit = 1;
+        pthread_mutex_unlock(&r->mutex);
+        pthread_detach(r->reader);
+        return;
+    }
     pthread_mutex_lock(&r->mutex);
     r->stop = 1;
     pthread_mutex_unlock(&r->mutex);
