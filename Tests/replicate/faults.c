@@ -61,6 +61,61 @@ static long long counter(ts_store *s) {
     return n;
 }
 
+/* A listener that dispatches once, nested, when the counter reaches 2. */
+static int nested_done;
+static ts_status nested_status = 1;
+static void nested_listener(ts_store *store, void *ctx) {
+    (void)ctx;
+    if (!nested_done && counter(store) == 2) {
+        nested_done = 1;
+        nested_status = ts_store_dispatch(store, "{\"type\":\"inc\"}");
+    }
+}
+
+/* A listener that destroys its store when the counter reaches 3. */
+static volatile int destroyed_from_listener;
+static void destroying_listener(ts_store *store, void *ctx) {
+    (void)ctx;
+    if (!destroyed_from_listener && counter(store) >= 3) {
+        destroyed_from_listener = 1;
+        ts_store_destroy(store);
+    }
+}
+
+static int wait_for(ts_store *s, long long n) {
+    int i;
+    for (i = 0; i < 400 && counter(s) < n; i++) usleep(10000);
+    return counter(s) == n;
+}
+
+/* Remote entries reach listeners on the reader thread: a nested dispatch
+ * from there is logged once and applied once everywhere; a store destroyed
+ * from there goes cleanly. */
+static void listeners_on_the_reader(const char *plugin, const char *url) {
+    char config[512];
+    uint64_t token;
+    ts_store *x = new_store(), *y = new_store(), *z = new_store();
+    int i;
+    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"nested\",\"timeout_ms\":2000}", url);
+    check(ts_store_subscribe(x, NULL, nested_listener, NULL, &token) == TS_OK &&
+              ts_store_subscribe(z, NULL, destroying_listener, NULL, &token) == TS_OK,
+          "listeners subscribe", ts_last_error());
+    check(ts_store_load_plugin(x, plugin, config) == TS_OK && ts_store_load_plugin(y, plugin, config) == TS_OK &&
+              ts_store_load_plugin(z, plugin, config) == TS_OK,
+          "three stores of one process load the plugin", ts_last_error());
+    check(ts_store_dispatch(y, "{\"type\":\"inc\"}") == TS_OK && ts_store_dispatch(y, "{\"type\":\"inc\"}") == TS_OK,
+          "dispatches from y", ts_last_error());
+    check(wait_for(x, 3) && wait_for(y, 3), "x's listener dispatched once from x's reader: 3 on both", NULL);
+    check(nested_status == TS_OK, "the nested dispatch on the reader thread succeeded", NULL);
+    check(ts_store_dispatch(y, "{\"type\":\"inc\"}") == TS_OK && wait_for(x, 4) && counter(y) == 4,
+          "then 4 on both: nothing applied twice", NULL);
+    for (i = 0; i < 400 && !destroyed_from_listener; i++) usleep(10000);
+    check(destroyed_from_listener, "z was destroyed from a listener on its reader thread", NULL);
+    usleep(300000); /* its reader frees the instance on its way out */
+    ts_store_destroy(x);
+    ts_store_destroy(y);
+}
+
 int main(int argc, char **argv) {
     const char *plugin, *url, *stop, *start;
     char config[512];
@@ -116,6 +171,7 @@ int main(int argc, char **argv) {
     check(counter(s) == before + 1, "after reconnecting: one more, nothing doubled", NULL);
     check(ts_store_dispatch(s, "not json") == TS_E_JSON, "bad JSON is refused before the plugin", NULL);
     ts_store_destroy(s);
+    listeners_on_the_reader(plugin, url);
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }

@@ -216,10 +216,23 @@ exec "$REDIS_SERVER" --port $FPORT --bind 127.0.0.1 --dir "$T/faults" --appendon
   --daemonize yes --pidfile "$T/faults/redis.pid" --logfile "$T/faults/redis.log" >/dev/null
 EOF
 chmod +x "$T/stop" "$T/start"
-out=$("$BUILD/tests/replicate_faults" "$PLUGIN" "redis://127.0.0.1:$FPORT" "$T/stop" "$T/start")
-echo "$out" | grep -v '^[0-9]* passed' | sed 's/^/  /'
-n=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')
-passed=$((passed + ${n% *})); failed=$((failed + ${n#* }))
+run_faults() { # LABEL COMMAND...: the faults program on fresh keys; its counts added
+  redis-cli -p "$FPORT" del faults faults:seq faults:snap nested nested:seq nested:snap >/dev/null
+  local label=$1 out n; shift
+  out=$("$@" "$BUILD/tests/replicate_faults" "$PLUGIN" "redis://127.0.0.1:$FPORT" "$T/stop" "$T/start" 2>&1)
+  local status=$?
+  echo "$out" | grep -v '^[0-9]* passed' | sed "s/^/  $label: /"
+  n=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')
+  [ -n "$n" ] || n="0 1"
+  passed=$((passed + ${n% *})); failed=$((failed + ${n#* }))
+  [ $status = 0 ] || [ "${n#* }" != 0 ] || fail "$label: exit status $status"
+  [ $status != 0 ] || echo "ok: $label: ${n% *} checks of refusals and faults"
+}
+run_faults faults
+if command -v valgrind >/dev/null; then
+  run_faults "faults under valgrind" valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+    --show-leak-kinds=definite,indirect --suppressions="$PWD/Tests/c/valgrind.supp"
+fi
 PORT=$MAIN_PORT; URL=redis://127.0.0.1:$PORT
 
 # ---- 4. joining after 100,000 actions ----------------------------------------
