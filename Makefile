@@ -121,7 +121,7 @@ plugins: setup
 	done
 	@# replicate.so links hiredis (Redis Streams is its log), never libturnstate.
 	@echo "cc replicate.so"
-	@$(CC) $(PLUGIN_CFLAGS) $(REPLICATE_SOURCES) -o $(BUILD)/plugins/replicate.so -lhiredis -lpthread
+	@$(CC) $(PLUGIN_CFLAGS) -fvisibility=hidden $(REPLICATE_SOURCES) -o $(BUILD)/plugins/replicate.so -lhiredis -lpthread
 	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger $(PLUGIN_SHIP_FLAGS) $(PLUGIN_SWIFTFLAGS)
 	@cp -f $(PLUGIN_SCRATCH)/$(LIB_CONFIG)/libturnstate-logger.so $(BUILD)/plugins/logger.so
 
@@ -438,7 +438,7 @@ bench: lib plugins
 ## and turnstate.pc into PREFIX (default /usr/local), LIBDIR (default
 ## PREFIX/lib); DESTDIR for staging. Libraries 0644 and stripped; their debug
 ## information in a .debug folder beside each (gdb finds it by debuglink).
-INSTALL_PLUGINS := $(C_PLUGINS) logger
+INSTALL_PLUGINS := $(C_PLUGINS) replicate logger
 PLUGINSDIR = $(LIBDIR)/turnstate/plugins
 install: lib plugins
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PLUGINSDIR)

@@ -52,6 +52,15 @@ cc -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude Tests/replicate/fau
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate || exit 1
 REPLICA=$BUILD/tests/replicate_replica
 
+# The plugin: built from the headers alone, never linking libturnstate, exporting only its entry.
+needed=$(readelf -d "$PLUGIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+exported=$(nm -D --defined-only "$PLUGIN" | awk '{print $3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start)$' | tr '\n' ' ')
+if [ $BENCH = 0 ]; then
+  check "replicate.so does not link libturnstate (NEEDED: $needed)" bash -c '! grep -q libturnstate <<<"$0"' "$needed"
+  check "replicate.so links hiredis" grep -q libhiredis <<<"$needed"
+  check "replicate.so exports only ts_plugin_entry ($exported)" [ "$(echo $exported)" = ts_plugin_entry ]
+fi
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # start_server NAME PORT [persistent]: a server in $T/NAME, waited for.
