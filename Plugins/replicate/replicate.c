@@ -7,19 +7,21 @@
  * Config: {"url": "redis://HOST[:PORT]", "stream": "NAME",
  *          "timeout_ms": 2000, "snapshot_every": 10000}
  *
- * Log first: run() does not pass a local action on. It appends it to the
- * stream and, in the same round trip, reads every entry between the last one
- * this replica applied and its own; it applies them in stream order through
- * the store's reducers and listeners (ts_store_api.apply), its own last, and
- * returns that status: the dispatcher reads its own write. If the log does
- * not answer within timeout_ms, the dispatch fails with TS_E_IO and nothing
- * was applied. Entries that other replicas append are applied by a reader
- * thread, in order, inside ts_store_api.exclusive (with the store held, so
- * they never interleave with a local dispatch's). Every entry carries its
- * sequence number: a replica applies entry N only right after N-1, so each
- * entry is applied exactly once; a gap (entries trimmed away) loads the
- * snapshot instead. Middleware after this plugin never runs (at the origin or
- * elsewhere): load it last. See README.md.
+ * Log first: run() does not pass a local action on with next. It appends it
+ * to the stream and, in the same round trip, reads every entry between the
+ * last one this replica applied and its own; it applies them in stream
+ * order, its own last, from the plugin's place in the chain
+ * (ts_store_api.dispatch_after: the middleware after the plugin, then the
+ * reducers and listeners), and returns that status: the dispatcher reads its
+ * own write. If the log does not answer within timeout_ms, the dispatch
+ * fails with TS_E_IO and nothing was applied. Entries that other replicas
+ * append are applied the same way by a reader thread, in order, inside
+ * ts_store_api.exclusive (with the store held, so they never interleave with
+ * a local dispatch's). Every entry carries its sequence number: a replica
+ * applies entry N only right after N-1, so each entry is applied exactly
+ * once; a gap (entries trimmed away) loads the snapshot instead. Middleware
+ * before the plugin runs once, at the origin; after it, on every replica.
+ * See README.md.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -41,6 +43,7 @@
 
 typedef struct replica {
     const ts_store_api *store;
+    ts_status (*deliver)(const char *action_json); /* dispatch_after, or apply on an older table */
     char *url, *stream;
     uint64_t timeout_ms, snapshot_every;
     /* Used only with the store held (run, create, the reader's exclusive step). */
@@ -136,9 +139,11 @@ static int apply_batch(replica *r, const rp_batch *batch, own_entry *own) {
         memcpy(r->pos, e->pos, RP_POS_SIZE);
         r->seq = e->seq;
         publish(r);
-        /* A reducer that refuses an entry refuses it on every replica (the
-         * reducers are pure): it stays unapplied everywhere. */
-        status = r->store->apply(e->action);
+        /* From the plugin's place in the chain: the middleware after it,
+         * then the reducers and listeners, on every replica. A reducer that
+         * refuses an entry refuses it on every replica (the reducers are
+         * pure): it stays unapplied everywhere. */
+        status = r->deliver(e->action);
         if (mine) {
             own->done = 1;
             own->status = status;
@@ -352,6 +357,11 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     }
     pthread_mutex_init(&r->mutex, NULL);
     r->store = store;
+    /* dispatch_after: middleware after the plugin runs on every replica.
+     * A table without it (not a plugin's own): apply, and nothing after. */
+    r->deliver = store->struct_size >= offsetof(ts_store_api, dispatch_after) + sizeof store->dispatch_after
+                     ? store->dispatch_after
+                     : store->apply;
     r->timeout_ms = 2000;
     r->snapshot_every = 10000;
     if (!parse_config(r, config_json ? config_json : "{}", err)) goto fail;

@@ -640,6 +640,14 @@ static void test_store_api_exclusive(void) {
     CHECK(offsetof(ts_store_api, exclusive) > offsetof(ts_store_api, apply));
     xc.api = api;
     xc.store = store;
+    /* dispatch_after (after exclusive): only a plugin's own table has a
+     * place in the chain; this one (ts_store_add_middleware's) refuses. */
+    CHECK(api->struct_size >= offsetof(ts_store_api, dispatch_after) + sizeof api->dispatch_after);
+    CHECK(offsetof(ts_store_api, dispatch_after) > offsetof(ts_store_api, exclusive));
+    CHECK_ST(api->dispatch_after("{\"type\":\"inc\"}"), TS_E_MISUSE);
+    CHECK_CONTAINS(ts_last_error(), "dispatch_after");
+    CHECK_ST(api->dispatch_after(NULL), TS_E_ARGUMENT);
+    CHECK_STATE(store, "/count", "1");
     /* fn's status comes back; the table's calls nest inside it. */
     CHECK_ST(api->exclusive(exclusive_fn, &xc), TS_E_REJECTED);
     CHECK_INT(xc.calls, 1);

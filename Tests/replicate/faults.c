@@ -116,6 +116,36 @@ static void listeners_on_the_reader(const char *plugin, const char *url) {
     ts_store_destroy(y);
 }
 
+
+/* A middleware added after the plugin: counts what reaches it. */
+static ts_status counting_middleware(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *ctx) {
+    (void)store;
+    (*(int *)ctx)++;
+    return next(action->json);
+}
+
+/* Middleware after the plugin runs on every replica, for every entry (the
+ * plugin's dispatch_after); middleware before it, once, at the origin. */
+static void middleware_sides(const char *plugin, const char *url) {
+    char config[512];
+    ts_store *p = new_store(), *q = new_store();
+    int before_p = 0, after_p = 0, after_q = 0, i;
+    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"sides\",\"timeout_ms\":2000}", url);
+    check(ts_store_add_middleware(p, "before", counting_middleware, &before_p) == TS_OK &&
+              ts_store_load_plugin(p, plugin, config) == TS_OK &&
+              ts_store_add_middleware(p, "after", counting_middleware, &after_p) == TS_OK &&
+              ts_store_load_plugin(q, plugin, config) == TS_OK &&
+              ts_store_add_middleware(q, "after", counting_middleware, &after_q) == TS_OK,
+          "p: before, replicate, after; q: replicate, after", ts_last_error());
+    for (i = 0; i < 3; i++) check(ts_store_dispatch(q, "{\"type\":\"inc\"}") == TS_OK, "q dispatches", ts_last_error());
+    for (i = 0; i < 2; i++) check(ts_store_dispatch(p, "{\"type\":\"inc\"}") == TS_OK, "p dispatches", ts_last_error());
+    check(wait_for(p, 5) && wait_for(q, 5), "5 on both", NULL);
+    check(before_p == 2, "middleware before the plugin ran once per local dispatch, at the origin", NULL);
+    check(after_p == 5 && after_q == 5, "middleware after the plugin ran on every replica for every entry", NULL);
+    ts_store_destroy(p);
+    ts_store_destroy(q);
+}
+
 int main(int argc, char **argv) {
     const char *plugin, *url, *stop, *start;
     char config[512];
@@ -172,6 +202,7 @@ int main(int argc, char **argv) {
     check(ts_store_dispatch(s, "not json") == TS_E_JSON, "bad JSON is refused before the plugin", NULL);
     ts_store_destroy(s);
     listeners_on_the_reader(plugin, url);
+    middleware_sides(plugin, url);
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }

@@ -228,7 +228,7 @@ exec "$REDIS_SERVER" --port $FPORT --bind 127.0.0.1 --dir "$T/faults" --appendon
 EOF
 chmod +x "$T/stop" "$T/start"
 run_faults() { # LABEL COMMAND...: the faults program on fresh keys; its counts added
-  redis-cli -p "$FPORT" del faults faults:seq faults:snap nested nested:seq nested:snap >/dev/null
+  redis-cli -p "$FPORT" del faults faults:seq faults:snap nested nested:seq nested:snap sides sides:seq sides:snap >/dev/null
   local label=$1 out n; shift
   out=$("$@" "$BUILD/tests/replicate_faults" "$PLUGIN" "redis://127.0.0.1:$FPORT" "$T/stop" "$T/start" 2>&1)
   local status=$?
