@@ -78,7 +78,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
         test-pkgconfig test-install test-python test-python-package test-plugins test-readme test-cpp test-rust \
-        test-model test-torture test-faults lib-tsan bench coverage \
+        test-model test-torture test-faults lib-tsan bench coverage inspector-plugin test-inspector \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help
 
 ## help: this list (the "## target: description" comments of the Makefile)
@@ -117,8 +117,17 @@ plugins: setup
 	  echo "cc $$p.so"; \
 	  $(CC) $(PLUGIN_CFLAGS) Plugins/$$p/$$p.c -o $(BUILD)/plugins/$$p.so -lpthread; \
 	done
+	@$(MAKE) --no-print-directory inspector-plugin
 	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger $(PLUGIN_SHIP_FLAGS) $(PLUGIN_SWIFTFLAGS)
 	@cp -f $(PLUGIN_SCRATCH)/$(LIB_CONFIG)/libturnstate-logger.so $(BUILD)/plugins/logger.so
+
+## inspector-plugin: build/plugins/inspector.so, the page of Plugins/inspector/web embedded (embed.py), over libmicrohttpd
+INSPECTOR_WEB := $(sort $(wildcard Plugins/inspector/web/*))
+inspector-plugin: setup
+	@mkdir -p $(BUILD)/plugins $(BUILD)/inspector
+	@python3 Plugins/inspector/embed.py $(BUILD)/inspector/inspector_web.h $(INSPECTOR_WEB)
+	@echo "cc inspector.so"
+	@$(CC) $(PLUGIN_CFLAGS) -I$(BUILD)/inspector Plugins/inspector/inspector.c -o $(BUILD)/plugins/inspector.so -lpthread -lmicrohttpd
 
 ## demo-plugins: the demo's plugin folder, build/demo/plugins (guard, logger, delay, journal)
 demo-plugins: plugins
