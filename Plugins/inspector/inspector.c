@@ -540,10 +540,12 @@ static int cmd_present(inspector *in, char *why, size_t size) {
     uint64_t from_seq = in->present_seq, last = in->last_seq;
     char *present = in->present_state;
     in->present_state = NULL;
-    record *r = find(in, from_seq);
-    /* The saved present is the state after from_seq: record it there (it may
-     * have been lost when the state was not watched). */
-    if (r && r->done && r->state == NULL && present) {
+    /* The saved present is the state after from_seq: record it on the last
+     * accepted action up to there (it is not known when nobody watched). */
+    uint64_t at = from_seq;
+    record *r = find(in, at);
+    while (r && r->done && (r->status != TS_OK || r->skipped) && at > in->base_seq + 1) r = find(in, --at);
+    if (r && r->done && r->status == TS_OK && !r->skipped && r->state == NULL && present) {
         char *copy = strdup(present);
         if (copy) set_state(in, r, copy);
     } else if (from_seq == in->base_seq && in->base_state == NULL && present) {

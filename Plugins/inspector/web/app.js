@@ -153,7 +153,9 @@ async function select(seq, scroll = true) {
   if (scroll) document.querySelector(`#actions tbody tr[data-seq="${seq}"]`)?.scrollIntoView({ block: 'nearest' });
 }
 
-async function command(path, body) {
+// Runs a command; its failure goes to the notice bar unless `quiet` (the
+// dispatch form shows its own).
+async function command(path, body, quiet = false) {
   notice('');
   try {
     const data = await api(path, body);
@@ -161,7 +163,7 @@ async function command(path, body) {
     await refresh();
     return data;
   } catch (e) {
-    notice(e.message);
+    if (!quiet) notice(e.message);
     throw e;
   }
 }
@@ -203,7 +205,7 @@ $('dispatch-form').addEventListener('submit', async (e) => {
   const out = $('dispatch-result');
   out.className = '';
   try {
-    await command('/api/dispatch', $('dispatch-text').value);
+    await command('/api/dispatch', $('dispatch-text').value, true);
     out.textContent = 'dispatched';
     out.className = 'ok';
   } catch (err) {
