@@ -153,7 +153,7 @@ run: build demo-plugins
 ## checks and seconds), full logs in build/test-logs/SUITE.log (the tail shown
 ## when a suite fails), and a last line "N passed, M failed" counting checks
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
-               test-pkgconfig test-python test-python-package test-plugins test-install test-readme test-cpp \
+               test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
                test-harness
 test: setup
@@ -325,6 +325,16 @@ test-torture: $(call prebuilt,lib lib-tsan)
 test-plugins: $(call prebuilt,lib plugins)
 	TS_BUILD=$(BUILD) Tests/checks.sh Tests/plugins/run.sh
 	TS_BUILD=$(BUILD) Tests/checks.sh Tests/plugins/logger_run.sh
+
+## test-inspector: the inspector plugin in headless Chromium (Debian's chromium
+## and chromium-driver; Selenium from PyPI, installed into build/inspector-venv
+## on first use): live actions, state and diff, time travel checked through
+## ts_store_get_state, skip, dispatch through guard, export/import, requests
+## without the token or from a foreign Origin or Host refused, read-only mode
+test-inspector: $(call prebuilt,lib plugins)
+	@mkdir -p $(BUILD)/inspector
+	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
+	Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)
 
 ## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
 ## C, JSON, Python, plugin and fault-injection suites, run against an
