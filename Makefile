@@ -434,9 +434,9 @@ test-plugins-asan: $(call prebuilt,asan-plugins)
 	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
 	Tests/checks.sh $(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
-## bench: release benchmarks (Swift W1-W5, C C1-C6, Python P1, Rust R1, start-up, memory),
+## bench: release benchmarks (Swift W1-W5, C C1-C6 and C1i (the inspector plugin), Python P1, Rust R1, start-up, memory),
 ## printed as one table; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look
-bench: lib
+bench: lib inspector-plugin
 	$(MAKE) -C Benchmarks BUILD=$(BUILD) SWIFT=$(SWIFT) CC=$(CC) CARGO=$(CARGO)
 	SWIFT=$(SWIFT) python3 Benchmarks/report.py $(BENCH_ARGS)
 
