@@ -428,7 +428,7 @@ static int replay_to(inspector *in, uint64_t target, char *why, size_t size) {
     uint64_t start = target;
     const char *known = NULL;
     uint64_t lowest = oldest_seq(in) - 1;
-    if (target < in->base_seq && target < lowest) {
+    if (target < in->base_seq) {
         pthread_mutex_unlock(&in->lock);
         return failf(why, size, "#%llu is no longer in the history (the oldest is #%llu)", (unsigned long long)target,
                      (unsigned long long)oldest_seq(in));
