@@ -55,6 +55,7 @@ ROWS = [
     ("C1i", "C1i C1 + inspector.so, no browser connected", ("ratio", 1.05, "C1i-base")),
     ("C1i-ratio", "C1i / C1i-base (pairs of runs)", ("max", 1.05)),
     ("C1i-vs-pass", "C1i / C1i-pass: the inspector's own cost", ("max", 1.05)),
+    ("C1i-own", "C1i inspector run() alone, no-op next (ns/action)", None),
     ("C2", "C2 C1 + 3 middleware in code", None),
     ("C3", "C3 C1 + 3 pass-through plugins (.so)", ("max", 1000)),
     ("C4", "C4 C1 + 10 MB document in another slice", None),
@@ -216,7 +217,7 @@ def swift_workloads(args, samples, units, notes):
 def c_pieces(args):
     """The C program's workloads to run (one process each), then "P1" and
     "P1-package" (two Python processes: bare ctypes, then the package)."""
-    ids = {"c1": "C1", "c1i": "C1i", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6", "memory": "MEM", "startup": "STARTUP"}
+    ids = {"c1": "C1", "c1i": "C1i", "c1i-own": "C1i-own", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6", "memory": "MEM", "startup": "STARTUP"}
     pieces = [workload for workload, prefix in ids.items() if not args.only or re.search(args.only, prefix)]
     if not args.only or re.search(args.only, "P1"):
         pieces += ["P1", "P1-package"]

@@ -19,6 +19,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench_callbacks.h"
 
+#include "turnstate_plugin.h"
+
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -193,6 +196,54 @@ static void c1i(void) {
     ts_store_destroy(inspected);
     ts_store_destroy(pass);
     ts_store_destroy(base);
+}
+
+/* C1i-own: the inspector's own work per action, without the host: its run()
+ * called directly with a `next` that does nothing, on a stand-in table. */
+static ts_status own_next(const char *json) { return json ? TS_OK : TS_E_ARGUMENT; }
+static ts_status own_dispatch(const char *json) { (void)json; return TS_OK; }
+static ts_status own_get_state(const char *pointer, char **out) {
+    (void)pointer;
+    *out = strdup("{\"count\":0}");
+    return *out ? TS_OK : TS_E_NOMEM;
+}
+static void own_free(void *p) { free(p); }
+static ts_status own_fail(ts_status status, const char *message) { (void)message; return status; }
+static const char *own_status_name(ts_status status) { return status == TS_OK ? "TS_OK" : "TS_E_OTHER"; }
+
+static void c1i_own(void) {
+    if (inspector_plugin == NULL) {
+        fprintf(stderr, "bench: c1i needs --inspector SO\n");
+        exit(2);
+    }
+    void *so = dlopen(inspector_plugin, RTLD_NOW | RTLD_LOCAL);
+    ts_plugin_entry_fn entry = NULL;
+    void *symbol = so ? dlsym(so, TS_PLUGIN_ENTRY_SYMBOL) : NULL;
+    memcpy(&entry, &symbol, sizeof symbol);
+    const ts_plugin *plugin = entry ? entry(TS_PLUGIN_ABI_VERSION) : NULL;
+    if (plugin == NULL) {
+        fprintf(stderr, "bench: %s is not a plugin (%s)\n", inspector_plugin, so ? "no entry" : dlerror());
+        exit(1);
+    }
+    ts_store_api api = {sizeof(ts_store_api), own_dispatch, own_get_state, own_free, own_fail,
+                        own_dispatch, own_status_name, own_dispatch};
+    void *self = NULL;
+    char *why = NULL;
+    if (plugin->create("{\"port\":0,\"history\":1000}", &api, &self, &why) != TS_OK) {
+        fprintf(stderr, "bench: inspector create: %s\n", why ? why : "failed");
+        exit(1);
+    }
+    ts_action action = {"counter/add", "1", BENCH_ADD_ACTION};
+    long n = scaled(2000000);
+    for (long i = 0; i < n / 10; i++) plugin->run(&api, own_next, &action, self);
+    for (int r = 0; r < runs; r++) {
+        double start = now_ns();
+        for (long i = 0; i < n; i++) {
+            if (plugin->run(&api, own_next, &action, self) != TS_OK) die("inspector run", TS_E_PLUGIN);
+        }
+        result("C1i-own", (now_ns() - start) / (double)n, "ns");
+    }
+    plugin->destroy(self);
 }
 
 /* ---- C4, C5: a 10 MB document in another slice --------------------------- */
@@ -440,7 +491,7 @@ static const struct {
     const char *name;
     void (*run)(void);
 } workloads[] = {
-    {"c1", c1}, {"c1i", c1i}, {"c2", c2}, {"c3", c3}, {"c4", c4}, {"c5", c5}, {"c6", c6}, {"memory", memory}, {"startup", startup},
+    {"c1", c1}, {"c1i", c1i}, {"c1i-own", c1i_own}, {"c2", c2}, {"c3", c3}, {"c4", c4}, {"c5", c5}, {"c6", c6}, {"memory", memory}, {"startup", startup},
 };
 
 #define WORKLOAD_COUNT (sizeof workloads / sizeof workloads[0])
