@@ -153,8 +153,8 @@ typedef struct record {
     uint64_t seq;        /* 0: empty slot */
     char *action;        /* the action's JSON text as it reached the plugin */
     size_t action_capacity;
-    double time_ms;      /* wall clock, ms since the epoch, when it arrived */
-    uint64_t duration_ns; /* the rest of the chain: next() */
+    uint64_t start;      /* ticks() when it arrived */
+    uint64_t duration;   /* ticks the rest of the chain (next()) took */
     ts_status status;    /* what next() returned */
     int done;            /* next() has returned */
     int skipped;         /* left out of replays */
@@ -179,10 +179,13 @@ typedef struct inspector {
     pthread_mutex_t lock; /* everything below; never held while calling the store */
     pthread_cond_t wake;  /* new records or status: the event streams */
     record *ring;
-    uint64_t last_seq;    /* the newest record's number (0: none yet) */
+    uint64_t last_seq;    /* the newest number given to a record (0: none yet); __atomic:
+                             run() takes a number when an action arrives and
+                             writes its slot when next() returned */
     char *base_state;     /* the state after record base_seq (0: when loaded) */
     uint64_t base_seq;
     uint64_t checkpoint_every;
+    uint64_t until_checkpoint; /* run()'s countdown (run() calls on a store are serialized) */
     int paused;           /* read by run() without the lock: __atomic */
     int travelling;       /* the store shows the past: the state after travel_seq */
     uint64_t travel_seq;
@@ -190,7 +193,7 @@ typedef struct inspector {
     uint64_t present_seq;
     uint64_t status_version; /* bumped when paused, travel or the records' states change */
     uint64_t dropped;     /* records the event streams skipped (slow browsers) */
-    int watchers;         /* open event streams: read by run() */
+    int watchers;         /* open event streams: __atomic (run() reads it) */
     int stopping;
     int replaying;        /* a command replays on replay_thread: __atomic */
     pthread_t replay_thread;
@@ -198,18 +201,22 @@ typedef struct inspector {
     pthread_mutex_t command_lock; /* one command that changes the store at a time */
     struct MHD_Daemon *daemon;
     const char *(*last_error)(void); /* ts_last_error, if libturnstate is loaded where dlsym sees it */
-    struct timespec mono0;
-    double wall0_ms;
+    uint64_t tick0;       /* ticks(), CLOCK_MONOTONIC (ns) and the wall clock (ms) */
+    uint64_t mono0;       /* when the plugin was created: ticks are converted */
+    double wall0_ms;      /* to times when shown, never in run() */
 } inspector;
 
+static uint64_t newest(const inspector *in) { return __atomic_load_n(&in->last_seq, __ATOMIC_ACQUIRE); }
+
 static record *find(inspector *in, uint64_t seq) {
-    if (seq == 0 || seq > in->last_seq) return NULL;
+    if (seq == 0 || seq > newest(in)) return NULL;
     record *r = &in->ring[(seq - 1) % in->history];
     return r->seq == seq ? r : NULL;
 }
 
 static uint64_t oldest_seq(const inspector *in) {
-    return in->last_seq >= in->history ? in->last_seq - in->history + 1 : 1;
+    uint64_t last = newest(in);
+    return last >= in->history ? last - in->history + 1 : 1;
 }
 
 /* The state after record `seq` in the current timeline (borrowed), or NULL if
@@ -305,21 +312,52 @@ static void evict(inspector *in, record *r) {
     r->seq = 0;
 }
 
-static double wall_ms(const inspector *in, const struct timespec *t) {
-    return in->wall0_ms + (double)(t->tv_sec - in->mono0.tv_sec) * 1e3 + (double)(t->tv_nsec - in->mono0.tv_nsec) / 1e6;
+/* A cheap clock for run(): the time-stamp counter on x86 (a few ns, where
+ * clock_gettime costs tens), CLOCK_MONOTONIC in ns elsewhere. Converted to
+ * ns by comparing with CLOCK_MONOTONIC over the plugin's lifetime so far. */
+static uint64_t monotonic_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Starts a record for `json` (under `lock`); returns its number. */
-static uint64_t begin_record(inspector *in, const char *json, size_t length, const struct timespec *t0) {
-    uint64_t seq = ++in->last_seq;
+static inline uint64_t ticks(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_ia32_rdtsc();
+#else
+    return monotonic_ns();
+#endif
+}
+
+static double ns_per_tick(const inspector *in) {
+#if defined(__x86_64__) || defined(__i386__)
+    uint64_t t = ticks(), ns = monotonic_ns();
+    if (t <= in->tick0 + 1000000u || ns <= in->mono0) return 1.0 / 2.5; /* under 1 ms in: assume 2.5 GHz */
+    return (double)(ns - in->mono0) / (double)(t - in->tick0);
+#else
+    (void)in;
+    return 1.0;
+#endif
+}
+
+/* Writes the finished record `seq` into its slot (under `lock`); takes over
+ * message and state. A slot that already holds a newer record (a tiny
+ * history and nested dispatches) keeps it. */
+static void write_record(inspector *in, uint64_t seq, const char *json, uint64_t start, uint64_t duration,
+                         ts_status status, char *message, char *state) {
     record *r = &in->ring[(seq - 1) % in->history];
+    if (r->seq > seq) {
+        free(message);
+        if (state) in->store->free(state);
+        return;
+    }
     evict(in, r);
+    size_t length = strlen(json);
     if (length + 1 > r->action_capacity) {
         size_t capacity = length + 1 < 128 ? 128 : length + 1;
         char *text = realloc(r->action, capacity);
         if (text == NULL) {
-            /* Kept as an empty record: the slot exists, its action is lost. */
-            length = 0;
+            length = 0; /* the slot is kept, its action text is lost */
         } else {
             r->action = text;
             r->action_capacity = capacity;
@@ -330,27 +368,12 @@ static uint64_t begin_record(inspector *in, const char *json, size_t length, con
         r->action[length] = '\0';
     }
     r->seq = seq;
-    r->time_ms = wall_ms(in, t0);
-    r->done = 0;
-    r->skipped = 0;
-    r->status = TS_OK;
-    r->duration_ns = 0;
-    return seq;
-}
-
-/* Finishes record `seq` (under `lock`); takes over message and state. */
-static void end_record(inspector *in, uint64_t seq, ts_status status, uint64_t duration_ns, char *message,
-                       char *state) {
-    record *r = find(in, seq);
-    if (r == NULL) { /* overwritten while the chain ran (a tiny history) */
-        free(message);
-        if (state) in->store->free(state);
-        return;
-    }
+    r->start = start;
+    r->duration = duration;
     r->status = status;
-    r->duration_ns = duration_ns;
-    r->message = message;
+    r->skipped = 0;
     r->done = 1;
+    r->message = message;
     if (state) set_state(in, r, state);
 }
 
@@ -363,30 +386,28 @@ static ts_status inspector_run(const ts_store_api *store, ts_next_fn next, const
     if (__atomic_load_n(&in->replaying, __ATOMIC_ACQUIRE) && pthread_equal(pthread_self(), in->replay_thread))
         return TS_OK;
     if (__atomic_load_n(&in->paused, __ATOMIC_RELAXED)) return next(action->json);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    size_t length = strlen(action->json);
-    pthread_mutex_lock(&in->lock);
-    uint64_t seq = begin_record(in, action->json, length, &t0);
-    int watched = in->watchers > 0;
-    pthread_mutex_unlock(&in->lock);
+    /* Its number now (a nested dispatch comes after it, as the reducers see
+     * them); its slot when the chain returned: one short locked section. */
+    uint64_t seq = __atomic_add_fetch(&in->last_seq, 1, __ATOMIC_ACQ_REL);
+    uint64_t t0 = ticks();
 
     ts_status status = next(action->json);
 
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    uint64_t t1 = ticks();
     char *message = NULL, *state = NULL;
+    int watched = __atomic_load_n(&in->watchers, __ATOMIC_RELAXED) > 0;
     if (status != TS_OK) {
         const char *why = in->last_error ? in->last_error() : NULL;
         message = strdup(why && *why ? why : store->status_name(status));
-    } else if (watched || seq % in->checkpoint_every == 0) {
+    } else if (watched || --in->until_checkpoint == 0) {
+        in->until_checkpoint = in->checkpoint_every;
         /* The state is read only while a browser watches, and at checkpoints
          * (every history/4 actions) that replays start from. */
         if (store->get_state(NULL, &state) != TS_OK) state = NULL;
     }
-    uint64_t ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
     pthread_mutex_lock(&in->lock);
-    end_record(in, seq, status, ns, message, state);
-    if (in->watchers) pthread_cond_broadcast(&in->wake);
+    write_record(in, seq, action->json, t0, t1 - t0, status, message, state);
+    if (watched) pthread_cond_broadcast(&in->wake);
     pthread_mutex_unlock(&in->lock);
     return status;
 }
@@ -502,7 +523,7 @@ done:
 static int cmd_jump(inspector *in, uint64_t target, char *why, size_t size) {
     pthread_mutex_lock(&in->lock);
     int travel = in->travelling;
-    uint64_t last = in->last_seq;
+    uint64_t last = newest(in);
     pthread_mutex_unlock(&in->lock);
     if (target > last) return failf(why, size, "there is no record #%llu (the newest is #%llu)", (unsigned long long)target,
                                     (unsigned long long)last);
@@ -512,7 +533,7 @@ static int cmd_jump(inspector *in, uint64_t target, char *why, size_t size) {
         if (status != TS_OK) return failf(why, size, "get_state failed: %s", store_error(in, status));
         pthread_mutex_lock(&in->lock);
         in->present_state = present;
-        in->present_seq = in->last_seq;
+        in->present_seq = newest(in);
         pthread_mutex_unlock(&in->lock);
     }
     int result = replay_to(in, target, why, size);
@@ -537,7 +558,7 @@ static int cmd_present(inspector *in, char *why, size_t size) {
         pthread_mutex_unlock(&in->lock);
         return 0;
     }
-    uint64_t from_seq = in->present_seq, last = in->last_seq;
+    uint64_t from_seq = in->present_seq, last = newest(in);
     char *present = in->present_state;
     in->present_state = NULL;
     /* The saved present is the state after from_seq: record it on the last
@@ -606,7 +627,7 @@ static int cmd_skip(inspector *in, uint64_t seq, int skip, char *why, size_t siz
     }
     r->skipped = skip;
     /* Every state from it on belongs to the old timeline. */
-    for (uint64_t k = seq; k <= in->last_seq; k++) {
+    for (uint64_t k = seq; k <= newest(in); k++) {
         record *q = find(in, k);
         if (q && q->state) {
             in->store->free(q->state);
@@ -621,7 +642,7 @@ static int cmd_skip(inspector *in, uint64_t seq, int skip, char *why, size_t siz
     if (in->present_state) in->store->free(in->present_state);
     in->present_state = NULL;
     in->travelling = 0;
-    uint64_t last = in->last_seq;
+    uint64_t last = newest(in);
     pthread_mutex_unlock(&in->lock);
     int result = replay_to(in, last, why, size);
     bump_status(in);
@@ -685,7 +706,7 @@ static int cmd_import(inspector *in, const char *text, size_t length, char *why,
             q->seq = 0;
         }
     }
-    in->base_seq = in->last_seq;
+    in->base_seq = newest(in);
     in->travelling = 0;
     if (in->present_state) in->store->free(in->present_state);
     in->present_state = NULL;
@@ -702,21 +723,17 @@ static int cmd_import(inspector *in, const char *text, size_t length, char *why,
         const char *json = p + 1 + used;
         if (*p == 'A') {
             char *action = strndup(json, (size_t)n);
-            struct timespec t0, t1;
-            clock_gettime(CLOCK_MONOTONIC, &t0);
-            pthread_mutex_lock(&in->lock);
-            uint64_t seq = begin_record(in, action ? action : "", action ? (size_t)n : 0, &t0);
-            pthread_mutex_unlock(&in->lock);
+            uint64_t seq = __atomic_add_fetch(&in->last_seq, 1, __ATOMIC_ACQ_REL);
+            uint64_t t0 = ticks();
             status = action ? in->store->apply(action) : TS_E_NOMEM;
-            clock_gettime(CLOCK_MONOTONIC, &t1);
+            uint64_t t1 = ticks();
             char *message = NULL;
             state = NULL;
             if (status != TS_OK) message = strdup(store_error(in, status));
             else if (in->store->get_state(NULL, &state) != TS_OK) state = NULL;
             pthread_mutex_lock(&in->lock);
-            end_record(in, seq, status,
-                       (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec,
-                       message, state);
+            write_record(in, seq, action ? action : "", t0, t1 - t0, status, message, state);
+            pthread_cond_broadcast(&in->wake);
             pthread_mutex_unlock(&in->lock);
             free(action);
         }
@@ -737,7 +754,7 @@ static char *export_session(inspector *in, size_t *length) {
     const char *known = NULL;
     if (in->base_seq + 1 >= oldest_seq(in)) known = in->base_state;
     if (known == NULL) {
-        for (start = oldest_seq(in); start <= in->last_seq; start++) {
+        for (start = oldest_seq(in); start <= newest(in); start++) {
             record *r = find(in, start);
             if (r && r->done && r->state) {
                 known = r->state;
@@ -747,7 +764,7 @@ static char *export_session(inspector *in, size_t *length) {
     }
     if (known) {
         sb_record(&out, 'S', known);
-        for (uint64_t k = start + 1; k <= in->last_seq; k++) {
+        for (uint64_t k = start + 1; k <= newest(in); k++) {
             record *r = find(in, k);
             if (r && r->done && r->status == TS_OK && !r->skipped && r->action) sb_record(&out, 'A', r->action);
         }
@@ -767,8 +784,10 @@ static void summary(inspector *in, sb *b, const record *r) {
     sb_printf(b, "{\"seq\":%llu,\"type\":", (unsigned long long)r->seq);
     sb_json_string(b, type ? type : "?");
     free(type);
+    double npt = ns_per_tick(in);
+    double when = in->wall0_ms + ((double)r->start - (double)in->tick0) * npt / 1e6;
     sb_printf(b, ",\"time\":%.3f,\"duration_us\":%.3f,\"status\":\"%s\",\"ok\":%s,\"skipped\":%s,\"done\":%s,\"message\":",
-              r->time_ms, (double)r->duration_ns / 1e3, in->store->status_name(r->status),
+              when, (double)r->duration * npt / 1e3, in->store->status_name(r->status),
               r->status == TS_OK ? "true" : "false", r->skipped ? "true" : "false", r->done ? "true" : "false");
     sb_json_string(b, r->message);
     sb_str(b, ",\"changed\":");
@@ -782,7 +801,7 @@ static void status_json(inspector *in, sb *b) {
               __atomic_load_n(&in->paused, __ATOMIC_RELAXED) ? "true" : "false", in->travelling ? "true" : "false",
               (unsigned long long)in->travel_seq,
               in->read_only ? "true" : "false", in->history, (unsigned long long)in->dropped,
-              (unsigned long long)in->last_seq, (unsigned long long)in->base_seq, INSPECTOR_VERSION);
+              (unsigned long long)newest(in), (unsigned long long)in->base_seq, INSPECTOR_VERSION);
 }
 
 /* ---- HTTP --------------------------------------------------------------- */
@@ -876,7 +895,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max) {
         s->offset = 0;
         if (s->pending.text) s->pending.text[0] = '\0';
         pthread_mutex_lock(&in->lock);
-        if (!in->stopping && s->hello && in->last_seq == s->cursor && in->status_version == s->status_version) {
+        if (!in->stopping && s->hello && newest(in) == s->cursor && in->status_version == s->status_version) {
             struct timespec deadline;
             clock_gettime(CLOCK_REALTIME, &deadline);
             deadline.tv_sec += 15;
@@ -901,10 +920,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max) {
             sb_printf(&s->pending, "event: dropped\ndata: {\"dropped\":%llu}\n\n", (unsigned long long)in->dropped);
         }
         int sent = 0;
-        while (s->cursor < in->last_seq && sent < STREAM_BATCH) {
-            record *r = find(in, s->cursor + 1);
-            if (r && !r->done) break; /* still in the chain: sent when it is done */
+        while (s->cursor < newest(in) && sent < STREAM_BATCH) {
+            const record *slot = &in->ring[s->cursor % in->history];
+            if (slot->seq < s->cursor + 1) break; /* still in the chain: sent when it is done */
             s->cursor++;
+            record *r = find(in, s->cursor);
             if (r == NULL) continue;
             sb_str(&s->pending, "event: action\ndata: ");
             summary(in, &s->pending, r);
@@ -928,7 +948,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max) {
 static void stream_free(void *cls) {
     stream *s = cls;
     pthread_mutex_lock(&s->in->lock);
-    s->in->watchers--;
+    __atomic_sub_fetch(&s->in->watchers, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&s->in->lock);
     free(s->pending.text);
     free(s);
@@ -939,7 +959,7 @@ static enum MHD_Result open_stream(inspector *in, struct MHD_Connection *c) {
     if (s == NULL) return send_error(c, 500, "out of memory");
     s->in = in;
     pthread_mutex_lock(&in->lock);
-    in->watchers++;
+    __atomic_add_fetch(&in->watchers, 1, __ATOMIC_RELAXED);
     /* The stream starts with the whole ring. */
     s->cursor = oldest_seq(in) - 1;
     if (s->cursor < in->base_seq) s->cursor = in->base_seq;
@@ -996,7 +1016,7 @@ static enum MHD_Result handle_api(inspector *in, struct MHD_Connection *c, const
         status_json(in, &b);
         sb_str(&b, ",\"records\":[");
         int n = 0;
-        for (uint64_t k = oldest_seq(in); k <= in->last_seq; k++) {
+        for (uint64_t k = oldest_seq(in); k <= newest(in); k++) {
             record *r = find(in, k);
             if (r == NULL || k <= in->base_seq) continue;
             if (n++) sb_str(&b, ",");
@@ -1287,6 +1307,7 @@ static ts_status inspector_create(const char *config, const ts_store_api *store,
     in->port = (unsigned)port;
     in->history = (size_t)history;
     in->checkpoint_every = history / 4 ? history / 4 : 1;
+    in->until_checkpoint = in->checkpoint_every;
     in->ring = calloc(in->history, sizeof *in->ring);
     if (in->ring == NULL) return refuse(in, error_message, "inspector: no memory for a history of %zu", in->history);
     if (in->token[0] == '\0') {
@@ -1313,7 +1334,8 @@ static ts_status inspector_create(const char *config, const ts_store_api *store,
         if (lib) symbol = dlsym(lib, "ts_last_error");
     }
     if (symbol) memcpy(&in->last_error, &symbol, sizeof symbol);
-    clock_gettime(CLOCK_MONOTONIC, &in->mono0);
+    in->tick0 = ticks();
+    in->mono0 = monotonic_ns();
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     in->wall0_ms = (double)wall.tv_sec * 1e3 + (double)wall.tv_nsec / 1e6;
