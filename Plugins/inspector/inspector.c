@@ -1340,33 +1340,38 @@ static ts_status inspector_create(const char *config, const ts_store_api *store,
     clock_gettime(CLOCK_REALTIME, &wall);
     in->wall0_ms = (double)wall.tv_sec * 1e3 + (double)wall.tv_nsec / 1e6;
 
-    /* The server. */
+    /* The listening socket, bound here so that the port (any free one for
+     * port 0) and so the accepted Host values are known before the server's
+     * threads start: they read them without a lock. */
     struct sockaddr_in sa4;
     struct sockaddr_in6 sa6;
     memset(&sa4, 0, sizeof sa4);
     memset(&sa6, 0, sizeof sa6);
-    const struct sockaddr *addr;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+    struct sockaddr *addr;
+    socklen_t addr_length;
     if (in->ipv6) {
         sa6.sin6_family = AF_INET6;
         sa6.sin6_port = htons((uint16_t)in->port);
         sa6.sin6_addr = a6;
-        addr = (const struct sockaddr *)&sa6;
-        flags |= MHD_USE_IPv6;
+        addr = (struct sockaddr *)&sa6;
+        addr_length = sizeof sa6;
     } else {
         sa4.sin_family = AF_INET;
         sa4.sin_port = htons((uint16_t)in->port);
         inet_pton(AF_INET, in->bind, &sa4.sin_addr);
-        addr = (const struct sockaddr *)&sa4;
+        addr = (struct sockaddr *)&sa4;
+        addr_length = sizeof sa4;
     }
-    in->daemon = MHD_start_daemon(flags, (uint16_t)in->port, NULL, NULL, handle, in, MHD_OPTION_SOCK_ADDR, addr,
-                                  MHD_OPTION_NOTIFY_COMPLETED, request_done, in, MHD_OPTION_CONNECTION_LIMIT,
-                                  (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
-    if (in->daemon == NULL)
-        return refuse(in, error_message, "inspector: could not listen on %s port %u (in use? another inspector?)",
-                      in->bind, in->port);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(in->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    if (info && info->port) in->port = info->port;
+    int fd = socket(in->ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int yes = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes) != 0 || bind(fd, addr, addr_length) != 0 ||
+        listen(fd, 32) != 0 || getsockname(fd, addr, &addr_length) != 0) {
+        int error = errno;
+        if (fd >= 0) close(fd);
+        return refuse(in, error_message, "inspector: could not listen on %s port %u: %s", in->bind, in->port,
+                      strerror(error));
+    }
+    in->port = ntohs(in->ipv6 ? sa6.sin6_port : sa4.sin_port);
     snprintf(in->cookie_name, sizeof in->cookie_name, "ts_inspector_%u", in->port);
     /* The Host values a browser sends for this address. */
     int ok = 1;
@@ -1376,6 +1381,10 @@ static ts_status inspector_create(const char *config, const ts_store_api *store,
         ok &= add_host(in, "[::1]:%u", in->port);
     }
     ok &= in->ipv6 ? add_host(in, "[%s]:%u", in->bind, in->port) : add_host(in, "%s:%u", in->bind, in->port);
+    if (!ok) {
+        close(fd);
+        return refuse(in, error_message, "inspector: out of memory");
+    }
     if (hosts) {
         pj_iter ht;
         pj_begin(&ht, hosts, '[');
@@ -1385,15 +1394,19 @@ static ts_status inspector_create(const char *config, const ts_store_api *store,
             if (good) good = add_host(in, "%s", text);
             free(text);
             if (!good) {
-                MHD_stop_daemon(in->daemon);
+                close(fd);
                 return refuse(in, error_message, "inspector: each of \"hosts\" must be a \"name:port\" string (at most %d)",
                               MAX_HOSTS);
             }
         }
     }
-    if (!ok) {
-        MHD_stop_daemon(in->daemon);
-        return refuse(in, error_message, "inspector: out of memory");
+    in->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
+                                  handle, in, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, request_done,
+                                  in, MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT,
+                                  (unsigned)120, MHD_OPTION_END);
+    if (in->daemon == NULL) {
+        close(fd);
+        return refuse(in, error_message, "inspector: could not start the HTTP server on %s port %u", in->bind, in->port);
     }
     const char *shown = in->loopback ? (in->ipv6 ? "[::1]" : "127.0.0.1") : in->hosts[in->host_count - 1];
     if (in->loopback) {
