@@ -917,6 +917,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max) {
             /* This browser fell behind the ring: what it missed is dropped. */
             in->dropped += oldest - 1 - s->cursor;
             s->cursor = oldest - 1;
+            /* Every page shows the count (a status event). */
+            in->status_version++;
+            s->status_version = in->status_version;
+            pthread_cond_broadcast(&in->wake);
             sb_printf(&s->pending, "event: dropped\ndata: {\"dropped\":%llu}\n\n", (unsigned long long)in->dropped);
         }
         int sent = 0;

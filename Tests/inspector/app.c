@@ -4,6 +4,7 @@
  * plugin loaded (so the inspector sees guard's refusals), and commands on
  * stdin, one per line, each answered with one line on stdout:
  *     d <action json>   dispatch; answers "status <TS_NAME> <ts_last_error()>"
+ *     n <count> <json>  dispatch it count times; answers "status <TS_NAME> <how many>"
  *     s                 answers "state <ts_store_get_state(NULL)>"
  *     q                 destroys the store (the plugin's destroy()) and exits
  * Usage: app INSPECTOR.so CONFIG_JSON GUARD.so
@@ -77,6 +78,14 @@ int main(int argc, char **argv) {
         if (line[0] == 'd' && line[1] == ' ') {
             ts_status status = ts_store_dispatch(store, line + 2);
             printf("status %s %s\n", ts_status_name(status), status == TS_OK ? "" : ts_last_error());
+        } else if (line[0] == 'n' && line[1] == ' ') {
+            /* n COUNT ACTION: dispatches ACTION COUNT times. */
+            char *rest;
+            long count = strtol(line + 2, &rest, 10);
+            ts_status status = TS_OK;
+            long done = 0;
+            while (done < count && (status = ts_store_dispatch(store, rest + 1)) == TS_OK) done++;
+            printf("status %s %ld\n", ts_status_name(status), done);
         } else if (line[0] == 's') {
             char *state = NULL;
             ts_status status = ts_store_get_state(store, NULL, &state);

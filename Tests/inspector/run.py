@@ -22,6 +22,7 @@ import json
 import os
 import queue
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -353,6 +354,38 @@ def main():
     except Exception:  # noqa: BLE001
         status = "closed"
     check("the port is closed after destroy()", status == "closed", status)
+
+    # A slow browser never blocks a dispatch: an event stream that nobody
+    # reads falls behind the ring; what it missed is dropped and counted.
+    slow = App({"port": 0, "history": 100})
+    m = re.match(r"http://([^:/]+):(\d+)/\?token=(\w+)", slow.url or "")
+    if check("an inspector with a history of 100 starts", m is not None, slow.first):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect((m.group(1), int(m.group(2))))
+        sock.sendall(("GET /api/events?token=%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n"
+                      % (m.group(3), m.group(1), m.group(2))).encode())
+        time.sleep(0.2)  # the stream is open (a watcher) before the flood
+        answer = slow.ask("n 30000 " + json.dumps({"type": "counter/inc"}))
+        check("30000 dispatches finish while a stream is not read", answer == "status TS_OK 30000", answer)
+        sock.settimeout(WAIT)
+        received = b""
+        deadline = time.time() + WAIT
+        while b"event: dropped" not in received and time.time() < deadline:
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            received += chunk
+            received = received[-200000:]
+        check("the stream that fell behind gets a dropped event", b"event: dropped" in received, received[-300:])
+        sock.close()
+        status, body = request("http://%s:%s/api/actions?token=%s" % (m.group(1), m.group(2), m.group(3)))
+        dropped = json.loads(body)["status"]["dropped"] if status == 200 else 0
+        check("the dropped count is reported", dropped > 0, body[:300])
+    slow.quit()
 
     # Read-only mode.
     ro = App({"port": 0, "read_only": True})
