@@ -194,7 +194,22 @@ def text(driver, element_id):
     return driver.find_element(By.ID, element_id).text
 
 
+def plugin_file_checks():
+    """One file, no libturnstate: what the plugin needs and exports."""
+    so = os.path.join(BUILD, "plugins", "inspector.so")
+    dynamic = subprocess.run(["readelf", "-d", so], capture_output=True, text=True).stdout
+    needed = re.findall(r"\(NEEDED\).*\[(.*)\]", dynamic)
+    check("inspector.so needs libmicrohttpd and libc, not libturnstate",
+          sorted(needed) == ["libc.so.6", "libmicrohttpd.so.12"], needed)
+    symbols = subprocess.run(["nm", "-D", "--defined-only", so], capture_output=True, text=True).stdout.split()
+    exported = [name for name in symbols[2::3] if name not in ("_init", "_fini", "_edata", "_end", "__bss_start")]
+    check("inspector.so exports only ts_plugin_entry", exported == ["ts_plugin_entry"], exported)
+    strings = open(so, "rb").read()
+    check("the page is embedded in inspector.so", b"<title>Turnstate Inspector</title>" in strings)
+
+
 def main():
+    plugin_file_checks()
     app = App({"port": 0, "history": 500})
     check("the program loads the plugin and prints the URL with a token",
           app.url is not None and "token=" in app.url, app.first)
