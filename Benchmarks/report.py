@@ -53,6 +53,12 @@ ROWS = [
     ("R1", "R1 C1 loop from Rust (closures, safe API)", ("ratio", 1.10, "C1")),
     ("R1-c", "R1 with dispatch_c (a &CStr action, no copy)", ("ratio", 1.10, "C1")),
     ("R1-sys", "R1 same through turnstate-sys (extern fns)", None),
+    ("C1i-base", "C1i C1 shape, same process, alternating", None),
+    ("C1i-pass", "C1i C1 + 1 pass-through plugin (.so)", None),
+    ("C1i", "C1i C1 + inspector.so, no browser connected", ("ratio", 1.05, "C1i-base")),
+    ("C1i-ratio", "C1i / C1i-base (pairs of runs)", ("max", 1.05)),
+    ("C1i-vs-pass", "C1i / C1i-pass: the inspector's own cost", ("max", 1.05)),
+    ("C1i-own", "C1i inspector run() alone, no-op next (ns/action)", None),
     ("C2", "C2 C1 + 3 middleware in code", None),
     ("C3", "C3 C1 + 3 pass-through plugins (.so)", ("max", 1000)),
     ("C4", "C4 C1 + 10 MB document in another slice", None),
@@ -219,7 +225,7 @@ def swift_workloads(args, samples, units, notes):
 def c_pieces(args):
     """The C program's workloads to run (one process each), then "P1" and
     "P1-package" (two Python processes: bare ctypes, then the package)."""
-    ids = {"c1": "C1", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6", "memory": "MEM", "startup": "STARTUP"}
+    ids = {"c1": "C1", "c1i": "C1i", "c1i-own": "C1i-own", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6", "memory": "MEM", "startup": "STARTUP"}
     pieces = [workload for workload, prefix in ids.items() if not args.only or re.search(args.only, prefix)]
     if not args.only or re.search(args.only, "P1"):
         pieces += ["P1", "P1-package"]
@@ -234,7 +240,8 @@ def c_workloads(args, samples, units, notes):
     common = [bench, "--runs", str(args.runs), "--scale", str(args.scale),
               "--plugin-dir", os.path.join(out, "plugins"),
               "--startup", os.path.join(out, "startup"),
-              "--startup-plugin", os.path.join(out, "startup-plugin", "pass.so")]
+              "--startup-plugin", os.path.join(out, "startup-plugin", "pass.so"),
+              "--inspector", os.path.join(ROOT, "build", "plugins", "inspector.so")]
     pieces = c_pieces(args)
     for workload in pieces:
         if workload in ("P1", "P1-package", "REP"):

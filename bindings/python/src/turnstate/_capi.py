@@ -67,6 +67,8 @@ class TsStoreApi(Structure):
         ("fail", CFUNCTYPE(ts_status, ts_status, c_char_p)),
         ("replace_state", CFUNCTYPE(ts_status, c_char_p)),
         ("status_name", CFUNCTYPE(c_char_p, ts_status)),
+        # Since 0.2.0 (check struct_size): the reducers and listeners, no middleware.
+        ("apply", CFUNCTYPE(ts_status, c_char_p)),
     ]
 
 
