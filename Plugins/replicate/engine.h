@@ -44,8 +44,6 @@ typedef struct rp_engine rp_engine;
  * url (message in err) or no memory. */
 rp_engine *rp_open(const char *url, const char *stream, int timeout_ms, char *err);
 void rp_close(rp_engine *engine);
-/* Wakes a call blocked in rp_wait on another thread (it fails); for shutdown. */
-void rp_interrupt(rp_engine *engine);
 
 /* Appends `action` and returns in *out every entry after position `after`
  * up to and including the new one (its last item), read atomically with the

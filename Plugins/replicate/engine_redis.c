@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 
 struct rp_engine {
@@ -126,10 +125,6 @@ void rp_close(rp_engine *e) {
     free(e->seq_key);
     free(e->snap_key);
     free(e);
-}
-
-void rp_interrupt(rp_engine *e) {
-    if (e && e->c && e->c->fd >= 0) shutdown(e->c->fd, SHUT_RDWR);
 }
 
 static struct timeval tv_of(int ms) {
