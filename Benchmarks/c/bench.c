@@ -31,6 +31,17 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Under callgrind (Benchmarks/callgrind.py: --collect-atstart=no), only the
+ * measured loops are counted; elsewhere these macros do nothing. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
+#endif
+#ifndef CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_TOGGLE_COLLECT
+#endif
+
 static int runs = 7;
 static double scale = 1.0;
 static const char *plugin_dir = NULL;
@@ -60,6 +71,25 @@ static void die(const char *what, ts_status status) {
         ts_status check_status_ = (call);           \
         if (check_status_ != TS_OK) die(#call, check_status_); \
     } while (0)
+
+/* Whether the next measured loop is counted by callgrind (C4 and C5 also
+ * time loops that are not their own). */
+static int counting = 1;
+
+/* Counts `ops` operations of workload `id` under callgrind: the loop between
+ * count_start() and count_stop() (a "COUNTED id ops" line for callgrind.py). */
+static void count_start(void) {
+    if (counting) CALLGRIND_TOGGLE_COLLECT;
+}
+
+static void count_stop(const char *id, long ops) {
+    if (!counting) return;
+    CALLGRIND_TOGGLE_COLLECT;
+#ifdef RUNNING_ON_VALGRIND
+    if (!RUNNING_ON_VALGRIND) return;
+#endif
+    printf("COUNTED\t%s\t%ld\n", id, ops);
+}
 
 static void result(const char *id, double value, const char *unit) {
     printf("RESULT\t%s\t%.3f\t%s\n", id, value, unit);
@@ -106,16 +136,20 @@ static ts_status pass_through(const ts_store_api *store, ts_next_fn next, const 
 
 /* Times `n` dispatches of the counter action after a warm-up of n/10;
  * checks that each one counted. Returns ns per dispatch. */
+static const char *counted_id = "?";
+
 static double time_dispatches(ts_store *store, long n) {
     for (long i = 0; i < n / 10; i++) CHECK(ts_store_dispatch(store, BENCH_ADD_ACTION));
     long long before = read_count(store);
     unsigned long long calls_before = listener_calls;
+    count_start();
     double start = now_ns();
     for (long i = 0; i < n; i++) {
         ts_status status = ts_store_dispatch(store, BENCH_ADD_ACTION);
         if (status != TS_OK) die("ts_store_dispatch", status);
     }
     double elapsed = now_ns() - start;
+    count_stop(counted_id, n);
     long long after = read_count(store);
     if (after - before != n || listener_calls - calls_before != (unsigned long long)n) {
         fprintf(stderr, "bench: %ld dispatches moved the count by %lld and called the listener %llu times\n", n,
@@ -126,6 +160,7 @@ static double time_dispatches(ts_store *store, long n) {
 }
 
 static void run_dispatch_workload(const char *id, ts_store *store, long n) {
+    counted_id = id;
     for (int r = 0; r < runs; r++) result(id, time_dispatches(store, n), "ns");
 }
 
@@ -206,8 +241,11 @@ static void c4(void) {
     ts_store *small = counter_store(NULL);
     ts_store *store = big_store(&items);
     long n = scaled(200000);
+    counted_id = "C4";
     for (int r = 0; r < runs; r++) {
+        counting = 0;
         double base = time_dispatches(small, n);
+        counting = 1;
         double big = time_dispatches(store, n);
         result("C4-C1", base, "ns");
         result("C4", big, "ns");
@@ -222,13 +260,16 @@ static double time_get_state(ts_store *store, const char *pointer, long n, size_
     CHECK(ts_store_get_state(store, pointer, &text)); /* warm: parse / cache */
     *length = strlen(text);
     ts_free(text);
+    count_start();
     double start = now_ns();
     for (long i = 0; i < n; i++) {
         ts_status status = ts_store_get_state(store, pointer, &text);
         if (status != TS_OK) die("ts_store_get_state", status);
         ts_free(text);
     }
-    return (now_ns() - start) / (double)n;
+    double elapsed = now_ns() - start;
+    count_stop(counted_id, n);
+    return elapsed / (double)n;
 }
 
 static void c5(void) {
@@ -247,7 +288,9 @@ static void c5(void) {
     info("C5 %s = %s; first look-up (parses the 10 MB slice once) %.1f ms", pointer, text, first / 1e6);
     ts_free(text);
 
+    counted_id = "C5-small";
     for (int r = 0; r < runs; r++) result("C5-small", time_get_state(store, pointer, scaled(200000), &length), "ns");
+    counting = 0;
     for (int r = 0; r < runs; r++) result("C5-count", time_get_state(store, "/count", scaled(200000), &length), "ns");
     for (int r = 0; r < runs; r++)
         result("C5-whole", time_get_state(store, NULL, scaled(20) < 3 ? 3 : scaled(20), &length) / 1e3, "us");
@@ -312,10 +355,12 @@ static void c6(void) {
                 exit(1);
             }
         }
+        count_start();
         pthread_barrier_wait(&barrier);
         double start = now_ns();
         for (int t = 0; t < C6_THREADS; t++) pthread_join(threads[t], NULL);
         double elapsed = now_ns() - start;
+        count_stop("C6", per_thread * C6_THREADS);
         pthread_barrier_destroy(&barrier);
         for (int t = 0; t < C6_THREADS; t++)
             if (workers[t].status != TS_OK) exit(1);
@@ -501,12 +546,14 @@ static void big(void) {
     long n = scaled(20000);
     size_t length;
     snprintf(id, sizeof id, "BIG%ld-read", big_mb);
+    counted_id = id;
     for (int r = 0; r < runs; r++) result(id, time_get_state(store, "/big/meta/items", n, &length) / 1e3, "us");
 
     uint64_t token;
     CHECK(ts_store_subscribe(store, NULL, bench_counting_listener, &listener_calls, &token));
     CHECK(ts_store_subscribe(store, "/big/meta/items", big_listener, &big_listener_calls, &token));
     snprintf(id, sizeof id, "BIG%ld-listen", big_mb);
+    counted_id = id;
     for (int r = 0; r < runs; r++) result(id, time_dispatches(store, scaled(200000)), "ns");
     if (big_listener_calls != 0) {
         fprintf(stderr, "bench: the listener on an unchanged slice was called %llu times\n", big_listener_calls);

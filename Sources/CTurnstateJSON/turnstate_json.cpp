@@ -1025,10 +1025,16 @@ struct Container {
 struct tsj_doc {
   char *text = nullptr;  // minified, NUL-terminated
   size_t len = 0;
+  bool owned = true;     // text is freed with the document (not for tsj_doc_index)
   std::vector<Container> containers;  // in document order (sorted by start)
   std::vector<uint32_t> children;     // per container: start of each element / key's opening quote
   std::vector<uint32_t> slots;        // hash slots: member index + 1, 0 = empty
-  ~tsj_doc() { std::free(text); }
+  ~tsj_doc() {
+    if (owned) std::free(text);
+  }
+  size_t index_bytes() const {
+    return containers.capacity() * sizeof(Container) + (children.capacity() + slots.capacity()) * sizeof(uint32_t);
+  }
 };
 
 namespace {
@@ -1056,7 +1062,10 @@ void build_hash(tsj_doc &d, Container &c) {
 }
 
 // Builds containers/children/slots over d.text (validated, minified). Iterative.
-bool build_index(tsj_doc &d) {
+// Gives up (false, *over_budget set) as soon as the index would take more
+// than `budget` bytes (containers, children, pending children and hash slots
+// counted by their sizes; vectors may hold up to twice that while growing).
+bool build_index(tsj_doc &d, size_t budget = SIZE_MAX, bool *over_budget = nullptr) {
   const char *m = d.text;
   const size_t n = d.len;
   struct Frame {
@@ -1070,6 +1079,13 @@ bool build_index(tsj_doc &d) {
     // A value starts at i.
     char c = m[i];
     if (c == '{' || c == '[') {
+      if (budget != SIZE_MAX &&
+          (d.containers.size() + 1) * sizeof(Container) +
+                  (d.children.size() + pending.size() + d.slots.size() + 1) * sizeof(uint32_t) >
+              budget) {
+        if (over_budget) *over_budget = true;
+        return false;
+      }
       d.containers.push_back(Container{uint32_t(i), 0, 0, 0, 0, 0});
       stack.push_back(Frame{uint32_t(d.containers.size() - 1), uint32_t(pending.size()), c == '{'});
       i++;
@@ -1091,6 +1107,13 @@ bool build_index(tsj_doc &d) {
       if (m[i] == ',') {
         i++;
         pending.push_back(uint32_t(i));
+        if (budget != SIZE_MAX && (pending.size() & 1023) == 0 &&
+            d.containers.size() * sizeof(Container) +
+                    (d.children.size() + pending.size() + d.slots.size()) * sizeof(uint32_t) >
+                budget) {
+          if (over_budget) *over_budget = true;
+          return false;
+        }
         if (f.obj) i = string_end(m, i, n) + 2;
         break;
       }
@@ -1101,6 +1124,12 @@ bool build_index(tsj_doc &d) {
       d.children.insert(d.children.end(), pending.begin() + f.mark, pending.end());
       pending.resize(f.mark);
       if (f.obj && ct.count >= kHashThreshold) build_hash(d, ct);
+      if (budget != SIZE_MAX && d.containers.size() * sizeof(Container) +
+                                        (d.children.size() + pending.size() + d.slots.size()) * sizeof(uint32_t) >
+                                    budget) {
+        if (over_budget) *over_budget = true;
+        return false;
+      }
       stack.pop_back();
       i++;
     }
@@ -1130,6 +1159,42 @@ long long find_member(const tsj_doc &d, const Container &c, const char *tok, siz
   for (uint32_t k = 0; k < c.count; k++)
     if (key_equals(d.text, kids[k], tok, tlen)) return k;
   return -1;
+}
+
+// Without an index (tsj_text_at_pointer): the members and elements of the
+// container at m[v] found by stepping over the values before them.
+constexpr size_t kNone = SIZE_MAX;
+
+// Start of the value of member tok in the object at m[v], or kNone.
+size_t scan_member(const char *m, size_t n, size_t v, const char *tok, size_t tlen) {
+  size_t i = v + 1;
+  if (m[i] == '}') return kNone;
+  for (;;) {
+    size_t ke = string_end(m, i, n);
+    bool ws = false;
+    if (key_equals(m, i, tok, tlen)) return ke + 2;
+    i = value_end(m, ke + 2, n, &ws);
+    if (i >= n || m[i] != ',') return kNone;
+    i++;
+  }
+}
+
+// Start of element idx of the array at m[v], or kNone with *count set to
+// the number of elements.
+size_t scan_element(const char *m, size_t n, size_t v, uint64_t idx, size_t *count) {
+  size_t i = v + 1;
+  *count = 0;
+  if (m[i] == ']') return kNone;
+  for (uint64_t k = 0;; k++) {
+    if (k == idx) return i;
+    bool ws = false;
+    i = value_end(m, i, n, &ws);
+    if (i >= n || m[i] != ',') {
+      *count = size_t(k + 1);
+      return kNone;
+    }
+    i++;
+  }
 }
 
 }  // namespace
@@ -1457,12 +1522,14 @@ tsj_doc *tsj_doc_parse(const char *buf, size_t len, tsj_error *err) {
   }
 }
 
-int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_len, char **out,
-                       size_t *out_len, tsj_error *err) {
-  if (out) *out = nullptr;
-  if (out_len) *out_len = 0;
-  if (!doc || !out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "doc or out is NULL");
-  if (!pointer && pointer_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "pointer is NULL");
+}  // extern "C"
+
+namespace {
+// The JSON Pointer walk of tsj_doc_at_pointer (doc set: the index finds each
+// child) and tsj_text_at_pointer (doc NULL: children are found by stepping
+// over the values before them), over the minified text m[0..n).
+int walk_pointer(const tsj_doc *doc, const char *m, size_t n, const char *pointer, size_t pointer_len, char **out,
+                 size_t *out_len, tsj_error *err) {
   try {
     const char *p = pointer;
     const size_t plen = pointer_len;
@@ -1476,8 +1543,6 @@ int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_l
     long long bad = first_invalid_utf8(reinterpret_cast<const u8 *>(p), plen);
     if (bad >= 0) return set_err(err, TSJ_ERR_POINTER, bad, "JSON pointer is not valid UTF-8 at byte %lld", bad);
 
-    const char *m = doc->text;
-    const size_t n = doc->len;
     std::string tokbuf;  // a token with ~0 / ~1 escapes, unescaped
     size_t v = 0;  // start of the current value in m
     size_t pos = 0;
@@ -1502,15 +1567,24 @@ int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_l
       }
       char c = m[v];
       if (c == '{' || c == '[') {
-        const Container *ct = find_container(*doc, uint32_t(v));
-        if (!ct) return internal_error(err, "container not indexed");
+        const Container *ct = nullptr;
+        if (doc) {
+          ct = find_container(*doc, uint32_t(v));
+          if (!ct) return internal_error(err, "container not indexed");
+        }
         if (c == '{') {
-          long long k = find_member(*doc, *ct, tok, tlen);
-          if (k < 0) {
+          size_t found = kNone;
+          if (ct) {
+            long long k = find_member(*doc, *ct, tok, tlen);
+            if (k >= 0) found = string_end(m, doc->children[ct->first + size_t(k)], n) + 2;
+          } else {
+            found = scan_member(m, n, v, tok, tlen);
+          }
+          if (found == kNone) {
             Shown t(tok, tlen), at(p, pos);
             return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "no member %s in the object at %s", t.buf, at.buf);
           }
-          v = string_end(m, doc->children[ct->first + size_t(k)], n) + 2;
+          v = found;
         } else {
           Shown t(tok, tlen), at(p, pos);
           if (tlen == 1 && tok[0] == '-')
@@ -1527,11 +1601,17 @@ int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_l
           uint64_t idx = 0;
           bool big = tlen > 10;
           for (size_t k = 0; k < tlen && !big; k++) idx = idx * 10 + uint64_t(tok[k] - '0');
-          if (big || idx >= ct->count)
+          size_t count = 0, found = kNone;
+          if (ct) {
+            count = ct->count;
+            if (!big && idx < ct->count) found = doc->children[ct->first + size_t(idx)];
+          } else {
+            found = scan_element(m, n, v, big ? UINT64_MAX : idx, &count);
+          }
+          if (found == kNone)
             return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
-                           "index %s is out of range for the array of %u elements at %s", t.buf,
-                           unsigned(ct->count), at.buf);
-          v = doc->children[ct->first + size_t(idx)];
+                           "index %s is out of range for the array of %zu elements at %s", t.buf, count, at.buf);
+          v = found;
         }
       } else {
         Shown t(tok, tlen), at(p, pos);
@@ -1541,7 +1621,7 @@ int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_l
       pos = te;
     }
     size_t ve;
-    if (m[v] == '{' || m[v] == '[') {
+    if (doc && (m[v] == '{' || m[v] == '[')) {
       const Container *ct = find_container(*doc, uint32_t(v));
       if (!ct) return internal_error(err, "container not indexed");
       ve = size_t(ct->end) + 1;
@@ -1560,6 +1640,67 @@ int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_l
     return internal_error(err, "unexpected exception");
   }
 }
+}  // namespace
+
+extern "C" {
+
+int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_len, char **out,
+                       size_t *out_len, tsj_error *err) {
+  if (out) *out = nullptr;
+  if (out_len) *out_len = 0;
+  if (!doc || !out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "doc or out is NULL");
+  if (!pointer && pointer_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "pointer is NULL");
+  return walk_pointer(doc, doc->text, doc->len, pointer, pointer_len, out, out_len, err);
+}
+
+int tsj_text_at_pointer(const char *minified, size_t len, const char *pointer, size_t pointer_len, char **out,
+                        size_t *out_len, tsj_error *err) {
+  if (out) *out = nullptr;
+  if (out_len) *out_len = 0;
+  if (!minified || !len || !out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "text or out is NULL");
+  if (!pointer && pointer_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "pointer is NULL");
+  return walk_pointer(nullptr, minified, len, pointer, pointer_len, out, out_len, err);
+}
+
+tsj_doc *tsj_doc_index(const char *minified, size_t len, size_t max_index_bytes, tsj_error *err) {
+  if (!minified || !len) {
+    set_err(err, TSJ_ERR_INVALID_ARG, -1, "text is NULL or empty");
+    return nullptr;
+  }
+  if (len >= kMaxLen) {  // offsets are 32-bit
+    set_err(err, TSJ_ERR_TOO_LARGE, -1, "text of %zu bytes is too large to index", len);
+    return nullptr;
+  }
+  try {
+    std::unique_ptr<tsj_doc> d(new tsj_doc());
+    d->text = const_cast<char *>(minified);
+    d->len = len;
+    d->owned = false;
+    bool over = false;
+    if (!build_index(*d, max_index_bytes, &over)) {
+      if (over) {
+        set_err(err, TSJ_ERR_TOO_LARGE, -1, "the index of %zu bytes of text would take more than %zu bytes", len,
+                max_index_bytes);
+      } else {
+        internal_error(err, "index build failed");
+      }
+      return nullptr;
+    }
+    d->containers.shrink_to_fit();
+    d->children.shrink_to_fit();
+    d->slots.shrink_to_fit();
+    clear_err(err);
+    return d.release();
+  } catch (const std::bad_alloc &) {
+    nomem(err);
+    return nullptr;
+  } catch (...) {
+    internal_error(err, "unexpected exception");
+    return nullptr;
+  }
+}
+
+size_t tsj_doc_index_bytes(const tsj_doc *doc) { return doc ? sizeof(tsj_doc) + doc->index_bytes() : 0; }
 
 const char *tsj_doc_text(const tsj_doc *doc, size_t *len) {
   if (!doc) {

@@ -160,8 +160,31 @@ tsj_doc *tsj_doc_parse(const char *buf, size_t len, tsj_error *err);
 int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_len, char **out,
                        size_t *out_len, tsj_error *err);
 
-/* Minified text of the whole document (NUL-terminated, owned by doc). */
+/* Minified text of the whole document (NUL-terminated, owned by doc, or the
+ * caller's text for tsj_doc_index). */
 const char *tsj_doc_text(const tsj_doc *doc, size_t *len);
+
+/* Builds the structural index of tsj_doc_parse over text that is ALREADY
+ * validated and minified (tsj_minify's output, a slice of the state; not
+ * checked) without copying or parsing it: one pass over the text, no
+ * simdjson. The document borrows `minified[0..len)` (NUL-terminated): it
+ * must stay unchanged and alive until tsj_doc_free. The index takes about
+ * 4 bytes per value and 24 per container; if it would take more than
+ * `max_index_bytes` (counted as it grows; vectors may briefly hold up to
+ * twice that), or the text is 4 GiB or more (32-bit offsets), the result is
+ * NULL with TSJ_ERR_TOO_LARGE: use tsj_text_at_pointer instead. No memory:
+ * NULL with TSJ_ERR_NOMEM. */
+tsj_doc *tsj_doc_index(const char *minified, size_t len, size_t max_index_bytes, tsj_error *err);
+
+/* Bytes held by the document besides its text (the index), for tests. */
+size_t tsj_doc_index_bytes(const tsj_doc *doc);
+
+/* tsj_doc_at_pointer without an index, over validated minified text (not
+ * checked): each token steps over the values before the one it names, so a
+ * look-up costs up to the length of the text, and allocates nothing but the
+ * result. Same results and messages as tsj_doc_at_pointer. */
+int tsj_text_at_pointer(const char *minified, size_t len, const char *pointer, size_t pointer_len, char **out,
+                        size_t *out_len, tsj_error *err);
 
 void tsj_doc_free(tsj_doc *doc); /* NULL-safe */
 
