@@ -50,6 +50,10 @@
 #include <string>
 #include <vector>
 
+extern "C" {
+size_t tsj_lean_input_bytes = 32 * 1024 * 1024;  // kLeanInput; tests lower it
+}
+
 namespace {
 
 using u8 = unsigned char;
@@ -967,6 +971,27 @@ int load(Ctx &c, const char *buf, size_t len, bool exact, tsj_error *err) {
   return diagnose(c.in, len, r.error(), err);
 }
 
+// Validates buf[0..len) as load() does (same verdict, same first fault and
+// message: load() itself ends with the strict checker whenever simdjson
+// disagrees), but in place: no padded copy of the input and no simdjson
+// document, whose string buffer alone is as big as the strings of the input.
+// For large inputs (tsj_lean_input_bytes and up): a state of 1 GB would otherwise need
+// 2 GB more while it is read. The strict checker is scalar code (slower per
+// byte than simdjson) and holds only the keys of the open objects.
+int validate_lean(const char *buf, size_t len, tsj_error *err) {
+  if (!buf && len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "input pointer is NULL");
+  if (len > kMaxLen)
+    return set_err(err, TSJ_ERR_TOO_LARGE, -1, "input of %zu bytes exceeds the limit of %zu bytes", len, kMaxLen);
+  const u8 *u = reinterpret_cast<const u8 *>(buf);
+  if (!simdjson::validate_utf8(buf, len)) {
+    long long bad = first_invalid_utf8(u, len);
+    return set_err(err, TSJ_ERR_UTF8, bad, bad >= 0 ? "invalid UTF-8 at byte %lld" : "invalid UTF-8", bad);
+  }
+  Fault f;
+  if (!check_json(u, len, f)) return set_err(err, f.code, (long long)f.off, "%s", f.msg);
+  return TSJ_OK;
+}
+
 // The simdjson kernel used for minification. simdjson's "icelake" (AVX-512)
 // minifier compresses with vpcompressb to memory, which is several times
 // slower than the AVX2 ("haswell") kernel on some CPUs (measured on AMD Zen 4:
@@ -1199,6 +1224,153 @@ size_t scan_element(const char *m, size_t n, size_t v, uint64_t idx, size_t *cou
 
 }  // namespace
 
+namespace {
+// tsj_for_each_member (cb: values lent during the call) and tsj_split_object
+// (owned: each value malloc'ed for the callback to keep).
+int for_each_member(const char *buf, size_t len, tsj_member_cb cb, tsj_owned_member_cb owned, void *user,
+                    tsj_error *err) {
+  char **values = nullptr;  // tsj_split_object: the values not yet handed over
+  size_t handed = 0, count = 0;
+  auto release = [&] {
+    if (!values) return;
+    for (size_t k = handed; k < count; k++) std::free(values[k]);
+    std::free(values);
+    values = nullptr;
+  };
+  try {
+    Lease lease(len);
+    Ctx &c = lease.ctx();
+    const bool lean = len >= tsj_lean_input_bytes;  // a temporary context: its buffers are ours
+    const char *in;
+    if (lean) {
+      int rc = validate_lean(buf, len, err);
+      if (rc) return rc;
+      in = buf;  // minify reads buf[0..len) only
+    } else {
+      int rc = load(c, buf, len, lease.temporary(), err);
+      if (rc) return rc;
+      in = c.in;
+    }
+    if (!grow(c.out, c.out_cap, len + kPadding + 1, lease.temporary())) return nomem(err);
+    size_t n = 0;
+    if (!minify_into(in, len, c.out, n)) return internal_error(err, "minify failed");
+    char *m = c.out;
+    m[n] = '\0';
+    if (m[0] != '{')
+      return set_err(err, TSJ_ERR_NOT_OBJECT, (long long)skip_ws(buf, 0, len),
+                     "top level must be an object, found %s", kind_name(m[0]));
+
+    std::vector<Member> &mem = c.members;
+    mem.clear();
+    c.arena.clear();
+    size_t i = 1;
+    if (m[i] != '}') {
+      for (;;) {
+        Member mb;
+        mb.kq = uint32_t(i);
+        mb.ke = uint32_t(string_end(m, i, n));
+        mb.vs = mb.ke + 2;
+        bool ws = false;
+        mb.ve = uint32_t(value_end(m, mb.vs, n, &ws));
+        // tsj_split_object may move the text: every key goes to the arena.
+        mb.esc = owned || std::memchr(m + mb.kq + 1, '\\', mb.ke - mb.kq - 1) != nullptr;
+        mb.key = nullptr;
+        if (mb.esc) {
+          size_t raw = mb.ke - mb.kq - 1;
+          mb.koff = uint32_t(c.arena.size());
+          c.arena.resize(mb.koff + raw + 1);
+          mb.klen = uint32_t(unescape(m + mb.kq + 1, m + mb.ke, &c.arena[mb.koff]));
+          c.arena.resize(mb.koff + mb.klen + 1);
+          c.arena[mb.koff + mb.klen] = '\0';
+        } else {
+          mb.koff = 0;
+          mb.klen = mb.ke - mb.kq - 1;
+        }
+        mem.push_back(mb);
+        i = mb.ve;
+        if (m[i] == ',') {
+          i++;
+          continue;
+        }
+        break;
+      }
+    }
+    for (Member &mb : mem) mb.key = mb.esc ? c.arena.data() + mb.koff : m + mb.kq + 1;
+
+    // load() refused objects with a key twice.
+
+    if (owned) {
+      // Each value in its own block. A temporary context's buffer is given
+      // to the largest one (moved to its start and shrunk: no copy of the
+      // biggest slice of a big state); the others are copied.
+      count = mem.size();
+      values = static_cast<char **>(std::calloc(count ? count : 1, sizeof(char *)));
+      if (!values) return nomem(err);
+      size_t largest = count;
+      if (lease.temporary())
+        for (size_t k = 0; k < count; k++)
+          if (largest == count || mem[k].ve - mem[k].vs > mem[largest].ve - mem[largest].vs) largest = k;
+      for (size_t k = 0; k < count; k++) {
+        if (k == largest) continue;
+        size_t vlen = mem[k].ve - mem[k].vs;
+        values[k] = static_cast<char *>(std::malloc(vlen + 1));
+        if (!values[k]) {
+          release();
+          return nomem(err);
+        }
+        std::memcpy(values[k], m + mem[k].vs, vlen);
+        values[k][vlen] = '\0';
+      }
+      if (largest < count) {
+        size_t vlen = mem[largest].ve - mem[largest].vs;
+        std::memmove(m, m + mem[largest].vs, vlen);
+        m[vlen] = '\0';
+        char *shrunk = static_cast<char *>(std::realloc(m, vlen + 1));
+        values[largest] = shrunk ? shrunk : m;
+        c.out = nullptr;
+        c.out_cap = 0;
+      }
+      for (; handed < count; handed++) {
+        const Member &mb = mem[handed];
+        int r = owned(mb.key, mb.klen, values[handed], mb.ve - mb.vs, user);
+        if (r != 0) {
+          handed++;  // the callback owns the value it was given
+          release();
+          set_err(err, r, -1, "stopped by the callback (it returned %d)", r);
+          return r;
+        }
+      }
+      release();
+      clear_err(err);
+      return TSJ_OK;
+    }
+
+    for (const Member &mb : mem) {
+      char *kend = m + mb.ke;
+      char *vend = m + mb.ve;
+      char saved = *vend;
+      if (!mb.esc) *kend = '\0';
+      *vend = '\0';
+      int r = cb(mb.key, mb.klen, m + mb.vs, mb.ve - mb.vs, user);
+      *vend = saved;
+      if (!mb.esc) *kend = '"';
+      if (r != 0) {
+        set_err(err, r, -1, "stopped by the callback (it returned %d)", r);
+        return r;
+      }
+    }
+    clear_err(err);
+    return TSJ_OK;
+  } catch (const std::bad_alloc &) {
+    release();
+    return nomem(err);
+  } catch (...) {
+    release();
+    return internal_error(err, "unexpected exception");
+  }
+}
+}  // namespace
+
 // ---------------------------------------------------------------------------
 // Public API
 
@@ -1273,6 +1445,19 @@ int tsj_minify(const char *buf, size_t len, char **out, size_t *out_len, tsj_err
     return give_text(res, len, out, out_len, err);
   }
   try {
+    if (len >= tsj_lean_input_bytes) {
+      int rc = validate_lean(buf, len, err);
+      if (rc) return rc;
+      char *res = static_cast<char *>(std::malloc(len + kPadding + 1));
+      if (!res) return nomem(err);
+      size_t mlen = 0;
+      if (!minify_into(buf, len, res, mlen)) {  // reads buf[0..len) only
+        std::free(res);
+        return internal_error(err, "minify failed");
+      }
+      if (char *shrunk = static_cast<char *>(std::realloc(res, mlen + 1))) res = shrunk;
+      return give_text(res, mlen, out, out_len, err);
+    }
     Lease lease(len);
     Ctx &c = lease.ctx();
     int rc = load(c, buf, len, lease.temporary(), err);
@@ -1410,79 +1595,12 @@ int tsj_parse_action(const char *buf, size_t len, char **out_block, const char *
 
 int tsj_for_each_member(const char *buf, size_t len, tsj_member_cb cb, void *user, tsj_error *err) {
   if (!cb) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "callback is NULL");
-  try {
-    Lease lease(len);
-    Ctx &c = lease.ctx();
-    int rc = load(c, buf, len, lease.temporary(), err);
-    if (rc) return rc;
-    if (!grow(c.out, c.out_cap, len + kPadding + 1, lease.temporary())) return nomem(err);
-    size_t n = 0;
-    if (!minify_into(c.in, len, c.out, n)) return internal_error(err, "minify failed");
-    char *m = c.out;
-    m[n] = '\0';
-    if (m[0] != '{')
-      return set_err(err, TSJ_ERR_NOT_OBJECT, (long long)skip_ws(c.in, 0, len),
-                     "top level must be an object, found %s", kind_name(m[0]));
+  return for_each_member(buf, len, cb, nullptr, user, err);
+}
 
-    std::vector<Member> &mem = c.members;
-    mem.clear();
-    c.arena.clear();
-    size_t i = 1;
-    if (m[i] != '}') {
-      for (;;) {
-        Member mb;
-        mb.kq = uint32_t(i);
-        mb.ke = uint32_t(string_end(m, i, n));
-        mb.vs = mb.ke + 2;
-        bool ws = false;
-        mb.ve = uint32_t(value_end(m, mb.vs, n, &ws));
-        mb.esc = std::memchr(m + mb.kq + 1, '\\', mb.ke - mb.kq - 1) != nullptr;
-        mb.key = nullptr;
-        if (mb.esc) {
-          size_t raw = mb.ke - mb.kq - 1;
-          mb.koff = uint32_t(c.arena.size());
-          c.arena.resize(mb.koff + raw + 1);
-          mb.klen = uint32_t(unescape(m + mb.kq + 1, m + mb.ke, &c.arena[mb.koff]));
-          c.arena.resize(mb.koff + mb.klen + 1);
-          c.arena[mb.koff + mb.klen] = '\0';
-        } else {
-          mb.koff = 0;
-          mb.klen = mb.ke - mb.kq - 1;
-        }
-        mem.push_back(mb);
-        i = mb.ve;
-        if (m[i] == ',') {
-          i++;
-          continue;
-        }
-        break;
-      }
-    }
-    for (Member &mb : mem) mb.key = mb.esc ? c.arena.data() + mb.koff : m + mb.kq + 1;
-
-    // load() refused objects with a key twice.
-
-    for (const Member &mb : mem) {
-      char *kend = m + mb.ke;
-      char *vend = m + mb.ve;
-      char saved = *vend;
-      if (!mb.esc) *kend = '\0';
-      *vend = '\0';
-      int r = cb(mb.key, mb.klen, m + mb.vs, mb.ve - mb.vs, user);
-      *vend = saved;
-      if (!mb.esc) *kend = '"';
-      if (r != 0) {
-        set_err(err, r, -1, "stopped by the callback (it returned %d)", r);
-        return r;
-      }
-    }
-    clear_err(err);
-    return TSJ_OK;
-  } catch (const std::bad_alloc &) {
-    return nomem(err);
-  } catch (...) {
-    return internal_error(err, "unexpected exception");
-  }
+int tsj_split_object(const char *buf, size_t len, tsj_owned_member_cb cb, void *user, tsj_error *err) {
+  if (!cb) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "callback is NULL");
+  return for_each_member(buf, len, nullptr, cb, user, err);
 }
 
 tsj_doc *tsj_doc_parse(const char *buf, size_t len, tsj_error *err) {

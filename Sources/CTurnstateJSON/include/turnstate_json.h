@@ -41,6 +41,10 @@
  *   parser and scratch buffers (inputs larger than 256 KiB use a temporary
  *   parser instead, so that threads do not hold on to big buffers).
  * - Inputs larger than 4 GiB - 1 bytes fail with TSJ_ERR_TOO_LARGE.
+ * - Inputs of 32 MiB or more (tsj_minify, tsj_for_each_member,
+ *   tsj_split_object) are validated in place by the strict checker, with no
+ *   copy and no simdjson document (same verdicts and messages): reading a
+ *   big state takes about its own size once more, not three times.
  */
 #ifndef TURNSTATE_JSON_H
 #define TURNSTATE_JSON_H
@@ -126,6 +130,19 @@ int tsj_parse_action(const char *buf, size_t len, char **out_block, const char *
 typedef int (*tsj_member_cb)(const char *key, size_t key_len, const char *value, size_t value_len,
                              void *ctx);
 int tsj_for_each_member(const char *buf, size_t len, tsj_member_cb cb, void *ctx, tsj_error *err);
+
+/* As tsj_for_each_member, but each value is given to the callback to keep:
+ * malloc'ed, minified, NUL-terminated; the callback owns it (free()) once
+ * called, whatever it returns. The key is valid during the call only. For
+ * a large input the largest value takes over the working buffer (moved to
+ * its start and shrunk), so splitting a state into its slices does not copy
+ * its biggest slice. */
+/* Inputs of this many bytes or more are validated in place (default 32 MiB);
+ * the JSON tests set it to 0 to run every case through that path too. */
+extern size_t tsj_lean_input_bytes;
+
+typedef int (*tsj_owned_member_cb)(const char *key, size_t key_len, char *value, size_t value_len, void *ctx);
+int tsj_split_object(const char *buf, size_t len, tsj_owned_member_cb cb, void *ctx, tsj_error *err);
 
 /* A parsed, immutable document kept for repeated JSON Pointer look-ups. It
  * holds the minified text plus a structural index (the start of every value,
