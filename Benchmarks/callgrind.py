@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
-"""Instructions per operation (callgrind) of the C workloads of `make bench`.
+"""Instructions per operation (callgrind) of the workloads of `make bench`.
 
     python3 Benchmarks/callgrind.py [--lib DIR] [--scale F] [workload...]
+    python3 Benchmarks/callgrind.py --swift [W1 W1-floor ...]
+
+Swift workloads (W1.., their floors W1-floor, W1-floor-api..): runs
+.build-bench/release/turnstate-profile under callgrind twice, with N and
+6N operations; the difference over 5N is the cost of one operation (set-up
+and start-up cancel out).
 
 Runs build/bench/bench once per workload under callgrind with collection off
 at start; bench.c turns it on around its measured loops only (the
@@ -62,13 +68,45 @@ def measure(workload, scale, lib=None, extra=()):
         return {key: ir / total for key in ops}
 
 
+PROFILE = os.path.join(ROOT, ".build-bench", "release", "turnstate-profile")
+
+SWIFT_DEFAULT = ["W1", "W2", "W2c", "W3", "W4", "W4-40", "W5"]
+
+
+def swift_instructions(workload, operations=2000, lib=None):
+    """Instructions per operation of one Swift workload (turnstate-profile)."""
+    env = dict(os.environ)
+    if lib:
+        env["LD_LIBRARY_PATH"] = lib
+    totals = []
+    for n in (operations, 6 * operations):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "cg.out")
+            done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, PROFILE, workload,
+                                   str(n)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            if done.returncode != 0:
+                sys.stderr.write(done.stderr[-3000:])
+                raise RuntimeError("turnstate-profile %s under callgrind failed" % workload)
+            totals.append(instructions(out))
+    return (totals[1] - totals[0]) / (5 * operations)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lib", help="directory of another libturnstate.so (LD_LIBRARY_PATH)")
     parser.add_argument("--scale", type=float, default=0.05, help="loop counts (default 0.05: 10,000 dispatches)")
     parser.add_argument("--big-mb", help="the size of `big`'s state")
-    parser.add_argument("workloads", nargs="*", default=DEFAULT)
+    parser.add_argument("--swift", action="store_true", help="Swift workloads (turnstate-profile)")
+    parser.add_argument("--floors", action="store_true", help="with --swift and no workloads: each with its floors")
+    parser.add_argument("workloads", nargs="*")
     args = parser.parse_args()
+    if args.swift:
+        ids = args.workloads or [w + suffix for w in SWIFT_DEFAULT
+                                 for suffix in (("", "-floor", "-floor-api") if args.floors else ("",))]
+        for workload in ids:
+            print("%s\t%.0f" % (workload, swift_instructions(workload)), flush=True)
+        return
+    args.workloads = args.workloads or DEFAULT
     extra = ["--big-mb", args.big_mb] if args.big_mb else []
     for workload in args.workloads:
         for key, value in measure(workload, args.scale, args.lib, extra).items():
