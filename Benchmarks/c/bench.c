@@ -326,6 +326,7 @@ static void *c6_run(void *argument) {
     c6_worker *worker = argument;
     worker->status = TS_OK;
     pthread_barrier_wait(worker->barrier);
+    count_start(); /* callgrind's collection state is per thread */
     for (long i = 0; i < worker->n; i++) {
         ts_status status = ts_store_dispatch(worker->store, BENCH_ADD_ACTION);
         if (status != TS_OK) {
@@ -334,6 +335,7 @@ static void *c6_run(void *argument) {
             break;
         }
     }
+    if (counting) CALLGRIND_TOGGLE_COLLECT;
     return NULL;
 }
 
@@ -355,12 +357,13 @@ static void c6(void) {
                 exit(1);
             }
         }
-        count_start();
         pthread_barrier_wait(&barrier);
         double start = now_ns();
         for (int t = 0; t < C6_THREADS; t++) pthread_join(threads[t], NULL);
         double elapsed = now_ns() - start;
-        count_stop("C6", per_thread * C6_THREADS);
+#ifdef RUNNING_ON_VALGRIND
+        if (RUNNING_ON_VALGRIND) printf("COUNTED\tC6\t%ld\n", per_thread * C6_THREADS);
+#endif
         pthread_barrier_destroy(&barrier);
         for (int t = 0; t < C6_THREADS; t++)
             if (workers[t].status != TS_OK) exit(1);
