@@ -60,12 +60,21 @@ def measure(workload, scale, lib=None, extra=()):
             fields = line.split("\t")
             if fields[0] == "COUNTED" and len(fields) == 3:
                 ops[fields[1]] = ops.get(fields[1], 0) + int(fields[2])
-        total = sum(ops.values())
-        if not total:
+        if not ops:
             raise RuntimeError("%s counted no operations" % workload)
-        # One counted loop per workload process (bench.c counts one id each).
-        ir = instructions(out)
-        return {key: ir / total for key in ops}
+        # bench.c dumps the counters after each measured loop, named by
+        # its id (cg.out.1, cg.out.2, ...: "desc: Trigger: Client Request: C1").
+        counts = {}
+        for name in os.listdir(tmp):
+            if not name.startswith("cg.out."):
+                continue
+            path = os.path.join(tmp, name)
+            with open(path) as handle:
+                trigger = next((line.split("Client Request:", 1)[1].strip() for line in handle
+                                if line.startswith("desc: Trigger: Client Request:")), None)
+            if trigger in ops:
+                counts[trigger] = counts.get(trigger, 0) + instructions(path)
+        return {key: counts.get(key, 0) / ops[key] for key in ops}
 
 
 PROFILE = os.path.join(ROOT, ".build-bench", "release", "turnstate-profile")

@@ -87,6 +87,7 @@ static void count_stop(const char *id, long ops) {
     CALLGRIND_TOGGLE_COLLECT;
 #ifdef RUNNING_ON_VALGRIND
     if (!RUNNING_ON_VALGRIND) return;
+    CALLGRIND_DUMP_STATS_AT(id); /* a file per loop, named by its id */
 #endif
     printf("COUNTED\t%s\t%ld\n", id, ops);
 }
@@ -362,7 +363,10 @@ static void c6(void) {
         for (int t = 0; t < C6_THREADS; t++) pthread_join(threads[t], NULL);
         double elapsed = now_ns() - start;
 #ifdef RUNNING_ON_VALGRIND
-        if (RUNNING_ON_VALGRIND) printf("COUNTED\tC6\t%ld\n", per_thread * C6_THREADS);
+        if (RUNNING_ON_VALGRIND) {
+            CALLGRIND_DUMP_STATS_AT("C6");
+            printf("COUNTED\tC6\t%ld\n", per_thread * C6_THREADS);
+        }
 #endif
         pthread_barrier_destroy(&barrier);
         for (int t = 0; t < C6_THREADS; t++)
