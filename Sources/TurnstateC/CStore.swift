@@ -233,10 +233,22 @@ final class PointerWatcher: @unchecked Sendable {
     /// (or state) holds an unchanged value, without a parse.
     private func unchanged(in state: JSONState) -> Bool {
         if let key = pointer.key {
-            guard let id = state[key]?.id else { return false }
+            guard let id = slice(key, in: state)?.id else { return false }
             return id == lastSource
         }
         return state.generation == lastSource
+    }
+
+    /// Where the key was found last, and under which layout of the keys:
+    /// while the layout is the same, finding the slice hashes nothing.
+    private var hint = 0
+    private var hintLayout: UInt64 = 0
+
+    private func slice(_ key: String, in state: JSONState) -> JSONSlice? {
+        guard let index = state.index(of: key, hint: hint, hintLayout: hintLayout) else { return nil }
+        hint = index
+        hintLayout = state.layout
+        return state.slice(at: index)
     }
 
     /// The value's source and text (nil text: no value there).
@@ -244,7 +256,7 @@ final class PointerWatcher: @unchecked Sendable {
         guard let key = pointer.key else {
             return (state.generation, try owner.withWholeText(state) { Array($0) })
         }
-        guard let slice = state[key] else { return (nil, nil) }
+        guard let slice = slice(key, in: state) else { return (nil, nil) }
         do {
             let (value, length) = try slice.value(at: pointer.rest.utf8, path: pointer.text)
             defer { free(value) }
