@@ -290,7 +290,18 @@ bool expected(Fault &f, const u8 *s, size_t n, size_t i, const char *what) {
 
 bool check_string(const u8 *s, size_t n, size_t &i, Fault &f) {
   const size_t start = i++;
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
   for (;;) {
+    // Eight bytes at a time while none is '"', '\\' or a control character
+    // (the usual "has a zero byte / a byte less than" bit tricks, exact for
+    // whether there is one): big states are mostly string contents.
+    while (i + 8 <= n) {
+      uint64_t x;
+      std::memcpy(&x, s + i, 8);
+      const uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+      if ((((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs) break;
+      i += 8;
+    }
     if (i >= n) return fault(f, TSJ_ERR_SYNTAX, start, "unterminated string starting at byte %zu", start);
     u8 c = s[i];
     if (c == '"') {

@@ -317,6 +317,27 @@ static void test_minify_invalid(void) {
   MINIFY_ERR("\"\\ud800\\u0041\"", TSJ_ERR_UTF8, 1, "unpaired surrogate");
   MINIFY_ERR("\"\\ud800\\ud800\"", TSJ_ERR_UTF8, 1, "unpaired surrogate");
   MINIFY_ERR_LEN("[1]\0", 4, TSJ_ERR_SYNTAX, 3, "trailing characters after the JSON value at byte 3");
+  /* a fault at every position of a long string (the checker skips plain
+   * bytes eight at a time) */
+  for (int pos = 0; pos < 40; pos++) {
+    char str[64], want[80];
+    memset(str, 'a', sizeof str);
+    str[0] = '"';
+    str[41] = '"';
+    str[42] = '\0';
+    str[1 + pos] = '\x01';
+    snprintf(want, sizeof want, "unescaped control character 0x01 in string at byte %d", 1 + pos);
+    MINIFY_ERR(str, TSJ_ERR_SYNTAX, 1 + pos, want);
+    str[1 + pos] = '\\';
+    if (pos < 39) {
+      str[2 + pos] = 'x';
+      snprintf(want, sizeof want, "invalid escape sequence at byte %d", 1 + pos);
+      MINIFY_ERR(str, TSJ_ERR_SYNTAX, 1 + pos, want);
+      str[2 + pos] = 'a';
+    }
+    str[1 + pos] = '"';
+    MINIFY_ERR(str, TSJ_ERR_SYNTAX, 2 + pos, "trailing characters");
+  }
   /* trailing garbage */
   MINIFY_ERR("{} {}", TSJ_ERR_SYNTAX, 3, "trailing characters after the JSON value at byte 3");
   MINIFY_ERR("1 2", TSJ_ERR_SYNTAX, 2, "trailing characters");
