@@ -100,6 +100,8 @@ for _mb, _size in ((100, "100 MB"), (1024, "1 GB")):
         ("BIG%d-first" % _mb, "BIG %s: first pointer read below the big slice" % _size, None),
         ("BIG%d-read" % _mb, "BIG %s: pointer read, unchanged big slice" % _size, ("max", 10)),
         ("BIG%d-listen" % _mb, "BIG %s: C1 dispatch + pointer listener on it" % _size, None),
+        ("BIG%d-whole" % _mb, "BIG %s: get_state of the whole state" % _size, None),
+        ("BIG%d-whole-peak" % _mb, "BIG %s: peak RSS that read adds / state text" % _size, None),
     ]
 
 

@@ -493,7 +493,9 @@ static void big_listener(ts_store *store, void *ctx) {
  *   BIG<n>-first  the first pointer read below the big slice, ms;
  *   BIG<n>-read   later reads of /big/meta/items (the slice unchanged), us;
  *   BIG<n>-listen a dispatch that leaves the big slice alone with a pointer
- *                 listener on /big/meta/items (never called), ns. */
+ *                 listener on /big/meta/items (never called), ns;
+ *   BIG<n>-whole  one read of the whole state, ms, and -whole-peak what it
+ *                 adds to the peak RSS (the copy it returns included). */
 static void big(void) {
     char id[32];
     const size_t item = 1024;
@@ -566,6 +568,24 @@ static void big(void) {
         fprintf(stderr, "bench: the listener on an unchanged slice was called %llu times\n", big_listener_calls);
         exit(1);
     }
+
+    /* The whole state, once: its time and what it adds to the peak (the
+     * caller's copy included). */
+    long whole_before = status_kb("VmRSS");
+    peak_ok = reset_peak() == 0;
+    start = now_ns();
+    CHECK(ts_store_get_state(store, NULL, &value));
+    double whole = now_ns() - start;
+    long whole_peak = status_kb("VmHWM");
+    size_t whole_length = strlen(value);
+    ts_free(value);
+    snprintf(id, sizeof id, "BIG%ld-whole", big_mb);
+    result(id, whole / 1e6, "ms");
+    if (peak_ok && whole_peak > 0 && whole_before > 0) {
+        snprintf(id, sizeof id, "BIG%ld-whole-peak", big_mb);
+        result(id, (double)(whole_peak - whole_before) / 1024.0 / mb, "x");
+    }
+    info("BIG%ld: whole state read: %zu bytes in %.0f ms", big_mb, whole_length, whole / 1e6);
     ts_store_destroy(store);
 }
 

@@ -83,7 +83,17 @@ final class CStore: StoreFace, @unchecked Sendable {
         return body(UnsafeBufferPointer(start: wholeText!.text, count: wholeText!.length))
     }
 
+    /// States this big are not cached for whole reads: the caller gets the
+    /// text made for it (one copy of the state, not two), and an older
+    /// cached text is dropped.
+    static let uncachedWholeLength = 32 * 1024 * 1024
+
     private func copyOfWholeText(_ state: JSONState) throws(StoreError) -> UnsafeMutablePointer<CChar> {
+        if wholeText?.generation != state.generation, state.wholeLength >= Self.uncachedWholeLength {
+            if let old = wholeText { free(old.text) }
+            wholeText = nil
+            return try state.wholeText().0
+        }
         let copy = try withWholeText(state) { bytes -> UnsafeMutablePointer<CChar>? in
             guard let copy = malloc(bytes.count + 1)?.assumingMemoryBound(to: CChar.self) else { return nil }
             memcpy(copy, bytes.baseAddress!, bytes.count)

@@ -92,6 +92,13 @@ struct JSONState: Sendable {
         generation = Self.lastGeneration.add(1, ordering: .relaxed).newValue
     }
 
+    /// The length of `wholeText()`, without making it.
+    var wholeLength: Int {
+        var total = 2
+        for member in members { total += member.quotedKey.utf8.count + 1 + member.slice.length + 1 }
+        return members.isEmpty ? 2 : total - 1
+    }
+
     /// The whole state as minified JSON text, malloc'ed, NUL-terminated.
     func wholeText() throws(StoreError) -> (UnsafeMutablePointer<CChar>, Int) {
         var total = 2
