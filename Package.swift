@@ -49,7 +49,8 @@ let package = Package(
         .target(name: "TurnstatePlugins", dependencies: ["Turnstate", "TurnstateC", "CTurnstate"]),
         // TestStore: exhaustive tests of a store's state changes and received actions.
         .target(name: "TurnstateTesting", dependencies: [
-            "Turnstate",
+            // TurnstateCore directly too: its documentation links into the core's.
+            "Turnstate", "TurnstateCore",
             .product(name: "IssueReporting", package: "xctest-dynamic-overlay"),
             // Links the bridges to swift-testing's Issue.record and XCTFail that
             // reportIssue looks up at run time (needed on Linux).

@@ -32,7 +32,7 @@ extension Store {
     }
 
     /// Calls `listener` with the value at `keyPath`, only when it differs from
-    /// the last value this listener was given. See ``subscribe(select:receiveCurrent:_:)``.
+    /// the last value this listener was given. See ``subscribe(select:receiveCurrent:_:)-2b6an``.
     @discardableResult
     public func subscribe<Selected: Equatable & Sendable>(
         _ keyPath: KeyPath<State, Selected> & Sendable,

@@ -14,7 +14,7 @@ internal import IssueReporting
 ///   step into the state it expects after it. The test fails, with a diff,
 ///   unless the real state is exactly that.
 /// - Every action that reaches the reducer without being sent by the test (one
-///   dispatched by a ``Thunk``, an ``AsyncThunk``, a middleware or another
+///   dispatched by a ``/TurnstateCore/Thunk``, an ``/TurnstateCore/AsyncThunk``, a middleware or another
 ///   thread) must be received, in order, with
 ///   ``receive(_:timeout:assert:fileID:filePath:line:column:)-(A.Type,_,_,_,_,_,_)``
 ///   (by type), ``receive(_:timeout:assert:fileID:filePath:line:column:)-(A,_,_,_,_,_,_)``
@@ -39,10 +39,10 @@ internal import IssueReporting
 /// swift-testing test they are recorded as issues of the running test, in an
 /// XCTest test as `XCTFail`s, at the line of the call that failed.
 ///
-/// The store under test is a real ``Store``: the same middleware chain and
+/// The store under test is a real ``/TurnstateCore/Store``: the same middleware chain and
 /// the same rules. The test store adds a middleware of its own in front of the
 /// chain (to tell sent actions from the others) and wraps the reducer (to
-/// record the state after each action). A ``ThunkMiddleware`` in the list is
+/// record the state after each action). A ``/TurnstateCore/ThunkMiddleware`` in the list is
 /// replaced by one that runs thunks the same way but keeps count of the async
 /// thunks still running, for ``finish(timeout:fileID:filePath:line:column:)``.
 ///
@@ -54,14 +54,14 @@ public final class TestStore<State: Equatable & Sendable>: Sendable {
     private let log: Log<State>
     private let location: Location
 
-    /// Creates a test store with a new ``Store`` of `initialState`, `reducer`
+    /// Creates a test store with a new ``/TurnstateCore/Store`` of `initialState`, `reducer`
     /// and `middleware`.
     ///
     /// - Parameters:
     ///   - initialState: the state before the first step.
     ///   - reducer: the reducer under test.
     ///   - middleware: the middleware under test, the first listed first;
-    ///     a ``ThunkMiddleware`` runs thunks as in the app.
+    ///     a ``/TurnstateCore/ThunkMiddleware`` runs thunks as in the app.
     ///   - fileID: where the test store is made; a failure found when it is
     ///     released is reported there.
     ///   - filePath: as `fileID`.
@@ -149,7 +149,7 @@ public final class TestStore<State: Equatable & Sendable>: Sendable {
         expect(updateStateToExpectedResult, after: log.lastSend(), at: here)
     }
 
-    /// Dispatches `action`, which must fail with a ``StoreError`` of `code`
+    /// Dispatches `action`, which must fail with a ``/TurnstateCore/StoreError`` of `code`
     /// (a middleware refusing it, a failed reducer), and asserts the state
     /// after it as ``send(_:assert:fileID:filePath:line:column:)`` does
     /// (usually unchanged: leave the closure out).
@@ -593,7 +593,7 @@ struct Tracker<State: Sendable>: Middleware {
     }
 }
 
-/// ``ThunkMiddleware``'s twin that counts the async thunks still running.
+/// ``/TurnstateCore/ThunkMiddleware``'s twin that counts the async thunks still running.
 struct CountingThunkMiddleware<State: Sendable>: Middleware {
     let log: Log<State>
 
