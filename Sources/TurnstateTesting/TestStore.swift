@@ -99,11 +99,7 @@ public final class TestStore<State: Equatable & Sendable>: Sendable {
     // MARK: Reading
 
     /// The store's current state: every change so far, received or not.
-    public var state: State {
-        // The store refuses only calls from inside its reducer or once closed;
-        // the test store never closes it, and a test does not run inside it.
-        (try? store.getState()) ?? log.lastRecordedState
-    }
+    public var state: State { store.state }
 
     /// The actions that reached the reducer but were not received yet, oldest
     /// first.
@@ -480,8 +476,6 @@ final class Log<State: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     /// The state the test has accounted for so far.
     private var accepted: State
-    /// The state after the last reduction.
-    private var latest: State
     /// Actions reduced but not received yet.
     private var pending: [Received<State>] = []
     /// While `send` dispatches: set until the first action enters the chain.
@@ -499,7 +493,6 @@ final class Log<State: Sendable>: @unchecked Sendable {
 
     init(_ state: State) {
         accepted = state
-        latest = state
     }
 
     private func locked<R>(_ body: () -> R) -> R {
@@ -509,7 +502,6 @@ final class Log<State: Sendable>: @unchecked Sendable {
     }
 
     var acceptedState: State { locked { accepted } }
-    var lastRecordedState: State { locked { latest } }
     var pendingActions: [any Action] { locked { pending.map(\.action) } }
     var runningAsyncThunks: Int { locked { asyncThunks } }
 
@@ -567,7 +559,6 @@ final class Log<State: Sendable>: @unchecked Sendable {
 
     func reduced(_ action: any Action, _ state: State) {
         locked {
-            latest = state
             if stack.last == true {
                 sentState = state
                 pendingBeforeSent = pending.count
