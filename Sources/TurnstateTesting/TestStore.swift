@@ -407,8 +407,8 @@ public final class TestStore<State: Equatable & Sendable>: Sendable {
             }
         }
         if expected != actual {
-            let difference = CustomDump.diff(expected, actual, format: .proportional)
-                .map { $0.split(separator: "\n", omittingEmptySubsequences: false).map { $0.isEmpty ? "" : "  " + $0 }
+            let difference = CustomDump.diff(expected, actual, format: Self.diffFormat)
+                .map { $0.split(separator: "\n", omittingEmptySubsequences: false).map { $0.isEmpty ? "" : "    " + $0 }
                     .joined(separator: "\n") }
                 ?? "  expected: \(expected)\n  actual:   \(actual)"
             report("""
@@ -427,6 +427,11 @@ public final class TestStore<State: Equatable & Sendable>: Sendable {
     }
 
     // MARK: Messages
+
+    /// TCA's marks (a minus sign as wide as the plus), with plain spaces for
+    /// the lines that agree, so that a report reads the same in a log, a
+    /// terminal and an IDE.
+    private static var diffFormat: DiffFormat { DiffFormat(first: "\u{2212}", second: "+", both: " ") }
 
     private static func unreceivedMessage(_ pending: [Received<State>]) -> String {
         """

@@ -114,6 +114,28 @@ struct TestStoreFailureTests {
         store.send(CounterAction.increment) { $0.count = 3 }
     }
 
+    @Test func theDiffReadsAsTheReadmeShowsIt() async {
+        let store = TestStore(initialState: TodoList(), reducer: todoListReducer)
+        withKnownIssue {
+            store.send(TodoAction.add("Call mum")) {
+                $0.titles = ["Call mum"]
+                $0.loading = true
+            }
+        } matching: { issue in
+            issue.comments.map(\.rawValue) == ["""
+                The state does not match the expectation: …
+
+                      TodoList(
+                        titles: […],
+                    −   loading: true
+                    +   loading: false
+                      )
+
+                (Expected: −, Actual: +)
+                """]
+        }
+    }
+
     @Test func aMissingStateChangeIsReported() async {
         let store = makeStore()
         withKnownIssue {
