@@ -58,10 +58,11 @@ let load = AsyncThunk<Counter> { dispatch, _ in
 }
 
 func makeStore(middleware: [any Middleware<Counter>] = [ThunkMiddleware()],
+               exhaustivity: Exhaustivity = .on,
                fileID: StaticString = #fileID, filePath: StaticString = #filePath,
                line: UInt = #line, column: UInt = #column) -> TestStore<Counter> {
     TestStore(initialState: Counter(), reducer: counterReducer, middleware: middleware,
-              fileID: fileID, filePath: filePath, line: line, column: column)
+              exhaustivity: exhaustivity, fileID: fileID, filePath: filePath, line: line, column: column)
 }
 
 /// Whether an issue's comment contains every one of `parts`.

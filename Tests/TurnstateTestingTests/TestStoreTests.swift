@@ -295,3 +295,68 @@ final class Seen: @unchecked Sendable {
     func add(_ value: String) { lock.withLock { list.append(value) } }
     var values: [String] { lock.withLock { list } }
 }
+
+/// `exhaustivity: .off`: only what the test asserts is checked.
+@Suite("TestStore without exhaustivity", .timeLimit(.minutes(1)))
+struct TestStoreNonExhaustiveTests {
+
+    @Test func partialStateAssertionsPass() async {
+        let store = makeStore(exhaustivity: .off)
+        store.send(CounterAction.loaded(["a"])) { $0.items = ["a"] }
+        store.send(CounterAction.add(3)) { $0.count = 3 }
+        // A closure that changes nothing only checks nothing.
+        store.send(CounterAction.increment) { _ in }
+    }
+
+    @Test func aWrongPartialAssertionStillFails() async {
+        let store = makeStore(exhaustivity: .off)
+        withKnownIssue {
+            store.send(CounterAction.add(3)) { $0.count = 4 }
+        } matching: { says($0, "The state does not match the expectation", "−   count: 4,", "+   count: 3,") }
+    }
+
+    @Test func receiveSkipsTheActionsBeforeTheOneDescribed() async {
+        let store = makeStore(exhaustivity: .off)
+        store.send(Thunk<Counter> { dispatch, _ in
+            try? dispatch(CounterAction.increment)
+            try? dispatch(CounterAction.add(5))
+            try? dispatch(CounterAction.loaded(["x"]))
+        })
+        await store.receive(CounterAction.loaded(["x"])) { $0.items = ["x"] }
+        #expect(store.state.count == 6)
+    }
+
+    @Test func actionsNeverReceivedAreNoFailure() async {
+        let store = makeStore(middleware: [bonus], exhaustivity: .off)
+        store.send(CounterAction.increment)
+        store.send(CounterAction.increment) { $0.count = 12 }
+        store.assertNoPendingActions()
+        store.send(CounterAction.increment)
+        // Released with add(10) not received: nothing is reported.
+    }
+
+    @Test func receivingWhatNeverComesStillFails() async {
+        let store = makeStore(middleware: [bonus], exhaustivity: .off)
+        store.send(CounterAction.increment)
+        await withKnownIssue {
+            await store.receive(CounterAction.startLoading, timeout: .milliseconds(20))
+        } matching: { says($0, "Expected to receive CounterAction.startLoading, but no action was received within",
+                           "other actions were skipped") }
+    }
+
+    @Test func exhaustivityCanChangeBetweenSteps() async {
+        let store = makeStore(middleware: [bonus])
+        store.exhaustivity = .off
+        store.send(CounterAction.increment)
+        // Turned on: add(10), not received while off, is dropped; from here
+        // on every change and action counts again.
+        store.exhaustivity = .on
+        #expect(store.exhaustivity == .on)
+        #expect(store.pendingActions.isEmpty)
+        withKnownIssue {
+            store.send(CounterAction.noop) { _ in }
+        } matching: { says($0, "Expected the state to change, but it did not") }
+        store.send(CounterAction.increment) { $0.count = 12 }
+        await store.receive(CounterAction.add(10)) { $0.count = 22 }
+    }
+}
