@@ -39,7 +39,7 @@ extension Store {
     ) throws(StoreError) -> StoreSubscription {
         let relay = MainActorRelay(listener)
         let token = try addListener(receiveCurrent: receiveCurrent) { relay.send($0) }
-        return StoreSubscription(token: token, owner: self, onEnd: { relay.stop() })
+        return StoreSubscription(token: token, owner: link, onEnd: { relay.stop() })
     }
 
     /// Calls `listener` on the main actor with the part of the state that
@@ -88,7 +88,7 @@ extension Store {
         if receiveCurrent {
             relay.send(first, force: { value in listener(value) })
         }
-        return StoreSubscription(token: token, owner: self, onEnd: { relay.stop() })
+        return StoreSubscription(token: token, owner: link, onEnd: { relay.stop() })
     }
 }
 

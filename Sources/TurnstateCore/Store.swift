@@ -27,7 +27,7 @@
 ///
 /// Do not block inside a listener or middleware waiting for another thread
 /// that dispatches to the same store: that thread waits for the lock you hold.
-public final class Store<State: Sendable>: SubscriptionOwner, MiddlewareOwner, @unchecked Sendable {
+public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable {
     // Everything below is guarded by `lock`.
     // The lock makes access exclusive, so the runtime's exclusivity checks
     // are turned off for these properties (they cost a fifth of a dispatch).
@@ -43,8 +43,13 @@ public final class Store<State: Sendable>: SubscriptionOwner, MiddlewareOwner, @
     @exclusivity(unchecked) @usableFromInline var callNames = CallNames.swift
     /// Counts state changes, so that notification sees a nested dispatch.
     @exclusivity(unchecked) @usableFromInline var changes: UInt64 = 0
-    /// The reducer; replaced only by ``replaceReducer(_:)`` (never while it runs).
-    @exclusivity(unchecked) @usableFromInline var reduce: @Sendable (inout State, any Action) throws(StoreError) -> Void
+    /// The reducer the store was made with.
+    @usableFromInline let reduce: @Sendable (inout State, any Action) throws(StoreError) -> Void
+    /// The reducer that ``replaceReducer(_:)`` put in its place, if any
+    /// (changed only outside of reductions). `reduce` stays a constant, which
+    /// a dispatch calls without retaining it.
+    @exclusivity(unchecked) @usableFromInline var replacement: ReducerBox<State>?
+    @exclusivity(unchecked) @usableFromInline var isReplaced = false
     @exclusivity(unchecked) @usableFromInline var middleware: [any Middleware<State>] = []
     /// The id of each entry of `middleware` (for ``MiddlewareHandle/remove()``).
     @exclusivity(unchecked) @usableFromInline var middlewareIDs: [UInt64] = []
@@ -59,6 +64,8 @@ public final class Store<State: Sendable>: SubscriptionOwner, MiddlewareOwner, @
     @exclusivity(unchecked) @usableFromInline var chain: Next?
     @exclusivity(unchecked) @usableFromInline var subscribers = SubscriberList<State>()
     @exclusivity(unchecked) @usableFromInline var lastToken: UInt64 = 0
+    /// What this store's subscriptions end themselves through.
+    @usableFromInline let link = StoreLink()
     @exclusivity(unchecked) @usableFromInline var reentrancyViolation: StoreError?
     /// Objects that live as long as the store (a face's plugin set),
     /// released last attached first.
@@ -97,6 +104,13 @@ public final class Store<State: Sendable>: SubscriptionOwner, MiddlewareOwner, @
         middlewareIDs = (0..<middleware.count).map { UInt64($0 + 1) }
         lastMiddlewareID = UInt64(middleware.count)
         rebuildChain()
+        link.end = { [weak self] subscription, strictly in
+            guard let self else {
+                subscription.endWithoutStore()
+                return nil
+            }
+            return self.end(subscription, strictly: strictly)
+        }
     }
 
     deinit {
@@ -177,7 +191,11 @@ public final class Store<State: Sendable>: SubscriptionOwner, MiddlewareOwner, @
         if _slowPath(reducing) { throw refusal(.dispatch, type(of: action)) }
         reducing = true
         do {
-            try reduce(&current, action)
+            if _fastPath(!isReplaced) {
+                try reduce(&current, action)
+            } else {
+                try reduceWithReplacement(action)
+            }
         } catch {
             reducing = false
             reentrancyViolation = nil
@@ -187,6 +205,13 @@ public final class Store<State: Sendable>: SubscriptionOwner, MiddlewareOwner, @
         reentrancyViolation = nil
         changes &+= 1
         notify()
+    }
+
+    /// Runs the reducer that ``replaceReducer(_:)`` put in place (out of
+    /// line, so that the usual dispatch stays small enough to inline).
+    @usableFromInline @inline(never)
+    func reduceWithReplacement(_ action: any Action) throws(StoreError) {
+        try replacement.unsafelyUnwrapped.body(&current, action)
     }
 
     @inlinable
@@ -314,9 +339,10 @@ public final class Store<State: Sendable>: SubscriptionOwner, MiddlewareOwner, @
     public func replaceReducer(_ reducer: Reducer<State>) throws(StoreError) {
         let body = reducer.body
         try replaceReducer(.replaceReducer, announcing: ReducerReplaced()) { () throws(StoreError) -> (() -> Void) in
-            let old = reduce
-            reduce = { state, action in body(&state, action) }
-            return { self.reduce = old }
+            let old = (replacement, isReplaced)
+            replacement = ReducerBox { state, action in body(&state, action) }
+            isReplaced = true
+            return { (self.replacement, self.isReplaced) = old }
         }
     }
 
@@ -365,7 +391,7 @@ public final class Store<State: Sendable>: SubscriptionOwner, MiddlewareOwner, @
         receiveCurrent: Bool = false,
         _ listener: @escaping @Sendable (State) -> Void
     ) throws(StoreError) -> StoreSubscription {
-        StoreSubscription(token: try addListener(receiveCurrent: receiveCurrent, listener), owner: self)
+        StoreSubscription(token: try addListener(receiveCurrent: receiveCurrent, listener), owner: link)
     }
 
     /// Adds a listener (wrapped to skip repeats if the store does) and
@@ -418,11 +444,16 @@ public final class Store<State: Sendable>: SubscriptionOwner, MiddlewareOwner, @
     /// Ends the subscription with `token` whatever the store is doing (a
     /// subscription released inside a reducer or after close): removing a
     /// listener cannot expose a state, so no rule forbids it.
-    @usableFromInline package func endSubscription(token: UInt64) {
-        lock.withLock { _ = subscribers.remove(token: token) }
+    @inlinable func end(_ subscription: StoreSubscription, strictly: Bool) -> StoreError? {
+        lock.lock()
+        defer { lock.unlock() }
+        if strictly, _slowPath(reducing || closed) { return refusal(.unsubscribe) }
+        if subscription.ended { return nil }
+        subscription.ended = true
+        subscribers.remove(token: subscription.token)
+        subscription.onEnd?()
+        return nil
     }
-
-    @usableFromInline func withSubscriptionsLocked(_ body: () -> Void) { lock.withLock(body) }
 
     /// The number of live subscriptions.
     public var subscriberCount: Int { lock.withLock { subscribers.count } }
@@ -484,6 +515,17 @@ public final class Store<State: Sendable>: SubscriptionOwner, MiddlewareOwner, @
             if _slowPath(reducing) { throw refusal(.dispatch) }
             return try body()
         }
+    }
+}
+
+/// A store's reducer.
+@usableFromInline
+final class ReducerBox<State>: Sendable {
+    @usableFromInline let body: @Sendable (inout State, any Action) throws(StoreError) -> Void
+
+    @usableFromInline
+    init(_ body: @escaping @Sendable (inout State, any Action) throws(StoreError) -> Void) {
+        self.body = body
     }
 }
 

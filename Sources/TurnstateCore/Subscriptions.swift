@@ -29,7 +29,7 @@ extension Store {
             }
         }
         if receiveCurrent { listener(last.value) }
-        return StoreSubscription(token: token, owner: self)
+        return StoreSubscription(token: token, owner: link)
     }
 
     /// Calls `listener` with the part of the state that `select` picks, only
@@ -60,7 +60,7 @@ extension Store {
             }
         }
         if receiveCurrent { listener(last.value) }
-        return StoreSubscription(token: token, owner: self)
+        return StoreSubscription(token: token, owner: link)
     }
 
     /// Calls `listener` with the value at `keyPath`, only when it differs from

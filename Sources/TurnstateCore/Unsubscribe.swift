@@ -18,29 +18,24 @@
 public final class StoreSubscription: Hashable, @unchecked Sendable {
     /// The subscription's token: unique within its store, never reused.
     public let token: UInt64
-    @usableFromInline weak let owner: (any SubscriptionOwner)?
+    /// Its store's link (which holds the store weakly).
+    @usableFromInline let owner: StoreLink
     /// Runs once when the subscription ends (a main-actor listener stops
     /// deliveries already scheduled).
     @usableFromInline let onEnd: (@Sendable () -> Void)?
-    /// Set once the subscription ended, under the store's lock; read in
-    /// `deinit`, which runs after every other use.
+    /// Set once the subscription ended, under the store's lock (or when the
+    /// store is gone); read in `deinit`, which runs after every other use.
     @exclusivity(unchecked) @usableFromInline var ended = false
 
     @inlinable
-    init(token: UInt64, owner: any SubscriptionOwner, onEnd: (@Sendable () -> Void)? = nil) {
+    init(token: UInt64, owner: StoreLink, onEnd: (@Sendable () -> Void)? = nil) {
         self.token = token
         self.owner = owner
         self.onEnd = onEnd
     }
 
     deinit {
-        if !ended { end() }
-    }
-
-    private func end() {
-        onEnd?()
-        owner?.endSubscription(token: token)
-        ended = true
+        if !ended { _ = owner.end(self, false) }
     }
 
     /// Ends the subscription, at any time (also from inside a listener, a
@@ -49,11 +44,7 @@ public final class StoreSubscription: Hashable, @unchecked Sendable {
     /// dispatch that is notifying when a listener of it cancels still calls
     /// this listener (the list is fixed when notification starts).
     public func cancel() {
-        if let owner {
-            owner.withSubscriptionsLocked { if !ended { end() } }
-        } else if !ended {
-            end()
-        }
+        _ = owner.end(self, false)
     }
 
     /// Ends the subscription, as the `Unsubscribe` function did: `try subscription()`.
@@ -61,14 +52,7 @@ public final class StoreSubscription: Hashable, @unchecked Sendable {
     /// ``StoreError/Code/storeReleased`` once the store is closed (and ends
     /// nothing then); ``cancel()`` does neither.
     public func callAsFunction() throws(StoreError) {
-        guard let owner else { return }
-        try owner.unsubscribe(token: token)
-        owner.withSubscriptionsLocked {
-            if !ended {
-                onEnd?()
-                ended = true
-            }
-        }
+        if let error = owner.end(self, true) { throw error }
     }
 
     /// Keeps the subscription in `set`: it ends when removed from the set or
@@ -91,13 +75,28 @@ public final class StoreSubscription: Hashable, @unchecked Sendable {
 /// The name the subscription handle had before it ended itself on release.
 public typealias Unsubscribe = StoreSubscription
 
-/// What a ``StoreSubscription`` ends its subscription with: its store.
+/// What a ``StoreSubscription`` ends its subscription with: one per store,
+/// holding it weakly. Not generic, so that making a subscription needs no
+/// generic metadata or weak reference of its own.
 @usableFromInline
-protocol SubscriptionOwner: AnyObject, Sendable {
-    /// Ends the subscription `token`, whatever the store is doing. Idempotent.
-    func endSubscription(token: UInt64)
-    /// Ends the subscription `token`, refused from inside a reducer and once closed.
-    func unsubscribe(token: UInt64) throws(StoreError)
-    /// Runs `body` under the store's lock.
-    func withSubscriptionsLocked(_ body: () -> Void)
+final class StoreLink: @unchecked Sendable {
+    /// Ends a subscription (idempotent): strictly (`true`), refused from
+    /// inside a reducer and once closed (the error is returned); otherwise
+    /// whatever the store is doing. Set once, by the store's initializer.
+    @exclusivity(unchecked) @usableFromInline var end: @Sendable (StoreSubscription, Bool) -> StoreError? = { subscription, _ in
+        subscription.endWithoutStore()
+        return nil
+    }
+
+    @usableFromInline init() {}
+}
+
+extension StoreSubscription {
+    /// Ends a subscription whose store is gone.
+    @usableFromInline func endWithoutStore() {
+        if !ended {
+            ended = true
+            onEnd?()
+        }
+    }
 }

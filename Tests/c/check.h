@@ -164,5 +164,6 @@ void run_subscribe_tests(void);
 void run_middleware_tests(void);
 void run_threads_tests(void);
 void run_errors_tests(void);
+void run_replace_tests(void);
 
 #endif

@@ -33,6 +33,7 @@ int main(int argc, char **argv) {
     run_middleware_tests();
     run_threads_tests();
     run_errors_tests();
+    run_replace_tests();
 
     printf("%d passed, %d failed\n", passed, failed);
     return failed > 0 ? 1 : 0;
