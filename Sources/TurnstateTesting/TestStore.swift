@@ -49,8 +49,17 @@ internal import IssueReporting
 /// An action a middleware swallows (a thunk, say) is neither a state change
 /// nor received: what it dispatches is.
 public final class TestStore<State: Equatable & Sendable>: Sendable {
-    /// The store under test.
-    private let store: Store<State>
+    /// The store under test, for the code under test (a view model, a
+    /// service) that takes a ``/TurnstateCore/Store``: the actions it
+    /// dispatches are received like a thunk's, and the listeners it adds run
+    /// as in the app.
+    ///
+    /// ```swift
+    /// let model = CounterModel(store: testStore.store)
+    /// model.plusTapped()
+    /// await testStore.receive(CounterAction.increment) { $0.count = 1 }
+    /// ```
+    public let store: Store<State>
     private let log: Log<State>
     private let location: Location
 

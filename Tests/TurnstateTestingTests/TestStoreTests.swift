@@ -82,6 +82,19 @@ struct TestStorePassingTests {
         await store.receive(CounterAction.add(7), timeout: .seconds(60)) { $0.count = 7 }
     }
 
+    @Test func actionsTheCodeUnderTestDispatchesAreReceived() async throws {
+        let store = makeStore()
+        let seen = Seen()
+        let subscription = try store.store.subscribe { seen.add("\($0.count)") }
+        // As a view model would, given the store.
+        try store.store.dispatch(CounterAction.add(2))
+        #expect(store.pendingActions.count == 1)
+        await store.receive(CounterAction.add(2)) { $0.count = 2 }
+        store.send(CounterAction.increment) { $0.count = 3 }
+        #expect(seen.values == ["2", "3"])
+        subscription.cancel()
+    }
+
     @Test func otherMiddlewareAndTheirOrderAreKept() async {
         let seen = Seen()
         let recorder = ClosureMiddleware<Counter> { _, next, action in
