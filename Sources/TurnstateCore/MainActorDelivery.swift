@@ -29,10 +29,11 @@ extension Store {
     /// }
     /// ```
     /// - Parameters:
+    ///   - delivery: ``ListenerDelivery/main``.
     ///   - receiveCurrent: also deliver the current state (on the main actor).
     ///   - listener: runs on the main actor.
     public func subscribe(
-        on _: ListenerDelivery,
+        on delivery: ListenerDelivery,
         receiveCurrent: Bool = false,
         _ listener: @escaping @MainActor @Sendable (State) -> Void
     ) throws(StoreError) -> StoreSubscription {

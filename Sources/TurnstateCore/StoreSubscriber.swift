@@ -54,7 +54,7 @@ extension Store {
     /// Subscribes `subscriber` to the part of the state that `select` picks:
     /// `newState(_:)` gets the current selection at once (unless
     /// `receiveCurrent: false`), then each selection that differs from the
-    /// last one it got. Otherwise as ``subscribe(_:receiveCurrent:)``.
+    /// last one it got. Otherwise as ``subscribe(_:receiveCurrent:)-5hw5o``.
     ///
     /// ```swift
     /// try store.subscribe(self, select: { $0.todos.count })
@@ -67,7 +67,7 @@ extension Store {
         try subscribe(subscriber, select: select, isDuplicate: { $0 == $1 }, receiveCurrent: receiveCurrent)
     }
 
-    /// As ``subscribe(_:select:receiveCurrent:)``, with `isDuplicate` telling
+    /// As ``subscribe(_:select:receiveCurrent:)-9nd16``, with `isDuplicate` telling
     /// repeats apart (see ``subscribe(select:isDuplicate:receiveCurrent:_:)``).
     public func subscribe<S: StoreSubscriber>(
         _ subscriber: S,
@@ -101,7 +101,7 @@ extension Store {
 
     /// Subscribes a main-actor object to a selection: `newState(_:)` runs on
     /// the main actor with each new selection, coalesced, never twice with
-    /// equal values. Otherwise as ``subscribe(_:select:receiveCurrent:)``.
+    /// equal values. Otherwise as ``subscribe(_:select:receiveCurrent:)-9nd16``.
     public func subscribe<S: MainActorStoreSubscriber>(
         _ subscriber: S,
         select: @escaping @Sendable (State) -> S.SubscribedState,
@@ -110,7 +110,7 @@ extension Store {
         try subscribe(subscriber, select: select, isDuplicate: { $0 == $1 }, receiveCurrent: receiveCurrent)
     }
 
-    /// As ``subscribe(_:select:receiveCurrent:)``, for a main-actor object,
+    /// As ``subscribe(_:select:receiveCurrent:)-1zzp``, for a main-actor object,
     /// with `isDuplicate` telling repeats apart.
     public func subscribe<S: MainActorStoreSubscriber>(
         _ subscriber: S,

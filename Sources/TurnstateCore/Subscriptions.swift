@@ -64,7 +64,7 @@ extension Store {
     }
 
     /// Calls `listener` with the value at `keyPath`, only when it differs from
-    /// the last value this listener was given. See ``subscribe(select:receiveCurrent:_:)-(_,_,(Selected)->Void)``.
+    /// the last value this listener was given. See ``subscribe(select:receiveCurrent:_:)-9tna4``.
     public func subscribe<Selected: Equatable & Sendable>(
         _ keyPath: KeyPath<State, Selected> & Sendable,
         receiveCurrent: Bool = false,
@@ -92,6 +92,9 @@ extension Store where State: Equatable {
     /// one it last got, as with ReSwift's `automaticallySkipsRepeats`.
     /// Selective subscriptions compare their selections in any case.
     /// - Parameters:
+    ///   - initialState: the state before any action.
+    ///   - reducer: computes each next state; see ``Reducer``.
+    ///   - middleware: runs around every dispatch, the first listed first.
     ///   - automaticallySkipsRepeats: `false` makes this the plain initializer.
     public convenience init(
         initialState: State,
