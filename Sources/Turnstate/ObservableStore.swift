@@ -5,7 +5,7 @@ import TurnstateCore
 /// and for anything else built on Observation (`withObservationTracking`).
 ///
 /// It lives on the main actor and follows the store through a main-actor
-/// subscription (``Store/subscribe(on:receiveCurrent:_:)``): its value is
+/// subscription (``/TurnstateCore/Store/subscribe(on:receiveCurrent:_:)``): its value is
 /// the newest state, updated once per turn of the main actor however many
 /// dispatches happened in between. Observers are told of a change only for
 /// what they read: a view that reads `model.count` (through dynamic member
@@ -86,6 +86,7 @@ public final class ObservableState<Value: Sendable>: Observable {
     }
 }
 
+/// Observable views of a store's state for SwiftUI (``ObservableState``).
 extension Store {
     /// An `@Observable` view of the whole state on the main actor: see
     /// ``ObservableState``. Keep it (in a view model, or in SwiftUI's
@@ -127,6 +128,7 @@ extension Store {
     }
 }
 
+/// Observable views of an `Equatable` state, which skip equal states.
 extension Store where State: Equatable {
     /// An `@Observable` view of the whole state, which tells observers of
     /// ``ObservableState/value`` only when the state changed.
