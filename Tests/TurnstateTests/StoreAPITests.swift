@@ -197,12 +197,12 @@ struct RepeatsTests {
 }
 
 /// A ReSwift-style subscriber.
-final class CountSubscriber: StoreSubscriber, @unchecked Sendable {
+final class CountSubscriber: StoreSubscriber {
     let seen = Recorder<Int>()
     func newState(_ state: Int) { seen.append(state) }
 }
 
-final class NameSubscriber: StoreSubscriber, @unchecked Sendable {
+final class NameSubscriber: StoreSubscriber {
     let seen = Recorder<String>()
     func newState(_ state: String) { seen.append(state) }
 }
