@@ -348,9 +348,8 @@ public final class TestStore<State: Equatable & Sendable>: Sendable {
             // Not exhaustive: actions before the one described are skipped.
             guard let next = log.peekPending() else {
                 if clock.now >= deadline { break }
-                await Task.yield()
-                try? await Task.sleep(for: .milliseconds(1))
-                continue
+                if await Self.pause() { continue }
+                break
             }
             if isMatching(next.action) { break }
             _ = log.popPending()
@@ -359,7 +358,9 @@ public final class TestStore<State: Equatable & Sendable>: Sendable {
         }
         let left = deadline - clock.now
         guard let next = await nextPending(timeout: left > .zero ? left : .zero) else {
-            var message = "Expected to receive \(expected), but no action was received within \(timeout)"
+            var message = Task.isCancelled
+                ? "Expected to receive \(expected), but the waiting task was cancelled before one arrived"
+                : "Expected to receive \(expected), but no action was received within \(timeout)"
             if skipped { message += " (other actions were skipped: exhaustivity is off)" }
             let running = log.runningAsyncThunks
             if running > 0 { message += " (\(running) async thunk\(running == 1 ? " is" : "s are") still running)" }
@@ -385,9 +386,16 @@ public final class TestStore<State: Equatable & Sendable>: Sendable {
         while true {
             if let next = log.popPending() { return next }
             if clock.now >= deadline { return nil }
-            await Task.yield()
-            try? await Task.sleep(for: .milliseconds(1))
+            guard await Self.pause() else { return nil }
         }
+    }
+
+    /// Lets other tasks run for a moment while waiting; false once the
+    /// waiting task is cancelled (the wait then ends as a timeout would).
+    private static func pause() async -> Bool {
+        await Task.yield()
+        try? await Task.sleep(for: .milliseconds(1))
+        return !Task.isCancelled
     }
 
     // MARK: Finishing
@@ -418,8 +426,7 @@ public final class TestStore<State: Equatable & Sendable>: Sendable {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while log.runningAsyncThunks > 0 && clock.now < deadline {
-            await Task.yield()
-            try? await Task.sleep(for: .milliseconds(1))
+            guard await Self.pause() else { break }
         }
         let running = log.runningAsyncThunks
         if running > 0 {

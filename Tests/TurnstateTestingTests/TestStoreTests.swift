@@ -265,6 +265,15 @@ struct TestStoreFailureTests {
         } matching: { says($0, "Expected to receive an action of type CounterAction, but no action was received within") }
     }
 
+    @Test func aCancelledWaitEndsAtOnceAndSaysSo() async {
+        let store = makeStore()
+        await withKnownIssue {
+            let waiting = Task { await store.receive(CounterAction.self, timeout: .seconds(600)) }
+            waiting.cancel()
+            await waiting.value
+        } matching: { says($0, "Expected to receive an action of type CounterAction, but the waiting task was cancelled") }
+    }
+
     @Test func receivingFromAHungAsyncThunkSaysItIsRunning() async {
         let gate = Gate()
         let store = makeStore()
