@@ -277,7 +277,7 @@ static void c1i_own(void) {
         exit(1);
     }
     ts_store_api api = {sizeof(ts_store_api), own_dispatch, own_get_state, own_free, own_fail,
-                        own_dispatch, own_status_name, own_dispatch};
+                        own_dispatch, own_status_name, own_dispatch, NULL, own_dispatch};
     void *self = NULL;
     char *why = NULL;
     if (plugin->create("{\"port\":0,\"history\":1000}", &api, &self, &why) != TS_OK) {

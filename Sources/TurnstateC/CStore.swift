@@ -137,6 +137,10 @@ final class CStore: StoreFace, @unchecked Sendable {
         }
     }
 
+    func exclusive(_ body: () -> Int32) throws(StoreError) -> Int32 {
+        try store.exclusively(.operation) { body() }
+    }
+
     /// Subscribes and writes the token to `token` before any listener can
     /// run: under the store's lock, so that a dispatch on another thread
     /// cannot call the new listener before its subscriber holds the token.

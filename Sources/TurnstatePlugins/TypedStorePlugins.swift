@@ -116,6 +116,10 @@ final class TypedStoreFace<State: Codable & Sendable>: StoreFace, @unchecked Sen
         return try whole.get().value(at: pointerText[...].utf8, path: pointerText).0
     }
 
+    package func exclusive(_ body: () -> Int32) throws(StoreError) -> Int32 {
+        try live().exclusively(.operation) { body() }
+    }
+
     package func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {
         let length = strlen(json)
         // Strict JSON first, as for C stores: JSONDecoder alone would take one

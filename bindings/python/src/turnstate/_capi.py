@@ -69,6 +69,10 @@ class TsStoreApi(Structure):
         ("status_name", CFUNCTYPE(c_char_p, ts_status)),
         # Since 0.2.0 (check struct_size): the reducers and listeners, no middleware.
         ("apply", CFUNCTYPE(ts_status, c_char_p)),
+        # Since 0.2.0, after apply: fn(ctx) with the store held.
+        ("exclusive", CFUNCTYPE(ts_status, CFUNCTYPE(ts_status, c_void_p), c_void_p)),
+        # Since 0.2.0, after exclusive: from a plugin's place in the chain (plugins' own tables only).
+        ("dispatch_after", CFUNCTYPE(ts_status, c_char_p)),
     ]
 
 
