@@ -206,7 +206,7 @@ enum PluginBuilder {
         let store = Store(initialState: Counter(), reducer: counterReducer)
         try store.loadPlugin(at: path, registry: registry)
         let seen = Recorder<Counter>()
-        try store.subscribe { seen.append($0) }
+        try store.subscribe { seen.append($0) }.kept()
         try store.dispatch(Note(text: "apply"))
         // Both applied actions reached the reducers and the listener, and
         // neither went through the plugin (run() ran once).
