@@ -62,7 +62,7 @@ C_PLUGINS := guard delay journal
 # The demo's plugin folder: loaded in name order, guard first, journal last.
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
-.PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
+.PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean deb test-deb \
         test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
         test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
@@ -286,6 +286,21 @@ install: lib
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    pkgconfig/turnstate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	@echo "installed into $(DESTDIR)$(PREFIX)"
+
+## deb: the Debian packages libturnstate0 (library, plugins, private Swift
+## runtime), libturnstate-dev and libturnstate0-dbgsym in build/deb/, from
+## `make install PREFIX=/usr LIBDIR=/usr/lib/<multiarch>` (pkgconfig/debian/);
+## DEB_STAGE=DIR packages a tree installed that way instead
+DEB_MULTIARCH = $(shell dpkg-architecture -qDEB_HOST_MULTIARCH)
+DEB_STAGE ?=
+deb: lib plugins
+	@rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb
+ifeq ($(DEB_STAGE),)
+	$(MAKE) --no-print-directory install PREFIX=/usr LIBDIR=/usr/lib/$(DEB_MULTIARCH) DESTDIR=$(BUILD)/deb/stage
+	pkgconfig/debian/build-debs.sh $(VERSION) $(BUILD)/deb/stage $(BUILD)/deb
+else
+	pkgconfig/debian/build-debs.sh $(VERSION) $(DEB_STAGE) $(BUILD)/deb
+endif
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(PREFIX)/include/turnstate.h \
