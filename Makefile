@@ -114,7 +114,8 @@ run: build demo-plugins
 ## test: every suite; a summary line at the end
 test: setup
 	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
-	  test-plugins test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan
+	  test-plugins test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
+	  test-deb
 
 test-swift: setup
 	$(SWIFT) test --scratch-path .build
@@ -301,6 +302,12 @@ ifeq ($(DEB_STAGE),)
 else
 	pkgconfig/debian/build-debs.sh $(VERSION) $(DEB_STAGE) $(BUILD)/deb
 endif
+
+## test-deb: builds the packages, checks them, runs lintian, installs them,
+## builds and runs a pkg-config consumer with the Swift toolchain hidden,
+## purges them (as root: CI machines are disposable; Tests/deb/run.sh)
+test-deb: deb
+	Tests/deb/run.sh $(VERSION) $(BUILD)/deb
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(PREFIX)/include/turnstate.h \

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# What a Debian user gets from `make deb`: checks the three packages in
+# DEBDIR (fields, shlibs, modes, stripping, debug symbols), runs lintian
+# (an error fails), installs them with apt-get, builds Tests/deb/app.c with
+# nothing but `pkg-config --cflags --libs turnstate`, runs it with the Swift
+# toolchain hidden (a private mount namespace with an empty folder mounted
+# over the toolchain's root; ldd must find everything), then purges the
+# packages and checks that nothing of them is left.
+#
+#   Tests/deb/run.sh VERSION DEBDIR      (make test-deb: VERSION from the
+#                                         header, DEBDIR build/deb)
+#
+# Needs root (it installs packages: CI machines are disposable). Whatever
+# happens, the EXIT trap purges the packages it installed. Ends with one
+# line: "checks: N passed, M failed".
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+version=${1:?usage: run.sh VERSION DEBDIR}
+debdir=$(cd "${2:?usage: run.sh VERSION DEBDIR}" && pwd)
+packages=(libturnstate0 libturnstate-dev libturnstate0-dbgsym)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/turnstate-deb.XXXXXX")
+chmod 0755 "$tmp"
+installed=0
+
+passed=0 failed=0
+pass() { passed=$((passed + 1)); echo "  ok   $1"; }
+fail() { failed=$((failed + 1)); echo "  FAIL $1"; }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+indent() { sed 's/^/    | /'; }
+
+purge() {
+  DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "${packages[@]}" >"$tmp/purge.log" 2>&1 ||
+    dpkg -P "${packages[@]}" >>"$tmp/purge.log" 2>&1
+}
+cleanup() {
+  local status=$?
+  if [ "$installed" = 1 ]; then purge || true; fi
+  rm -rf "$tmp"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+finish() {
+  echo "checks: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+}
+
+if [ "$(id -u)" != 0 ]; then
+  echo "deb: installs packages, so it runs as root (CI machines are disposable)" >&2
+  fail "running as root"
+  finish
+fi
+
+arch=$(dpkg --print-architecture)
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+libdir=/usr/lib/$multiarch
+major=${version%%.*}
+echo "deb: version $version, packages from $debdir"
+
+# ---- 1. The packages, before installing them --------------------------------
+debs=()
+for p in "${packages[@]}"; do
+  f=$(ls "$debdir/${p}_${version}-"*"_$arch.deb" 2>/dev/null | head -n1)
+  if [ -n "$f" ]; then
+    pass "$(basename "$f") was built ($(stat -c %s "$f") bytes)"
+    debs+=("$f")
+  else
+    fail "$debdir/${p}_${version}-*_$arch.deb is missing"
+  fi
+done
+[ ${#debs[@]} -eq 3 ] || finish
+lib_deb=${debs[0]} dev_deb=${debs[1]} dbg_deb=${debs[2]}
+field() { dpkg-deb -f "$1" "$2"; }
+
+for f in "${debs[@]}"; do
+  p=$(field "$f" Package)
+  check "$p: Multi-Arch: same" [ "$(field "$f" Multi-Arch)" = same ]
+  check "$p: Priority: optional" [ "$(field "$f" Priority)" = optional ]
+  check "$p: a Maintainer" [ -n "$(field "$f" Maintainer)" ]
+  odd=$(dpkg-deb -c "$f" | awk '$2 != "root/root" || ($6 != "./" && $6 !~ /^\.\/usr\//) || $6 ~ /^\.\/usr\/local/ { print $2, $6 }')
+  check "$p: every file is root's and under /usr (not /usr/local)${odd:+: $odd}" [ -z "$odd" ]
+done
+check "libturnstate0: Section: libs" [ "$(field "$lib_deb" Section)" = libs ]
+check "libturnstate-dev: Section: libdevel" [ "$(field "$dev_deb" Section)" = libdevel ]
+check "libturnstate0-dbgsym: Section: debug" [ "$(field "$dbg_deb" Section)" = debug ]
+
+depends=$(field "$lib_deb" Depends)
+echo "    libturnstate0 Depends: $depends"
+for dep in libc6 libstdc++6 libsimdjson; do
+  check "libturnstate0 Depends names $dep (from dpkg-shlibdeps)" grep -q "\b$dep" <<<"$depends"
+done
+check "libturnstate0 Depends names no Swift package (its runtime is in the package)" \
+  bash -c "! grep -qi swift <<<'$depends'"
+check "libturnstate-dev Depends: libturnstate0 (= its version)" \
+  [ "$(field "$dev_deb" Depends)" = "libturnstate0 (= $(field "$lib_deb" Version))" ]
+check "libturnstate0-dbgsym Depends: libturnstate0 (= its version)" \
+  [ "$(field "$dbg_deb" Depends)" = "libturnstate0 (= $(field "$lib_deb" Version))" ]
+shlibs=$(dpkg-deb --ctrl-tarfile "$lib_deb" | tar -xO ./shlibs 2>/dev/null)
+check "libturnstate0 shlibs: 'libturnstate $major libturnstate0 (>= $version)'" \
+  [ "$shlibs" = "libturnstate $major libturnstate0 (>= $version)" ]
+
+mkdir -p "$tmp/x"
+for f in "${debs[@]}"; do dpkg-deb -x "$f" "$tmp/x/$(field "$f" Package)"; done
+xl=$tmp/x/libturnstate0 xd=$tmp/x/libturnstate-dev xg=$tmp/x/libturnstate0-dbgsym
+for p in libturnstate0 libturnstate-dev; do
+  check "$p: copyright is machine-readable (DEP-5)" \
+    grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' "$tmp/x/$p/usr/share/doc/$p/copyright"
+  check "$p: changelog.Debian.gz names $version" \
+    bash -c "gzip -dc '$tmp/x/$p/usr/share/doc/$p/changelog.Debian.gz' | head -n1 | grep -q '($version-'"
+done
+check "libturnstate0's copyright covers the Swift runtime (Apache-2.0 with the Runtime Library Exception)" \
+  grep -q '^License: Apache-2.0 with Runtime-Library exception' "$xl/usr/share/doc/libturnstate0/copyright"
+real=$xl$libdir/libturnstate.so.$version
+check "libturnstate0 ships $libdir/libturnstate.so.$version" [ -f "$real" ]
+check "libturnstate0 ships the link libturnstate.so.$major" [ "$(readlink "$xl$libdir/libturnstate.so.$major")" = "libturnstate.so.$version" ]
+check "libturnstate-dev ships the link libturnstate.so" [ -L "$xd$libdir/libturnstate.so" ]
+check "libturnstate-dev ships turnstate.h, turnstate_plugin.h and turnstate.pc" \
+  test -f "$xd/usr/include/turnstate.h" -a -f "$xd/usr/include/turnstate_plugin.h" -a -f "$xd$libdir/pkgconfig/turnstate.pc"
+check "libturnstate0 ships the private Swift runtime ($libdir/turnstate/libswiftCore.so)" [ -f "$xl$libdir/turnstate/libswiftCore.so" ]
+not0644=$(find "$xl" "$xd" "$xg" -type f ! -perm 0644 | sed "s|^$tmp/x/||")
+check "every file is 0644${not0644:+ (not: $not0644)}" [ -z "$not0644" ]
+unstripped=$(find "$xl" -type f -name '*.so*' -exec sh -c 'readelf -S -W "$1" | grep -qE " \.(symtab|debug_info) " && echo "${1#'"$xl"'}"' _ {} \;)
+check "every ELF file of libturnstate0 is stripped${unstripped:+ (not: $unstripped)}" [ -z "$unstripped" ]
+id=$(readelf -n "$real" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
+debug=$xg/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
+check "libturnstate0-dbgsym has the library's debug file (.build-id/${id:0:2}/${id:2}.debug)" [ -f "$debug" ]
+check "... with its DWARF (.debug_info)" bash -c "readelf -S -W '$debug' | grep -q ' \.debug_info '"
+check "libturnstate0-dbgsym: Build-Ids names the library's" grep -qw "$id" <<<"$(field "$dbg_deb" Build-Ids)"
+
+# ---- 2. lintian ---------------------------------------------------------------
+echo "  lintian --fail-on error --display-info ${debs[*]##*/}"
+lintian --fail-on error --display-info --tag-display-limit 0 "${debs[@]}" >"$tmp/lintian.log" 2>&1
+status=$?
+grep -v 'running with root privileges is not recommended' "$tmp/lintian.log" | indent
+errors=$(grep -c '^E: ' "$tmp/lintian.log")
+warnings=$(grep -c '^W: ' "$tmp/lintian.log")
+check "lintian: no errors ($errors errors, $warnings warnings)" [ "$status" -eq 0 -a "$errors" -eq 0 ]
+
+# ---- 3. Install ---------------------------------------------------------------
+for p in "${packages[@]}"; do
+  if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    echo "  (note: $p was installed before this test; it is reinstalled, then purged)"
+  fi
+done
+installed=1
+if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${debs[@]}" >"$tmp/install.log" 2>&1; then
+  pass "apt-get install ${debs[*]##*/}"
+else
+  indent <"$tmp/install.log"
+  fail "apt-get install ${debs[*]##*/}"
+  finish
+fi
+check "ldconfig's cache has libturnstate.so.$major" bash -c "ldconfig -p | grep -q 'libturnstate.so.$major '"
+modversion=$(pkg-config --modversion turnstate 2>&1)
+check "pkg-config --modversion turnstate = $version" [ "$modversion" = "$version" ]
+pluginsdir=$(pkg-config --variable=pluginsdir turnstate 2>&1)
+check "pkg-config --variable=pluginsdir turnstate = $libdir/turnstate/plugins ('$pluginsdir')" \
+  [ "$pluginsdir" = "$libdir/turnstate/plugins" ]
+flags=$(pkg-config --cflags --libs turnstate)
+check "pkg-config --libs turnstate has no rpath ('$flags')" bash -c "! grep -q rpath <<<'$flags'"
+
+# ---- 4. A consumer, with the toolchain hidden --------------------------------
+echo "  cc app.c $flags -o \$tmp/app"
+# shellcheck disable=SC2086 # the flags are words
+if (cd "$here" && cc app.c $flags -o "$tmp/app") >"$tmp/cc.log" 2>&1; then
+  pass "app.c compiles and links with pkg-config's flags alone"
+else
+  indent <"$tmp/cc.log"
+  fail "app.c compiles and links with pkg-config's flags alone"
+  finish
+fi
+
+swift=$(command -v swift || true)
+if [ -n "$swift" ]; then
+  toolchain=$(realpath "$(dirname "$(dirname "$(realpath "$swift")")")/..")
+else
+  toolchain=""
+  echo "  (no swift on PATH: there is no toolchain to hide)"
+fi
+mkdir -p "$tmp/empty" "$tmp/work"
+cat >"$tmp/hidden.sh" <<EOF
+set -u
+if [ -n "$toolchain" ]; then
+  mount --bind "$tmp/empty" "$toolchain" || { echo "HIDE-FAILED"; exit 1; }
+  if [ -n "\$(ls -A "$toolchain")" ]; then echo "HIDE-FAILED"; exit 1; fi
+  if command -v swift >/dev/null 2>&1 && swift --version >/dev/null 2>&1; then echo "HIDE-FAILED"; exit 1; fi
+  echo "    toolchain $toolchain hidden"
+fi
+for f in "$tmp/app" "$pluginsdir"/*.so; do
+  echo "== ldd \$f"; env -u LD_LIBRARY_PATH ldd "\$f"
+done
+echo "== run"
+env -u LD_LIBRARY_PATH SWIFT_BACKTRACE=enable=no "$tmp/app" "$pluginsdir" "$tmp/work"
+echo "== exit \$?"
+EOF
+unshare -m --propagation private bash "$tmp/hidden.sh" >"$tmp/hidden.log" 2>&1
+check "the Swift toolchain ($toolchain) is hidden in a private mount namespace" \
+  bash -c "! grep -q HIDE-FAILED '$tmp/hidden.log' && { [ -z '$toolchain' ] || grep -q 'toolchain .* hidden' '$tmp/hidden.log'; }"
+sed -n '/^== ldd/,/^== run/p' "$tmp/hidden.log" | grep -v '^== run' >"$tmp/ldd.log"
+notfound=$(grep 'not found' "$tmp/ldd.log")
+check "ldd app and every plugin: nothing is \"not found\"" [ -z "$notfound" ]
+[ -z "$notfound" ] || indent <"$tmp/ldd.log"
+# /lib is /usr/lib on Debian 12 (merged /usr): ldconfig's cache may give either
+resolved=$(sed -n "/app\$/,/^==/s/.*libturnstate.so.$major => \([^ ]*\) .*/\1/p" "$tmp/ldd.log" | head -n1)
+check "ldd app: libturnstate.so.$major => $resolved, the package's $libdir/libturnstate.so.$version" \
+  [ -n "$resolved" -a "$(realpath -m "$resolved")" = "$(realpath -m "$libdir/libturnstate.so.$version")" ]
+check "ldd logger.so: libswiftCore.so => the package's private copy ($libdir/turnstate)" \
+  bash -c "sed -n '/logger.so$/,/^==/p' '$tmp/ldd.log' | grep -q 'libswiftCore.so => $libdir/turnstate/\(plugins/\.\./\)\?libswiftCore.so'"
+check "ldd: nothing resolves into the toolchain" bash -c "[ -z '$toolchain' ] || ! grep -q ' => $toolchain' '$tmp/ldd.log'"
+sed -n '/^== run/,$p' "$tmp/hidden.log" | grep -v '^==' | indent
+app_ok=$(sed -n '/^== run/,$p' "$tmp/hidden.log" | grep -c '^  ok ')
+app_failed=$(sed -n '/^== run/,$p' "$tmp/hidden.log" | grep -c '^  FAIL ')
+passed=$((passed + app_ok)) failed=$((failed + app_failed))
+check "app exits 0 with the toolchain hidden ($app_ok checks of its own passed, $app_failed failed)" \
+  grep -qx '== exit 0' "$tmp/hidden.log"
+
+# ---- 5. Purge, and nothing is left ------------------------------------------
+files=$(for f in "${debs[@]}"; do dpkg-deb -c "$f"; done | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||' | sort -u)
+if purge; then
+  installed=0
+  pass "apt-get purge -y ${packages[*]}"
+else
+  indent <"$tmp/purge.log"
+  fail "apt-get purge -y ${packages[*]}"
+fi
+for p in "${packages[@]}"; do
+  check "dpkg knows nothing of $p any more" bash -c "! dpkg-query -W -f='\${Status}' '$p' 2>/dev/null | grep -q ."
+done
+left=$(while IFS= read -r f; do [ -e "$f" ] || [ -L "$f" ] && echo "$f"; done <<<"$files")
+check "none of the packages' $(wc -l <<<"$files") files is left${left:+: $left}" [ -z "$left" ]
+check "$libdir/turnstate and /usr/share/doc/libturnstate* are gone" \
+  bash -c "[ ! -e '$libdir/turnstate' ] && ! ls -d /usr/share/doc/libturnstate* >/dev/null 2>&1"
+check "ldconfig's cache no longer has libturnstate" bash -c "! ldconfig -p | grep -q libturnstate"
+check "pkg-config no longer finds turnstate" bash -c "! pkg-config --exists turnstate"
+
+finish
