@@ -32,18 +32,27 @@ BUILD := $(CURDIR)/build
 LIB := $(BUILD)/lib/libturnstate.so
 SWIFT ?= swift
 # The shipped library: a SONAME, and a version script that exports only ts_*.
-# STATIC_STDLIB=1 links the Swift runtime in (a .so that needs only libc,
-# libstdc++, libffi and libsimdjson at run time).
 # DWARF 4: Debian 12's valgrind (3.19) cannot read the DWARF 5 that Swift emits.
 DWARF4 := -Xswiftc -dwarf-version=4 -Xcc -gdwarf-4 -Xcxx -gdwarf-4
 LIB_LDFLAGS := $(DWARF4) -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/exports.map \
                -Xlinker -soname -Xlinker libturnstate.so.$(SOVERSION)
-ifeq ($(STATIC_STDLIB),1)
-LIB_LDFLAGS += -Xswiftc -static-stdlib
-RELEASE_SCRATCH := .build-release-static
-else
+# What ships (the library and the Swift logger plugin) carries no path into
+# the build machine's toolchain: libturnstate finds its private copy of the
+# Swift runtime in $ORIGIN/turnstate (LIBDIR/turnstate, filled by
+# pkgconfig/swift-runtime.sh), and a Swift plugin uses the copy that
+# libturnstate has already loaded (the loader matches the runtime's SONAMEs),
+# so a process maps one Swift runtime. Neither links the standard library's
+# string processing (libswift_StringProcessing, libswift_RegexParser), which
+# they do not use.
+SHIP_SWIFTFLAGS := -Xswiftc -no-toolchain-stdlib-rpath --disable-local-rpath \
+                   -Xswiftc -Xfrontend -Xswiftc -disable-implicit-string-processing-module-import
+LIB_SHIP_FLAGS := $(SHIP_SWIFTFLAGS) -Xlinker -rpath -Xlinker '$$ORIGIN/turnstate'
+# Installed in LIBDIR/turnstate/plugins, the logger names the runtime folder
+# LIBDIR/turnstate as $ORIGIN/.. (for ldd and loaders that open it by path;
+# the store opens plugins through /proc/self/fd, where the runtime that
+# libturnstate loaded is what it gets).
+PLUGIN_SHIP_FLAGS := $(SHIP_SWIFTFLAGS) -Xlinker -rpath -Xlinker '$$ORIGIN/..'
 RELEASE_SCRATCH := .build-release
-endif
 # `make coverage` builds the library in another configuration and scratch path
 # (debug, instrumented) and points BUILD at build/coverage; see Tests/coverage/run.sh.
 LIB_CONFIG ?= release
@@ -63,7 +72,7 @@ C_PLUGINS := guard delay journal
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean deb test-deb \
-        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python test-plugins test-readme \
+        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-install test-python test-plugins test-readme \
         test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
 
@@ -74,8 +83,10 @@ setup:
 build: setup lib plugins examples
 
 lib: setup
-	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(RELEASE_SCRATCH) --product turnstate $(LIB_LDFLAGS) $(LIB_SWIFTFLAGS)
+	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(RELEASE_SCRATCH) --product turnstate $(LIB_LDFLAGS) $(LIB_SHIP_FLAGS) $(LIB_SWIFTFLAGS)
 	@mkdir -p $(BUILD)/lib
+	@# The private Swift runtime beside it, as installed: build/lib/turnstate.
+	@pkgconfig/swift-runtime.sh $(BUILD)/lib/turnstate $(RELEASE_SCRATCH)/$(LIB_CONFIG)/libturnstate.so >/dev/null
 	@# A new file, renamed into place: never rewrite a library a running process has mapped.
 	@install -m 0755 $(RELEASE_SCRATCH)/$(LIB_CONFIG)/libturnstate.so $(BUILD)/lib/.libturnstate.so.new
 	@mv -f $(BUILD)/lib/.libturnstate.so.new $(BUILD)/lib/libturnstate.so.$(VERSION)
@@ -90,7 +101,7 @@ plugins: setup
 	  echo "cc $$p.so"; \
 	  $(CC) $(PLUGIN_CFLAGS) Plugins/$$p/$$p.c -o $(BUILD)/plugins/$$p.so -lpthread; \
 	done
-	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger $(PLUGIN_SWIFTFLAGS)
+	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger $(PLUGIN_SHIP_FLAGS) $(PLUGIN_SWIFTFLAGS)
 	@cp -f $(PLUGIN_SCRATCH)/$(LIB_CONFIG)/libturnstate-logger.so $(BUILD)/plugins/logger.so
 
 demo-plugins: plugins
@@ -114,7 +125,7 @@ run: build demo-plugins
 ## test: every suite; a summary line at the end
 test: setup
 	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
-	  test-plugins test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
+	  test-plugins test-install test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
 	  test-deb
 
 test-swift: setup
@@ -137,6 +148,11 @@ test-exports: lib
 
 test-pkgconfig: lib
 	Tests/pkgconfig/run.sh
+
+## test-install: what `make install` ships runs with the Swift toolchain hidden
+## (a private mount namespace): every plugin loaded, one Swift runtime mapped
+test-install: lib plugins
+	Tests/install/run.sh
 
 test-python: lib
 	TURNSTATE_LIB=$(LIB) python3 -m unittest discover -s Tests/python -v
@@ -180,8 +196,7 @@ test-torture: lib lib-tsan
 
 test-plugins: lib plugins
 	TS_BUILD=$(BUILD) Tests/plugins/run.sh
-	TS_BUILD=$(BUILD) TS_CONFIG=$(LIB_CONFIG) TS_PLUGIN_SCRATCH=$(CURDIR)/$(PLUGIN_SCRATCH) \
-	  TS_PLUGIN_SWIFTFLAGS="$(PLUGIN_SWIFTFLAGS)" Tests/plugins/logger_run.sh
+	TS_BUILD=$(BUILD) Tests/plugins/logger_run.sh
 
 ## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
 ## C, JSON, Python and plugin suites, run against an instrumented library and
@@ -277,16 +292,26 @@ bench: lib
 	$(MAKE) -C Benchmarks BUILD=$(BUILD) SWIFT=$(SWIFT) CC=$(CC)
 	SWIFT=$(SWIFT) python3 Benchmarks/report.py $(BENCH_ARGS)
 
-## install: PREFIX (default /usr/local), LIBDIR (default PREFIX/lib)
-install: lib
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig
-	install -m 0755 $(BUILD)/lib/libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+## install: the library, its private Swift runtime, the plugins, the headers
+## and turnstate.pc into PREFIX (default /usr/local), LIBDIR (default
+## PREFIX/lib); DESTDIR for staging. Libraries 0644 and stripped; their debug
+## information in a .debug folder beside each (gdb finds it by debuglink).
+INSTALL_PLUGINS := $(C_PLUGINS) logger
+PLUGINSDIR = $(LIBDIR)/turnstate/plugins
+install: lib plugins
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PLUGINSDIR)
+	pkgconfig/install-stripped.sh $(BUILD)/lib/libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR) libturnstate.so.$(VERSION)
 	ln -sf libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libturnstate.so.$(SOVERSION)
 	ln -sf libturnstate.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libturnstate.so
+	pkgconfig/swift-runtime.sh $(DESTDIR)$(LIBDIR)/turnstate $(BUILD)/lib/libturnstate.so.$(VERSION) \
+	  $(BUILD)/plugins/logger.so | sed 's|^|runtime: |'
+	for p in $(INSTALL_PLUGINS); do \
+	  pkgconfig/install-stripped.sh $(BUILD)/plugins/$$p.so $(DESTDIR)$(PLUGINSDIR) $$p.so; \
+	done
 	install -m 0644 Include/turnstate.h Include/turnstate_plugin.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    pkgconfig/turnstate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
-	@echo "installed into $(DESTDIR)$(PREFIX)"
+	@echo "installed into $(DESTDIR)$(PREFIX) (plugins in $(PLUGINSDIR))"
 
 ## deb: the Debian packages libturnstate0 (library, plugins, private Swift
 ## runtime), libturnstate-dev and libturnstate0-dbgsym in build/deb/, from
@@ -310,9 +335,11 @@ test-deb: deb
 	Tests/deb/run.sh $(VERSION) $(BUILD)/deb
 
 uninstall:
-	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(PREFIX)/include/turnstate.h \
-	      $(DESTDIR)$(PREFIX)/include/turnstate_plugin.h \
+	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(LIBDIR)/.debug/libturnstate.so.*.debug \
+	      $(DESTDIR)$(PREFIX)/include/turnstate.h $(DESTDIR)$(PREFIX)/include/turnstate_plugin.h \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
+	rm -rf $(DESTDIR)$(LIBDIR)/turnstate
+	-rmdir $(DESTDIR)$(LIBDIR)/.debug 2>/dev/null
 
 clean:
 	rm -rf $(BUILD) .build .build-*

@@ -11,14 +11,19 @@ let package = Package(
         .library(name: "Turnstate", targets: ["Turnstate"]),
         /// The C API compiled into a Swift program: `import CTurnstate` and call `ts_*`.
         .library(name: "TurnstateC", targets: ["TurnstateC", "CTurnstate"]),
+        /// Typed Swift stores loading the same plugins: `import TurnstatePlugins`.
+        .library(name: "TurnstatePlugins", targets: ["TurnstatePlugins"]),
         /// libturnstate.so: the C API for C and every language with a C FFI.
         .library(name: "turnstate", type: .dynamic, targets: ["TurnstateC"]),
         /// The logger middleware plugin, written in Swift: load it with ts_store_load_plugin.
         .library(name: "turnstate-logger", type: .dynamic, targets: ["TurnstateLoggerPlugin"]),
     ],
     targets: [
-        // The core: the typed store and its semantics.
-        .target(name: "Turnstate"),
+        // The core: the typed store and its semantics, without Foundation.
+        .target(name: "TurnstateCore"),
+        // `import Turnstate`: the core re-exported, plus the Codable wire form
+        // of actions (Foundation's JSON coders).
+        .target(name: "Turnstate", dependencies: ["TurnstateCore"]),
         // The public C header (Include/, through a symlink).
         .target(name: "CTurnstate"),
         // A thin C API over simdjson, the JSON parser of the C face.
@@ -26,11 +31,14 @@ let package = Package(
         // libffi closures and thread-local error text.
         .target(name: "CTurnstateSupport", linkerSettings: [.linkedLibrary("ffi")]),
         // The C face: implements Include/turnstate.h over the core store.
-        .target(name: "TurnstateC", dependencies: ["Turnstate", "CTurnstate", "CTurnstateJSON", "CTurnstateSupport"],
+        // It links TurnstateCore only: libturnstate.so needs no Foundation.
+        .target(name: "TurnstateC", dependencies: ["TurnstateCore", "CTurnstate", "CTurnstateJSON", "CTurnstateSupport"],
                 exclude: ["exports.map", "ShutdownProtocol.pml"]),
+        // Typed Swift stores load plugins through the C face's plugin host.
+        .target(name: "TurnstatePlugins", dependencies: ["Turnstate", "TurnstateC", "CTurnstate"]),
         .executableTarget(name: "turnstate-demo", dependencies: ["Turnstate"], path: "Examples/SwiftDemo"),
         .testTarget(name: "TurnstateTests", dependencies: ["Turnstate"]),
-        .testTarget(name: "TurnstateCTests", dependencies: ["Turnstate", "TurnstateC"]),
+        .testTarget(name: "TurnstateCTests", dependencies: ["Turnstate", "TurnstateC", "TurnstatePlugins"]),
         // The logger plugin (Plugins/logger): reaches the store only through ts_store_api.
         .target(name: "TurnstateLoggerPlugin", dependencies: ["CTurnstate"], path: "Plugins/logger", exclude: ["README.md"]),
     ],

@@ -1,9 +1,9 @@
 import CTurnstate
 import CTurnstateSupport
-import Turnstate
+import TurnstateCore
 
 /// How the actions of one kind of store cross to C middleware and back.
-protocol ActionBridge<State>: Sendable {
+package protocol ActionBridge<State>: Sendable {
     associatedtype State: Sendable
     /// The tagged JSON form of `action` for C code, or nil to pass the action
     /// on without showing it to the C middleware.

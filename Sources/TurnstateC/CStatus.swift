@@ -1,6 +1,6 @@
 import CTurnstate
 import CTurnstateSupport
-import Turnstate
+import TurnstateCore
 
 /// Translation between Swift errors and the C API's statuses and
 /// thread-local error message.

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CTurnstate
-import Turnstate
+import TurnstateCore
 
 /// The C face of one store: a `Store<JSONState>` whose reducers, listeners
 /// and middleware are C callbacks. It translates; the core store holds the

@@ -5,7 +5,7 @@ import Darwin
 #endif
 import CTurnstate
 import CTurnstateSupport
-import Turnstate
+import TurnstateCore
 
 // The C API of Include/turnstate.h. Each function is checked against its
 // declaration there by @c @implementation; each translates arguments and

@@ -1,6 +1,6 @@
 import CTurnstate
 import CTurnstateSupport
-import Turnstate
+import TurnstateCore
 
 /// A Swift closure made into a plain C function pointer with libffi. The
 /// function stays valid as long as this object lives.

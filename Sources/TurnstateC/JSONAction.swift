@@ -5,22 +5,22 @@ import Darwin
 #endif
 import CTurnstate
 import CTurnstateJSON
-import Turnstate
+import TurnstateCore
 
 /// A tagged JSON action, parsed once: the view that reducers and middleware
 /// get (`ts_action`) points into it. Made from C text (`init(parsing:)`), it
 /// borrows that text from the caller of `ts_store_dispatch` (or of `next`),
 /// which outlives the dispatch, so it must not outlive the dispatch either;
 /// made from Swift (`init(copying:)`), it owns a copy.
-final class JSONAction: Action, @unchecked Sendable {
+package final class JSONAction: Action, @unchecked Sendable {
     /// The type and payload, unescaped and minified, in one block.
     private let block: UnsafeMutablePointer<CChar>
-    let view: UnsafeMutablePointer<ts_action>
+    package let view: UnsafeMutablePointer<ts_action>
     /// The action's text when the action owns it (made from Swift).
     private var ownedText: UnsafeMutablePointer<CChar>?
 
     /// Parses a copy of `json`, which the action then owns.
-    convenience init(copying json: String) throws(StoreError) {
+    package convenience init(copying json: String) throws(StoreError) {
         guard let copy = strdup(json) else { throw StoreError(.outOfMemory, "no memory for the action") }
         do {
             try self.init(parsing: copy)
@@ -31,7 +31,7 @@ final class JSONAction: Action, @unchecked Sendable {
         ownedText = copy
     }
 
-    init(parsing json: UnsafePointer<CChar>) throws(StoreError) {
+    package init(parsing json: UnsafePointer<CChar>) throws(StoreError) {
         var block: UnsafeMutablePointer<CChar>?
         var type: UnsafePointer<CChar>?
         var typeLength = 0
@@ -67,5 +67,5 @@ final class JSONAction: Action, @unchecked Sendable {
             return words.load(as: JSONAction.self)
         }
     }
-    var type: String { String(cString: view.pointee.type) }
+    package var type: String { String(cString: view.pointee.type) }
 }

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CTurnstateJSON
-import Turnstate
+import TurnstateCore
 
 extension StoreError {
     /// Converts a JSON layer error, prefixing `context` ("action", "state of \"todos\"").

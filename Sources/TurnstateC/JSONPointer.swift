@@ -1,4 +1,4 @@
-import Turnstate
+import TurnstateCore
 
 /// An RFC 6901 JSON Pointer into a C store's state, split at its first token,
 /// which names the slice (top-level key); the rest is resolved inside it.

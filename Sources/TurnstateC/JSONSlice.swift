@@ -6,12 +6,12 @@ import Darwin
 import CTurnstate
 import CTurnstateJSON
 import Synchronization
-import Turnstate
+import TurnstateCore
 
 /// The value of one top-level key of a C store's state, kept as validated,
 /// minified JSON text. Immutable: a reducer that changes a slice makes a new
 /// one, so unchanged slices are never parsed or serialized again.
-final class JSONSlice: @unchecked Sendable {
+package final class JSONSlice: @unchecked Sendable {
     private static let lastID = Atomic<UInt64>(0)
 
     /// Unique for the life of the process: a changed slice has a new id.
@@ -24,7 +24,7 @@ final class JSONSlice: @unchecked Sendable {
     @exclusivity(unchecked) private var document: OpaquePointer?
 
     /// Validates `json[0..<length]` and keeps its minified form.
-    init(validating json: UnsafePointer<CChar>, length: Int, context: @autoclosure () -> String) throws(StoreError) {
+    package init(validating json: UnsafePointer<CChar>, length: Int, context: @autoclosure () -> String) throws(StoreError) {
         var out: UnsafeMutablePointer<CChar>?
         var outLength = 0
         try checkJSON(context()) { tsj_minify(json, length, &out, &outLength, $0) }
@@ -73,7 +73,7 @@ final class JSONSlice: @unchecked Sendable {
 
     /// The minified text of the value at `pointer` (an RFC 6901 pointer
     /// relative to this slice, "" for the slice itself), malloc'ed.
-    func value(at pointer: Substring.UTF8View, path: @autoclosure () -> String) throws(StoreError) -> (UnsafeMutablePointer<CChar>, Int) {
+    package func value(at pointer: Substring.UTF8View, path: @autoclosure () -> String) throws(StoreError) -> (UnsafeMutablePointer<CChar>, Int) {
         if pointer.isEmpty { return (try copyText(), length) }
         let document = try parsed()
         var out: UnsafeMutablePointer<CChar>?

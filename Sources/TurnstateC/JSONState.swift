@@ -5,7 +5,7 @@ import Darwin
 #endif
 import CTurnstateJSON
 import Synchronization
-import Turnstate
+import TurnstateCore
 
 /// The state of a C store: a JSON object whose top-level values are kept as
 /// separate slices of JSON text, in the order the keys first appeared.

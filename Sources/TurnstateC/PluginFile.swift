@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CTurnstate
-import Turnstate
+import TurnstateCore
 
 /// A plugin's shared object, opened and checked: safe to load (see
 /// TrustedFile: nobody else can write it or a folder above it), a shared
@@ -127,7 +127,7 @@ struct PluginFile: @unchecked Sendable {
     private static func replacing(_ name: String, with real: String, in text: String) -> String {
         var result = ""
         var rest = text[...]
-        while let range = rest.firstRange(of: name) {
+        while let range = firstRange(of: name, in: rest) {
             result += rest[..<range.lowerBound]
             if range.upperBound < rest.endIndex, rest[range.upperBound].isNumber {
                 result += rest[range]
@@ -137,6 +137,22 @@ struct PluginFile: @unchecked Sendable {
             rest = rest[range.upperBound...]
         }
         return result + rest
+    }
+
+    /// The first occurrence of `name` in `text`, compared by UTF-8 bytes (the
+    /// library does not link the standard library's string processing).
+    private static func firstRange(of name: String, in text: Substring) -> Range<Substring.Index>? {
+        let needle = name.utf8
+        guard let first = needle.first else { return nil }
+        var start = text.utf8.startIndex
+        while let found = text.utf8[start...].firstIndex(of: first) {
+            if let end = text.utf8.index(found, offsetBy: needle.count, limitedBy: text.utf8.endIndex),
+               text.utf8[found..<end].elementsEqual(needle) {
+                return found..<end
+            }
+            start = text.utf8.index(after: found)
+        }
+        return nil
     }
 
     static func baseName(of path: String) -> String {

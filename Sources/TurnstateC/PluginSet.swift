@@ -5,12 +5,12 @@ import Darwin
 #endif
 import CTurnstate
 import CTurnstateJSON
-import Turnstate
+import TurnstateCore
 
 /// The plugins loaded into one store (of either face). Each becomes a
 /// middleware at the end of the chain; all are destroyed, last loaded first,
 /// when the set goes (with its store).
-final class PluginSet<State: Sendable>: @unchecked Sendable {
+package final class PluginSet<State: Sendable>: @unchecked Sendable {
     /// Weak: the set is owned by the store (or its face), never the reverse.
     private weak var store: Store<State>?
     private let api: StoreAPI
@@ -18,7 +18,7 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
     /// Guarded by the store's lock.
     private var instances: [PluginInstance] = []
 
-    init(store: Store<State>, api: StoreAPI, bridge: any ActionBridge<State>) {
+    package init(store: Store<State>, api: StoreAPI, bridge: any ActionBridge<State>) {
         self.store = store
         self.api = api
         self.bridge = bridge
@@ -32,13 +32,13 @@ final class PluginSet<State: Sendable>: @unchecked Sendable {
     }
 
     /// Loads one plugin with `config` (JSON text; nil means {}).
-    func load(path: String, config: String?) throws(StoreError) {
+    package func load(path: String, config: String?) throws(StoreError) {
         try loadAtomically { () throws(StoreError) in [(path, config ?? "{}")] }
     }
 
     /// Loads every `*.so` in `folder` in byte order of their names, each with
     /// the config in `NAME.json` beside it if there is one. All or nothing.
-    func loadFolder(_ folder: String) throws(StoreError) {
+    package func loadFolder(_ folder: String) throws(StoreError) {
         try loadAtomically { () throws(StoreError) in
             var plugins: [(String, String)] = []
             for file in try Self.pluginFiles(in: folder) {

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CTurnstate
-import Turnstate
+import TurnstateCore
 
 /// The action a reducer gets when it must produce the first value of its slice.
 let initAction: StaticString = #"{"type":"@@turnstate/init"}"#

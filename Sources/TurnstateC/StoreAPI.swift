@@ -5,10 +5,10 @@ import Darwin
 #endif
 import CTurnstate
 import CTurnstateSupport
-import Turnstate
+import TurnstateCore
 
 /// What the functions of a `ts_store_api` table do for one kind of store.
-protocol StoreFace: AnyObject, Sendable {
+package protocol StoreFace: AnyObject, Sendable {
     /// Dispatches tagged JSON from the top of the chain.
     func dispatch(_ json: UnsafePointer<CChar>) throws(StoreError)
     /// The text at a JSON Pointer (NULL or "" for the whole state), malloc'ed.
@@ -19,13 +19,13 @@ protocol StoreFace: AnyObject, Sendable {
 
 /// The `ts_store_api` table that C middleware and plugins get: plain C
 /// functions (libffi closures) bound to one store, made once per store.
-final class StoreAPI: @unchecked Sendable {
+package final class StoreAPI: @unchecked Sendable {
     let table: UnsafeMutablePointer<ts_store_api>
     private let closures: [FFIClosure]
 
     /// Makes the table for `face`, which it holds weakly: once the store is
     /// gone its functions return TS_E_STORE_GONE.
-    init(for face: some StoreFace) throws(StoreError) {
+    package init(for face: some StoreFace) throws(StoreError) {
         weak let face = face
         let gone = { (function: StaticString) in StoreError(.storeReleased, "\(function): the store was destroyed") }
         let dispatch = try FFIClosure.string { text in

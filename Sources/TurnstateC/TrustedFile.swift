@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Turnstate
+import TurnstateCore
 
 /// The one place that decides whether the library may trust a file or folder
 /// to hold plugin code or a plugin's config (after OpenSSH's StrictModes and

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Turnstate
 import TurnstateC
+import TurnstatePlugins
 
 // A typed Swift store loads the same .so plugins as C stores. These tests
 // compile small C plugins with the system compiler into a private folder.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Turnstate
 import TurnstateC
+import TurnstatePlugins
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -74,8 +74,15 @@ else
   fail "lib/ lacks libturnstate.so.$major or libturnstate.so.$version: $(ls "$tmp/lib" | paste -sd' ')"
 fi
 
-# 5. Build the consumer with nothing but pkg-config's flags.
+# 5. Build the consumer with pkg-config's flags; the .pc carries no rpath (as
+# sqlite3's and libgit2's do not), so a consumer of a private prefix adds its
+# own, as the README shows.
 cflags_libs=$(pkg-config --cflags --libs turnstate)
+case "$cflags_libs" in
+  *rpath*) fail "pkg-config --libs turnstate carries an rpath: $cflags_libs" ;;
+  *) pass "pkg-config --libs turnstate has no rpath" ;;
+esac
+cflags_libs="$cflags_libs -Wl,-rpath,$(pkg-config --variable=libdir turnstate)"
 echo "  cc consumer.c $cflags_libs -o \$tmp/consumer"
 # shellcheck disable=SC2086 # the flags are words
 if (cd "$here" && cc consumer.c $cflags_libs -o "$tmp/consumer") >"$tmp/cc.log" 2>&1; then

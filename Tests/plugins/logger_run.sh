@@ -1,35 +1,21 @@
 #!/usr/bin/env bash
-# Builds the logger plugin (Swift, Plugins/logger) and its C test, and runs
-# the test against build/lib/libturnstate.so. Ends with the test's summary
+# Builds the C test of the logger plugin (Swift, Plugins/logger; built by
+# `make plugins`) and runs it against build/lib/libturnstate.so. Ends with the test's summary
 # line "logger: N passed, M failed"; exits non-zero if anything failed.
 #
 #   Tests/plugins/logger_run.sh          (from anywhere in the checkout)
 #
-# Builds with its own SwiftPM scratch path (.build-plugins), so it never
-# races with the library's or the Swift tests' builds.
-#
-# `make coverage` runs it with TS_BUILD=build/coverage, TS_PLUGIN_SCRATCH,
-# TS_CONFIG=debug and TS_PLUGIN_SWIFTFLAGS=--enable-code-coverage.
+# `make coverage` runs it with TS_BUILD=build/coverage.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
-SWIFT=${SWIFT:-swift}
 CC=${CC:-cc}
 CFLAGS=${CFLAGS:--std=c99 -O2 -g -Wall -Wextra -Werror -pedantic}
 BUILD=${TS_BUILD:-$ROOT/build}
-SCRATCH=${TS_PLUGIN_SCRATCH:-$ROOT/.build-plugins}
-CONFIG=${TS_CONFIG:-release}
 
-echo "== make lib"
-make --no-print-directory lib
-
-echo "== the logger plugin"
-# shellcheck disable=SC2086 # TS_PLUGIN_SWIFTFLAGS is a list of flags
-"$SWIFT" build -c "$CONFIG" --scratch-path "$SCRATCH" --product turnstate-logger ${TS_PLUGIN_SWIFTFLAGS:-}
-mkdir -p "$BUILD/plugins"
-# The store refuses plugins that others can write to (the file or its folder).
-chmod go-w "$BUILD/plugins"
-install -m 0755 "$SCRATCH/$CONFIG/libturnstate-logger.so" "$BUILD/plugins/logger.so"
+# `make plugins` builds the logger (with the flags of what ships) into
+# $BUILD/plugins/logger.so; `make test-plugins` does that first.
+[ -f "$BUILD/plugins/logger.so" ] || { echo "no $BUILD/plugins/logger.so: run make plugins" >&2; exit 1; }
 PLUGIN="$BUILD/plugins/logger.so"
 
 if readelf -d "$PLUGIN" | grep NEEDED | grep -q libturnstate; then

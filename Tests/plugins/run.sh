@@ -138,6 +138,8 @@ elif command -v valgrind >/dev/null && command -v objcopy >/dev/null; then
   vglib=$BUILD/tests/plugins_vglib
   mkdir -p "$vglib"
   objcopy --strip-debug "$(readlink -f "$BUILD/lib/libturnstate.so")" "$vglib/libturnstate.so.0"
+  # Its private Swift runtime, found through its RUNPATH $ORIGIN/turnstate.
+  ln -sfn "$(readlink -f "$BUILD/lib/turnstate")" "$vglib/turnstate"
   supp=()
   [ -s Tests/c/valgrind.supp ] && supp=(--suppressions="$ROOT/Tests/c/valgrind.supp")
   for t in delay guard journal shutdown; do

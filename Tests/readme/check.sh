@@ -34,9 +34,16 @@ cc -std=c99 -Wall -Wextra -Werror -IInclude "$work/app.c" -o "$work/app" -Lbuild
 expected=$(extract "## C quick start" sh | sed -n 's/^# //p')
 check diff <(echo "$expected") "$work/app.out"
 
+# The quick start's shell commands, run as written (HOME is a scratch folder,
+# so `make install PREFIX=$HOME/.local` installs there; app.c is the block above).
+extract "## C quick start" sh | grep -v '^#' > "$work/commands.sh"
+mkdir -p "$work/home" "$work/run" && cp "$work/app.c" "$work/run/app.c"
+sed -i "s|^make install\(.*\)|make -C $PWD --no-print-directory install\1 >'$work/install.log'|" "$work/commands.sh"
+check bash -c "cd '$work/run' && HOME='$work/home' bash -euo pipefail '$work/commands.sh' >'$work/commands.out' 2>&1 && diff <(echo \"\$0\") '$work/commands.out'" "$expected"
+
 extract "### Write a plugin" c > "$work/plugin.c"
 cc -std=c99 -Wall -Wextra -Werror -shared -fPIC -IInclude "$work/plugin.c" -o "$work/counter.so"
 check bash -c "! readelf -d '$work/counter.so' | grep -q libturnstate"
 
-echo "readme: $((3 - failed)) passed, $failed failed"
+echo "readme: $((4 - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -10,6 +10,7 @@ import Foundation
 #endif
 import CTurnstate
 import Turnstate
+import TurnstateC
 
 extension Store where State: Codable {
     /// Loads the middleware plugin at `path` (a shared object written against
@@ -60,12 +61,12 @@ extension Store where State: Codable {
 struct TaggedActionBridge<State: Sendable>: ActionBridge {
     let registry: ActionRegistry
 
-    func foreign(_ action: any Action) throws(StoreError) -> JSONAction? {
+    package func foreign(_ action: any Action) throws(StoreError) -> JSONAction? {
         guard let tagged = action as? any TaggedAction else { return nil }
         return try JSONAction(copying: try tagged.taggedJSON())
     }
 
-    func native(_ json: UnsafePointer<CChar>) throws(StoreError) -> any Action {
+    package func native(_ json: UnsafePointer<CChar>) throws(StoreError) -> any Action {
         let action = try JSONAction(parsing: json)
         let payload = action.view.pointee.payload.map { String(cString: $0) }
         return try registry.decode(type: action.type, payload: payload)
@@ -87,11 +88,11 @@ final class TypedStoreFace<State: Codable & Sendable>: StoreFace, @unchecked Sen
         return store
     }
 
-    func dispatch(_ json: UnsafePointer<CChar>) throws(StoreError) {
+    package func dispatch(_ json: UnsafePointer<CChar>) throws(StoreError) {
         try live().dispatch(try TaggedActionBridge<State>(registry: registry).native(json))
     }
 
-    func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar> {
+    package func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar> {
         let pointerText = pointer.map { String(cString: $0) } ?? ""
         let data: Data
         do {
@@ -111,7 +112,7 @@ final class TypedStoreFace<State: Codable & Sendable>: StoreFace, @unchecked Sen
         return try whole.get().value(at: pointerText[...].utf8, path: pointerText).0
     }
 
-    func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {
+    package func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {
         let length = strlen(json)
         // Strict JSON first, as for C stores: JSONDecoder alone would take one
         // copy of a key that appears twice.
