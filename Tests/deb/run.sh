@@ -3,9 +3,10 @@
 # DEBDIR (fields, shlibs, modes, stripping, debug symbols), runs lintian
 # (an error fails), installs them with apt-get, builds Tests/deb/app.c with
 # nothing but `pkg-config --cflags --libs turnstate`, runs it with the Swift
-# toolchain hidden (a private mount namespace with an empty folder mounted
-# over the toolchain's root; ldd must find everything), then purges the
-# packages and checks that nothing of them is left.
+# toolchain hidden (Tests/install/without-swift.sh: a private mount namespace
+# with an empty folder mounted over the toolchain's root; ldd must find
+# everything, the process must map one libswiftCore.so, the package's), then
+# purges the packages and checks that nothing of them is left.
 #
 #   Tests/deb/run.sh VERSION DEBDIR      (make test-deb: VERSION from the
 #                                         header, DEBDIR build/deb)
@@ -16,6 +17,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
 version=${1:?usage: run.sh VERSION DEBDIR}
 debdir=$(cd "${2:?usage: run.sh VERSION DEBDIR}" && pwd)
 packages=(libturnstate0 libturnstate-dev libturnstate0-dbgsym)
@@ -124,6 +126,8 @@ not0644=$(find "$xl" "$xd" "$xg" -type f ! -perm 0644 | sed "s|^$tmp/x/||")
 check "every file is 0644${not0644:+ (not: $not0644)}" [ -z "$not0644" ]
 unstripped=$(find "$xl" -type f -name '*.so*' -exec sh -c 'readelf -S -W "$1" | grep -qE " \.(symtab|debug_info) " && echo "${1#'"$xl"'}"' _ {} \;)
 check "every ELF file of libturnstate0 is stripped${unstripped:+ (not: $unstripped)}" [ -z "$unstripped" ]
+stray=$(find "$xl" "$xd" -name '*.debug' | sed "s|^$tmp/x/||")
+check "no .debug file outside libturnstate0-dbgsym${stray:+ (found: $stray)}" [ -z "$stray" ]
 id=$(readelf -n "$real" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
 debug=$xg/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
 check "libturnstate0-dbgsym has the library's debug file (.build-id/${id:0:2}/${id:2}.debug)" [ -f "$debug" ]
@@ -173,21 +177,17 @@ else
   finish
 fi
 
+# Tests/install/without-swift.sh: a private mount namespace in which the
+# toolchain of swiftc on PATH is hidden under an empty folder (exit 3 if it
+# cannot hide it).
 swift=$(command -v swift || true)
-if [ -n "$swift" ]; then
-  toolchain=$(realpath "$(dirname "$(dirname "$(realpath "$swift")")")/..")
-else
-  toolchain=""
-  echo "  (no swift on PATH: there is no toolchain to hide)"
-fi
-mkdir -p "$tmp/empty" "$tmp/work"
+runtime=""   # the toolchain's Swift runtime, which must be out of sight
+[ -n "$swift" ] && runtime=$(dirname "$(dirname "$(realpath "$swift")")")/lib/swift/linux
+mkdir -p "$tmp/work"
 cat >"$tmp/hidden.sh" <<EOF
 set -u
-if [ -n "$toolchain" ]; then
-  mount --bind "$tmp/empty" "$toolchain" || { echo "HIDE-FAILED"; exit 1; }
-  if [ -n "\$(ls -A "$toolchain")" ]; then echo "HIDE-FAILED"; exit 1; fi
-  if command -v swift >/dev/null 2>&1 && swift --version >/dev/null 2>&1; then echo "HIDE-FAILED"; exit 1; fi
-  echo "    toolchain $toolchain hidden"
+if [ -n "$runtime" ] && [ -e "$runtime/libswiftCore.so" ]; then
+  echo "HIDE-FAILED: $runtime/libswiftCore.so is still visible"; exit 1
 fi
 for f in "$tmp/app" "$pluginsdir"/*.so; do
   echo "== ldd \$f"; env -u LD_LIBRARY_PATH ldd "\$f"
@@ -196,9 +196,11 @@ echo "== run"
 env -u LD_LIBRARY_PATH SWIFT_BACKTRACE=enable=no "$tmp/app" "$pluginsdir" "$tmp/work"
 echo "== exit \$?"
 EOF
-unshare -m --propagation private bash "$tmp/hidden.sh" >"$tmp/hidden.log" 2>&1
-check "the Swift toolchain ($toolchain) is hidden in a private mount namespace" \
-  bash -c "! grep -q HIDE-FAILED '$tmp/hidden.log' && { [ -z '$toolchain' ] || grep -q 'toolchain .* hidden' '$tmp/hidden.log'; }"
+"$root/Tests/install/without-swift.sh" bash "$tmp/hidden.sh" >"$tmp/hidden.log" 2>&1
+hidden=$?
+check "the Swift toolchain's runtime (${runtime:-none: no swift on PATH}) is hidden in a private mount namespace" \
+  bash -c "[ $hidden -ne 3 ] && ! grep -q HIDE-FAILED '$tmp/hidden.log'"
+grep -E 'without-swift|HIDE-FAILED' "$tmp/hidden.log" | indent
 sed -n '/^== ldd/,/^== run/p' "$tmp/hidden.log" | grep -v '^== run' >"$tmp/ldd.log"
 notfound=$(grep 'not found' "$tmp/ldd.log")
 check "ldd app and every plugin: nothing is \"not found\"" [ -z "$notfound" ]
@@ -209,7 +211,7 @@ check "ldd app: libturnstate.so.$major => $resolved, the package's $libdir/libtu
   [ -n "$resolved" -a "$(realpath -m "$resolved")" = "$(realpath -m "$libdir/libturnstate.so.$version")" ]
 check "ldd logger.so: libswiftCore.so => the package's private copy ($libdir/turnstate)" \
   bash -c "sed -n '/logger.so$/,/^==/p' '$tmp/ldd.log' | grep -q 'libswiftCore.so => $libdir/turnstate/\(plugins/\.\./\)\?libswiftCore.so'"
-check "ldd: nothing resolves into the toolchain" bash -c "[ -z '$toolchain' ] || ! grep -q ' => $toolchain' '$tmp/ldd.log'"
+check "ldd: nothing resolves into the toolchain" bash -c "[ -z '$runtime' ] || ! grep -q ' => $runtime' '$tmp/ldd.log'"
 sed -n '/^== run/,$p' "$tmp/hidden.log" | grep -v '^==' | indent
 app_ok=$(sed -n '/^== run/,$p' "$tmp/hidden.log" | grep -c '^  ok ')
 app_failed=$(sed -n '/^== run/,$p' "$tmp/hidden.log" | grep -c '^  FAIL ')

@@ -95,6 +95,21 @@ claim() {
 split=$work/stage   # a copy of the stage, emptied as packages claim its files
 cp -a "$stage/." "$split"
 
+# detached debug files that make install wrote, wherever it put them (first:
+# they may lie in a folder that a package claims whole)
+build_id() { readelf -n "$1" 2>/dev/null | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p' | head -n1; }
+while IFS= read -r -d '' f; do
+  id=$(build_id "$f")
+  [ -n "$id" ] || die "${f#"$split/"} has no build-id note"
+  mkdir -p "debian/$dbg/usr/lib/debug/.build-id/${id:0:2}"
+  # compressed, as dh_strip writes them
+  objcopy --compress-debug-sections "$f" "debian/$dbg/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug"
+  rm -f "$f"
+done < <(find "$split" -name '*.debug' -type f -print0)
+# and the folders that held them (make install's LIBDIR/.debug, plugins/.debug)
+find "$split" -depth -type d -empty -delete
+mkdir -p "$split"
+
 # libturnstate0: the real file and the SONAME link, and the private folder
 claim $lib "$libdir/libturnstate.so.$version"
 claim $lib "$libdir/libturnstate.so.$soversion"
@@ -105,15 +120,6 @@ claim $dev "$libdir/libturnstate.so"
 claim $dev "usr/include/turnstate.h"
 claim $dev "usr/include/turnstate_plugin.h"
 claim $dev "$libdir/pkgconfig/turnstate.pc"
-
-# detached debug files that make install wrote, wherever it put them
-build_id() { readelf -n "$1" 2>/dev/null | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p' | head -n1; }
-while IFS= read -r -d '' f; do
-  id=$(build_id "$f")
-  [ -n "$id" ] || die "${f#"$split/"} has no build-id note"
-  mkdir -p "debian/$dbg/usr/lib/debug/.build-id/${id:0:2}"
-  mv "$f" "debian/$dbg/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug"
-done < <(find "$split" -name '*.debug' -type f -print0)
 
 # anything left over is a file that no package ships: fail
 leftover=$(cd "$split" && find . ! -type d | sed 's|^\./||' | sort)
