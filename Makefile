@@ -315,18 +315,12 @@ install: lib plugins
 
 ## deb: the Debian packages libturnstate0 (library, plugins, private Swift
 ## runtime), libturnstate-dev and libturnstate0-dbgsym in build/deb/, from
-## `make install PREFIX=/usr LIBDIR=/usr/lib/<multiarch>` (pkgconfig/debian/);
-## DEB_STAGE=DIR packages a tree installed that way instead
+## `make install PREFIX=/usr LIBDIR=/usr/lib/<multiarch>` (pkgconfig/debian/)
 DEB_MULTIARCH = $(shell dpkg-architecture -qDEB_HOST_MULTIARCH)
-DEB_STAGE ?=
 deb: lib plugins
 	@rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb
-ifeq ($(DEB_STAGE),)
 	$(MAKE) --no-print-directory install PREFIX=/usr LIBDIR=/usr/lib/$(DEB_MULTIARCH) DESTDIR=$(BUILD)/deb/stage
 	pkgconfig/debian/build-debs.sh $(VERSION) $(BUILD)/deb/stage $(BUILD)/deb
-else
-	pkgconfig/debian/build-debs.sh $(VERSION) $(DEB_STAGE) $(BUILD)/deb
-endif
 
 ## test-deb: builds the packages, checks them, runs lintian, installs them,
 ## builds and runs a pkg-config consumer with the Swift toolchain hidden,
