@@ -91,7 +91,7 @@ check "libturnstate0-dbgsym: Section: debug" [ "$(field "$dbg_deb" Section)" = d
 
 depends=$(field "$lib_deb" Depends)
 echo "    libturnstate0 Depends: $depends"
-for dep in libc6 libstdc++6 libsimdjson; do
+for dep in libc6 libsimdjson; do
   check "libturnstate0 Depends names $dep (from dpkg-shlibdeps)" grep -q "\b$dep" <<<"$depends"
 done
 check "libturnstate0 Depends names no Swift package (its runtime is in the package)" \
