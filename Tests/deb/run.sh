@@ -134,6 +134,29 @@ check "libturnstate0-dbgsym has the library's debug file (.build-id/${id:0:2}/${
 check "... with its DWARF (.debug_info)" bash -c "readelf -S -W '$debug' | grep -q ' \.debug_info '"
 check "libturnstate0-dbgsym: Build-Ids names the library's" grep -qw "$id" <<<"$(field "$dbg_deb" Build-Ids)"
 
+# ---- 1b. build-debs.sh refuses an incomplete or surprising make install ------
+# (make deb's stage, DEBDIR/stage, altered in copies)
+if [ -d "$debdir/stage" ]; then
+  refuse() { # WHAT EXPECTED-MESSAGE: build-debs.sh on $tmp/bad must fail, saying so
+    if "$root/pkgconfig/debian/build-debs.sh" "$version" "$tmp/bad" "$tmp/bad-out" >"$tmp/bad.log" 2>&1; then
+      fail "build-debs.sh refuses $1 (it built packages)"
+    elif grep -q "$2" "$tmp/bad.log"; then
+      pass "build-debs.sh refuses $1: $(grep -m1 "$2" "$tmp/bad.log" | sed 's/^build-debs: //')"
+    else
+      indent <"$tmp/bad.log"; fail "build-debs.sh refuses $1 with a message naming '$2'"
+    fi
+    rm -rf "$tmp/bad" "$tmp/bad-out"
+  }
+  cp -a "$debdir/stage" "$tmp/bad" && mkdir -p "$tmp/bad/usr/share" && echo x >"$tmp/bad/usr/share/stray.txt"
+  refuse "a stage with a file no package claims" "usr/share/stray.txt"
+  cp -a "$debdir/stage" "$tmp/bad" && rm -f "$tmp/bad$libdir/turnstate/libswiftCore.so"
+  refuse "a stage without the private Swift runtime" "libswiftCore.so is missing"
+  cp -a "$debdir/stage" "$tmp/bad" && rm -f "$tmp/bad$libdir/turnstate/plugins/logger.so"
+  refuse "a stage without a shipped plugin" "plugins/logger.so is missing"
+else
+  fail "$debdir/stage (make deb's make install tree) is missing"
+fi
+
 # ---- 2. lintian ---------------------------------------------------------------
 echo "  lintian --fail-on error --display-info ${debs[*]##*/}"
 lintian --fail-on error --display-info --tag-display-limit 0 "${debs[@]}" >"$tmp/lintian.log" 2>&1
