@@ -2,11 +2,13 @@
 #
 #   make run       set up, build, and run the C demo (plugins loaded from a folder)
 #   make test      every test: Swift (also under TSan), C (also under valgrind),
-#                  exported symbols, pkg-config consumer, Python, plugins,
+#                  the C++ header (also under valgrind and TSan), exported
+#                  symbols, the ABI baseline (make abi-baseline records
+#                  additions), pkg-config consumer, Python, plugins,
 #                  the shutdown protocol model (spin), the concurrency
 #                  torture test (ASan and TSan), fault injection, the fuzz
 #                  corpora replayed, the C and plugin suites under ASan
-#   make fuzz      libFuzzer harnesses (FUZZ_SECONDS each, default 60)
+#   make abi-baseline  rewrite Tests/abi/ (the ABI test-abi compares with)
 #   make install PREFIX=/usr/local   the library, headers and turnstate.pc
 #   make bench     release benchmarks, printed as one table
 #   make coverage  line and branch coverage of Sources/ and Plugins/ from the
@@ -15,6 +17,8 @@
 #   make fuzz      the libFuzzer harnesses (Tests/fuzz), FUZZ_SECONDS (60) each,
 #                  against an ASan build (not part of test; test-fuzz-replay,
 #                  test-c-asan and test-plugins-asan are)
+#
+#   make help      every target, with its description
 #
 # Everything built lands in build/ (C programs, the library) and .build*/
 # (SwiftPM); both are ignored by git.
@@ -71,17 +75,29 @@ C_PLUGINS := guard delay journal
 # The demo's plugin folder: loaded in name order, guard first, journal last.
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
-.PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean deb test-deb \
-        test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-install test-python test-plugins test-readme \
+.PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean deb \
+        test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
+        test-pkgconfig test-install test-deb test-python test-plugins test-readme test-cpp \
         test-model test-torture test-faults lib-tsan bench coverage \
-        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan
+        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help
 
+## help: this list (the "## target: description" comments of the Makefile)
+help:
+	@awk 'function flush() { if (name != "") { printf "  %-18s", name; n = split(text, w, " "); col = 20; \
+	        for (i = 1; i <= n; i++) { if (col + length(w[i]) > 100) { printf "\n%20s", ""; col = 20 } \
+	        printf " %s", w[i]; col += length(w[i]) + 1 } printf "\n" } name = "" } \
+	      /^## [a-z][a-z0-9-]*: / { flush(); name = substr($$2, 1, length($$2) - 1); text = substr($$0, length($$2) + 5); next } \
+	      /^## / && name != "" { text = text " " substr($$0, 4); next } \
+	      { flush() } END { flush() }' $(firstword $(MAKEFILE_LIST))
+
+## setup: check the Debian packages and the Swift toolchain (.ci/setup.sh; installs what is missing as root)
 setup:
 	@.ci/setup.sh
 
 ## build: the library, the plugins, the examples
 build: setup lib plugins examples
 
+## lib: build/lib/libturnstate.so (release) and its private Swift runtime, build/lib/turnstate
 lib: setup
 	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(RELEASE_SCRATCH) --product turnstate $(LIB_LDFLAGS) $(LIB_SHIP_FLAGS) $(LIB_SWIFTFLAGS)
 	@mkdir -p $(BUILD)/lib
@@ -104,6 +120,7 @@ plugins: setup
 	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger $(PLUGIN_SHIP_FLAGS) $(PLUGIN_SWIFTFLAGS)
 	@cp -f $(PLUGIN_SCRATCH)/$(LIB_CONFIG)/libturnstate-logger.so $(BUILD)/plugins/logger.so
 
+## demo-plugins: the demo's plugin folder, build/demo/plugins (guard, logger, delay, journal)
 demo-plugins: plugins
 	@rm -rf $(BUILD)/demo && mkdir -p $(DEMO_PLUGINS) && chmod 0755 $(BUILD)/demo $(DEMO_PLUGINS)
 	@cp Examples/plugins/*.json $(DEMO_PLUGINS)/
@@ -114,6 +131,7 @@ demo-plugins: plugins
 	@cp $(BUILD)/plugins/journal.so $(DEMO_PLUGINS)/90-journal.so
 	@chmod 0644 $(DEMO_PLUGINS)/*
 
+## examples: the C demo, build/bin/todo
 examples: lib
 	@mkdir -p $(BUILD)/bin
 	$(CC) $(CFLAGS) -IInclude Examples/todo.c -o $(BUILD)/bin/todo $(C_LINK)
@@ -122,48 +140,136 @@ examples: lib
 run: build demo-plugins
 	$(BUILD)/bin/todo $(DEMO_PLUGINS)
 
-## test: every suite; a summary line at the end
+## test: test-build, then every suite of TEST_SUITES: one line per suite (its
+## checks and seconds), full logs in build/test-logs/SUITE.log (the tail shown
+## when a suite fails), and a last line "N passed, M failed" counting checks
+TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
+               test-pkgconfig test-python test-plugins test-install test-readme test-cpp test-model test-torture \
+               test-faults test-fuzz-replay test-c-asan test-plugins-asan test-harness test-deb
 test: setup
-	@Tests/run-suites.sh test-swift test-swift-tsan test-json test-c test-exports test-pkgconfig test-python \
-	  test-plugins test-install test-readme test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
-	  test-deb
+	@Tests/run-suites.sh $(TEST_SUITES)
 
-test-swift: setup
-	$(SWIFT) test --scratch-path .build
+# Each suite reports its checks through Tests/checks.sh ("checks: N passed,
+# M failed" lines, added up by Tests/run-suites.sh). `make test` builds once
+# (test-build) and then runs each suite with TS_PREBUILT=1, under which the
+# suites' prerequisites in $(call prebuilt,...) are not remade (no repeated
+# build output); `make test-X` alone builds what it needs as before.
+prebuilt = $(if $(TS_PREBUILT),,$(1))
 
-test-swift-tsan: setup
-	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread
+## test-build: what the suites share, built once by `make test` before them:
+## the library, plugins, the TSan and ASan libraries, the fuzzers, the Swift tests
+test-build: setup lib plugins lib-tsan asan-plugins fuzz-build
+	$(SWIFT) build --build-tests --scratch-path .build
+	$(SWIFT) build --build-tests --scratch-path .build-tsan --sanitize=thread
 
-test-json: setup
-	Tests/json/run.sh
+## test-harness: the test machinery: Tests/checks.sh's counts, Tests/run-suites.sh, make help
+test-harness:
+	Tests/checks.sh Tests/harness/run.sh
 
-test-c: lib
+## test-swift: the Swift tests (swift-testing; XCTest, which has none, is off)
+test-swift: $(call prebuilt,setup)
+	$(if $(TS_PREBUILT),,$(SWIFT) build --build-tests --scratch-path .build)
+	Tests/checks.sh $(SWIFT) test --skip-build --disable-xctest --scratch-path .build
+
+## test-swift-tsan: the Swift tests under ThreadSanitizer
+test-swift-tsan: $(call prebuilt,setup)
+	$(if $(TS_PREBUILT),,$(SWIFT) build --build-tests --scratch-path .build-tsan --sanitize=thread)
+	Tests/checks.sh $(SWIFT) test --skip-build --disable-xctest --scratch-path .build-tsan --sanitize=thread
+
+## test-json: the JSON layer's C tests (Tests/json), natively and under valgrind
+test-json: $(call prebuilt,setup)
+	Tests/checks.sh Tests/json/run.sh
+
+## test-c: the C API suite (C_SUITE: one program, build/tests/test_store),
+## natively and under valgrind (--quick), then each program of C_TESTS
+# One program from the topic files; check.h/check.c are its harness (a failed
+# check names its rule and file:line). A new topic file goes in C_SUITE (and
+# its run_*_tests() in Tests/c/main.c).
+C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_reducers.c Tests/c/test_dispatch.c \
+           Tests/c/test_state.c Tests/c/test_subscribe.c Tests/c/test_middleware.c Tests/c/test_threads.c \
+           Tests/c/test_errors.c
+# Extra C test programs, each one file with its own main() that prints
+# "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
+# on failure; they may use check.h (check.c is linked in as an archive).
+# Versions, ts_alloc/ts_strdup, ts_reducer_fail.
+C_TESTS := Tests/c/test_memory_and_errors.c
+test-c: $(call prebuilt,lib)
 	@mkdir -p $(BUILD)/tests
-	$(CC) $(CFLAGS) -IInclude Tests/c/test_store.c -o $(BUILD)/tests/test_store $(C_LINK)
-	$(BUILD)/tests/test_store
-	$(VALGRIND) $(BUILD)/tests/test_store --quick
+	$(CC) $(CFLAGS) -IInclude $(C_SUITE) -o $(BUILD)/tests/test_store $(C_LINK)
+	Tests/checks.sh $(BUILD)/tests/test_store
+	Tests/checks.sh $(VALGRIND) $(BUILD)/tests/test_store --quick
+	@$(CC) $(CFLAGS) -IInclude -c Tests/c/check.c -o $(BUILD)/tests/check.o && \
+	  rm -f $(BUILD)/tests/libcheck.a && ar rcs $(BUILD)/tests/libcheck.a $(BUILD)/tests/check.o
+	@for t in $(C_TESTS); do \
+	  bin=$(BUILD)/tests/$$(basename $$t .c); \
+	  echo "cc $$t"; $(CC) $(CFLAGS) -IInclude -ITests/c $$t -o $$bin $(BUILD)/tests/libcheck.a $(C_LINK); \
+	  Tests/checks.sh $$bin; \
+	  Tests/checks.sh $(VALGRIND) $$bin --quick; \
+	done
+	@# The header's macros (TS_API, TS_DEPRECATED, TS_VERSION*) under gcc and clang, and without attributes.
+	PATH="$$PATH:$(dir $(realpath $(shell command -v $(SWIFT))))" Tests/checks.sh Tests/c/check_header.sh $(CC)
 
-test-exports: lib
-	Tests/abi/check_exports.sh Include/turnstate.h $(LIB)
+## test-exports: the library exports exactly the ts_ functions of the header
+test-exports: $(call prebuilt,lib)
+	Tests/checks.sh Tests/abi/check_exports.sh Include/turnstate.h $(LIB)
 
-test-pkgconfig: lib
-	Tests/pkgconfig/run.sh
+## test-abi: the ABI of libturnstate against the committed baseline
+## (Tests/abi/libturnstate.abi and Tests/abi/layout.txt; how, in
+## Tests/abi/check_abi.sh): abidiff on the C types of the headers, the built
+## library's exports, and the struct layouts (ts_plugin and ts_store_api
+## append-only). An incompatible change fails unless TS_VERSION_MAJOR (the
+## SONAME) changes with it. Additions fail too until the baseline records
+## them, so a commit that adds to the ABI runs `make abi-baseline` and commits
+## Tests/abi/ with the change.
+test-abi: $(call prebuilt,lib)
+	CC="$(CC)" Tests/checks.sh Tests/abi/check_abi.sh check $(BUILD) $(LIB) $(SOVERSION)
+
+## test-abi-selftest: test-abi's check against altered copies of the headers
+## (a signature, a struct layout, a status code, additions, a SONAME bump) and
+## stand-in libraries that lost or gained an export (Tests/abi/selftest.sh),
+## so that a check that stops seeing a kind of break fails
+test-abi-selftest: $(call prebuilt,lib)
+	CC="$(CC)" Tests/checks.sh Tests/abi/selftest.sh $(BUILD) $(LIB) $(SOVERSION)
+
+## abi-baseline: rewrites Tests/abi/ from the headers and the built library;
+## refuses an incompatible change while the SONAME stays the same
+abi-baseline: lib
+	@CC="$(CC)" Tests/abi/check_abi.sh baseline $(BUILD) $(LIB) $(SOVERSION)
+
+## test-pkgconfig: make install into a temporary prefix; a consumer built with pkg-config
+test-pkgconfig: $(call prebuilt,lib)
+	Tests/checks.sh Tests/pkgconfig/run.sh
 
 ## test-install: what `make install` ships runs with the Swift toolchain hidden
 ## (a private mount namespace): every plugin loaded, one Swift runtime mapped
-test-install: lib plugins
-	Tests/install/run.sh
+test-install: $(call prebuilt,lib plugins)
+	Tests/checks.sh Tests/install/run.sh
 
-test-python: lib
-	TURNSTATE_LIB=$(LIB) python3 -m unittest discover -s Tests/python -v
+## test-deb: make deb, the packages checked and linted (lintian: no error),
+## installed, a pkg-config consumer run with the Swift toolchain hidden, then
+## purged with nothing left (as root: CI machines are disposable)
+test-deb: $(call prebuilt,lib plugins)
+	Tests/checks.sh Tests/deb/run.sh $(VERSION) $(BUILD)/deb
 
-test-readme: lib
-	Tests/readme/check.sh
+## test-python: the Python tests (ctypes and cffi bindings of the header)
+test-python: $(call prebuilt,lib)
+	TURNSTATE_LIB=$(LIB) Tests/checks.sh python3 -m unittest discover -s Tests/python -v
+
+## test-readme: the README's Swift, C, C++ and plugin examples build and run as shown
+test-readme: $(call prebuilt,lib)
+	Tests/checks.sh Tests/readme/check.sh
+
+## test-cpp: Include/turnstate.hpp: the header under g++ and clang++ (C++17,
+## C++20, strict warnings), Tests/cpp/test_turnstate.cpp run directly, under
+## valgrind, under ThreadSanitizer and built with clang++ (Tests/cpp/run.sh)
+test-cpp: $(call prebuilt,lib plugins)
+	CXX="$(CXX)" VALGRIND="$(VALGRIND)" PATH="$$PATH:$(dir $(realpath $(shell command -v $(SWIFT))))" \
+	  Tests/checks.sh Tests/cpp/run.sh $(BUILD)
 
 ## test-model: spin checks the shutdown protocol model, and that it catches
 ## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
-test-model: setup
-	Tests/model/run.sh
+test-model: $(call prebuilt,setup)
+	Tests/checks.sh Tests/model/run.sh
 
 ## test-faults: fault injection (Tests/faults): every scenario of C API calls
 ## runs again for each N with the Nth allocation (or I/O call, or thread
@@ -171,13 +277,13 @@ test-model: setup
 ## call changed nothing, and where a crash came from. FAULTS_ARGS="--stride 10"
 ## for a quick look.
 FAULTS_CC ?= $(CC)
-test-faults: lib plugins
+test-faults: $(call prebuilt,lib plugins)
 	@mkdir -p $(BUILD)/tests
 	$(FAULTS_CC) -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -shared -fPIC Tests/faults/inject.c \
 	  -o $(BUILD)/tests/inject.so -ldl
 	$(FAULTS_CC) -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude -ITests/faults Tests/faults/test_faults.c \
 	  -o $(BUILD)/tests/test_faults $(C_LINK) -ldl
-	SWIFT_BACKTRACE=enable=no LD_PRELOAD=$(BUILD)/tests/inject.so \
+	Tests/checks.sh env SWIFT_BACKTRACE=enable=no LD_PRELOAD=$(BUILD)/tests/inject.so \
 	  $(BUILD)/tests/test_faults --plugins $(BUILD)/plugins $(FAULTS_ARGS)
 
 ## lib-tsan: the library built with -sanitize=thread, in build/tsan/lib
@@ -191,21 +297,23 @@ lib-tsan: setup
 
 ## test-torture: many threads on one store and stores destroyed while the
 ## delay plugin dispatches, under AddressSanitizer and ThreadSanitizer
-test-torture: lib lib-tsan
-	Tests/torture/run.sh
+test-torture: $(call prebuilt,lib lib-tsan)
+	Tests/checks.sh Tests/torture/run.sh
 
-test-plugins: lib plugins
-	TS_BUILD=$(BUILD) Tests/plugins/run.sh
-	TS_BUILD=$(BUILD) Tests/plugins/logger_run.sh
+## test-plugins: the shipped plugins (built from the headers alone) and the
+## loader, natively and under valgrind; the logger plugin (Swift) and its test
+test-plugins: $(call prebuilt,lib plugins)
+	TS_BUILD=$(BUILD) Tests/checks.sh Tests/plugins/run.sh
+	TS_BUILD=$(BUILD) Tests/checks.sh Tests/plugins/logger_run.sh
 
 ## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
-## C, JSON, Python and plugin suites, run against an instrumented library and
-## instrumented plugins (build/coverage/); one table, HTML in build/coverage/html.
-## Not part of `make test`.
+## C, JSON, Python, plugin and fault-injection suites, run against an
+## instrumented library and instrumented plugins (build/coverage/); one table,
+## HTML in build/coverage/html. Not part of `make test`.
 coverage: setup
 	@Tests/coverage/run.sh
 
-## AddressSanitizer and fuzzing (Tests/fuzz/README.md)
+# ---- AddressSanitizer and fuzzing (Tests/fuzz/README.md) ----
 # One instrumented build serves the fuzzers and the ASan suites: the library
 # (.build-asan, copied to build/asan/lib) and the plugins (build/asan/plugins)
 # are built with ASan and libFuzzer's coverage; the ASan runtime provides
@@ -232,6 +340,7 @@ $(ASAN_TARGETS): export ASAN_OPTIONS = detect_leaks=1:strict_string_checks=1:$(E
 $(ASAN_TARGETS): export LSAN_OPTIONS = suppressions=$(CURDIR)/Tests/fuzz/lsan.supp:print_suppressions=0
 $(ASAN_TARGETS): export SWIFT_BACKTRACE = enable=no
 
+## asan-lib: the library with ASan and libFuzzer's coverage, in build/asan/lib
 asan-lib: setup
 	$(SWIFT) build -c release --scratch-path $(ASAN_SCRATCH) --product turnstate $(ASAN_SWIFT_FLAGS) \
 	  -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/exports.map \
@@ -242,7 +351,7 @@ asan-lib: setup
 	@ln -sf libturnstate.so.$(VERSION) $(ASAN)/lib/libturnstate.so.$(SOVERSION)
 	@ln -sf libturnstate.so.$(SOVERSION) $(ASAN)/lib/libturnstate.so
 
-# The C plugins, and the logger (Swift) from the same instrumented scratch path.
+## asan-plugins: the C plugins and the logger (Swift) with ASan, in build/asan/plugins
 asan-plugins: asan-lib
 	@mkdir -p $(ASAN)/plugins && chmod 0755 $(ASAN)/plugins
 	@for p in $(C_PLUGINS); do \
@@ -253,6 +362,7 @@ asan-plugins: asan-lib
 	$(SWIFT) build -c release --scratch-path $(ASAN_SCRATCH) --product turnstate-logger $(ASAN_SWIFT_FLAGS)
 	@install -m 0755 $(ASAN_SCRATCH)/release/libturnstate-logger.so $(ASAN)/plugins/logger.so
 
+## fuzz-build: the libFuzzer harnesses (Tests/fuzz), in build/asan/bin
 fuzz-build: asan-plugins
 	@mkdir -p $(ASAN)/bin
 	@for t in $(FUZZ_TARGETS); do \
@@ -267,24 +377,32 @@ fuzz: fuzz-build
 	@Tests/fuzz/run.sh fuzz $(ASAN) $(FUZZ_SECONDS) $(FUZZ_OPTS) -- $(FUZZ_TARGETS)
 
 ## test-fuzz-replay: every committed corpus through its harness (no new fuzzing)
-test-fuzz-replay: fuzz-build
-	@Tests/fuzz/run.sh replay $(ASAN) 0 $(FUZZ_OPTS) -- $(FUZZ_TARGETS)
+test-fuzz-replay: $(call prebuilt,fuzz-build)
+	@Tests/checks.sh Tests/fuzz/run.sh replay $(ASAN) 0 $(FUZZ_OPTS) -- $(FUZZ_TARGETS)
 
 ## test-c-asan: the C suite against the ASan library, with leak checks
-test-c-asan: asan-lib
+test-c-asan: $(call prebuilt,asan-lib)
 	@mkdir -p $(ASAN)/tests
-	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/c/test_store.c -o $(ASAN)/tests/test_store $(ASAN_LINK)
+	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address $(C_SUITE) -o $(ASAN)/tests/test_store $(ASAN_LINK)
 	@# test_out_of_memory_is_nomem makes malloc fail on purpose: ASan must return NULL, not abort.
-	ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 $(ASAN)/tests/test_store
+	ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 Tests/checks.sh $(ASAN)/tests/test_store
+	@$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -c Tests/c/check.c -o $(ASAN)/tests/check.o && \
+	  rm -f $(ASAN)/tests/libcheck.a && ar rcs $(ASAN)/tests/libcheck.a $(ASAN)/tests/check.o
+	@for t in $(C_TESTS); do \
+	  bin=$(ASAN)/tests/$$(basename $$t .c); \
+	  echo "clang(asan) $$t"; \
+	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -ITests/c $$t -o $$bin $(ASAN)/tests/libcheck.a $(ASAN_LINK); \
+	  ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 Tests/checks.sh $$bin; \
+	done
 
 ## test-plugins-asan: the plugin suite (plugins, loader variants, tests) and the
 ## logger's test with ASan; the suite builds its plugins in build/asan/ptest,
 ## apart from the fuzzers' instrumented ones
-test-plugins-asan: asan-plugins
+test-plugins-asan: $(call prebuilt,asan-plugins)
 	@mkdir -p $(ASAN)/ptest $(ASAN)/tests && ln -sfn ../lib $(ASAN)/ptest/lib
-	TS_VALGRIND=0 CC="$(FUZZ_CC) -fsanitize=address -fuse-ld=lld" TS_BUILD=$(ASAN)/ptest Tests/plugins/run.sh
+	TS_VALGRIND=0 CC="$(FUZZ_CC) -fsanitize=address -fuse-ld=lld" TS_BUILD=$(ASAN)/ptest Tests/checks.sh Tests/plugins/run.sh
 	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
-	$(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
+	Tests/checks.sh $(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
 ## bench: release benchmarks (Swift W1-W5, C C1-C6, Python P1, start-up, memory),
 ## printed as one table; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look
@@ -308,7 +426,7 @@ install: lib plugins
 	for p in $(INSTALL_PLUGINS); do \
 	  pkgconfig/install-stripped.sh $(BUILD)/plugins/$$p.so $(DESTDIR)$(PLUGINSDIR) $$p.so; \
 	done
-	install -m 0644 Include/turnstate.h Include/turnstate_plugin.h $(DESTDIR)$(PREFIX)/include/
+	install -m 0644 Include/turnstate.h Include/turnstate_plugin.h Include/turnstate.hpp $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    pkgconfig/turnstate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	@echo "installed into $(DESTDIR)$(PREFIX) (plugins in $(PLUGINSDIR))"
@@ -322,18 +440,15 @@ deb: lib plugins
 	$(MAKE) --no-print-directory install PREFIX=/usr LIBDIR=/usr/lib/$(DEB_MULTIARCH) DESTDIR=$(BUILD)/deb/stage
 	pkgconfig/debian/build-debs.sh $(VERSION) $(BUILD)/deb/stage $(BUILD)/deb
 
-## test-deb: builds the packages, checks them, runs lintian, installs them,
-## builds and runs a pkg-config consumer with the Swift toolchain hidden,
-## purges them (as root: CI machines are disposable; Tests/deb/run.sh)
-test-deb: deb
-	Tests/deb/run.sh $(VERSION) $(BUILD)/deb
-
+## uninstall: remove what install put in DESTDIR, PREFIX and LIBDIR
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(LIBDIR)/.debug/libturnstate.so.*.debug \
 	      $(DESTDIR)$(PREFIX)/include/turnstate.h $(DESTDIR)$(PREFIX)/include/turnstate_plugin.h \
+	      $(DESTDIR)$(PREFIX)/include/turnstate.hpp \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	rm -rf $(DESTDIR)$(LIBDIR)/turnstate
 	-rmdir $(DESTDIR)$(LIBDIR)/.debug 2>/dev/null
 
+## clean: remove build/ and every SwiftPM scratch folder (.build*)
 clean:
 	rm -rf $(BUILD) .build .build-*

@@ -4,7 +4,7 @@
 # apt-get line and fails. Called by `make` (targets build, run, test).
 set -euo pipefail
 
-need_debs=(gcc g++ make pkg-config libffi-dev libsimdjson-dev valgrind python3 binutils spin dpkg-dev lintian)
+need_debs=(gcc g++ make pkg-config libffi-dev libsimdjson-dev valgrind python3 binutils spin abigail-tools dpkg-dev lintian)
 missing=()
 for deb in "${need_debs[@]}"; do
   dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")

@@ -23,6 +23,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -65,17 +66,88 @@ def log(message):
     print("[bench] " + message, file=sys.stderr, flush=True)
 
 
+class Progress:
+    """Which piece runs and for how long, on stderr (the table goes to stdout).
+
+    Each piece is announced as "[k/n] what"; while it runs, a status line
+    shows its elapsed time, the time in all, and the last line it printed (the
+    Swift benchmark tool names the benchmark it runs; the C program prints a
+    RESULT line per sample). On a terminal the line is updated in place every
+    second; otherwise a line is printed every PROGRESS_EVERY seconds."""
+
+    PROGRESS_EVERY = 30
+
+    def __init__(self):
+        self.total = 0
+        self.done = 0
+        self.started = time.monotonic()
+        self.tty = sys.stderr.isatty()
+
+    def status(self, what, since, last):
+        now = time.monotonic()
+        text = "[bench] [%d/%d] %s: %s (%s in all)" % (self.done + 1, max(self.total, self.done + 1), what,
+                                                    clock(now - since), clock(now - self.started))
+        if last:
+            text += " | " + last
+        return text
+
+
+def clock(seconds):
+    seconds = int(seconds)
+    return "%d:%02d" % (seconds // 60, seconds % 60) if seconds >= 60 else "%d s" % seconds
+
+
+PROGRESS = Progress()
+
+
 def run(command, env=None, what=None):
-    """Runs a piece; returns its stdout. Shows its output if it fails."""
-    log("%s: %s" % (what or "run", " ".join(command)))
+    """Runs a piece; returns its stdout. Shows progress while it runs, and its
+    output if it fails."""
+    what = what or command[0]
+    log("[%d/%d] %s: %s" % (PROGRESS.done + 1, max(PROGRESS.total, PROGRESS.done + 1), what, " ".join(command)))
     started = time.monotonic()
-    process = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    log("  %.1f s" % (time.monotonic() - started))
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, errors="replace")
+    out, err, last = [], [], [""]
+
+    def drain(stream, into):
+        for line in stream:
+            into.append(line)
+            if line.strip():
+                last[0] = " ".join(line.split())[:100]
+
+    readers = [threading.Thread(target=drain, args=(process.stdout, out), daemon=True),
+               threading.Thread(target=drain, args=(process.stderr, err), daemon=True)]
+    for reader in readers:
+        reader.start()
+    width = 0
+    next_line = started + Progress.PROGRESS_EVERY
+    while True:
+        try:
+            process.wait(timeout=1)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if PROGRESS.tty:
+            text = PROGRESS.status(what, started, last[0])[:shutil.get_terminal_size().columns - 1]
+            sys.stderr.write("\r" + text.ljust(width))
+            sys.stderr.flush()
+            width = len(text)
+        elif time.monotonic() >= next_line:
+            print(PROGRESS.status(what, started, last[0]), file=sys.stderr, flush=True)
+            next_line += Progress.PROGRESS_EVERY
+    for reader in readers:
+        reader.join()
+    if width:
+        sys.stderr.write("\r" + " " * width + "\r")
+    PROGRESS.done += 1
+    log("  %s: %s" % (what, clock(time.monotonic() - started)))
+    stdout, stderr = "".join(out), "".join(err)
     if process.returncode != 0:
-        sys.stderr.write(process.stdout[-4000:])
-        sys.stderr.write(process.stderr[-4000:])
+        sys.stderr.write(stdout[-4000:])
+        sys.stderr.write(stderr[-4000:])
         raise RuntimeError("%s failed with status %d" % (command[0], process.returncode))
-    return process.stdout
+    return stdout
 
 
 def parse_results(text, samples, units, notes):
@@ -126,6 +198,15 @@ def swift_workloads(args, samples, units, notes):
                  "an iteration runs the whole workload, the table shows ns per operation" % args.runs)
 
 
+def c_pieces(args):
+    """The C program's workloads to run (one process each), then "P1"."""
+    ids = {"c1": "C1", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6", "memory": "MEM", "startup": "STARTUP"}
+    pieces = [workload for workload, prefix in ids.items() if not args.only or re.search(args.only, prefix)]
+    if not args.only or re.search(args.only, "P1"):
+        pieces.append("P1")
+    return pieces
+
+
 def c_workloads(args, samples, units, notes):
     out = os.path.join(ROOT, "build", "bench")
     bench = os.path.join(out, "bench")
@@ -133,13 +214,13 @@ def c_workloads(args, samples, units, notes):
               "--plugin-dir", os.path.join(out, "plugins"),
               "--startup", os.path.join(out, "startup"),
               "--startup-plugin", os.path.join(out, "startup-plugin", "pass.so")]
-    ids = {"c1": "C1", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6", "memory": "MEM", "startup": "STARTUP"}
-    for workload, prefix in ids.items():
-        if args.only and not re.search(args.only, prefix):
+    pieces = c_pieces(args)
+    for workload in pieces:
+        if workload == "P1":
             continue
         # One process per workload: no workload sees another's heap (RSS).
         parse_results(run(common + [workload], what="C " + workload), samples, units, notes)
-    if not args.only or re.search(args.only, "P1"):
+    if "P1" in pieces:
         lib = os.path.join(ROOT, "build", "lib", "libturnstate.so")
         text = run([sys.executable, os.path.join(HERE, "python", "bench_ctypes.py"), lib,
                     os.path.join(out, "libtsbench_callbacks.so"), "--runs", str(args.runs), "--scale",
@@ -215,7 +296,9 @@ def main():
     samples, units, notes = {}, {}, []
     started = time.monotonic()
     load_before = os.getloadavg()[0]
-    if not args.no_swift and (not args.only or re.search(args.only, "W1 W2 W2c W3 W4 W4-40 W5")):
+    swift = not args.no_swift and (not args.only or re.search(args.only, "W1 W2 W2c W3 W4 W4-40 W5"))
+    PROGRESS.total = (1 if swift else 0) + (0 if args.no_c else len(c_pieces(args)))
+    if swift:
         swift_workloads(args, samples, units, notes)
     if not args.no_c:
         c_workloads(args, samples, units, notes)

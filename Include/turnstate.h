@@ -37,8 +37,12 @@
  *   written in Swift, and a failed allocation inside the Swift runtime (the
  *   small objects it makes for subscriptions, middleware and plugins, and a
  *   few per dispatch) ends the process, as it does in any Swift program.
+ * - Memory: see "Memory" below for which allocator each pointer belongs to.
  *
- * This header is C99 and has no compiler-specific extensions.
+ * This header is C99. Its only compiler-specific parts are the attributes
+ * behind TS_API and TS_DEPRECATED (below), which are used only where the
+ * compiler says it has them and are empty elsewhere; it compiles with
+ * -std=c99 -pedantic -Werror.
  */
 #ifndef TURNSTATE_H
 #define TURNSTATE_H
@@ -52,17 +56,76 @@ extern "C" {
 
 /* ---- Versions ----------------------------------------------------------- */
 
+/* The version of this header, written here and nowhere else: the library's
+ * ts_version_string() and ts_version_number(), the Makefile (file names,
+ * SONAME), turnstate.pc and the packages all derive from these three lines. */
 #define TS_VERSION_MAJOR 0
-#define TS_VERSION_MINOR 1
+#define TS_VERSION_MINOR 2
 #define TS_VERSION_PATCH 0
 
-/* The version of the library that is loaded, as MAJOR * 10000 + MINOR * 100
- * + PATCH. Compare with the TS_VERSION_* macros you compiled against. */
-int ts_version_number(void);
+/* Turns a macro's value into a string literal (helpers of TS_VERSION). */
+#define TS_STRINGIFY_(x) #x
+#define TS_STRINGIFY(x) TS_STRINGIFY_(x)
 
-/* The version of the loaded library as "MAJOR.MINOR.PATCH". Static text:
- * do not free. */
-const char *ts_version_string(void);
+/* The version of this header as a string literal, "MAJOR.MINOR.PATCH". */
+#define TS_VERSION \
+    TS_STRINGIFY(TS_VERSION_MAJOR) "." TS_STRINGIFY(TS_VERSION_MINOR) "." TS_STRINGIFY(TS_VERSION_PATCH)
+
+/* The version of this header as one number, MAJOR * 10000 + MINOR * 100 +
+ * PATCH (0.2.0 is 200), for #if TS_VERSION_NUMBER >= ... */
+#define TS_VERSION_NUMBER (TS_VERSION_MAJOR * 10000 + TS_VERSION_MINOR * 100 + TS_VERSION_PATCH)
+
+/* ---- Attributes --------------------------------------------------------- */
+
+/* TS_API marks the functions that the library exports (and, in
+ * turnstate_plugin.h, the entry function that a plugin exports): default
+ * visibility, so that they stay visible in a program or plugin built with
+ * -fvisibility=hidden. It is __attribute__((visibility("default"))) for
+ * compilers that have it (GCC 4 and later, clang) and empty for others.
+ * Define TS_API yourself before including this header to replace it (for
+ * example empty, for a tool that parses declarations but not attributes:
+ * cc -E -DTS_API= '-DTS_DEPRECATED(msg)=' turnstate.h). */
+#ifndef TS_API
+#  if defined(__GNUC__) && __GNUC__ >= 4
+#    define TS_API __attribute__((visibility("default")))
+#  else
+#    define TS_API
+#  endif
+#endif
+
+/* TS_DEPRECATED(msg) marks a declaration that a later version will remove:
+ * a call to it warns, with `msg` (a string literal saying what to use
+ * instead) where the compiler supports messages. It is
+ * __attribute__((deprecated(msg))) for GCC 4.5 and later and for clang,
+ * __attribute__((deprecated)) for older GCC, and empty for other compilers.
+ * Define it yourself before including this header to replace it. */
+#ifndef TS_DEPRECATED
+#  if defined(__has_attribute)
+#    if __has_attribute(deprecated)
+#      if defined(__clang__) || (defined(__GNUC__) && (__GNUC__ > 4 || (__GNUC__ == 4 && __GNUC_MINOR__ >= 5)))
+#        define TS_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#      else
+#        define TS_DEPRECATED(msg) __attribute__((deprecated))
+#      endif
+#    endif
+#  elif defined(__GNUC__) && (__GNUC__ > 4 || (__GNUC__ == 4 && __GNUC_MINOR__ >= 5))
+#    define TS_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#  elif defined(__GNUC__) && (__GNUC__ > 3 || (__GNUC__ == 3 && __GNUC_MINOR__ >= 1))
+#    define TS_DEPRECATED(msg) __attribute__((deprecated))
+#  endif
+#  ifndef TS_DEPRECATED
+#    define TS_DEPRECATED(msg)
+#  endif
+#endif
+
+/* The version of the library that is loaded, as MAJOR * 10000 + MINOR * 100
+ * + PATCH: TS_VERSION_NUMBER of the header it was built from. Compare with
+ * the TS_VERSION_NUMBER you compiled against. */
+TS_API int ts_version_number(void);
+
+/* The version of the loaded library as "MAJOR.MINOR.PATCH": TS_VERSION of
+ * the header it was built from. Static text: do not free. */
+TS_API const char *ts_version_string(void);
 
 /* ---- Status codes and errors -------------------------------------------- */
 
@@ -90,17 +153,55 @@ typedef int32_t ts_status;
 
 /* The name of a status ("TS_OK", "TS_E_JSON", ...), or "TS_E_UNKNOWN" for a
  * value that is none of the above. Static text: do not free. */
-const char *ts_status_name(ts_status status);
+TS_API const char *ts_status_name(ts_status status);
 
 /* The message of the last failure on the calling thread, precise enough to
  * act on (which byte, which key, which file), or "" if there was none.
  * Success does not clear it. The text is owned by the library and stays
  * valid until the next failing call on the same thread: do not free it. */
-const char *ts_last_error(void);
+TS_API const char *ts_last_error(void);
 
-/* Frees memory that the library returned (state text from
- * ts_store_get_state, ...). NULL-safe. */
-void ts_free(void *pointer);
+/* ---- Memory ------------------------------------------------------------- */
+
+/* Memory crosses the API in two directions, and both sides use one heap: the
+ * C library's malloc() and free() (the ones libturnstate itself links
+ * against). That is a guarantee for as long as the SONAME is
+ * libturnstate.so.0, not an accident of the implementation:
+ * - What the library returns through a `char **` (ts_store_get_state, a
+ *   ts_store_api's get_state) is malloc'ed; free it with ts_free(), which is
+ *   free(). (In a plugin, which does not link the library, use the table's
+ *   free function.)
+ * - What the caller hands over to the store (the text a reducer returns,
+ *   which the store frees with free()) must come from ts_alloc() or
+ *   ts_strdup(), or from the C library's malloc(), calloc(), realloc() or
+ *   strdup(): all four are the same heap. Use ts_alloc() and ts_strdup() from
+ *   languages that do not call the C library's malloc (Python's ctypes, Rust's
+ *   global allocator, Go) or when your malloc may not be the library's (a
+ *   program with its own allocator, a statically linked C runtime).
+ * - A plugin's create() hands its *error_message to the host, which frees it
+ *   with free(): malloc it (turnstate_plugin.h). */
+
+/* Allocates `size` bytes (not initialized) with the C library's malloc, for
+ * text that the store will take over (a reducer's result) or any memory that
+ * ts_free() will release. ts_alloc(0) returns a unique non-NULL pointer to
+ * zero usable bytes (it allocates 1 byte), not the NULL that malloc(0) may
+ * return, so that NULL always means failure. Returns NULL only when there is
+ * no memory, with ts_last_error() of the calling thread saying so
+ * (TS_E_NOMEM, and the size asked for). Any thread may call it. */
+TS_API void *ts_alloc(size_t size);
+
+/* Copies the NUL-terminated `text` (its bytes as they are, up to and
+ * including the NUL; not checked as UTF-8) into new memory from ts_alloc().
+ * The copy is the caller's: return it from a reducer, or release it with
+ * ts_free(). Returns NULL when `text` is NULL (ts_last_error() says
+ * TS_E_ARGUMENT) or when there is no memory (TS_E_NOMEM). Any thread may
+ * call it. */
+TS_API char *ts_strdup(const char *text);
+
+/* Releases memory that the library returned (state text from
+ * ts_store_get_state, ...) or that ts_alloc() and ts_strdup() made: free().
+ * NULL-safe. Any thread may call it. */
+TS_API void ts_free(void *pointer);
 
 /* ---- Stores ------------------------------------------------------------- */
 
@@ -112,7 +213,7 @@ typedef struct ts_store ts_store;
  * Errors: TS_E_ARGUMENT (out is NULL), TS_E_JSON (invalid JSON, or not an
  * object, or an object with a key that appears twice at any depth),
  * TS_E_NOMEM. */
-ts_status ts_store_create(const char *initial_state_json, ts_store **out);
+TS_API ts_status ts_store_create(const char *initial_state_json, ts_store **out);
 
 /* Destroys a store, in two steps (Sources/TurnstateC/ShutdownProtocol.pml
  * models them, and `make test` checks the model with spin):
@@ -136,7 +237,7 @@ ts_status ts_store_create(const char *initial_state_json, ts_store **out);
  * ts_store_destroy returns: a thread that may still use them must be
  * stopped by then (a plugin in its destroy(); other code before calling
  * ts_store_destroy). Using either afterwards is undefined behaviour. */
-void ts_store_destroy(ts_store *store);
+TS_API void ts_store_destroy(ts_store *store);
 
 /* ---- Actions ------------------------------------------------------------ */
 
@@ -157,18 +258,49 @@ typedef struct ts_action {
 
 /* A reducer owns one top-level key of the state (Redux's keyed
  * combineReducers). It is called for every action that reaches the reducers,
- * with the JSON text of its slice, and returns either NULL ("unchanged") or
- * the new slice as JSON text allocated with malloc(), which the store takes
- * over and frees.
+ * on the dispatching thread, with the JSON text of its slice, and returns one
+ * of:
+ * - NULL: "unchanged";
+ * - the new slice as JSON text, in memory that the store takes over and frees
+ *   with free(): from ts_alloc() or ts_strdup(), or from the C library's
+ *   malloc() (see Memory above);
+ * - failure: call ts_reducer_fail(message), then return NULL (or anything:
+ *   once ts_reducer_fail was called, what the reducer returns is freed and
+ *   ignored).
  *
  * A reducer must be pure: it may not dispatch, read the state, subscribe or
  * unsubscribe. Such a call returns TS_E_REENTRANT and the whole dispatch then
- * fails with TS_E_REENTRANT, leaving the state as it was. If a reducer returns
- * text that is not valid JSON, the dispatch fails with TS_E_REDUCER and the
- * state is exactly as it was before it: no reducer's result is applied.
+ * fails with TS_E_REENTRANT, leaving the state as it was. If a reducer fails
+ * (ts_reducer_fail) or returns text that is not valid JSON, the dispatch
+ * fails with TS_E_REDUCER and the state is exactly as it was before it: no
+ * reducer's result is applied, and the reducers after it are not called.
  * Text with an object that has a key twice, at any depth, is invalid JSON
  * here too (TS_E_REDUCER). */
 typedef char *(*ts_reducer_fn)(const char *slice_json, const ts_action *action, void *ctx);
+
+/* Called by a reducer, while the store is calling it, to fail with its own
+ * reason: the dispatch (or ts_store_add_reducer's init call, or a
+ * replace_state that needed the reducer's first value) then fails with
+ * TS_E_REDUCER, changes nothing, and ts_last_error() of the thread that made
+ * that call reads
+ *     the reducer for "KEY" failed for "ACTION TYPE": MESSAGE
+ * `message` is copied (it may be freed as soon as this returns); its first
+ * 1,024 bytes are kept (cut at a UTF-8 boundary), and bytes that are not
+ * valid UTF-8 are replaced with U+FFFD. NULL or "" means no reason: the text
+ * then ends with "(it gave no reason)".
+ * The failure holds whatever the reducer then returns: return NULL; text it
+ * returns anyway is freed without being read. Called again during the same
+ * reducer call it changes nothing (the first reason is the one reported) and
+ * returns TS_OK. A reducer that also called back into its store fails with
+ * TS_E_REENTRANT instead. A reducer of another store that this reducer
+ * dispatches to has its own failure: that inner dispatch fails, and this
+ * reducer's call is unaffected unless it fails too.
+ * Returns TS_OK once the failure is recorded (even if there was no memory to
+ * copy the message: the text then says so). Called outside a reducer (on a
+ * thread where no store is calling a reducer: from a middleware, a listener,
+ * or after the reducer returned) it returns TS_E_MISUSE, sets
+ * ts_last_error(), and fails nothing. */
+TS_API ts_status ts_reducer_fail(const char *message);
 
 /* Adds the reducer that owns the top-level key `key`. Reducers run in the
  * order they were added. If the state has no `key` yet, the reducer is called
@@ -176,8 +308,9 @@ typedef char *(*ts_reducer_fn)(const char *slice_json, const ts_action *action, 
  * must return the slice's first value (listeners are not called for that).
  * Errors: TS_E_ARGUMENT (NULL store, key or fn; key already has a reducer;
  * key not valid UTF-8), TS_E_REDUCER (the init call returned NULL or invalid
- * JSON; nothing is added), TS_E_REENTRANT (called from inside a reducer). */
-ts_status ts_store_add_reducer(ts_store *store, const char *key, ts_reducer_fn fn, void *ctx);
+ * JSON, or called ts_reducer_fail; nothing is added), TS_E_REENTRANT (called
+ * from inside a reducer). */
+TS_API ts_status ts_store_add_reducer(ts_store *store, const char *key, ts_reducer_fn fn, void *ctx);
 
 /* ---- Dispatching -------------------------------------------------------- */
 
@@ -191,11 +324,11 @@ ts_status ts_store_add_reducer(ts_store *store, const char *key, ts_reducer_fn f
  * action was applied.)
  * Errors: TS_E_ARGUMENT (NULL store or action), TS_E_JSON (also for an
  * object with a key twice anywhere in the action, "type" and "payload"
- * included), TS_E_NOT_ACTION, TS_E_REDUCER (a reducer failed or returned
- * invalid JSON), TS_E_REENTRANT (called from inside a reducer), or whatever
+ * included), TS_E_NOT_ACTION, TS_E_REDUCER (a reducer called
+ * ts_reducer_fail or returned invalid JSON), TS_E_REENTRANT (called from inside a reducer), or whatever
  * status a middleware returned (TS_E_REJECTED by convention). An action that a
  * middleware swallowed (did not pass on) returns TS_OK. */
-ts_status ts_store_dispatch(ts_store *store, const char *action_json);
+TS_API ts_status ts_store_dispatch(ts_store *store, const char *action_json);
 
 /* Reads the state: the whole state when json_pointer is NULL or "", else the
  * value at that RFC 6901 JSON Pointer ("/todos/0/title"). On success
@@ -205,7 +338,7 @@ ts_status ts_store_dispatch(ts_store *store, const char *action_json);
  * Errors: TS_E_ARGUMENT (NULL store or out_json, malformed pointer),
  * TS_E_NOT_FOUND (no value there; the message names the missing token),
  * TS_E_REENTRANT (called from inside a reducer). */
-ts_status ts_store_get_state(ts_store *store, const char *json_pointer, char **out_json);
+TS_API ts_status ts_store_get_state(ts_store *store, const char *json_pointer, char **out_json);
 
 /* ---- Listeners ---------------------------------------------------------- */
 
@@ -229,12 +362,12 @@ typedef void (*ts_listener_fn)(ts_store *store, void *ctx);
  * unsubscribe).
  * Errors: TS_E_ARGUMENT (NULL store, fn or out_token; malformed pointer),
  * TS_E_REENTRANT (called from inside a reducer). */
-ts_status ts_store_subscribe(ts_store *store, const char *json_pointer, ts_listener_fn fn, void *ctx,
-                             uint64_t *out_token);
+TS_API ts_status ts_store_subscribe(ts_store *store, const char *json_pointer, ts_listener_fn fn, void *ctx,
+                                    uint64_t *out_token);
 
 /* Ends the subscription `token`. Idempotent: an unknown or already ended
  * token is not an error. Errors: TS_E_ARGUMENT (NULL store), TS_E_REENTRANT. */
-ts_status ts_store_unsubscribe(ts_store *store, uint64_t token);
+TS_API ts_status ts_store_unsubscribe(ts_store *store, uint64_t token);
 
 /* ---- Middleware --------------------------------------------------------- */
 
@@ -298,7 +431,7 @@ typedef ts_status (*ts_middleware_fn)(const ts_store_api *store, ts_next_fn next
 /* Appends a middleware to the end of the chain: the first added runs first.
  * `name` (for messages) is copied. Errors: TS_E_ARGUMENT (NULL store, name or
  * fn), TS_E_NOMEM (no executable memory for its closures), TS_E_REENTRANT. */
-ts_status ts_store_add_middleware(ts_store *store, const char *name, ts_middleware_fn fn, void *ctx);
+TS_API ts_status ts_store_add_middleware(ts_store *store, const char *name, ts_middleware_fn fn, void *ctx);
 
 /* ---- Plugins ------------------------------------------------------------ */
 
@@ -343,7 +476,7 @@ ts_status ts_store_add_middleware(ts_store *store, const char *name, ts_middlewa
  * ts_store_destroy after the store closed, on the calling thread, in reverse
  * order of loading (called from inside one of the store's callbacks, when
  * that call returns); see ts_store_destroy. */
-ts_status ts_store_load_plugin(ts_store *store, const char *path, const char *config_json);
+TS_API ts_status ts_store_load_plugin(ts_store *store, const char *path, const char *config_json);
 
 /* Loads every "*.so" file in the folder `dir`, in byte order of their names
  * (10-guard.so before 20-logger.so), each with its configuration from the
@@ -359,7 +492,7 @@ ts_status ts_store_load_plugin(ts_store *store, const char *path, const char *co
  * TS_E_JSON.
  * Errors: as ts_store_load_plugin, and TS_E_NOT_FOUND / TS_E_IO for the
  * folder itself. */
-ts_status ts_store_load_plugins(ts_store *store, const char *dir);
+TS_API ts_status ts_store_load_plugins(ts_store *store, const char *dir);
 
 #ifdef __cplusplus
 }

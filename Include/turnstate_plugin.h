@@ -42,9 +42,11 @@
  * Memory: the config text, the table, the action and next are the host's;
  * the instance (self) and anything it allocates are the plugin's. A message
  * returned from create() through *error_message is malloc'ed by the plugin
- * and freed by the host.
+ * and freed by the host with free() (the C library's; see Memory in
+ * turnstate.h).
  *
- * This header is C99 and has no compiler-specific extensions.
+ * This header is C99, with compiler-specific attributes only through TS_API
+ * (turnstate.h), which is empty for compilers that lack them.
  */
 #ifndef TURNSTATE_PLUGIN_H
 #define TURNSTATE_PLUGIN_H
@@ -96,8 +98,9 @@ typedef struct ts_plugin {
  * plugin cannot work with it. */
 typedef const ts_plugin *(*ts_plugin_entry_fn)(uint32_t host_abi_version);
 
-/* Declared for plugins to define. */
-const ts_plugin *ts_plugin_entry(uint32_t host_abi_version);
+/* Declared for plugins to define. TS_API keeps it exported from a plugin
+ * built with -fvisibility=hidden. */
+TS_API const ts_plugin *ts_plugin_entry(uint32_t host_abi_version);
 
 #ifdef __cplusplus
 }

@@ -1,17 +1,76 @@
 #!/usr/bin/env bash
-# Runs each named make target as a test suite, goes on after a failure, and
-# ends with one summary line: "suites: N passed, N failed".
+# Tests/run-suites.sh SUITE...   (what `make test` runs)
+#
+# First `make test-build` (what the suites share, built once), then each named
+# make target as a suite with TS_PREBUILT=1 (so it does not remake what
+# test-build made). Goes on after a failure. Prints one line per step:
+#
+#     PASS test-c               6944 checks                   12.3 s
+#     FAIL test-json            2508 checks, 2 failed          3.1 s
+#
+# (a failing suite's line is followed by the tail of its log)#
+# and a last line counting checks: "N passed, M failed" (and the failed
+# suites). Each step's whole output goes to build/test-logs/STEP.log; when a
+# step fails, its last TEST_LOG_TAIL (60) lines and the log's path are shown.
+#
+# Counting: a suite reports its checks in lines "checks: N passed, M failed"
+# (Tests/checks.sh prints one after each test program or script it wraps);
+# the runner adds up every such line of the suite's log. A suite that fails
+# without counting a failure counts one failed check.
 set -u
-cd "$(dirname "$0")/.."
-passed=0 failed=0 failures=()
-for suite in "$@"; do
-  echo "=== $suite"
-  if make --no-print-directory "$suite"; then
-    passed=$((passed + 1))
+cd "$(dirname "$0")/.." || exit 2
+logs=build/test-logs
+tail_lines=${TEST_LOG_TAIL:-60}
+mkdir -p "$logs"
+rm -f "$logs"/*.log
+
+width=10
+for s in test-build "$@"; do [ ${#s} -gt $width ] && width=${#s}; done
+
+total_passed=0 total_failed=0 failures=()
+started=$(date +%s.%N)
+
+# step NAME [make variables...]: runs `make NAME`, prints its line.
+step() {
+  local name=$1 log=$logs/$1.log start end status p f secs counts line
+  shift
+  start=$(date +%s.%N)
+  make --no-print-directory "$name" "$@" >"$log" 2>&1 </dev/null
+  status=$?
+  end=$(date +%s.%N)
+  secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+  read -r p f < <(awk '/^checks: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 } END { print p + 0, f + 0 }' "$log")
+  if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  total_passed=$((total_passed + p)) total_failed=$((total_failed + f))
+  if [ "$name" = test-build ]; then
+    counts=""
+  elif [ "$f" -eq 0 ]; then
+    counts=$(printf '%8s checks' "$p")
   else
-    failed=$((failed + 1)); failures+=("$suite")
+    counts=$(printf '%8s checks, %s failed' "$((p + f))" "$f")
   fi
+  line=$(printf '%-*s %-26s' "$width" "$name" "$counts")
+  if [ "$status" -eq 0 ]; then
+    printf 'PASS %s %7s s\n' "$line" "$secs"
+  else
+    failures+=("$name")
+    printf 'FAIL %s %7s s\n' "$line" "$secs"
+    echo "---- the last $tail_lines lines of $log:"
+    tail -n "$tail_lines" "$log" | sed 's/^/  | /'
+    echo "---- (whole log: $log)"
+  fi
+}
+
+step test-build
+export TS_PREBUILT=1
+for suite in "$@"; do
+  step "$suite"
 done
-[ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"
-echo "suites: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+
+minutes=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", (b - a) / 60 }')
+if [ ${#failures[@]} -gt 0 ]; then
+  echo "$total_passed passed, $total_failed failed (failed: ${failures[*]}; $minutes min)"
+else
+  echo "$total_passed passed, $total_failed failed ($minutes min)"
+fi
+[ ${#failures[@]} -eq 0 ]

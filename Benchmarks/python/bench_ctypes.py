@@ -44,6 +44,9 @@ def load(path):
     lib.ts_store_get_state.restype = c_int32
     lib.ts_free.argtypes = [c_void_p]
     lib.ts_free.restype = None
+    # A reducer's result: memory the store takes over (no need to bind libc).
+    lib.ts_strdup.argtypes = [c_char_p]
+    lib.ts_strdup.restype = c_void_p
     lib.ts_last_error.argtypes = []
     lib.ts_last_error.restype = c_char_p
     return lib
@@ -103,19 +106,16 @@ def main():
     run(lib, store, lambda: count.value, "P1", args.runs, n)
     lib.ts_store_destroy(store)
 
-    # P1-py: the reducer and listener in Python.
-    libc = ctypes.CDLL(None)
-    libc.strdup.argtypes = [c_char_p]
-    libc.strdup.restype = c_void_p
+    # P1-py: the reducer and listener in Python; results from ts_strdup.
     calls = [0]
 
     def py_reducer(slice_json, action, ctx):
         if slice_json is None:
-            return libc.strdup(b"0")
+            return lib.ts_strdup(b"0")
         action = action.contents
         if action.type != b"counter/add":
             return None
-        return libc.strdup(b"%d" % (int(slice_json) + (int(action.payload) if action.payload else 1)))
+        return lib.ts_strdup(b"%d" % (int(slice_json) + (int(action.payload) if action.payload else 1)))
 
     def py_listener(store, ctx):
         calls[0] += 1

@@ -1,6 +1,12 @@
 #include "turnstate_support.h"
 
+/* The public header, for its version macros only (it is not part of this
+ * module's interface: Swift imports it through CTurnstate). */
+#include "../../Include/turnstate.h"
+
 #include <ffi.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,3 +104,88 @@ const char *tsi_take_refusal(void) {
 }
 
 const char *tsi_last_error(void) { return last_error; }
+
+/* ---- Version ---- */
+
+const char *tsi_version(void) { return TS_VERSION; }
+
+int tsi_version_number(void) { return TS_VERSION_NUMBER; }
+
+/* ---- ts_alloc, ts_strdup ---- */
+
+/* The last error for a failed allocation, formatted in place: no allocation
+ * on the way to reporting that there is no memory. */
+static void set_nomem(const char *function, size_t size) {
+    int length = snprintf(last_error, sizeof last_error, "%s: no memory for %" PRIu64 " bytes (TS_E_NOMEM)",
+                          function, (uint64_t)size);
+    if (length < 0) last_error[0] = '\0';
+    last_error_serial++;
+}
+
+void *tsi_alloc(size_t size) {
+    /* malloc(0) may return NULL; 1 byte keeps NULL for failure only. */
+    void *pointer = malloc(size == 0 ? 1 : size);
+    if (pointer == NULL) set_nomem("ts_alloc", size);
+    return pointer;
+}
+
+char *tsi_strdup(const char *text) {
+    if (text == NULL) {
+        static const char message[] = "ts_strdup: text is NULL (TS_E_ARGUMENT)";
+        tsi_set_last_error(message, sizeof message - 1);
+        return NULL;
+    }
+    size_t size = strlen(text) + 1;
+    char *copy = malloc(size);
+    if (copy == NULL) {
+        set_nomem("ts_strdup", size);
+        return NULL;
+    }
+    memcpy(copy, text, size);
+    return copy;
+}
+
+/* ---- Reducer calls ---- */
+
+/* The innermost reducer call under way on this thread, or NULL. */
+static _Thread_local tsi_reducer_call *current_reducer;
+
+char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *action, void *ctx,
+                       tsi_reducer_call *call) {
+    tsi_reducer_call **current = &current_reducer;
+    call->outer = *current;
+    call->message = NULL;
+    call->failed = 0;
+    call->lost = 0;
+    *current = call;
+    /* Back to the type the reducer was defined with before calling it. */
+    char *output = ((ts_reducer_fn)fn)(slice_json, (const ts_action *)action, ctx);
+    *current = call->outer;
+    return output;
+}
+
+void tsi_reducer_clear(tsi_reducer_call *call) {
+    free(call->message);
+    call->message = NULL;
+}
+
+int tsi_reducer_fail(const char *message) {
+    tsi_reducer_call *call = current_reducer;
+    if (call == NULL) return -1;
+    if (call->failed) return 0; /* the first reason stands */
+    call->failed = 1;
+    if (message == NULL || message[0] == '\0') return 0;
+    size_t length = strlen(message);
+    if (length > TSI_REDUCER_MESSAGE_MAX) {
+        length = TSI_REDUCER_MESSAGE_MAX;
+        while (length > 0 && ((unsigned char)message[length] & 0xC0) == 0x80) length--;
+    }
+    call->message = malloc(length + 1);
+    if (call->message == NULL) {
+        call->lost = 1;
+        return 0;
+    }
+    memcpy(call->message, message, length);
+    call->message[length] = '\0';
+    return 0;
+}

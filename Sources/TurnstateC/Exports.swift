@@ -13,16 +13,17 @@ import TurnstateCore
 
 // MARK: Versions, statuses, memory
 
-private let versionString: StaticString = "0.1.0"
+// The version is written once, in Include/turnstate.h; CTurnstateSupport
+// returns its TS_VERSION and TS_VERSION_NUMBER.
 
 @c @implementation
 public func ts_version_number() -> Int32 {
-    TS_VERSION_MAJOR * 10000 + TS_VERSION_MINOR * 100 + TS_VERSION_PATCH
+    tsi_version_number()
 }
 
 @c @implementation
 public func ts_version_string() -> UnsafePointer<CChar>? {
-    versionString.cString
+    tsi_version()
 }
 
 @c @implementation
@@ -35,9 +36,34 @@ public func ts_last_error() -> UnsafePointer<CChar>? {
     tsi_last_error()
 }
 
+// ts_alloc and ts_strdup are malloc, and ts_free is free: the store frees a
+// reducer's result with free, so both kinds of memory may be handed to it
+// (turnstate.h, "Memory"). Written in C so that reporting a failed
+// allocation allocates nothing.
+
+@c @implementation
+public func ts_alloc(_ size: Int) -> UnsafeMutableRawPointer? {
+    tsi_alloc(size)
+}
+
+@c @implementation
+public func ts_strdup(_ text: UnsafePointer<CChar>?) -> UnsafeMutablePointer<CChar>? {
+    tsi_strdup(text)
+}
+
 @c @implementation
 public func ts_free(_ pointer: UnsafeMutableRawPointer?) {
     free(pointer)
+}
+
+// MARK: Reducers' own failures
+
+@c @implementation
+public func ts_reducer_fail(_ message: UnsafePointer<CChar>?) -> ts_status {
+    guard tsi_reducer_fail(message) == 0 else {
+        return CStatus.fail(StoreError(.misuse, "ts_reducer_fail: called outside a reducer (no store is calling a reducer on this thread); nothing failed"))
+    }
+    return TS_OK
 }
 
 // MARK: Stores

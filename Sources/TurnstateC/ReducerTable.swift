@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CTurnstate
+import CTurnstateSupport
 import TurnstateCore
 
 /// The action a reducer gets when it must produce the first value of its slice.
@@ -54,7 +55,15 @@ final class ReducerTable: @unchecked Sendable {
             entries[position].memberIndex = index
             entries[position].memberLayout = state.layout
             let entry = entries[position]
-            guard let output = entry.fn(state.slice(at: index).text, action.view, entry.context) else { continue }
+            var call = tsi_reducer_call()
+            let output = tsi_call_reducer(unsafeBitCast(entry.fn, to: tsi_reducer_fn.self),
+                                          state.slice(at: index).text, action.view, entry.context, &call)
+            if call.failed != 0 {
+                free(output)
+                failure = Self.failure(of: &call, key: key, actionType: action.type)
+                break
+            }
+            guard let output else { continue }
             defer { free(output) }
             do {
                 let slice = try JSONSlice(validatingSlice: output, length: strlen(output),
@@ -82,11 +91,14 @@ final class ReducerTable: @unchecked Sendable {
     /// returns nothing or invalid JSON, or calls into the store.
     func initialSlice(for entry: Entry) throws(StoreError) -> JSONSlice {
         let action = try JSONAction(parsing: initAction.cString)
-        let output = entry.fn(nil, action.view, entry.context)
+        var call = tsi_reducer_call()
+        let output = Self.call(entry, nil, action.view, &call)
         defer { free(output) }
         if let violation = store?.reentrancyViolationDuringReduce {
+            tsi_reducer_clear(&call)
             throw StoreError(.reentrantCall, "the reducer for \"\(entry.key)\" called into its store during \"@@turnstate/init\": \(violation.message)")
         }
+        if call.failed != 0 { throw Self.failure(of: &call, key: entry.key, actionType: "@@turnstate/init") }
         guard let output else {
             throw StoreError(.reducerFailed, "the reducer for \"\(entry.key)\" returned NULL for \"@@turnstate/init\", but the state has no \"\(entry.key)\" yet: return its first value")
         }
@@ -96,5 +108,28 @@ final class ReducerTable: @unchecked Sendable {
         } catch {
             throw error.code == .outOfMemory ? error : StoreError(.reducerFailed, error.message)
         }
+    }
+
+    /// Calls a reducer with `call` registered as the calling thread's
+    /// innermost reducer call, so that ts_reducer_fail can mark it failed.
+    @inline(__always)
+    private static func call(
+        _ entry: Entry, _ slice: UnsafePointer<CChar>?, _ action: UnsafePointer<ts_action>,
+        _ call: inout tsi_reducer_call
+    ) -> UnsafeMutablePointer<CChar>? {
+        tsi_call_reducer(unsafeBitCast(entry.fn, to: tsi_reducer_fn.self), slice, action, entry.context, &call)
+    }
+
+    /// The error for a reducer that called ts_reducer_fail, with its reason;
+    /// frees the reason.
+    private static func failure(of call: inout tsi_reducer_call, key: String, actionType: String) -> StoreError {
+        defer { tsi_reducer_clear(&call) }
+        let prefix = "the reducer for \"\(key)\" failed for \"\(actionType)\""
+        if let message = call.message {
+            // Bytes that are not UTF-8 become U+FFFD: ts_last_error is UTF-8.
+            let reason = String(decoding: UnsafeRawBufferPointer(start: message, count: strlen(message)), as: UTF8.self)
+            return StoreError(.reducerFailed, "\(prefix): \(reason)")
+        }
+        return StoreError(.reducerFailed, call.lost != 0 ? "\(prefix) (no memory to keep its reason)" : "\(prefix) (it gave no reason)")
     }
 }

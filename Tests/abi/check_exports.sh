@@ -17,4 +17,9 @@ if [ -n "$missing" ]; then echo "declared in $header but not exported by $lib:";
 if [ -n "$extra" ]; then echo "exported by $lib but not declared in $header:"; echo "$extra" | sed 's/^/  /'; status=1; fi
 count=$(echo "$declared" | wc -l)
 [ $status -eq 0 ] && echo "exports: $count ts_ functions, exactly those of $(basename "$header")"
+# One check per declared function (exported or not), and a failed one per
+# export the header does not declare.
+n_missing=$(echo -n "$missing" | grep -c . || true)
+n_extra=$(echo -n "$extra" | grep -c . || true)
+echo "exports: $((count - n_missing)) passed, $((n_missing + n_extra)) failed"
 exit $status

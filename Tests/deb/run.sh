@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What a Debian user gets from `make deb`: checks the three packages in
-# DEBDIR (fields, shlibs, modes, stripping, debug symbols), runs lintian
+# What a Debian user gets from `make deb`: runs it, checks the three packages
+# in DEBDIR (fields, shlibs, modes, stripping, debug symbols), runs lintian
 # (an error fails), installs them with apt-get, builds Tests/deb/app.c with
 # nothing but `pkg-config --cflags --libs turnstate`, runs it with the Swift
 # toolchain hidden (Tests/install/without-swift.sh: a private mount namespace
@@ -9,7 +9,8 @@
 # purges the packages and checks that nothing of them is left.
 #
 #   Tests/deb/run.sh VERSION DEBDIR      (make test-deb: VERSION from the
-#                                         header, DEBDIR build/deb)
+#                                         header, DEBDIR build/deb, where
+#                                         make deb writes)
 #
 # Needs root (it installs packages: CI machines are disposable). Whatever
 # happens, the EXIT trap purges the packages it installed. Ends with one
@@ -61,6 +62,19 @@ multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 libdir=/usr/lib/$multiarch
 major=${version%%.*}
 echo "deb: version $version, packages from $debdir"
+
+# ---- 0. make deb ---------------------------------------------------------------
+# (its output in a log, shown when it fails: under `make test` the library and
+# plugins are already built)
+if env -u DESTDIR -u PREFIX -u LIBDIR -u MAKEFLAGS -u MFLAGS \
+     make -C "$root" --no-print-directory deb >"$tmp/deb.log" 2>&1; then
+  pass "make deb"
+  grep -E '^(built|Depends:) ' "$tmp/deb.log" | indent
+else
+  indent <"$tmp/deb.log"
+  fail "make deb"
+  finish
+fi
 
 # ---- 1. The packages, before installing them --------------------------------
 debs=()
@@ -119,8 +133,9 @@ real=$xl$libdir/libturnstate.so.$version
 check "libturnstate0 ships $libdir/libturnstate.so.$version" [ -f "$real" ]
 check "libturnstate0 ships the link libturnstate.so.$major" [ "$(readlink "$xl$libdir/libturnstate.so.$major")" = "libturnstate.so.$version" ]
 check "libturnstate-dev ships the link libturnstate.so" [ -L "$xd$libdir/libturnstate.so" ]
-check "libturnstate-dev ships turnstate.h, turnstate_plugin.h and turnstate.pc" \
-  test -f "$xd/usr/include/turnstate.h" -a -f "$xd/usr/include/turnstate_plugin.h" -a -f "$xd$libdir/pkgconfig/turnstate.pc"
+for f in /usr/include/turnstate.h /usr/include/turnstate_plugin.h /usr/include/turnstate.hpp $libdir/pkgconfig/turnstate.pc; do
+  check "libturnstate-dev ships $f" [ -f "$xd$f" ]
+done
 check "libturnstate0 ships the private Swift runtime ($libdir/turnstate/libswiftCore.so)" [ -f "$xl$libdir/turnstate/libswiftCore.so" ]
 not0644=$(find "$xl" "$xd" "$xg" -type f ! -perm 0644 | sed "s|^$tmp/x/||")
 check "every file is 0644${not0644:+ (not: $not0644)}" [ -z "$not0644" ]

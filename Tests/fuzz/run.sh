@@ -14,6 +14,8 @@
 # Tests/fuzz/open/TARGET until they are fixed.
 # replay: runs every committed corpus file through its harness once (no
 # mutation), so that a fault found once stays fixed; fails on the first fault.
+# Ends with "fuzz-replay: N passed, M failed": one check per input replayed
+# (a harness that faults counts the inputs it finished before, and one failure).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
@@ -24,7 +26,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
 shift
 targets=("$@")
 dict=$ROOT/Tests/fuzz/json.dict
-summary=() failed=0
+summary=() failed=0 replayed=0 faults=0
 
 for t in "${targets[@]}"; do
   bin=$asan/bin/fuzz_$t
@@ -37,10 +39,12 @@ for t in "${targets[@]}"; do
     start=$SECONDS
     if TS_FUZZ_KNOWN= "$bin" "${opts[@]}" "${files[@]}" >"$out" 2>&1; then
       summary+=("fuzz_$t: ${#files[@]} inputs replayed, no fault ($((SECONDS - start)) s)")
+      replayed=$((replayed + ${#files[@]}))
     else
       grep -E 'INVARIANT|ERROR: |SUMMARY|Running: ' "$out" | tail -n 12
       summary+=("fuzz_$t: FAULT (see $out)")
       failed=1
+      replayed=$((replayed + $(grep -c '^Executed ' "$out"))) faults=$((faults + 1))
     fi
   else
     work=$asan/corpus/$t findings=$asan/findings/$t
@@ -59,4 +63,5 @@ for t in "${targets[@]}"; do
   fi
 done
 printf '%s\n' "${summary[@]}"
+[ "$mode" = replay ] && echo "fuzz-replay: $replayed passed, $faults failed"
 exit $failed

@@ -115,9 +115,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s PLUGINSDIR SCRATCH\n", argv[0]);
         return 2;
     }
-    printf("app: header %d.%d.%d, library %s\n", TS_VERSION_MAJOR, TS_VERSION_MINOR, TS_VERSION_PATCH,
-           ts_version_string());
-    check(ts_version_number() == TS_VERSION_MAJOR * 10000 + TS_VERSION_MINOR * 100 + TS_VERSION_PATCH,
+    printf("app: header %s, library %s\n", TS_VERSION, ts_version_string());
+    check(ts_version_number() == TS_VERSION_NUMBER && strcmp(ts_version_string(), TS_VERSION) == 0,
           "the library is the header's version", ts_version_string());
 
     if (!check_status(ts_store_create("{\"count\": 0}", &store), "ts_store_create")) return 1;

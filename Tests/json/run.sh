@@ -3,6 +3,7 @@
 # Run from the repository root: sh Tests/json/run.sh
 # Needs g++, gcc, libsimdjson-dev (headers + -lsimdjson) and valgrind.
 # Builds into a temporary directory; nothing is written into the repository.
+# Ends with "json: N passed, M failed": the checks of both runs.
 # `make coverage` sets TSJ_BUILD (a folder that is kept), TSJ_CC/TSJ_CXX
 # (clang), TSJ_EXTRA_FLAGS (the coverage flags) and TSJ_VALGRIND=0.
 set -eu
@@ -31,15 +32,31 @@ CC=${TSJ_CC:-gcc} CXX=${TSJ_CXX:-g++} EXTRA=${TSJ_EXTRA_FLAGS:-}
 # shellcheck disable=SC2086
 "$CC" -pthread $EXTRA "$BUILD/tsj_test.o" "$BUILD/turnstate_json.o" -lsimdjson -lstdc++ -o "$BUILD/tsj_test"
 
+# run_test OUT COMMAND...: runs it with its output kept in OUT (and shown),
+# exits with its status if it fails, and adds its "N passed, M failed" line
+# to the totals.
+passed=0 failed=0
+run_test() {
+  out=$1; shift
+  status=0
+  "$@" >"$out" 2>&1 || status=$?
+  cat "$out"
+  [ "$status" -eq 0 ] || exit "$status"
+  counts=$(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1 \2/p' "$out" | tail -n1)
+  [ -n "$counts" ] || { echo "run.sh: no summary line from $*"; exit 1; }
+  passed=$((passed + ${counts% *})) failed=$((failed + ${counts#* }))
+}
+
 echo "== native run"
-"$BUILD/tsj_test"
+run_test "$BUILD/native.out" "$BUILD/tsj_test"
 
 if [ "${TSJ_VALGRIND:-1}" = 0 ]; then
   echo "== valgrind run skipped (TSJ_VALGRIND=0)"
 elif command -v valgrind >/dev/null 2>&1; then
   echo "== valgrind run"
   # Fewer timing iterations: under valgrind the timings are meaningless.
-  TSJ_BENCH_ITERS=${TSJ_VALGRIND_BENCH_ITERS:-50} TSJ_MANY_KEYS=${TSJ_VALGRIND_MANY_KEYS:-20000} \
+  run_test "$BUILD/valgrind.out" \
+    env TSJ_BENCH_ITERS="${TSJ_VALGRIND_BENCH_ITERS:-50}" TSJ_MANY_KEYS="${TSJ_VALGRIND_MANY_KEYS:-20000}" \
     valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
     --quiet "$BUILD/tsj_test"
   echo "valgrind: no errors, no leaks"
@@ -47,3 +64,4 @@ else
   echo "run.sh: valgrind not found" >&2
   exit 1
 fi
+echo "json: $passed passed, $failed failed"

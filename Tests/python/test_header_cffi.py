@@ -18,8 +18,10 @@ LIB = os.environ.get("TURNSTATE_LIB", os.path.join(ROOT, "build", "lib", "libtur
 @unittest.skipIf(cffi is None, "cffi is not installed")
 class HeaderReadableByCffi(unittest.TestCase):
     def test_cffi_parses_both_headers_and_binds_every_function(self):
+        # cffi's parser reads no attributes: TS_API and TS_DEPRECATED are
+        # defined empty, as turnstate.h says a binding generator may.
         text = subprocess.run(
-            ["cc", "-E", "-P", "-std=c99", "-I", os.path.join(ROOT, "Include"),
+            ["cc", "-E", "-P", "-std=c99", "-DTS_API=", "-DTS_DEPRECATED(msg)=", "-I", os.path.join(ROOT, "Include"),
              os.path.join(ROOT, "Include", "turnstate_plugin.h")],
             capture_output=True, text=True, check=True).stdout
         lines = [line for line in text.splitlines() if line.strip()]
@@ -38,6 +40,13 @@ class HeaderReadableByCffi(unittest.TestCase):
         self.assertEqual(ffi.string(out[0]), b"18446744073709551615")
         lib.ts_free(out[0])
         lib.ts_store_destroy(store[0])
+        copy = lib.ts_strdup(b"text")
+        self.assertEqual(ffi.string(copy), b"text")
+        lib.ts_free(copy)
+        zero = lib.ts_alloc(0)
+        self.assertNotEqual(zero, ffi.NULL)
+        lib.ts_free(zero)
+        self.assertEqual(lib.ts_reducer_fail(b"outside"), -14)  # TS_E_MISUSE
         self.assertGreaterEqual(ffi.sizeof("ts_store_api"), 7 * ffi.sizeof("void *"))
         self.assertEqual(ffi.sizeof("ts_action"), 3 * ffi.sizeof("void *"))
 

@@ -11,10 +11,10 @@ import time
 import unittest
 from ctypes import byref, c_uint64, c_void_p
 
-from turnstate_ctypes import (LISTENER_FN, MIDDLEWARE_FN, REDUCER_FN, TS_E_ARGUMENT, TS_E_JSON, TS_E_NOT_ACTION,
-                              TS_E_NOT_FOUND, TS_E_REDUCER, TS_E_REENTRANT, TS_E_REJECTED, TS_MAX_DEPTH, TS_OK,
-                              Store, TsStoreApi, TurnstateError, header_version, last_error, lib, malloc_text,
-                              status_name, take_text)
+from turnstate_ctypes import (LISTENER_FN, MIDDLEWARE_FN, REDUCER_FN, TS_E_ARGUMENT, TS_E_JSON, TS_E_MISUSE,
+                              TS_E_NOT_ACTION, TS_E_NOT_FOUND, TS_E_REDUCER, TS_E_REENTRANT, TS_E_REJECTED,
+                              TS_MAX_DEPTH, TS_OK, Store, TsStoreApi, TurnstateError, alloc_text, header_version,
+                              last_error, lib, status_name, take_text)
 
 
 def counter_reducer(slice_json, action):
@@ -50,6 +50,30 @@ class VersionAndStatusTests(unittest.TestCase):
         lib.ts_free(None)
 
 
+class MemoryTests(unittest.TestCase):
+    """ts_alloc / ts_strdup: memory that the store takes over, without libc."""
+
+    def test_alloc_and_strdup(self):
+        address = lib.ts_alloc(16)
+        self.assertTrue(address)
+        ctypes.memset(address, 0x41, 16)
+        lib.ts_free(address)
+        zero = lib.ts_alloc(0)
+        self.assertTrue(zero)  # never NULL for 0 bytes: NULL means failure
+        lib.ts_free(zero)
+        copy = lib.ts_strdup("café".encode())
+        self.assertEqual(ctypes.string_at(copy), "café".encode())
+        lib.ts_free(copy)
+        self.assertEqual(take_text(alloc_text('{"a": [1]}')), '{"a": [1]}')
+
+    def test_failures_set_the_last_error(self):
+        self.assertIsNone(lib.ts_alloc(2**62))
+        self.assertIn("ts_alloc: no memory for %d bytes" % 2**62, last_error())
+        self.assertIn("TS_E_NOMEM", last_error())
+        self.assertIsNone(lib.ts_strdup(None))
+        self.assertIn("ts_strdup: text is NULL", last_error())
+
+
 class RawApiTests(unittest.TestCase):
     """The C API used directly, exactly as a C program would (no Store class)."""
 
@@ -65,8 +89,9 @@ class RawApiTests(unittest.TestCase):
                 value = int(slice_json) + int(action.payload)
             else:
                 return None
-            # The store frees what a reducer returns: it must come from malloc.
-            return malloc_text(str(value))
+            # The store takes over what a reducer returns: ts_strdup memory
+            # (or ts_alloc, or the C library's malloc).
+            return lib.ts_strdup(str(value).encode())
 
         reducer_fn = REDUCER_FN(reducer)  # kept alive until the store is destroyed
         store = c_void_p()
@@ -195,7 +220,7 @@ class ReducerTests(unittest.TestCase):
         def raising(slice_json, action):
             if slice_json is None:
                 return "0"
-            raise ValueError("bad reducer")
+            raise ValueError("bad reducer: caf\u00e9 \u2615")
 
         with Store() as store:
             store.add_reducer("x", raising)
@@ -203,7 +228,53 @@ class ReducerTests(unittest.TestCase):
                 store.dispatch('{"type":"a"}')
             self.assertEqual(caught.exception.status, TS_E_REDUCER)
             self.assertIsInstance(caught.exception.__cause__, ValueError)
+            # The exception reaches the error text (ts_reducer_fail), not
+            # "returned invalid JSON".
+            self.assertEqual(caught.exception.message,
+                             'the reducer for "x" failed for "a": ValueError: bad reducer: caf\u00e9 \u2615')
+            self.assertEqual(last_error(), caught.exception.message)
             self.assertEqual(store.get_state(), '{"x":0}')
+
+    def test_python_exception_in_a_reducers_init_call_is_its_reason(self):
+        def no_start(slice_json, action):
+            raise KeyError("settings")
+
+        with Store() as store:
+            with self.assertRaises(TurnstateError) as caught:
+                store.add_reducer("settings", no_start)
+            self.assertEqual(caught.exception.status, TS_E_REDUCER)
+            self.assertIsInstance(caught.exception.__cause__, KeyError)
+            self.assertEqual(caught.exception.message,
+                             'the reducer for "settings" failed for "@@turnstate/init": KeyError: \'settings\'')
+            self.assertEqual(store.get_state(), "{}")
+
+    def test_reducer_fail_through_the_raw_api(self):
+        statuses = []
+
+        def reducer(slice_json, action, ctx):
+            if slice_json is None:
+                return lib.ts_strdup(b"0")
+            statuses.append(lib.ts_reducer_fail(b"full"))
+            statuses.append(lib.ts_reducer_fail(b"ignored: the first reason stands"))
+            return lib.ts_strdup(b"1")  # freed and ignored: the failure holds
+
+        reducer_fn = REDUCER_FN(reducer)
+        store = c_void_p()
+        self.assertEqual(lib.ts_store_create(None, byref(store)), TS_OK)
+        try:
+            self.assertEqual(lib.ts_store_add_reducer(store, b"n", reducer_fn, None), TS_OK)
+            self.assertEqual(lib.ts_store_dispatch(store, b'{"type":"inc"}'), TS_E_REDUCER)
+            self.assertEqual(statuses, [TS_OK, TS_OK])
+            self.assertEqual(last_error(), 'the reducer for "n" failed for "inc": full')
+            out = c_void_p()
+            self.assertEqual(lib.ts_store_get_state(store, None, byref(out)), TS_OK)
+            self.assertEqual(take_text(out), '{"n":0}')
+        finally:
+            lib.ts_store_destroy(store)
+
+    def test_reducer_fail_outside_a_reducer_is_misuse(self):
+        self.assertEqual(lib.ts_reducer_fail(b"not in a reducer"), TS_E_MISUSE)
+        self.assertIn("ts_reducer_fail: called outside a reducer", last_error())
 
     def test_a_reducer_may_not_call_back_into_its_store(self):
         inner = []

@@ -20,15 +20,18 @@ example of how to use the API safely from Python:
 
 Rules that the binding takes care of (and that you must follow if you use
 `lib` directly):
-- A reducer returns NULL or text allocated with malloc(): the store frees it.
-  `malloc_text` copies Python bytes into libc malloc'ed memory.
+- A reducer returns NULL or text that the store takes over and frees: memory
+  from ts_alloc / ts_strdup (or the C library's malloc). `alloc_text` copies
+  Python text into ts_alloc'ed memory, so nothing here binds libc.
 - Text returned through `char **` is library memory: declare the out value as
   c_void_p, read it with ctypes.string_at, then ts_free it (`take_text`).
 - Every CFUNCTYPE object handed to the library must stay alive as long as the
   store may call it: `Store` keeps them until it is destroyed.
 - An exception raised inside a callback cannot cross the C boundary. `Store`
   records it and re-raises it from the call that caused it (a reducer that
-  raised makes the dispatch fail with TS_E_REDUCER, state unchanged).
+  raised calls ts_reducer_fail with "ExceptionType: message", so the dispatch
+  fails with TS_E_REDUCER, state unchanged, and ts_last_error() - the
+  TurnstateError's message - gives the reason).
 """
 
 import ctypes
@@ -85,7 +88,8 @@ class TsStoreApi(Structure):
 
 
 # char *(*ts_reducer_fn)(const char *slice_json, const ts_action *action, void *ctx)
-# The result is declared c_void_p (not c_char_p): it must be malloc'ed memory.
+# The result is declared c_void_p (not c_char_p): memory from ts_alloc or
+# ts_strdup (alloc_text), which the store takes over.
 REDUCER_FN = CFUNCTYPE(c_void_p, c_char_p, POINTER(TsAction), c_void_p)
 # void (*ts_listener_fn)(ts_store *store, void *ctx)
 LISTENER_FN = CFUNCTYPE(None, c_void_p, c_void_p)
@@ -102,7 +106,11 @@ def _declare(lib):
         "ts_version_string": (c_char_p, []),
         "ts_status_name": (c_char_p, [ts_status]),
         "ts_last_error": (c_char_p, []),
+        # Results are c_void_p (not c_char_p): the memory is handed on or freed.
+        "ts_alloc": (c_void_p, [c_size_t]),
+        "ts_strdup": (c_void_p, [c_char_p]),
         "ts_free": (None, [c_void_p]),
+        "ts_reducer_fail": (ts_status, [c_char_p]),
         "ts_store_create": (ts_status, [c_char_p, POINTER(c_void_p)]),
         "ts_store_destroy": (None, [c_void_p]),
         "ts_store_add_reducer": (ts_status, [c_void_p, c_char_p, REDUCER_FN, c_void_p]),
@@ -132,24 +140,26 @@ def _find_library():
 
 lib = _declare(ctypes.CDLL(_find_library()))
 
-# libc's malloc: reducers must return memory that the store can free().
-_libc = ctypes.CDLL(None)
-_libc.malloc.restype = c_void_p
-_libc.malloc.argtypes = [c_size_t]
-_libc.free.restype = None
-_libc.free.argtypes = [c_void_p]
 
-
-def malloc_text(text):
-    """Copies `text` (str or bytes) into libc malloc'ed memory, NUL-terminated.
-    Returns the address (an int) for a reducer to return; the store frees it."""
+def alloc_text(text):
+    """Copies `text` (str or bytes) into ts_alloc'ed memory, NUL-terminated.
+    Returns the address (an int) for a reducer to return; the store frees it
+    (or free it with lib.ts_free)."""
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-    address = _libc.malloc(len(data) + 1)
+    address = lib.ts_alloc(len(data) + 1)
     if not address:
-        raise MemoryError("malloc failed")
+        raise MemoryError(lib.ts_last_error().decode("utf-8"))
     ctypes.memmove(address, data, len(data))
     ctypes.memset(address + len(data), 0, 1)
     return address
+
+
+
+def reducer_failure(error):
+    """The reason a reducer gives ts_reducer_fail for a Python exception:
+    "ValueError: bad reducer" (UTF-8; the library keeps its first 1,024 bytes)."""
+    text = "%s: %s" % (type(error).__name__, error) if str(error) else type(error).__name__
+    return text.encode("utf-8", "backslashreplace")
 
 
 def take_text(address):
@@ -290,12 +300,13 @@ class Store:
         def trampoline(slice_json, action, _ctx):
             try:
                 result = fn(_s(slice_json), Action(action))
-                return None if result is None else malloc_text(result)
+                return None if result is None else alloc_text(result)
             except BaseException as error:  # noqa: BLE001 - must not cross into C
                 self._record(error)
-                # Text that is not JSON: the dispatch fails with TS_E_REDUCER and
-                # the state stays as it was.
-                return malloc_text(b"")
+                # The dispatch fails with TS_E_REDUCER, the state stays as it
+                # was, and ts_last_error() gives the exception.
+                lib.ts_reducer_fail(reducer_failure(error))
+                return None
         callback = REDUCER_FN(trampoline)
         self._keepalive.append(callback)
         self._call(lib.ts_store_add_reducer(self.handle, _b(key), callback, None))

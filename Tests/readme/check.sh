@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Keeps the README honest: its Swift quick start must type-check against the
 # Turnstate module, its C quick start must compile, run and print what the
+# README says, its C++ example must compile strictly, run and print what the
 # README says, and its plugin example must build with only the headers.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -41,9 +42,17 @@ mkdir -p "$work/home" "$work/run" && cp "$work/app.c" "$work/run/app.c"
 sed -i "s|^make install\(.*\)|make -C $PWD --no-print-directory install\1 >'$work/install.log'|" "$work/commands.sh"
 check bash -c "cd '$work/run' && HOME='$work/home' bash -euo pipefail '$work/commands.sh' >'$work/commands.out' 2>&1 && diff <(echo \"\$0\") '$work/commands.out'" "$expected"
 
+# The C++ example: built with the header as it is, run, and its output
+# compared with the "# " lines of the section's shell block.
+extract "## C++" cpp > "$work/app.cpp"
+${CXX:-c++} -std=c++17 -Wall -Wextra -pedantic -Werror -IInclude "$work/app.cpp" -o "$work/app_cpp" \
+  -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
+"$work/app_cpp" > "$work/app_cpp.out"
+check diff <(extract "## C++" sh | sed -n 's/^# //p') "$work/app_cpp.out"
+
 extract "### Write a plugin" c > "$work/plugin.c"
 cc -std=c99 -Wall -Wextra -Werror -shared -fPIC -IInclude "$work/plugin.c" -o "$work/counter.so"
 check bash -c "! readelf -d '$work/counter.so' | grep -q libturnstate"
 
-echo "readme: $((4 - failed)) passed, $failed failed"
+echo "readme: $((5 - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]

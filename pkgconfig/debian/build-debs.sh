@@ -10,7 +10,8 @@
 #   libturnstate0_VERSION-REV_ARCH.deb         the library, the shipped plugins
 #                                              (LIBDIR/turnstate/plugins) and the
 #                                              private Swift runtime (LIBDIR/turnstate)
-#   libturnstate-dev_VERSION-REV_ARCH.deb      headers, libturnstate.so, turnstate.pc
+#   libturnstate-dev_VERSION-REV_ARCH.deb      headers (C, plugin ABI, C++), libturnstate.so,
+#                                              turnstate.pc
 #   libturnstate0-dbgsym_VERSION-REV_ARCH.deb  /usr/lib/debug/.build-id/xx/yyyy.debug
 # built with dpkg-gencontrol, dpkg-shlibdeps and dpkg-deb (dpkg-dev); no
 # debhelper. `make deb` runs it. The work tree (OUTDIR/work/debian/<package>)
@@ -130,6 +131,7 @@ claim $lib "$privdir"
 claim $dev "$libdir/libturnstate.so"
 claim $dev "usr/include/turnstate.h"
 claim $dev "usr/include/turnstate_plugin.h"
+claim $dev "usr/include/turnstate.hpp"
 claim $dev "$libdir/pkgconfig/turnstate.pc"
 
 # anything left over is a file that no package ships: fail

@@ -2,7 +2,12 @@
  * library's version script keeps only the ts_ functions of turnstate.h).
  *   - libffi closures that turn a (handler, userdata) pair into a plain C
  *     function pointer of one of the shapes the public API hands out;
- *   - the calling thread's last error message. */
+ *   - the calling thread's last error message;
+ *   - the version of Include/turnstate.h, for the Swift implementation (which
+ *     cannot import a stringified macro);
+ *   - ts_alloc / ts_strdup with their error messages, written without
+ *     allocating;
+ *   - the reducer calls under way on the calling thread, for ts_reducer_fail. */
 #ifndef TURNSTATE_SUPPORT_H
 #define TURNSTATE_SUPPORT_H
 
@@ -37,5 +42,43 @@ uint64_t tsi_last_error_serial(void);
  * the middleware returns. tsi_take_refusal returns NULL if none was given. */
 void tsi_set_refusal(const char *message);
 const char *tsi_take_refusal(void);
+
+/* TS_VERSION and TS_VERSION_NUMBER of Include/turnstate.h. */
+const char *tsi_version(void);
+int tsi_version_number(void);
+
+/* ts_alloc and ts_strdup: malloc'ed memory, or NULL with the last error set
+ * (TS_E_NOMEM, or TS_E_ARGUMENT for a NULL text). */
+void *tsi_alloc(size_t size);
+char *tsi_strdup(const char *text);
+
+/* One reducer call, on the stack of the code that calls the reducer:
+ * tsi_call_reducer registers it for the length of the call (calls nest: a
+ * reducer may dispatch to another store). A ts_reducer_fail during the call sets failed
+ * and message (malloc'ed, at most TSI_REDUCER_MESSAGE_MAX bytes cut at a
+ * UTF-8 boundary; NULL for no reason or when there was no memory for it, then
+ * lost is 1). The caller reads the message and frees it with
+ * tsi_reducer_clear. */
+typedef struct tsi_reducer_call {
+    struct tsi_reducer_call *outer;
+    char *message;
+    int failed;
+    int lost;
+} tsi_reducer_call;
+
+#define TSI_REDUCER_MESSAGE_MAX 1024
+
+/* A ts_reducer_fn, with the action as a plain pointer (this header does not
+ * include turnstate.h: Swift imports that through CTurnstate). */
+typedef char *(*tsi_reducer_fn)(const char *slice_json, const void *action, void *ctx);
+
+/* Calls fn(slice_json, action, ctx) with `call` as the calling thread's
+ * innermost reducer call (one thread-local look-up for both ends). */
+char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *action, void *ctx,
+                       tsi_reducer_call *call);
+void tsi_reducer_clear(tsi_reducer_call *call);
+/* ts_reducer_fail: 0 once recorded, -1 when no reducer call is under way on
+ * this thread (the caller reports TS_E_MISUSE). */
+int tsi_reducer_fail(const char *message);
 
 #endif

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# make test-cpp: Include/turnstate.hpp under test.
+#   0. compiled as C (SwiftPM's module CTurnstate includes every header of
+#      Include/), the header is empty;
+#   1. the header alone compiles with -std=c++17 and -std=c++20, -Wall -Wextra
+#      -pedantic -Werror and more warnings (-Wshadow -Wconversion
+#      -Wold-style-cast), under $CXX and under clang++ (the Swift toolchain's,
+#      beside swift, or one on PATH), and refuses C++14 with a clear #error;
+#   2. Tests/cpp/test_turnstate.cpp, built with $CXX, runs against build/lib
+#      and the plugins of build/plugins;
+#   3. the same program runs under valgrind (--quick): no definite or
+#      indirect leak, no invalid access (callbacks are freed with the store);
+#   4. built with -fsanitize=thread, it runs under ThreadSanitizer (--quick);
+#   5. built with clang++, it runs again (--quick).
+# Ends with "checks: N passed, M failed": the test program's checks plus one
+# per step above.
+# Usage: Tests/cpp/run.sh BUILD_DIR (default build); CXX (default c++),
+# VALGRIND (the Makefile's command line).
+set -u
+cd "$(dirname "$0")/../.."
+build=$(realpath "${1:-build}")
+cxx=${CXX:-c++}
+valgrind=${VALGRIND:-valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect --suppressions=$PWD/Tests/c/valgrind.supp}
+clangxx=""
+if command -v swift >/dev/null && [ -x "$(dirname "$(realpath "$(command -v swift)")")/clang++" ]; then
+  clangxx=$(dirname "$(realpath "$(command -v swift)")")/clang++
+elif command -v clang++ >/dev/null; then
+  clangxx=$(command -v clang++)
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$build/tests"
+strict=(-Wall -Wextra -pedantic -Werror)
+more=(-Wshadow -Wconversion -Wold-style-cast -Wnon-virtual-dtor)
+link=(-L"$build/lib" -Wl,-rpath,"$build/lib" -lturnstate -lpthread)
+passed=0 failed=0 program_passed=0 program_failed=0
+step() { # description command...
+  local what=$1; shift
+  if "$@" >"$work/out" 2>&1; then passed=$((passed + 1)); echo "ok: $what"; else
+    failed=$((failed + 1)); echo "FAILED: $what"; sed 's/^/    /' "$work/out" | tail -40; fi
+}
+# The program's own line "checks: N passed, M failed" is added to ours.
+program() { # description command...
+  local what=$1; shift
+  "$@" >"$work/prog" 2>&1
+  local status=$?
+  local line; line=$(grep -E '^checks: [0-9]+ passed, [0-9]+ failed$' "$work/prog" | tail -n1)
+  if [ "$status" -eq 0 ] && [ -n "$line" ]; then
+    passed=$((passed + 1)); echo "ok: $what (${line#checks: })"
+  else
+    failed=$((failed + 1)); echo "FAILED: $what (exit $status)"; sed 's/^/    /' "$work/prog" | tail -60
+  fi
+  if [ -n "$line" ]; then
+    read -r p f <<<"$(echo "$line" | sed -E 's/checks: ([0-9]+) passed, ([0-9]+) failed/\1 \2/')"
+    program_passed=$((program_passed + p)) program_failed=$((program_failed + f))
+  fi
+}
+
+printf '#include "turnstate.hpp"\nint main() { return 0; }\n' >"$work/only.cpp"
+printf '#include "turnstate.hpp"\n' >"$work/old.cpp"
+cxx14_refused() { # compiler
+  ! "$1" -std=c++14 -IInclude -fsyntax-only "$work/old.cpp" >"$work/c14" 2>&1 && grep -q "needs C++17" "$work/c14"
+}
+# SwiftPM compiles every header of Include/ as C into the module CTurnstate
+# (Sources/CTurnstate/include): as C, turnstate.hpp must be empty and quiet.
+printf '#include "turnstate.hpp"\n#include "turnstate.h"\nint main(void) { return TS_OK; }\n' >"$work/c.c"
+step "cc -std=c99: turnstate.hpp compiled as C is empty (SwiftPM's module CTurnstate)" \
+  "${CC:-cc}" -std=c99 "${strict[@]}" -IInclude -fsyntax-only "$work/c.c"
+for c in "$cxx" ${clangxx:+"$clangxx"}; do
+  name=$(basename "$c")
+  for std in c++17 c++20; do
+    step "$name -std=$std: the header alone, strict warnings" "$c" -std=$std "${strict[@]}" "${more[@]}" -IInclude -fsyntax-only "$work/only.cpp"
+  done
+  step "$name -std=c++14: refused with a clear #error" cxx14_refused "$c"
+done
+
+cxxflags=(-std=c++17 -O2 -g "${strict[@]}" -IInclude)
+step "$cxx: test_turnstate.cpp builds" "$cxx" "${cxxflags[@]}" Tests/cpp/test_turnstate.cpp -o "$build/tests/test_cpp" "${link[@]}"
+if [ -x "$build/tests/test_cpp" ]; then
+  program "test_turnstate ($cxx)" "$build/tests/test_cpp" --plugins "$build/plugins"
+  # shellcheck disable=SC2086
+  program "test_turnstate --quick under valgrind" $valgrind "$build/tests/test_cpp" --quick --plugins "$build/plugins"
+fi
+# ThreadSanitizer over the header's own state (per-thread exception slots,
+# the callbacks' containers, subscriptions from many threads); the library
+# itself is not instrumented here (make test-torture does that).
+step "$cxx -fsanitize=thread: test_turnstate.cpp builds" "$cxx" "${cxxflags[@]}" -O1 -fsanitize=thread \
+  Tests/cpp/test_turnstate.cpp -o "$build/tests/test_cpp_tsan" "${link[@]}"
+[ -x "$build/tests/test_cpp_tsan" ] &&
+  program "test_turnstate --quick under ThreadSanitizer" env SWIFT_BACKTRACE=enable=no TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
+    "$build/tests/test_cpp_tsan" --quick --plugins "$build/plugins"
+if [ -n "$clangxx" ]; then
+  step "clang++: test_turnstate.cpp builds" "$clangxx" "${cxxflags[@]}" Tests/cpp/test_turnstate.cpp -o "$build/tests/test_cpp_clang" "${link[@]}"
+  [ -x "$build/tests/test_cpp_clang" ] && program "test_turnstate (clang++)" "$build/tests/test_cpp_clang" --quick --plugins "$build/plugins"
+else
+  echo "note: no clang++ found (neither beside swift nor on PATH): built with $cxx only"
+fi
+echo "checks: $((passed + program_passed)) passed, $((failed + program_failed)) failed"
+[ "$failed" -eq 0 ] && [ "$program_failed" -eq 0 ]

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Checks the test machinery itself (`make test-harness`):
+#   - Tests/checks.sh reads the count of each kind of summary line (C
+#     programs, the suites' scripts, Python's unittest, swift-testing), counts
+#     a failure for a command that exits non-zero whatever it printed, and
+#     passes the command's exit status on;
+#   - Tests/run-suites.sh adds up a suite's "checks:" lines, and counts a
+#     failed check for a suite that fails without counting one;
+#   - `make help` lists every target of the Makefile's .PHONY list.
+# Ends with "harness: N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok: $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL: $1"; }
+
+# expect WANT_STATUS WANT_LINE COMMAND...: checks.sh's last line and status.
+expect() {
+  local want_status=$1 want=$2 got status; shift 2
+  got=$(Tests/checks.sh "$@" 2>&1 | tail -n1)
+  status=$(Tests/checks.sh "$@" >/dev/null 2>&1; echo $?)
+  if [ "$got" = "$want" ] && [ "$status" = "$want_status" ]; then
+    ok "checks.sh $* -> $want (status $status)"
+  else
+    bad "checks.sh $*: got '$got' (status $status), expected '$want' (status $want_status)"
+  fi
+}
+say() { printf '%b' "$1"; return "${2:-0}"; }
+export -f say
+
+expect 0 "checks: 12 passed, 0 failed" bash -c 'say "x\n12 passed, 0 failed\n"'
+expect 1 "checks: 10 passed, 2 failed" bash -c 'say "10 passed, 2 failed\n" 1'
+expect 0 "checks: 7 passed, 0 failed" bash -c 'say "2 passed, 0 failed\nplugins: 7 passed, 0 failed\n"'
+expect 3 "checks: 5 passed, 1 failed" bash -c 'say "5 passed, 0 failed\n" 3'
+expect 0 "checks: 1 passed, 0 failed" true
+expect 1 "checks: 0 passed, 1 failed" false
+expect 0 "checks: 9 passed, 0 failed" bash -c 'say "Ran 11 tests in 0.2s\n\nOK (skipped=2)\n"'
+expect 1 "checks: 6 passed, 3 failed" bash -c 'say "Ran 10 tests in 0.2s\n\nFAILED (failures=1, errors=2, skipped=1)\n" 1'
+expect 0 "checks: 3 passed, 0 failed" bash -c 'say "✔ Test a() passed after 0.1 seconds.\n✔ Test run with 3 tests in 2 suites passed after 0.2 seconds.\n"'
+expect 1 "checks: 2 passed, 1 failed" bash -c 'say "✘ Test b() recorded an issue at X.swift:3:4: Expectation failed: 1 == 2\n✘ Test b() failed after 0.2 seconds with 1 issue.\n✘ Suite S failed after 0.3 seconds with 1 issue.\n✘ Test run with 3 tests in 1 suite failed after 0.3 seconds with 1 issue.\n" 1'
+# A command that prints the runner's lines itself: nothing added (the last
+# line is its own), unless it fails without counting a failure.
+expect 0 "checks: 5 passed, 0 failed" bash -c 'say "checks: 3 passed, 0 failed\nchecks: 5 passed, 0 failed\n"'
+if [ "$(Tests/checks.sh bash -c 'say "checks: 8 passed, 0 failed\n"' | grep -c '^checks:')" = 1 ]; then
+  ok "checks.sh adds no line to a command's own checks: lines"
+else
+  bad "checks.sh adds a line to a command's own checks: lines (they would count twice)"
+fi
+expect 2 "checks: 0 passed, 1 failed" bash -c 'say "checks: 4 passed, 0 failed\n" 2'
+
+# run-suites.sh against a Makefile of fake suites (it runs `make` in the
+# repository root: a copy of the script in a scratch folder stands in).
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/Tests"
+cp Tests/run-suites.sh Tests/checks.sh "$work/Tests/"
+cat >"$work/Makefile" <<'MK'
+SHELL := /bin/bash
+test-build:
+	@echo building
+good:
+	@echo "checks: 40 passed, 0 failed"; echo "checks: 2 passed, 0 failed"
+counted:
+	@echo "checks: 5 passed, 2 failed"; exit 1
+silent:
+	@echo "oops"; exit 1
+MK
+out=$(cd "$work" && Tests/run-suites.sh good counted silent 2>&1)
+status=$?
+last=$(tail -n1 <<<"$out")
+if [ "$status" -ne 0 ] && [[ $last == "47 passed, 3 failed (failed: counted silent;"* ]]; then
+  ok "run-suites.sh adds up the checks and counts a silent failure: $last"
+else
+  bad "run-suites.sh: status $status, last line '$last'"
+fi
+if grep -qE '^PASS good +42 checks' <<<"$out" && grep -qE '^FAIL counted +7 checks, 2 failed' <<<"$out" &&
+   grep -q '^  | oops' <<<"$out" && [ -f "$work/build/test-logs/silent.log" ]; then
+  ok "run-suites.sh: a line per suite, the tail of a failing one, the logs kept"
+else
+  bad "run-suites.sh output:"; sed 's/^/    /' <<<"$out"
+fi
+
+# make help: every .PHONY target, each once.
+phony=$(sed -n '/^\.PHONY:/,/[^\\]$/p' Makefile | sed 's/^\.PHONY://; s/\\//' | tr -s ' \t' '\n' | grep . | sort)
+listed=$(make --no-print-directory help | sed -n 's/^  \([a-z][a-z0-9-]*\) .*/\1/p' | sort)
+missing=$(comm -23 <(echo "$phony") <(echo "$listed" | sort -u))
+if [ -z "$missing" ] && [ "$(echo "$listed" | uniq -d)" = "" ]; then
+  ok "make help lists the $(echo "$phony" | wc -l) .PHONY targets"
+else
+  bad "make help does not list: $(echo $missing)"
+fi
+
+echo "harness: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
