@@ -20,7 +20,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 version=${1:?usage: run.sh VERSION DEBDIR}
-debdir=$(cd "${2:?usage: run.sh VERSION DEBDIR}" && pwd)
+mkdir -p "${2:?usage: run.sh VERSION DEBDIR}"
+debdir=$(cd "$2" && pwd)
 packages=(libturnstate0 libturnstate-dev libturnstate0-dbgsym)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/turnstate-deb.XXXXXX")
 chmod 0755 "$tmp"
