@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What a Debian user gets from `make deb`: runs it, checks the three packages
 # in DEBDIR (fields, shlibs, modes, stripping, debug symbols), runs lintian
-# (an error fails), installs them with apt-get, builds Tests/deb/app.c with
-# nothing but `pkg-config --cflags --libs turnstate`, runs it with the Swift
+# (an error fails), installs them with apt-get, builds Tests/deb/app.c (and
+# app.cpp, through turnstate.hpp) with nothing but `pkg-config --cflags
+# --libs turnstate`, runs them with the Swift
 # toolchain hidden (Tests/install/without-swift.sh: a private mount namespace
 # with an empty folder mounted over the toolchain's root; ldd must find
 # everything, the process must map one libswiftCore.so, the package's), then
@@ -216,6 +217,15 @@ else
   finish
 fi
 
+echo "  c++ -std=c++17 app.cpp $flags -o \$tmp/app-cpp"
+# shellcheck disable=SC2086 # the flags are words
+if (cd "$here" && c++ -std=c++17 app.cpp $flags -o "$tmp/app-cpp") >"$tmp/cxx.log" 2>&1; then
+  pass "app.cpp (turnstate.hpp) compiles and links with pkg-config's flags alone"
+else
+  indent <"$tmp/cxx.log"
+  fail "app.cpp (turnstate.hpp) compiles and links with pkg-config's flags alone"
+fi
+
 # Tests/install/without-swift.sh: a private mount namespace in which the
 # toolchain of swiftc on PATH is hidden under an empty folder (exit 3 if it
 # cannot hide it).
@@ -234,6 +244,9 @@ done
 echo "== run"
 env -u LD_LIBRARY_PATH SWIFT_BACKTRACE=enable=no "$tmp/app" "$pluginsdir" "$tmp/work"
 echo "== exit \$?"
+echo "== run app-cpp"
+[ -x "$tmp/app-cpp" ] && env -u LD_LIBRARY_PATH SWIFT_BACKTRACE=enable=no "$tmp/app-cpp"
+echo "== exit-cpp \$?"
 EOF
 "$root/Tests/install/without-swift.sh" bash "$tmp/hidden.sh" >"$tmp/hidden.log" 2>&1
 hidden=$?
@@ -251,12 +264,15 @@ check "ldd app: libturnstate.so.$major => $resolved, the package's $libdir/libtu
 check "ldd logger.so: libswiftCore.so => the package's private copy ($libdir/turnstate)" \
   bash -c "sed -n '/logger.so$/,/^==/p' '$tmp/ldd.log' | grep -q 'libswiftCore.so => $libdir/turnstate/\(plugins/\.\./\)\?libswiftCore.so'"
 check "ldd: nothing resolves into the toolchain" bash -c "[ -z '$runtime' ] || ! grep -q ' => $runtime' '$tmp/ldd.log'"
-sed -n '/^== run/,$p' "$tmp/hidden.log" | grep -v '^==' | indent
-app_ok=$(sed -n '/^== run/,$p' "$tmp/hidden.log" | grep -c '^  ok ')
-app_failed=$(sed -n '/^== run/,$p' "$tmp/hidden.log" | grep -c '^  FAIL ')
+sed -n '/^== run$/,/^== exit /p' "$tmp/hidden.log" | grep -v '^==' >"$tmp/app.log"
+indent <"$tmp/app.log"
+app_ok=$(grep -c '^  ok ' "$tmp/app.log")
+app_failed=$(grep -c '^  FAIL ' "$tmp/app.log")
 passed=$((passed + app_ok)) failed=$((failed + app_failed))
 check "app exits 0 with the toolchain hidden ($app_ok checks of its own passed, $app_failed failed)" \
   grep -qx '== exit 0' "$tmp/hidden.log"
+sed -n '/^== run app-cpp$/,/^== exit-cpp /p' "$tmp/hidden.log" | grep -v '^==' | indent
+check "app-cpp exits 0 with the toolchain hidden (/count is 42)" grep -qx '== exit-cpp 0' "$tmp/hidden.log"
 
 # ---- 5. Purge, and nothing is left ------------------------------------------
 files=$(for f in "${debs[@]}"; do dpkg-deb -c "$f"; done | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||' | sort -u)
