@@ -3,11 +3,11 @@
 # in DEBDIR (fields, shlibs, modes, stripping, debug symbols), runs lintian
 # (an error fails), installs them with apt-get, builds Tests/deb/app.c (and
 # app.cpp, through turnstate.hpp) with nothing but `pkg-config --cflags
-# --libs turnstate`, runs them with the Swift
-# toolchain hidden (Tests/install/without-swift.sh: a private mount namespace
-# with an empty folder mounted over the toolchain's root; ldd must find
-# everything, the process must map one libswiftCore.so, the package's), then
-# purges the packages and checks that nothing of them is left.
+# --libs turnstate`, runs them with the Swift toolchain hidden
+# (Tests/install/without-swift.sh: a private mount namespace with an empty
+# folder mounted over the toolchain's root; ldd must find everything, the
+# process must map one libswiftCore.so, the package's), then purges the
+# packages and checks that nothing of them is left.
 #
 #   Tests/deb/run.sh VERSION DEBDIR      (make test-deb: VERSION from the
 #                                         header, DEBDIR build/deb, where
