@@ -77,7 +77,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean deb \
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
-        test-pkgconfig test-install test-deb test-python test-plugins test-readme test-cpp \
+        test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults lib-tsan bench coverage \
         asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help
 
@@ -144,8 +144,9 @@ run: build demo-plugins
 ## checks and seconds), full logs in build/test-logs/SUITE.log (the tail shown
 ## when a suite fails), and a last line "N passed, M failed" counting checks
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
-               test-pkgconfig test-python test-plugins test-install test-readme test-cpp test-model test-torture \
-               test-faults test-fuzz-replay test-c-asan test-plugins-asan test-harness test-deb
+               test-pkgconfig test-python test-python-package test-plugins test-install test-readme test-cpp \
+               test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
+               test-harness test-deb
 test: setup
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -255,6 +256,14 @@ test-deb: $(call prebuilt,lib plugins)
 test-python: $(call prebuilt,lib)
 	TURNSTATE_LIB=$(LIB) Tests/checks.sh python3 -m unittest discover -s Tests/python -v
 
+## test-python-package: the Python package (bindings/python) in fresh venvs
+## (pytest, hatchling, build, mypy, auditwheel from PyPI): its pytest suite
+## against the bundled library, mypy --strict, the wheel from python -m build
+## (and auditwheel's manylinux one), and the README's Python example with the
+## Swift toolchain hidden, from the wheels and after make install
+test-python-package: $(call prebuilt,lib plugins)
+	Tests/checks.sh bindings/python/tests/run.sh
+
 ## test-readme: the README's Swift, C, C++ and plugin examples build and run as shown
 test-readme: $(call prebuilt,lib)
 	Tests/checks.sh Tests/readme/check.sh
@@ -265,6 +274,14 @@ test-readme: $(call prebuilt,lib)
 test-cpp: $(call prebuilt,lib plugins)
 	CXX="$(CXX)" VALGRIND="$(VALGRIND)" PATH="$$PATH:$(dir $(realpath $(shell command -v $(SWIFT))))" \
 	  Tests/checks.sh Tests/cpp/run.sh $(BUILD)
+
+## test-rust: the Rust bindings (bindings/rust): turnstate-sys's declarations
+## against the headers (bindgen), `cargo test --offline` against build/lib and
+## build/plugins, and the README's Rust example run with `cargo run --offline`
+## against a `make install` in a temporary prefix, Swift toolchain hidden
+CARGO ?= cargo
+test-rust: $(call prebuilt,lib plugins)
+	CARGO=$(CARGO) TS_BUILD=$(BUILD) Tests/checks.sh Tests/rust/run.sh
 
 ## test-model: spin checks the shutdown protocol model, and that it catches
 ## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
@@ -404,10 +421,10 @@ test-plugins-asan: $(call prebuilt,asan-plugins)
 	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
 	Tests/checks.sh $(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
-## bench: release benchmarks (Swift W1-W5, C C1-C6, Python P1, start-up, memory),
+## bench: release benchmarks (Swift W1-W5, C C1-C6, Python P1, Rust R1, start-up, memory),
 ## printed as one table; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look
 bench: lib
-	$(MAKE) -C Benchmarks BUILD=$(BUILD) SWIFT=$(SWIFT) CC=$(CC)
+	$(MAKE) -C Benchmarks BUILD=$(BUILD) SWIFT=$(SWIFT) CC=$(CC) CARGO=$(CARGO)
 	SWIFT=$(SWIFT) python3 Benchmarks/report.py $(BENCH_ARGS)
 
 ## install: the library, its private Swift runtime, the plugins, the headers

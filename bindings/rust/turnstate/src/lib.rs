@@ -1,0 +1,893 @@
+//! Turnstate from Rust: a safe API over libturnstate's C API
+//! (`turnstate-sys`).
+//!
+//! One [`Store`] holds one state, a JSON object. Reducers (each owning one
+//! top-level key), listeners and middleware are Rust closures; the store
+//! keeps them (boxed) and frees them when it is dropped. JSON crosses the API
+//! as text (`&str` in, `String` out): use any JSON library you like on either
+//! side; this crate depends on none.
+//!
+//! ```no_run
+//! use turnstate::Store;
+//!
+//! # fn main() -> Result<(), turnstate::Error> {
+//! let store = Store::new(r#"{"todos": []}"#)?;
+//! store.add_reducer("count", |slice, action| match slice {
+//!     None => Ok(Some("0".to_string())), // the first value
+//!     Some(count) if action.kind() == "counter/add" => {
+//!         let by: i64 = action.payload().unwrap_or("1").parse().map_err(|_| "payload: not an integer")?;
+//!         Ok(Some((count.parse::<i64>().unwrap() + by).to_string()))
+//!     }
+//!     Some(_) => Ok(None), // unchanged
+//! })?;
+//! store.dispatch(r#"{"type": "counter/add", "payload": 2}"#)?;
+//! assert_eq!(store.get("/count")?, "2");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Rules (those of `turnstate.h`, which this crate keeps):
+//! - Every call returns `Result<T, turnstate::Error>`: the library's status
+//!   ([`Status`]) and its message (`ts_last_error()`, read on the calling
+//!   thread right after the call).
+//! - A reducer returns `Ok(None)` for "unchanged", `Ok(Some(json))` for a new
+//!   slice (copied into memory from `ts_alloc`, which the store takes over),
+//!   or `Err(message)` to fail the dispatch through `ts_reducer_fail`: the
+//!   dispatch then fails with [`Status::Reducer`] and the state is unchanged.
+//! - A panic in a reducer, listener or middleware is caught where the library
+//!   called the closure (it never unwinds into C) and turned into an error of
+//!   the call that led to it, with [`Status::Panic`]: a reducer's through
+//!   `ts_reducer_fail` (the dispatch fails, the state is unchanged), a
+//!   middleware's by refusing the action, a listener's after the dispatch
+//!   (which was applied: listeners run after the state changed).
+//! - [`Store`] is `Send + Sync`: any thread may use it, and the library
+//!   serializes the calls on one store. Closures must be `Send + Sync`
+//!   because the library may call them on any thread that dispatches (a
+//!   plugin's thread too).
+use std::any::Any;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::ops::Deref;
+use std::os::raw::{c_char, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::ptr::{self, NonNull};
+use std::sync::Mutex;
+
+/// The raw declarations (`turnstate-sys`), for what this API does not cover.
+pub use turnstate_sys as sys;
+
+/// `Result<T, turnstate::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+// ---- Statuses and errors ---------------------------------------------------
+
+/// Why a call failed: one variant per `TS_E_*` status of `turnstate.h`, and
+/// [`Status::Panic`] for a Rust callback that panicked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Status {
+    /// `TS_E_ARGUMENT`: a NULL or malformed argument (also: text with a NUL byte).
+    Argument,
+    /// `TS_E_JSON`: invalid JSON (syntax, bad UTF-8, too deep, a key twice).
+    Json,
+    /// `TS_E_NOT_ACTION`: valid JSON that is not a tagged action.
+    NotAction,
+    /// `TS_E_REDUCER`: a reducer failed (returned `Err`) or returned invalid JSON.
+    Reducer,
+    /// `TS_E_REENTRANT`: a reducer called back into its store.
+    Reentrant,
+    /// `TS_E_PLUGIN`: a plugin could not be loaded or failed.
+    Plugin,
+    /// `TS_E_IO`: reading or writing a file failed.
+    Io,
+    /// `TS_E_NOMEM`: out of memory.
+    NoMem,
+    /// `TS_E_NOT_FOUND`: no value at a JSON Pointer, no such file.
+    NotFound,
+    /// `TS_E_REJECTED`: a middleware refused the action.
+    Rejected,
+    /// `TS_E_STORE_GONE`: the store is being destroyed.
+    StoreGone,
+    /// `TS_E_ABI`: a plugin built for an ABI this library does not speak.
+    Abi,
+    /// `TS_E_UNKNOWN_ACTION`: a Swift store met an action type it cannot decode.
+    UnknownAction,
+    /// `TS_E_MISUSE`: a function used against its rules.
+    Misuse,
+    /// A reducer, listener or middleware written in Rust panicked. Not a
+    /// status of the C library: [`Error::code`] tells what the library
+    /// returned (`TS_E_REDUCER` for a reducer, `TS_E_REJECTED` for a
+    /// middleware, `TS_OK` for a listener, whose dispatch was applied).
+    Panic,
+    /// A status this crate does not know (a newer library).
+    Other(i32),
+}
+
+impl Status {
+    /// The status of a C status code; `None` for `TS_OK`.
+    pub fn from_code(code: sys::ts_status) -> Option<Status> {
+        Some(match code {
+            sys::TS_OK => return None,
+            sys::TS_E_ARGUMENT => Status::Argument,
+            sys::TS_E_JSON => Status::Json,
+            sys::TS_E_NOT_ACTION => Status::NotAction,
+            sys::TS_E_REDUCER => Status::Reducer,
+            sys::TS_E_REENTRANT => Status::Reentrant,
+            sys::TS_E_PLUGIN => Status::Plugin,
+            sys::TS_E_IO => Status::Io,
+            sys::TS_E_NOMEM => Status::NoMem,
+            sys::TS_E_NOT_FOUND => Status::NotFound,
+            sys::TS_E_REJECTED => Status::Rejected,
+            sys::TS_E_STORE_GONE => Status::StoreGone,
+            sys::TS_E_ABI => Status::Abi,
+            sys::TS_E_UNKNOWN_ACTION => Status::UnknownAction,
+            sys::TS_E_MISUSE => Status::Misuse,
+            other => Status::Other(other),
+        })
+    }
+
+    /// The C status code (`TS_E_*`). [`Status::Panic`], which has none, gives
+    /// `TS_E_REJECTED`: what a middleware that panicked returns to the library.
+    pub fn code(self) -> sys::ts_status {
+        match self {
+            Status::Argument => sys::TS_E_ARGUMENT,
+            Status::Json => sys::TS_E_JSON,
+            Status::NotAction => sys::TS_E_NOT_ACTION,
+            Status::Reducer => sys::TS_E_REDUCER,
+            Status::Reentrant => sys::TS_E_REENTRANT,
+            Status::Plugin => sys::TS_E_PLUGIN,
+            Status::Io => sys::TS_E_IO,
+            Status::NoMem => sys::TS_E_NOMEM,
+            Status::NotFound => sys::TS_E_NOT_FOUND,
+            Status::Rejected => sys::TS_E_REJECTED,
+            Status::StoreGone => sys::TS_E_STORE_GONE,
+            Status::Abi => sys::TS_E_ABI,
+            Status::UnknownAction => sys::TS_E_UNKNOWN_ACTION,
+            Status::Misuse => sys::TS_E_MISUSE,
+            Status::Panic => sys::TS_E_REJECTED,
+            Status::Other(code) => code,
+        }
+    }
+
+    /// The C name ("TS_E_JSON"), or "panic" for [`Status::Panic`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Panic => "panic",
+            Status::Other(_) => "TS_E_UNKNOWN",
+            other => unsafe { static_text(sys::ts_status_name(other.code())) },
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A failed call: the [`Status`], the C status code, and the library's
+/// message (what `ts_last_error()` said), or a panic's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    status: Status,
+    code: sys::ts_status,
+    message: String,
+    // The library already holds this error's message (ts_last_error): a
+    // middleware that returns it needs no ts_store_api.fail.
+    from_library: bool,
+}
+
+impl Error {
+    /// An error of your own: what a middleware returns to refuse an action
+    /// (the dispatcher then gets `status` and `message`).
+    pub fn new(status: Status, message: impl Into<String>) -> Error {
+        Error { status, code: status.code(), message: message.into(), from_library: false }
+    }
+
+    /// `Error::new(Status::Rejected, message)`: a middleware's refusal.
+    pub fn rejected(message: impl Into<String>) -> Error {
+        Error::new(Status::Rejected, message)
+    }
+
+    /// The status.
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// The C status code that the library returned (`TS_E_*`; `TS_OK` for a
+    /// listener's panic).
+    pub fn code(&self) -> sys::ts_status {
+        self.code
+    }
+
+    /// What went wrong, precise enough to act on.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Whether a Rust callback panicked ([`Status::Panic`]).
+    pub fn is_panic(&self) -> bool {
+        self.status == Status::Panic
+    }
+
+    fn from_code(code: sys::ts_status) -> Error {
+        Error {
+            status: Status::from_code(code).unwrap_or(Status::Other(code)),
+            code,
+            message: last_error(),
+            from_library: true,
+        }
+    }
+
+    fn argument(message: String) -> Error {
+        Error { status: Status::Argument, code: sys::TS_E_ARGUMENT, message, from_library: false }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.status, self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// `ts_last_error()` of the calling thread.
+fn last_error() -> String {
+    unsafe { CStr::from_ptr(sys::ts_last_error()) }.to_string_lossy().into_owned()
+}
+
+/// Static text of the library (a status name, the version).
+unsafe fn static_text(text: *const c_char) -> &'static str {
+    CStr::from_ptr(text).to_str().unwrap_or("?")
+}
+
+/// The version of the loaded library ("0.2.0").
+pub fn version() -> &'static str {
+    unsafe { static_text(sys::ts_version_string()) }
+}
+
+/// The plugins folder of the library this crate was built against
+/// (pkg-config's `pluginsdir` of `turnstate`), if it was known then.
+pub fn plugins_dir() -> Option<&'static Path> {
+    if sys::PLUGINS_DIR.is_empty() {
+        None
+    } else {
+        Some(Path::new(sys::PLUGINS_DIR))
+    }
+}
+
+// ---- Panics and callbacks: thread-local bookkeeping ------------------------
+
+thread_local! {
+    // A panic caught in a callback on this thread, until the call into the
+    // library that led to it returns (see `call`).
+    static PANIC: Cell<Option<String>> = const { Cell::new(None) };
+    // How many listener or middleware calls of any store are under way on
+    // this thread (unsubscribe frees a listener only outside them).
+    static CALLBACK_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+fn record_panic(message: String) {
+    PANIC.with(|slot| {
+        // The first panic of a call is the one reported.
+        let first = slot.take();
+        slot.set(Some(first.unwrap_or(message)));
+    });
+}
+
+/// The text of a panic's payload; drops the payload without letting a panic
+/// in its destructor escape.
+fn panic_message(payload: Box<dyn Any + Send>) -> String {
+    let text = if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "(a panic without a message)".to_string()
+    };
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
+    text
+}
+
+struct Depth;
+
+impl Depth {
+    fn enter() -> Depth {
+        CALLBACK_DEPTH.with(|depth| depth.set(depth.get() + 1));
+        Depth
+    }
+}
+
+impl Drop for Depth {
+    fn drop(&mut self) {
+        CALLBACK_DEPTH.with(|depth| depth.set(depth.get() - 1));
+    }
+}
+
+/// Makes one call into the library and turns its status into a Result. A
+/// panic that a callback caught during the call makes it an
+/// `Err(Status::Panic)`, even if the library returned TS_OK (a listener).
+fn call(f: impl FnOnce() -> sys::ts_status) -> Result<()> {
+    let outer = PANIC.with(|slot| slot.take());
+    let code = f();
+    let panic = PANIC.with(|slot| slot.replace(outer));
+    match (code, panic) {
+        (sys::TS_OK, None) => Ok(()),
+        (code, None) => Err(Error::from_code(code)),
+        (code, Some(panic)) => Err(Error {
+            status: Status::Panic,
+            code,
+            message: if code == sys::TS_OK { panic } else { last_error() },
+            from_library: true,
+        }),
+    }
+}
+
+// ---- Text across the boundary ----------------------------------------------
+
+/// Calls `f` with `text` as a NUL-terminated C string: copied on the stack
+/// when short (no allocation per dispatch), into a CString otherwise.
+/// Text with a NUL byte is refused (Status::Argument).
+fn with_c_text<R>(text: &str, what: &str, f: impl FnOnce(*const c_char) -> R) -> Result<R> {
+    const SHORT: usize = 256;
+    let bytes = text.as_bytes();
+    if has_nul(bytes) {
+        return Err(Error::argument(format!("{} contains a NUL byte", what)));
+    }
+    if bytes.len() < SHORT {
+        let mut buffer = [MaybeUninit::<u8>::uninit(); SHORT];
+        unsafe {
+            ptr::copy_nonoverlapping(bytes.as_ptr(), buffer.as_mut_ptr() as *mut u8, bytes.len());
+            buffer[bytes.len()] = MaybeUninit::new(0);
+        }
+        Ok(f(buffer.as_ptr() as *const c_char))
+    } else {
+        let owned = CString::new(bytes).expect("checked for NUL above");
+        Ok(f(owned.as_ptr()))
+    }
+}
+
+fn with_c_path<R>(path: &Path, f: impl FnOnce(*const c_char) -> R) -> Result<R> {
+    let owned = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::argument(format!("path {:?} contains a NUL byte", path)))?;
+    Ok(f(owned.as_ptr()))
+}
+
+/// Text that the library hands to a callback: UTF-8 by the library's rules
+/// (strict JSON). A broken promise panics (and is caught as any panic).
+unsafe fn borrowed_text<'a>(text: *const c_char) -> &'a str {
+    let bytes = CStr::from_ptr(text).to_bytes();
+    // Most of what a dispatch hands over (types, numbers, keys) is ASCII:
+    // that test is cheaper than the general UTF-8 check.
+    if bytes.is_ascii() {
+        return std::str::from_utf8_unchecked(bytes);
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => panic!("libturnstate passed text that is not UTF-8: {}", error),
+    }
+}
+
+extern "C" {
+    // The C library's memchr (libturnstate links it): vectorized, and
+    // cheaper than a byte loop for the short texts of a dispatch.
+    fn memchr(s: *const c_void, c: std::os::raw::c_int, n: usize) -> *mut c_void;
+}
+
+/// Whether `bytes` holds a NUL byte (which C text cannot carry).
+fn has_nul(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && !unsafe { memchr(bytes.as_ptr() as *const c_void, 0, bytes.len()) }.is_null()
+}
+
+/// Text for the library to take over (a reducer's result): a copy in memory
+/// from ts_alloc, which the store frees. Err: why not.
+fn library_copy(text: &str) -> std::result::Result<*mut c_char, String> {
+    const SHORT: usize = 32;
+    let bytes = text.as_bytes();
+    // Short results (numbers, flags, small objects) are checked for NUL
+    // while they are copied; longer ones with memchr, then copied.
+    if bytes.len() > SHORT && has_nul(bytes) {
+        return Err("the reducer returned text with a NUL byte".to_string());
+    }
+    unsafe {
+        let copy = sys::ts_alloc(bytes.len() + 1) as *mut u8;
+        if copy.is_null() {
+            return Err(format!("no memory for the reducer's {} bytes", bytes.len()));
+        }
+        if bytes.len() <= SHORT {
+            for (at, &byte) in bytes.iter().enumerate() {
+                if byte == 0 {
+                    sys::ts_free(copy as *mut c_void);
+                    return Err("the reducer returned text with a NUL byte".to_string());
+                }
+                *copy.add(at) = byte;
+            }
+        } else {
+            ptr::copy_nonoverlapping(bytes.as_ptr(), copy, bytes.len());
+        }
+        *copy.add(bytes.len()) = 0;
+        Ok(copy as *mut c_char)
+    }
+}
+
+/// ts_reducer_fail(message), with NUL bytes (which C text cannot hold) shown
+/// as "\0".
+fn reducer_fail(message: &str) {
+    let text = CString::new(message.replace('\0', "\\0")).expect("no NUL left");
+    unsafe {
+        sys::ts_reducer_fail(text.as_ptr());
+    }
+}
+
+/// Takes over text the library returned (`char **`): copies it into a
+/// String and frees the original with `free`.
+unsafe fn take_text(text: *mut c_char, free: unsafe extern "C" fn(*mut c_void)) -> String {
+    let owned = CStr::from_ptr(text).to_string_lossy().into_owned();
+    free(text as *mut c_void);
+    owned
+}
+
+// ---- Actions -----------------------------------------------------------------
+
+/// The action a reducer or middleware receives (valid during the call).
+#[derive(Clone, Copy)]
+pub struct Action<'a> {
+    raw: &'a sys::ts_action,
+}
+
+impl<'a> Action<'a> {
+    /// The action's "type", unescaped ("todos/add").
+    pub fn kind(&self) -> &'a str {
+        unsafe { borrowed_text(self.raw.type_) }
+    }
+
+    /// The JSON text of "payload" (minified), or None if there is none
+    /// (`"payload": null` gives `Some("null")`).
+    pub fn payload(&self) -> Option<&'a str> {
+        if self.raw.payload.is_null() {
+            None
+        } else {
+            Some(unsafe { borrowed_text(self.raw.payload) })
+        }
+    }
+
+    /// The whole action as it was dispatched.
+    pub fn json(&self) -> &'a str {
+        unsafe { borrowed_text(self.raw.json) }
+    }
+
+    /// The raw C view.
+    pub fn as_raw(&self) -> &'a sys::ts_action {
+        self.raw
+    }
+}
+
+impl fmt::Debug for Action<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Action").field("kind", &self.kind()).field("payload", &self.payload()).finish()
+    }
+}
+
+// ---- The store ---------------------------------------------------------------
+
+/// A borrowed store: what a listener receives, and what [`Store`]
+/// dereferences to. It reads and dispatches; adding reducers, listeners and
+/// middleware is [`Store`]'s.
+#[repr(transparent)]
+pub struct StoreRef {
+    raw: NonNull<sys::ts_store>,
+}
+
+impl StoreRef {
+    /// Dispatches `action_json`, a tagged action `{"type": "...",
+    /// "payload": ...}`, through the middleware to the reducers, then calls
+    /// the listeners. Atomic: on `Err` the state is as it was (except after a
+    /// listener's panic: see [`Status::Panic`]).
+    pub fn dispatch(&self, action_json: &str) -> Result<()> {
+        let raw = self.raw.as_ptr();
+        with_c_text(action_json, "the action", |text| call(|| unsafe { sys::ts_store_dispatch(raw, text) }))?
+    }
+
+    /// [`dispatch`](StoreRef::dispatch) of text that is already a C string
+    /// (a `c"..."` literal, a `CString` kept for repeated dispatches): no copy.
+    pub fn dispatch_c(&self, action_json: &CStr) -> Result<()> {
+        let raw = self.raw.as_ptr();
+        call(|| unsafe { sys::ts_store_dispatch(raw, action_json.as_ptr()) })
+    }
+
+    /// The value at an RFC 6901 JSON Pointer ("/todos/0/title"; "" is the
+    /// whole state), as minified JSON text.
+    pub fn get(&self, json_pointer: &str) -> Result<String> {
+        let raw = self.raw.as_ptr();
+        let mut out: *mut c_char = ptr::null_mut();
+        with_c_text(json_pointer, "the JSON pointer", |pointer| {
+            call(|| unsafe { sys::ts_store_get_state(raw, pointer, &mut out) })
+        })??;
+        Ok(unsafe { take_text(out, sys::ts_free) })
+    }
+
+    /// The whole state, as minified JSON text.
+    pub fn state(&self) -> Result<String> {
+        self.get("")
+    }
+
+    /// The C store, for calls through [`sys`]. Valid while the [`Store`] is.
+    pub fn as_ptr(&self) -> *mut sys::ts_store {
+        self.raw.as_ptr()
+    }
+}
+
+impl fmt::Debug for StoreRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StoreRef({:p})", self.raw)
+    }
+}
+
+/// A subscription, for [`Store::unsubscribe`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Subscription(u64);
+
+impl Subscription {
+    /// The library's token (never reused).
+    pub fn token(self) -> u64 {
+        self.0
+    }
+}
+
+type Kept = Box<dyn Any + Send + Sync>;
+
+#[derive(Default)]
+struct Callbacks {
+    // Reducers and middleware: freed with the store.
+    kept: Vec<Kept>,
+    // Listeners by token: freed by unsubscribe (outside a callback) or with
+    // the store.
+    listeners: HashMap<u64, Kept>,
+}
+
+/// A store: one state (a JSON object), its reducers, listeners and
+/// middleware. `Send + Sync`; dropping it destroys the C store (waiting for
+/// dispatches under way on other threads, stopping the plugins) and then
+/// frees the closures.
+pub struct Store {
+    handle: StoreRef,
+    callbacks: Mutex<Callbacks>,
+}
+
+// The C store may be used from any thread (calls are serialized by the
+// library), and every closure it holds is Send + Sync.
+unsafe impl Send for Store {}
+unsafe impl Sync for Store {}
+
+impl Deref for Store {
+    type Target = StoreRef;
+    fn deref(&self) -> &StoreRef {
+        &self.handle
+    }
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Store({:p})", self.handle.raw)
+    }
+}
+
+struct ReducerBox<F> {
+    f: F,
+}
+
+struct ListenerBox<F> {
+    f: F,
+}
+
+struct MiddlewareBox<F> {
+    name: String,
+    f: F,
+}
+
+impl Store {
+    /// A store whose state is `initial_json`, a JSON object ("{}" for an
+    /// empty state).
+    pub fn new(initial_json: &str) -> Result<Store> {
+        let mut raw: *mut sys::ts_store = ptr::null_mut();
+        with_c_text(initial_json, "the initial state", |text| {
+            call(|| unsafe { sys::ts_store_create(text, &mut raw) })
+        })??;
+        Ok(Store {
+            handle: StoreRef { raw: NonNull::new(raw).expect("ts_store_create returned TS_OK and no store") },
+            callbacks: Mutex::new(Callbacks::default()),
+        })
+    }
+
+    fn keep(&self, kept: Kept) {
+        self.callbacks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).kept.push(kept);
+    }
+
+    /// Adds the reducer that owns the top-level key `key`; reducers run in
+    /// the order they were added. `reducer(slice, action)` gets the slice's
+    /// JSON text (None for the first call, made at once if the state has no
+    /// `key`, with the action "@@turnstate/init") and returns `Ok(None)`
+    /// (unchanged), `Ok(Some(json))` (the new slice) or `Err(message)` (the
+    /// dispatch fails with [`Status::Reducer`] and that message). It must be
+    /// pure: calling back into its store fails the dispatch with
+    /// [`Status::Reentrant`].
+    pub fn add_reducer<F>(&self, key: &str, reducer: F) -> Result<()>
+    where
+        F: Fn(Option<&str>, &Action<'_>) -> std::result::Result<Option<String>, String> + Send + Sync + 'static,
+    {
+        let boxed = Box::new(ReducerBox { f: reducer });
+        let ctx = &*boxed as *const ReducerBox<F> as *mut c_void;
+        let raw = self.as_ptr();
+        with_c_text(key, "the key", |key| {
+            call(|| unsafe { sys::ts_store_add_reducer(raw, key, Some(reducer_trampoline::<F>), ctx) })
+        })??;
+        self.keep(boxed);
+        Ok(())
+    }
+
+    /// Subscribes `listener`. With `json_pointer` None it runs after every
+    /// dispatch that reached the reducers; with a pointer ("" is the whole
+    /// state), only when the value there changed. It may dispatch and read
+    /// the state through the [`StoreRef`] it gets.
+    pub fn subscribe<F>(&self, json_pointer: Option<&str>, listener: F) -> Result<Subscription>
+    where
+        F: Fn(&StoreRef) + Send + Sync + 'static,
+    {
+        let boxed = Box::new(ListenerBox { f: listener });
+        let ctx = &*boxed as *const ListenerBox<F> as *mut c_void;
+        let raw = self.as_ptr();
+        let mut token = 0u64;
+        // The box is not kept yet while the library subscribes (another
+        // thread's dispatch may call the listener at once: the box is alive,
+        // it is this function's until the end), and no lock is held across
+        // the call (a listener of that dispatch may subscribe too).
+        let mut subscribe = |pointer: *const c_char| {
+            call(|| unsafe { sys::ts_store_subscribe(raw, pointer, Some(listener_trampoline::<F>), ctx, &mut token) })
+        };
+        match json_pointer {
+            None => subscribe(ptr::null())?,
+            Some(pointer) => with_c_text(pointer, "the JSON pointer", subscribe)??,
+        }
+        self.callbacks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).listeners.insert(token, boxed);
+        Ok(Subscription(token))
+    }
+
+    /// Ends a subscription (idempotent). The listener is freed now when
+    /// this is called outside any listener or middleware, and with the store
+    /// otherwise (a dispatch under way on this thread may still call it).
+    pub fn unsubscribe(&self, subscription: Subscription) -> Result<()> {
+        let raw = self.as_ptr();
+        call(|| unsafe { sys::ts_store_unsubscribe(raw, subscription.0) })?;
+        // Calls on one store are serialized, so once ts_store_unsubscribe
+        // returned no other thread's dispatch can be calling the listener.
+        if CALLBACK_DEPTH.with(|depth| depth.get()) == 0 {
+            let freed = self
+                .callbacks
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .listeners
+                .remove(&subscription.0);
+            drop(freed);
+        }
+        Ok(())
+    }
+
+    /// Appends a middleware to the chain (the first added runs first).
+    /// `middleware(store, next, action)` passes the action on with
+    /// `next.pass()` (or a changed one with `next.send(json)`), or refuses it
+    /// by returning `Err` (`Error::rejected("why")`) without calling next;
+    /// return next's result to report the rest of the dispatch.
+    pub fn add_middleware<F>(&self, name: &str, middleware: F) -> Result<()>
+    where
+        F: Fn(&StoreApi, Next<'_>, &Action<'_>) -> Result<()> + Send + Sync + 'static,
+    {
+        let boxed = Box::new(MiddlewareBox { name: name.to_string(), f: middleware });
+        let ctx = &*boxed as *const MiddlewareBox<F> as *mut c_void;
+        let raw = self.as_ptr();
+        with_c_text(name, "the name", |name| {
+            call(|| unsafe { sys::ts_store_add_middleware(raw, name, Some(middleware_trampoline::<F>), ctx) })
+        })??;
+        self.keep(boxed);
+        Ok(())
+    }
+
+    /// Loads the middleware plugin at `path` (a shared object written
+    /// against turnstate_plugin.h) with its configuration (None means {}),
+    /// at the end of the chain. See `ts_store_load_plugin` for the checks.
+    pub fn load_plugin(&self, path: impl AsRef<Path>, config_json: Option<&str>) -> Result<()> {
+        let raw = self.as_ptr();
+        with_c_path(path.as_ref(), |path| match config_json {
+            None => call(|| unsafe { sys::ts_store_load_plugin(raw, path, ptr::null()) }),
+            Some(config) => with_c_text(config, "the config", |config| {
+                call(|| unsafe { sys::ts_store_load_plugin(raw, path, config) })
+            })?,
+        })?
+    }
+
+    /// Loads every "*.so" of the folder `dir` in name order, each with its
+    /// NAME.json; all or nothing.
+    pub fn load_plugins(&self, dir: impl AsRef<Path>) -> Result<()> {
+        let raw = self.as_ptr();
+        with_c_path(dir.as_ref(), |dir| call(|| unsafe { sys::ts_store_load_plugins(raw, dir) }))?
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // First the C store (no callback runs once this returns), then the
+        // closures (the fields, dropped after this).
+        unsafe { sys::ts_store_destroy(self.handle.raw.as_ptr()) }
+    }
+}
+
+unsafe extern "C" fn reducer_trampoline<F>(
+    slice: *const c_char,
+    action: *const sys::ts_action,
+    ctx: *mut c_void,
+) -> *mut c_char
+where
+    F: Fn(Option<&str>, &Action<'_>) -> std::result::Result<Option<String>, String> + Send + Sync + 'static,
+{
+    let boxed = &*(ctx as *const ReducerBox<F>);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let slice = if slice.is_null() { None } else { Some(borrowed_text(slice)) };
+        (boxed.f)(slice, &Action { raw: &*action })
+    }));
+    let failure = match outcome {
+        Ok(Ok(None)) => return ptr::null_mut(),
+        Ok(Ok(Some(json))) => match library_copy(&json) {
+            Ok(copy) => return copy,
+            Err(why) => why,
+        },
+        Ok(Err(message)) => message,
+        Err(payload) => {
+            let message = format!("panicked: {}", panic_message(payload));
+            record_panic(message.clone());
+            message
+        }
+    };
+    reducer_fail(&failure);
+    ptr::null_mut()
+}
+
+unsafe extern "C" fn listener_trampoline<F>(store: *mut sys::ts_store, ctx: *mut c_void)
+where
+    F: Fn(&StoreRef) + Send + Sync + 'static,
+{
+    let boxed = &*(ctx as *const ListenerBox<F>);
+    let _depth = Depth::enter();
+    let raw = match NonNull::new(store) {
+        Some(raw) => raw,
+        None => return,
+    };
+    let handle = StoreRef { raw };
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (boxed.f)(&handle))) {
+        record_panic(format!("a listener panicked: {} (the action was applied)", panic_message(payload)));
+    }
+}
+
+unsafe extern "C" fn middleware_trampoline<F>(
+    api: *const sys::ts_store_api,
+    next: sys::ts_next_fn,
+    action: *const sys::ts_action,
+    ctx: *mut c_void,
+) -> sys::ts_status
+where
+    F: Fn(&StoreApi, Next<'_>, &Action<'_>) -> Result<()> + Send + Sync + 'static,
+{
+    let boxed = &*(ctx as *const MiddlewareBox<F>);
+    let _depth = Depth::enter();
+    let table = StoreApi { raw: &*api };
+    let action = Action { raw: &*action };
+    let next = Next { next, json: action.raw.json, _call_once_here: PhantomData };
+    match catch_unwind(AssertUnwindSafe(|| (boxed.f)(&table, next, &action))) {
+        Ok(Ok(())) => sys::TS_OK,
+        Ok(Err(error)) if error.from_library && error.code < 0 => error.code,
+        Ok(Err(error)) => {
+            let code = if error.code < 0 { error.code } else { sys::TS_E_REJECTED };
+            table.fail(code, &error.message)
+        }
+        Err(payload) => {
+            let message = format!("middleware \"{}\" panicked: {}", boxed.name, panic_message(payload));
+            record_panic(message.clone());
+            table.fail(sys::TS_E_REJECTED, &message)
+        }
+    }
+}
+
+// ---- Middleware's view -------------------------------------------------------
+
+/// The store as a middleware sees it (the C `ts_store_api` table), during
+/// its call.
+pub struct StoreApi {
+    raw: *const sys::ts_store_api,
+}
+
+impl StoreApi {
+    fn table(&self) -> &sys::ts_store_api {
+        unsafe { &*self.raw }
+    }
+
+    /// Dispatches from the top of the chain (a new action), as
+    /// [`StoreRef::dispatch`].
+    pub fn dispatch(&self, action_json: &str) -> Result<()> {
+        let dispatch = self.table().dispatch.ok_or_else(missing_function)?;
+        with_c_text(action_json, "the action", |text| code_result(unsafe { dispatch(text) }))?
+    }
+
+    /// Reads the state, as [`StoreRef::get`].
+    pub fn get(&self, json_pointer: &str) -> Result<String> {
+        let table = self.table();
+        let get_state = table.get_state.ok_or_else(missing_function)?;
+        let free = table.free.ok_or_else(missing_function)?;
+        let mut out: *mut c_char = ptr::null_mut();
+        with_c_text(json_pointer, "the JSON pointer", |pointer| code_result(unsafe { get_state(pointer, &mut out) }))??;
+        Ok(unsafe { take_text(out, free) })
+    }
+
+    /// The whole state.
+    pub fn state(&self) -> Result<String> {
+        self.get("")
+    }
+
+    /// Replaces the whole state (a JSON object) without middleware or
+    /// reducers, then calls the listeners.
+    pub fn replace_state(&self, state_json: &str) -> Result<()> {
+        let replace = self.table().replace_state.ok_or_else(missing_function)?;
+        with_c_text(state_json, "the state", |text| code_result(unsafe { replace(text) }))?
+    }
+
+    fn fail(&self, code: sys::ts_status, message: &str) -> sys::ts_status {
+        let text = CString::new(message.replace('\0', "\\0")).expect("no NUL left");
+        match self.table().fail {
+            Some(fail) => unsafe { fail(code, text.as_ptr()) },
+            None => code,
+        }
+    }
+}
+
+fn missing_function() -> Error {
+    Error::new(Status::Misuse, "the library's ts_store_api table has no such function")
+}
+
+fn code_result(code: sys::ts_status) -> Result<()> {
+    if code == sys::TS_OK {
+        Ok(())
+    } else {
+        Err(Error::from_code(code))
+    }
+}
+
+/// The rest of the middleware chain, for one action: call it at most once
+/// (it is consumed), during the middleware's call, on its thread.
+pub struct Next<'a> {
+    next: sys::ts_next_fn,
+    json: *const c_char,
+    // Not Send, not kept: valid only during this middleware call.
+    _call_once_here: PhantomData<&'a *const ()>,
+}
+
+impl Next<'_> {
+    /// Passes the action received on, unchanged (no new parse).
+    pub fn pass(self) -> Result<()> {
+        match self.next {
+            Some(next) => code_result(unsafe { next(self.json) }),
+            None => Err(missing_function()),
+        }
+    }
+
+    /// Passes `action_json`, another tagged action, on instead.
+    pub fn send(self, action_json: &str) -> Result<()> {
+        match self.next {
+            Some(next) => with_c_text(action_json, "the action", |text| code_result(unsafe { next(text) }))?,
+            None => Err(missing_function()),
+        }
+    }
+}
