@@ -19,10 +19,11 @@
 #
 # Every file of STAGE must land in exactly one package (a file nobody claims
 # fails the build, as dh_missing --fail-missing would). Every ELF file of
-# libturnstate0 is stripped here if `make install` did not strip it, its
-# debug information going to the -dbgsym package by build-id, as dh_strip
-# does; debug files that `make install` already detached (anywhere in STAGE,
-# *.debug) are moved there by their build-id.
+# libturnstate0 is stripped here as dh_strip does (again, if `make install`
+# stripped it already), its DWARF going to the -dbgsym package by build-id;
+# debug files that `make install` detached itself (anywhere in STAGE,
+# *.debug; today LIBDIR/.debug and LIBDIR/turnstate/plugins/.debug) are moved
+# there by their build-id.
 #
 # Environment: DEB_REVISION (default 1), DEB_MAINTAINER (default below),
 # SOURCE_DATE_EPOCH (default: the date of the last commit), for the changelog
