@@ -81,7 +81,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
         test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults test-replicate lib-tsan bench coverage inspector-plugin test-inspector \
-        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help
+        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -160,7 +160,7 @@ run: build demo-plugins
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
                test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
-               test-harness test-replicate test-deb
+               test-docs test-harness test-replicate test-deb
 test: setup
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -181,15 +181,33 @@ test-build: setup lib plugins lib-tsan asan-plugins fuzz-build
 test-harness:
 	Tests/checks.sh Tests/harness/run.sh
 
-## test-swift: the Swift tests (swift-testing; XCTest, which has none, is off)
+## test-swift: the Swift tests (swift-testing), then the XCTest ones (the
+## TestStore under XCTest: TurnstateTestingTests)
 test-swift: $(call prebuilt,setup)
 	$(if $(TS_PREBUILT),,$(SWIFT) build --build-tests --scratch-path .build)
 	Tests/checks.sh $(SWIFT) test --skip-build --disable-xctest --scratch-path .build
+	Tests/checks.sh $(SWIFT) test --skip-build --disable-swift-testing --scratch-path .build --filter TurnstateTestingTests
 
-## test-swift-tsan: the Swift tests under ThreadSanitizer
+## test-swift-tsan: the Swift tests (swift-testing, then XCTest) under ThreadSanitizer
 test-swift-tsan: $(call prebuilt,setup)
 	$(if $(TS_PREBUILT),,$(SWIFT) build --build-tests --scratch-path .build-tsan --sanitize=thread)
 	Tests/checks.sh $(SWIFT) test --skip-build --disable-xctest --scratch-path .build-tsan --sanitize=thread
+	Tests/checks.sh $(SWIFT) test --skip-build --disable-swift-testing --scratch-path .build-tsan --sanitize=thread \
+	  --filter TurnstateTestingTests
+
+## docs: the DocC documentation of Turnstate, TurnstateCore and TurnstateTesting
+## (swift package generate-documentation, combined), in build/docs/turnstate.doccarchive
+DOCS_TARGETS := --target Turnstate --target TurnstateCore --target TurnstateTesting
+docs: setup
+	@rm -rf $(BUILD)/docs/turnstate.doccarchive && mkdir -p $(BUILD)/docs
+	$(SWIFT) package --scratch-path .build --allow-writing-to-directory $(BUILD)/docs generate-documentation \
+	  $(DOCS_TARGETS) --enable-experimental-combined-documentation --output-path $(BUILD)/docs/turnstate.doccarchive
+	@test -f $(BUILD)/docs/turnstate.doccarchive/index.html || { echo "docs: no archive in $(BUILD)/docs" >&2; exit 1; }
+
+## test-docs: make docs prints no DocC warning, and every public symbol of
+## Turnstate, TurnstateCore and TurnstateTesting has a documentation comment
+test-docs: $(call prebuilt,setup)
+	SWIFT=$(SWIFT) BUILD=$(BUILD) Tests/checks.sh Tests/docs/check.sh
 
 ## test-json: the JSON layer's C tests (Tests/json), natively and under valgrind
 test-json: $(call prebuilt,setup)
@@ -202,7 +220,7 @@ test-json: $(call prebuilt,setup)
 # its run_*_tests() in Tests/c/main.c).
 C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_reducers.c Tests/c/test_dispatch.c \
            Tests/c/test_state.c Tests/c/test_subscribe.c Tests/c/test_middleware.c Tests/c/test_threads.c \
-           Tests/c/test_errors.c Tests/c/test_big.c
+           Tests/c/test_errors.c Tests/c/test_big.c Tests/c/test_replace.c
 # Extra C test programs, each one file with its own main() that prints
 # "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
 # on failure; they may use check.h (check.c is linked in as an archive).

@@ -15,8 +15,19 @@ let package = Package(
         .library(name: "TurnstatePlugins", targets: ["TurnstatePlugins"]),
         /// libturnstate.so: the C API for C and every language with a C FFI.
         .library(name: "turnstate", type: .dynamic, targets: ["TurnstateC"]),
+        /// Exhaustive tests of a store in the style of TCA: `import TurnstateTesting`
+        /// in a test target and use `TestStore`.
+        .library(name: "TurnstateTesting", targets: ["TurnstateTesting"]),
         /// The logger middleware plugin, written in Swift: load it with ts_store_load_plugin.
         .library(name: "turnstate-logger", type: .dynamic, targets: ["TurnstateLoggerPlugin"]),
+    ],
+    dependencies: [
+        // For TurnstateTesting only: reportIssue (swift-testing and XCTest)
+        // and the state diffs of a failed expectation.
+        .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.13.1"),
+        .package(url: "https://github.com/pointfreeco/swift-custom-dump", from: "1.7.3"),
+        // `swift package generate-documentation` (make docs).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The core: the typed store and its semantics, without Foundation.
@@ -36,8 +47,19 @@ let package = Package(
                 exclude: ["exports.map", "ShutdownProtocol.pml"]),
         // Typed Swift stores load plugins through the C face's plugin host.
         .target(name: "TurnstatePlugins", dependencies: ["Turnstate", "TurnstateC", "CTurnstate"]),
+        // TestStore: exhaustive tests of a store's state changes and received actions.
+        .target(name: "TurnstateTesting", dependencies: [
+            // TurnstateCore directly too: its documentation links into the core's.
+            "Turnstate", "TurnstateCore",
+            .product(name: "IssueReporting", package: "xctest-dynamic-overlay"),
+            // Links the bridges to swift-testing's Issue.record and XCTFail that
+            // reportIssue looks up at run time (needed on Linux).
+            .product(name: "IssueReportingTestSupport", package: "xctest-dynamic-overlay"),
+            .product(name: "CustomDump", package: "swift-custom-dump"),
+        ]),
         .executableTarget(name: "turnstate-demo", dependencies: ["Turnstate"], path: "Examples/SwiftDemo"),
         .testTarget(name: "TurnstateTests", dependencies: ["Turnstate"]),
+        .testTarget(name: "TurnstateTestingTests", dependencies: ["TurnstateTesting"]),
         .testTarget(name: "TurnstateCTests", dependencies: ["Turnstate", "TurnstateC", "TurnstatePlugins"]),
         // The logger plugin (Plugins/logger): reaches the store only through ts_store_api.
         .target(name: "TurnstateLoggerPlugin", dependencies: ["CTurnstate"], path: "Plugins/logger", exclude: ["README.md"]),

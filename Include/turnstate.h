@@ -312,6 +312,43 @@ TS_API ts_status ts_reducer_fail(const char *message);
  * from inside a reducer). */
 TS_API ts_status ts_store_add_reducer(ts_store *store, const char *key, ts_reducer_fn fn, void *ctx);
 
+/* Replaces the reducer that owns `key` with `fn` and `ctx` (hot reload), in
+ * the same place in the order, keeping the state (the slice is not
+ * re-initialized), then dispatches the action {"type": "@@turnstate/replace"}
+ * (TS_REPLACE_ACTION_TYPE) through the middleware to every reducer, the new
+ * one included, and the listeners: Redux's replaceReducer and its
+ * "@@redux/REPLACE". One step: no dispatch from another thread runs between
+ * the swap and that action. Atomic: if the replace action fails before the
+ * state changed (a middleware refuses it, a reducer fails on it), the old
+ * reducer is put back and the status is that failure; a middleware that
+ * swallows the action does not undo the swap. Once this returns TS_OK (from
+ * outside the store's callbacks), the old `fn` is not called again, and its
+ * ctx may be freed.
+ * Thread-safety: any thread; waits for dispatches under way on others.
+ * Errors: TS_E_ARGUMENT (NULL store, key or fn; key not valid UTF-8),
+ * TS_E_NOT_FOUND (key has no reducer: add it with ts_store_add_reducer),
+ * TS_E_REENTRANT (called from inside a reducer), TS_E_STORE_GONE, or the
+ * replace action's failure (TS_E_REDUCER, a middleware's status). */
+TS_API ts_status ts_store_replace_reducer(ts_store *store, const char *key, ts_reducer_fn fn, void *ctx);
+
+/* Removes the reducer that owns `key`. Its slice stays in the state,
+ * unchanged from then on (ts_store_add_reducer can give the key a reducer
+ * again; it finds the slice and makes no init call). Then dispatches
+ * {"type": "@@turnstate/replace"} to the remaining reducers, as
+ * ts_store_replace_reducer does, with the same rules: one step, atomic (the
+ * reducer is put back if that action fails before the state changed).
+ * Once this returns TS_OK (from outside the store's callbacks) the removed
+ * `fn` is not called again, and its ctx may be freed.
+ * Thread-safety: any thread; waits for dispatches under way on others.
+ * Errors: TS_E_ARGUMENT (NULL store or key; key not valid UTF-8),
+ * TS_E_NOT_FOUND (key has no reducer), TS_E_REENTRANT (called from inside a
+ * reducer), TS_E_STORE_GONE, or the replace action's failure. */
+TS_API ts_status ts_store_remove_reducer(ts_store *store, const char *key);
+
+/* The "type" of the action that ts_store_replace_reducer and
+ * ts_store_remove_reducer dispatch. */
+#define TS_REPLACE_ACTION_TYPE "@@turnstate/replace"
+
 /* ---- Dispatching -------------------------------------------------------- */
 
 /* Dispatches `action_json`, a tagged action {"type": "<non-empty string>",
@@ -464,6 +501,20 @@ typedef ts_status (*ts_middleware_fn)(const ts_store_api *store, ts_next_fn next
  * `name` (for messages) is copied. Errors: TS_E_ARGUMENT (NULL store, name or
  * fn), TS_E_NOMEM (no executable memory for its closures), TS_E_REENTRANT. */
 TS_API ts_status ts_store_add_middleware(ts_store *store, const char *name, ts_middleware_fn fn, void *ctx);
+
+/* Removes the middleware that ts_store_add_middleware added last under
+ * `name` (names are compared byte for byte; when several were added under
+ * one name, the newest goes first). Plugins' middleware is not removed this
+ * way. Dispatches that start after this do not run it; one under way on
+ * this thread (this called from inside a middleware or listener) finishes
+ * with the chain it started with; dispatches on other threads are waited
+ * for. Once this returns TS_OK from outside the store's callbacks, its `fn`
+ * is not called again, and its ctx may be freed.
+ * Thread-safety: any thread.
+ * Errors: TS_E_ARGUMENT (NULL store or name), TS_E_NOT_FOUND (no middleware
+ * of that name, or it was removed already), TS_E_REENTRANT (called from
+ * inside a reducer), TS_E_STORE_GONE. */
+TS_API ts_status ts_store_remove_middleware(ts_store *store, const char *name);
 
 /* ---- Plugins ------------------------------------------------------------ */
 

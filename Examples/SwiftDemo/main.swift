@@ -30,11 +30,13 @@ let store = Store(
     reducer: combineReducers(.slice(\.count, counter), .slice(\.todos, todos)),
     middleware: [logger])
 
+// The subscriptions last as long as these handles are kept.
+var subscriptions = Set<StoreSubscription>()
 do {
-    try store.subscribe(select: { $0.count }) { print("  count is now", $0) }
+    try store.subscribe(select: { $0.count }) { print("  count is now", $0) }.store(in: &subscriptions)
     try store.subscribe(select: { $0.todos }) { todos in
         for todo in todos { print("  [\(todo.done ? "x" : " ")] \(todo.id) \(todo.title)") }
-    }
+    }.store(in: &subscriptions)
     try store.dispatch(CounterAction.increment)
     try store.dispatch(CounterAction.increment)
     try store.dispatch(AddTodo(title: "buy milk"))

@@ -60,7 +60,7 @@ public struct ActionRegistry: Sendable {
 
     /// Creates a registry that knows `types`.
     ///
-    /// Throws ``StoreError/Code/badArgument`` if two types share one tag.
+    /// Throws ``/TurnstateCore/StoreError/Code/badArgument`` if two types share one tag.
     public init(_ types: [any TaggedAction.Type] = []) throws(StoreError) {
         for type in types { try register(type) }
     }
@@ -68,7 +68,7 @@ public struct ActionRegistry: Sendable {
     /// Teaches the registry to decode actions tagged `A.actionType` as `A`.
     ///
     /// Registering the same type twice is harmless; a different type with a
-    /// tag that is already taken throws ``StoreError/Code/badArgument``.
+    /// tag that is already taken throws ``/TurnstateCore/StoreError/Code/badArgument``.
     public mutating func register<A: TaggedAction>(_ type: A.Type) throws(StoreError) {
         if let existing = decoders[A.actionType], existing.type != type {
             throw StoreError(.badArgument, "the tag \"\(A.actionType)\" is already registered for \(existing.type), cannot register \(A.self)")

@@ -14,6 +14,9 @@ final class CStore: StoreFace, @unchecked Sendable {
     private let reducers: ReducerTable
     private(set) var api: StoreAPI!
     private var plugins: PluginSet<JSONState>!
+    /// The middleware added with ts_store_add_middleware, by name, oldest
+    /// first. Guarded by the store's lock.
+    private var addedMiddleware: [(name: String, handle: MiddlewareHandle)] = []
     /// The whole state's text, rebuilt only after the state changed.
     /// Guarded by the store's lock.
     private var wholeText: (generation: UInt64, text: UnsafeMutablePointer<CChar>, length: Int)?
@@ -125,6 +128,46 @@ final class CStore: StoreFace, @unchecked Sendable {
         }
     }
 
+    /// Replaces the reducer of `key`, then dispatches {"type":"@@turnstate/replace"}.
+    func replaceReducer(key: UnsafePointer<CChar>, fn: ts_reducer_fn, context: UnsafeMutableRawPointer?) throws(StoreError) {
+        let key = try Self.reducerKey(key, "ts_store_replace_reducer")
+        let entry = ReducerTable.Entry(key: key, fn: fn, context: context)
+        let action = try JSONAction(parsing: replaceAction.cString)
+        try store.replaceReducer(.replaceReducer, announcing: action) { () throws(StoreError) -> (() -> Void) in
+            guard let index = reducers.index(of: key) else {
+                throw StoreError(.notFound, "ts_store_replace_reducer: the key \"\(key)\" has no reducer (add one with ts_store_add_reducer)")
+            }
+            let old = reducers.entries[index]
+            reducers.replace(at: index, with: entry)
+            return { [reducers] in
+                if let index = reducers.index(of: key) { reducers.replace(at: index, with: old) }
+            }
+        }
+    }
+
+    /// Removes the reducer of `key` (its slice stays in the state), then
+    /// dispatches {"type":"@@turnstate/replace"}.
+    func removeReducer(key: UnsafePointer<CChar>) throws(StoreError) {
+        let key = try Self.reducerKey(key, "ts_store_remove_reducer")
+        let action = try JSONAction(parsing: replaceAction.cString)
+        try store.replaceReducer(.removeReducer, announcing: action) { () throws(StoreError) -> (() -> Void) in
+            guard let index = reducers.index(of: key) else {
+                throw StoreError(.notFound, "ts_store_remove_reducer: the key \"\(key)\" has no reducer")
+            }
+            let old = reducers.remove(at: index)
+            return { [reducers] in
+                if reducers.index(of: key) == nil { reducers.insert(old, at: index) }
+            }
+        }
+    }
+
+    private static func reducerKey(_ key: UnsafePointer<CChar>, _ function: StaticString) throws(StoreError) -> String {
+        guard let key = String(validatingCString: key) else {
+            throw StoreError(.badArgument, "\(function): the key is not valid UTF-8")
+        }
+        return key
+    }
+
     /// Replaces the whole state (restoring a snapshot), then notifies.
     func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {
         var replacement = try JSONState(parsing: json, context: "replace_state")
@@ -150,14 +193,14 @@ final class CStore: StoreFace, @unchecked Sendable {
         let parsed: JSONPointer? = if let pointer { try JSONPointer(pointer) } else { nil }
         try store.exclusively(.subscribe) { () throws(StoreError) in
             guard let parsed else {
-                token.pointee = try store.subscribe { _ in listener.call() }.token
+                token.pointee = try store.addListener { _ in listener.call() }
                 return
             }
             let watcher = PointerWatcher(pointer: parsed, owner: self)
             try watcher.prime(in: try store.getState())
-            token.pointee = try store.subscribe { state in
+            token.pointee = try store.addListener { state in
                 if watcher.changed(in: state) { listener.call() }
-            }.token
+            }
         }
     }
 
@@ -194,8 +237,23 @@ final class CStore: StoreFace, @unchecked Sendable {
     }
 
     func addMiddleware(name: String, fn: ts_middleware_fn, context: UnsafeMutableRawPointer?) throws(StoreError) {
-        try store.addMiddleware(CMiddleware(name: name, fn: fn, context: CContext(pointer: context),
-                                            host: CMiddlewareHost(api: api, store: store, bridge: JSONActionBridge())))
+        try store.exclusively(.addMiddleware) { () throws(StoreError) in
+            let handle = try store.addMiddleware(
+                CMiddleware(name: name, fn: fn, context: CContext(pointer: context),
+                            host: CMiddlewareHost(api: api, store: store, bridge: JSONActionBridge())))
+            addedMiddleware.append((name, handle))
+        }
+    }
+
+    /// Removes the middleware added last under `name` by ts_store_add_middleware.
+    func removeMiddleware(name: String) throws(StoreError) {
+        try store.exclusively(.removeMiddleware) { () throws(StoreError) in
+            guard let index = addedMiddleware.lastIndex(where: { $0.name.sameBytes(as: name) }) else {
+                throw StoreError(.notFound, "ts_store_remove_middleware: no middleware named \"\(name)\" was added with ts_store_add_middleware (or it was removed already)")
+            }
+            try addedMiddleware[index].handle.remove()
+            addedMiddleware.remove(at: index)
+        }
     }
 }
 

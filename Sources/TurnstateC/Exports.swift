@@ -131,6 +131,25 @@ public func ts_store_get_state(
     }
 }
 
+@c @implementation
+public func ts_store_replace_reducer(
+    _ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ fn: ts_reducer_fn?, _ context: UnsafeMutableRawPointer?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_replace_reducer")
+        let key = try required(key, "key", in: "ts_store_replace_reducer")
+        try cstore.replaceReducer(key: key, fn: try required(fn, "fn", in: "ts_store_replace_reducer"), context: context)
+    }
+}
+
+@c @implementation
+public func ts_store_remove_reducer(_ store: OpaquePointer?, _ key: UnsafePointer<CChar>?) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_remove_reducer")
+        try cstore.removeReducer(key: try required(key, "key", in: "ts_store_remove_reducer"))
+    }
+}
+
 // MARK: Listeners
 
 @c @implementation
@@ -164,6 +183,15 @@ public func ts_store_add_middleware(
         let name = try required(name, "name", in: "ts_store_add_middleware")
         try cstore.addMiddleware(name: String(decoding: UnsafeRawBufferPointer(start: name, count: strlen(name)), as: UTF8.self),
                                  fn: try required(fn, "fn", in: "ts_store_add_middleware"), context: context)
+    }
+}
+
+@c @implementation
+public func ts_store_remove_middleware(_ store: OpaquePointer?, _ name: UnsafePointer<CChar>?) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_remove_middleware")
+        let name = try required(name, "name", in: "ts_store_remove_middleware")
+        try cstore.removeMiddleware(name: String(decoding: UnsafeRawBufferPointer(start: name, count: strlen(name)), as: UTF8.self))
     }
 }
 

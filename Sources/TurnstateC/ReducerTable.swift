@@ -10,6 +10,9 @@ import TurnstateCore
 /// The action a reducer gets when it must produce the first value of its slice.
 let initAction: StaticString = #"{"type":"@@turnstate/init"}"#
 
+/// The action dispatched after a reducer was replaced or removed.
+let replaceAction: StaticString = #"{"type":"@@turnstate/replace"}"#
+
 extension StaticString {
     /// The literal as a C string (string literals are stored NUL-terminated).
     var cString: UnsafePointer<CChar> { UnsafeRawPointer(utf8Start).assumingMemoryBound(to: CChar.self) }
@@ -37,6 +40,18 @@ final class ReducerTable: @unchecked Sendable {
     func contains(key: String) -> Bool { entries.contains { $0.key.sameBytes(as: key) } }
 
     func append(_ entry: Entry) { entries.append(entry) }
+
+    /// Where the reducer for `key` is in the table.
+    func index(of key: String) -> Int? { entries.firstIndex { $0.key.sameBytes(as: key) } }
+
+    /// Puts `entry` at `index` (replacing the reducer there).
+    func replace(at index: Int, with entry: Entry) { entries[index] = entry }
+
+    /// Removes the reducer at `index` and returns it.
+    func remove(at index: Int) -> Entry { entries.remove(at: index) }
+
+    /// Puts `entry` back at `index` (or at the end, if the table got shorter).
+    func insert(_ entry: Entry, at index: Int) { entries.insert(entry, at: min(index, entries.count)) }
 
     /// Runs every reducer; applies their results only if all succeeded.
     func reduce(_ state: inout JSONState, _ action: any Action) throws(StoreError) {

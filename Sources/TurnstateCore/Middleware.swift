@@ -91,3 +91,44 @@ public struct ClosureMiddleware<State: Sendable>: Middleware {
         }
     }
 }
+
+/// Removes a middleware that ``Store/addMiddleware(_:)`` added: what it
+/// returns. Dropping the handle keeps the middleware (unlike a
+/// ``StoreSubscription``, which ends when released). It holds the store weakly.
+public struct MiddlewareHandle: Sendable, Hashable {
+    /// The middleware's id within its store: never reused.
+    public let id: UInt64
+    @usableFromInline weak var owner: (any MiddlewareOwner)?
+
+    @usableFromInline
+    init(id: UInt64, owner: any MiddlewareOwner) {
+        self.id = id
+        self.owner = owner
+    }
+
+    /// Removes the middleware from the chain: dispatches that start after
+    /// this do not run it; one already under way (this call made from inside
+    /// it, or a nested dispatch) finishes with the chain it started with.
+    /// Other threads' dispatches are waited for. Idempotent: removing it
+    /// again, or once the store is gone, does nothing.
+    /// - Returns: whether it was still in the chain.
+    /// - Throws: ``StoreError/Code/reentrantCall`` from inside a reducer,
+    ///   ``StoreError/Code/storeReleased`` once the store is closed.
+    @discardableResult
+    public func remove() throws(StoreError) -> Bool {
+        guard let owner else { return false }
+        return try owner.removeMiddleware(id: id)
+    }
+
+    public static func == (lhs: MiddlewareHandle, rhs: MiddlewareHandle) -> Bool {
+        lhs.id == rhs.id && lhs.owner === rhs.owner
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+}
+
+/// What a ``MiddlewareHandle`` removes its middleware from: its store.
+@usableFromInline
+protocol MiddlewareOwner: AnyObject, Sendable {
+    func removeMiddleware(id: UInt64) throws(StoreError) -> Bool
+}

@@ -33,12 +33,12 @@ extension Store {
 
     private func stream<Element: Sendable>(
         bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy,
-        subscribe: (@escaping @Sendable (Element) -> Void) throws(StoreError) -> Unsubscribe
+        subscribe: (@escaping @Sendable (Element) -> Void) throws(StoreError) -> StoreSubscription
     ) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: bufferingPolicy)
         do {
-            let unsubscribe = try subscribe { continuation.yield($0) }
-            continuation.onTermination = { _ in try? unsubscribe() }
+            let subscription = try subscribe { continuation.yield($0) }
+            continuation.onTermination = { _ in subscription.cancel() }
         } catch {
             // Called from inside a reducer: the stream ends at once.
             continuation.finish()

@@ -27,13 +27,13 @@
 ///
 /// Do not block inside a listener or middleware waiting for another thread
 /// that dispatches to the same store: that thread waits for the lock you hold.
-public final class Store<State: Sendable>: @unchecked Sendable {
+public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable {
     // Everything below is guarded by `lock`.
     // The lock makes access exclusive, so the runtime's exclusivity checks
     // are turned off for these properties (they cost a fifth of a dispatch).
     @usableFromInline let lock = RecursiveLock()
     /// The state. A reducer changes it in place: it holds the only reference.
-    @exclusivity(unchecked) @usableFromInline var state: State
+    @exclusivity(unchecked) @usableFromInline var current: State
     /// True while a reducer runs: the store then refuses every call.
     @exclusivity(unchecked) @usableFromInline var reducing = false
     /// True once the store is closed (``close()``): every new call is refused
@@ -43,8 +43,22 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var callNames = CallNames.swift
     /// Counts state changes, so that notification sees a nested dispatch.
     @exclusivity(unchecked) @usableFromInline var changes: UInt64 = 0
+    /// The reducer the store was made with.
     @usableFromInline let reduce: @Sendable (inout State, any Action) throws(StoreError) -> Void
+    /// The reducer that ``replaceReducer(_:)`` put in its place, if any
+    /// (changed only outside of reductions). `reduce` stays a constant, which
+    /// a dispatch calls without retaining it.
+    @exclusivity(unchecked) @usableFromInline var replacement: ReducerBox<State>?
+    @exclusivity(unchecked) @usableFromInline var isReplaced = false
     @exclusivity(unchecked) @usableFromInline var middleware: [any Middleware<State>] = []
+    /// The id of each entry of `middleware` (for ``MiddlewareHandle/remove()``).
+    @exclusivity(unchecked) @usableFromInline var middlewareIDs: [UInt64] = []
+    @exclusivity(unchecked) @usableFromInline var lastMiddlewareID: UInt64 = 0
+    /// The subscription of each object subscriber (``subscribe(_:)``), by object.
+    @exclusivity(unchecked) @usableFromInline var objectTokens: [ObjectIdentifier: ObjectSubscription] = [:]
+    /// Set by the `Equatable` initializer's `automaticallySkipsRepeats`: tells
+    /// whole-state listeners to skip a state equal to the one they last got.
+    @usableFromInline let isDuplicateState: (@Sendable (State, State) -> Bool)?
     /// The head of the middleware chain, rebuilt when middleware is added;
     /// `nil` when there is none.
     @exclusivity(unchecked) @usableFromInline var chain: Next?
@@ -53,6 +67,8 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var tails: [Next] = []
     @exclusivity(unchecked) @usableFromInline var subscribers = SubscriberList<State>()
     @exclusivity(unchecked) @usableFromInline var lastToken: UInt64 = 0
+    /// What this store's subscriptions end themselves through.
+    @usableFromInline let link = StoreLink()
     @exclusivity(unchecked) @usableFromInline var reentrancyViolation: StoreError?
     /// Objects that live as long as the store (a face's plugin set),
     /// released last attached first.
@@ -81,12 +97,23 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     package init(
         initialState: State,
         failableReducer: @escaping @Sendable (inout State, any Action) throws(StoreError) -> Void,
-        middleware: [any Middleware<State>] = []
+        middleware: [any Middleware<State>] = [],
+        skipsRepeats: (@Sendable (State, State) -> Bool)? = nil
     ) {
-        state = initialState
+        current = initialState
         reduce = failableReducer
+        isDuplicateState = skipsRepeats
         self.middleware = middleware
+        middlewareIDs = (0..<middleware.count).map { UInt64($0 + 1) }
+        lastMiddlewareID = UInt64(middleware.count)
         rebuildChain()
+        link.end = { [weak self] subscription, strictly in
+            guard let self else {
+                subscription.endWithoutStore()
+                return nil
+            }
+            return self.end(subscription, strictly: strictly)
+        }
     }
 
     deinit {
@@ -99,15 +126,38 @@ public final class Store<State: Sendable>: @unchecked Sendable {
 
     // MARK: Reading
 
-    /// The current state.
+    /// The current state: the state after the last dispatch that reached the
+    /// reducer (from any thread; a dispatch under way on another thread is
+    /// waited for). A closed store still has its last state.
     ///
-    /// Throws ``StoreError/Code/reentrantCall`` when called from inside a reducer.
+    /// A reducer gets the state as its argument and must not read the store:
+    /// read from inside a reducer of this store, `state` stops the program
+    /// with a message that says so (the state is then half-reduced, and the
+    /// reducer holds the only reference to it, so there is no other state to
+    /// give). Use ``getState()`` where that must be an error you can handle.
+    @inlinable
+    public var state: State {
+        lock.lock()
+        defer { lock.unlock() }
+        if _slowPath(reducing) { reducerReadState() }
+        return current
+    }
+
+    @usableFromInline
+    func reducerReadState() -> Never {
+        preconditionFailure("Store.state was read from inside a reducer of the same store: a reducer gets the state as its argument and must not read the store (getState() throws reentrantCall instead)")
+    }
+
+    /// The current state, as ``state``, but refusing instead of stopping:
+    /// throws ``StoreError/Code/reentrantCall`` when called from inside a
+    /// reducer, and ``StoreError/Code/storeReleased`` once the store is closed.
+    /// For code that must not read a closed store (middleware, thunks).
     @inlinable
     public func getState() throws(StoreError) -> State {
         lock.lock()
         defer { lock.unlock() }
         if _slowPath(reducing || closed) { throw refusal(.getState) }
-        return state
+        return current
     }
 
     // MARK: Dispatching
@@ -155,7 +205,11 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         if _slowPath(reducing) { throw refusal(.dispatch, type(of: action)) }
         reducing = true
         do {
-            try reduce(&state, action)
+            if _fastPath(!isReplaced) {
+                try reduce(&current, action)
+            } else {
+                try reduceWithReplacement(action)
+            }
         } catch {
             reducing = false
             reentrancyViolation = nil
@@ -165,6 +219,13 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         reentrancyViolation = nil
         changes &+= 1
         notify()
+    }
+
+    /// Runs the reducer that ``replaceReducer(_:)`` put in place (out of
+    /// line, so that the usual dispatch stays small enough to inline).
+    @usableFromInline @inline(never)
+    func reduceWithReplacement(_ action: any Action) throws(StoreError) {
+        try replacement.unsafelyUnwrapped.body(&current, action)
     }
 
     @inlinable
@@ -177,10 +238,10 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         var index = 0
         while index < snapshot.count {
             let seen = changes
-            let current = state
+            let state = current
             repeat {
                 // A hole's listener does nothing.
-                snapshot[index].deliver(current)
+                snapshot[index].deliver(state)
                 index += 1
             } while index < snapshot.count && changes == seen
         }
@@ -228,12 +289,30 @@ public final class Store<State: Sendable>: @unchecked Sendable {
 
     /// Appends `middleware` to the end of the chain. Dispatches already under
     /// way finish with the chain they started with.
-    @inlinable
-    public func addMiddleware(_ middleware: some Middleware<State>) throws(StoreError) {
-        try lock.withLock { () throws(StoreError) in
+    /// - Returns: the handle that removes it again (``MiddlewareHandle/remove()``);
+    ///   dropping the handle keeps the middleware for the store's life.
+    @discardableResult @inlinable
+    public func addMiddleware(_ middleware: some Middleware<State>) throws(StoreError) -> MiddlewareHandle {
+        try lock.withLock { () throws(StoreError) -> MiddlewareHandle in
             if _slowPath(reducing || closed) { throw refusal(.addMiddleware) }
+            lastMiddlewareID += 1
             self.middleware.append(middleware)
+            middlewareIDs.append(lastMiddlewareID)
             rebuildChain()
+            return MiddlewareHandle(id: lastMiddlewareID, owner: self)
+        }
+    }
+
+    /// Removes the middleware with `id`; false if there is none (any more).
+    @usableFromInline
+    func removeMiddleware(id: UInt64) throws(StoreError) -> Bool {
+        try lock.withLock { () throws(StoreError) -> Bool in
+            if _slowPath(reducing || closed) { throw refusal(.removeMiddleware) }
+            guard let index = middlewareIDs.firstIndex(of: id) else { return false }
+            middleware.remove(at: index)
+            middlewareIDs.remove(at: index)
+            rebuildChain()
+            return true
         }
     }
 
@@ -278,29 +357,114 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         return true
     }
 
+    // MARK: Replacing the reducer
+
+    /// Replaces the reducer (hot reload, code splitting), keeping the state,
+    /// then dispatches ``ReducerReplaced`` through the middleware to the new
+    /// reducer and the listeners, as Redux's `replaceReducer` dispatches
+    /// `@@redux/REPLACE`: reducers can fill in what they need, middleware can
+    /// log it.
+    ///
+    /// One step that no other dispatch interleaves with. If that dispatch
+    /// fails before the state changed (a middleware refused the action), the
+    /// old reducer is put back and the error thrown: the call then changed
+    /// nothing. A middleware that swallows the action does not undo the
+    /// replacement. Throws ``StoreError/Code/reentrantCall`` from inside a
+    /// reducer and ``StoreError/Code/storeReleased`` once the store is closed.
+    public func replaceReducer(_ reducer: Reducer<State>) throws(StoreError) {
+        let body = reducer.body
+        try replaceReducer(.replaceReducer, announcing: ReducerReplaced()) { () throws(StoreError) -> (() -> Void) in
+            let old = (replacement, isReplaced)
+            replacement = ReducerBox { state, action in body(&state, action) }
+            isReplaced = true
+            return { (self.replacement, self.isReplaced) = old }
+        }
+    }
+
+    /// Runs `swap` (which changes how the store reduces and returns how to
+    /// undo that), then dispatches `action`, as one step under the lock.
+    /// Undoes the swap if that dispatch throws before the state changed.
+    /// For ``replaceReducer(_:)`` and the faces' keyed reducers.
+    package func replaceReducer(_ call: StoreCall, announcing action: any Action,
+                                _ swap: () throws(StoreError) -> (() -> Void)) throws(StoreError) {
+        lock.lock()
+        defer { lock.unlock() }
+        if _slowPath(reducing || closed) { throw refusal(call) }
+        let undo = try swap()
+        let before = changes
+        do {
+            if let chain {
+                try chain(action)
+            } else {
+                try reduceAndNotifyLocked(action)
+            }
+        } catch {
+            if changes == before { undo() }
+            throw error
+        }
+    }
+
     // MARK: Subscribing
 
     /// Calls `listener` with the state after every dispatch that reaches the
-    /// reducer.
+    /// reducer (for a store made with `automaticallySkipsRepeats`, only when
+    /// the state differs from the one this listener last got).
+    ///
+    /// Keep the returned ``StoreSubscription``: the subscription ends when it
+    /// is released or cancelled (or stored with ``StoreSubscription/store(in:)-(Set<StoreSubscription>)``
+    /// in a set that is released).
+    ///
+    /// ```swift
+    /// let subscription = try store.subscribe { state in print(state) }
+    /// ```
     /// - Parameters:
     ///   - receiveCurrent: also call `listener` at once with the current state.
     ///   - listener: runs on the dispatching thread.
-    /// - Returns: the function that ends the subscription.
-    @discardableResult @inlinable
+    /// - Returns: the subscription; it ends when released.
+    @inlinable
     public func subscribe(
         receiveCurrent: Bool = false,
         _ listener: @escaping @Sendable (State) -> Void
-    ) throws(StoreError) -> Unsubscribe {
-        try lock.withLock { () throws(StoreError) -> Unsubscribe in
-            if _slowPath(reducing || closed) { throw refusal(.subscribe) }
-            lastToken += 1
-            let token = lastToken
-            subscribers.append(token: token, listener)
-            if receiveCurrent { listener(state) }
-            return Unsubscribe(token: token) { [weak self] token throws(StoreError) in
-                try self?.unsubscribe(token: token)
+    ) throws(StoreError) -> StoreSubscription {
+        StoreSubscription(token: try addListener(receiveCurrent: receiveCurrent, listener), owner: link)
+    }
+
+    /// Adds a listener (wrapped to skip repeats if the store does) and
+    /// returns its token; the listener stays until `unsubscribe(token:)`.
+    /// For the faces, whose subscriptions are ended by token.
+    @inlinable
+    package func addListener(
+        receiveCurrent: Bool = false,
+        _ listener: @escaping @Sendable (State) -> Void
+    ) throws(StoreError) -> UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        if _slowPath(reducing || closed) { throw refusal(.subscribe) }
+        return addListenerLocked(receiveCurrent: receiveCurrent, skipsRepeats: true, listener)
+    }
+
+    /// As ``addListener(receiveCurrent:_:)``, with the lock held and the call
+    /// checked. `skipsRepeats: false` for listeners that compare for themselves.
+    @inlinable
+    func addListenerLocked(
+        receiveCurrent: Bool, skipsRepeats: Bool,
+        _ listener: @escaping @Sendable (State) -> Void
+    ) -> UInt64 {
+        lastToken += 1
+        let token = lastToken
+        if skipsRepeats, let isDuplicateState {
+            let last = LastValue(current)
+            subscribers.append(token: token) { state in
+                if !isDuplicateState(last.value, state) {
+                    last.value = state
+                    listener(state)
+                }
             }
+        } else {
+            subscribers.append(token: token, listener)
         }
+        if receiveCurrent { listener(current) }
+        return token
     }
 
     /// Ends the subscription with `token`; does nothing if there is none.
@@ -310,6 +474,20 @@ public final class Store<State: Sendable>: @unchecked Sendable {
             if _slowPath(reducing || closed) { throw refusal(.unsubscribe) }
             subscribers.remove(token: token)
         }
+    }
+
+    /// Ends the subscription with `token` whatever the store is doing (a
+    /// subscription released inside a reducer or after close): removing a
+    /// listener cannot expose a state, so no rule forbids it.
+    @inlinable func end(_ subscription: StoreSubscription, strictly: Bool) -> StoreError? {
+        lock.lock()
+        defer { lock.unlock() }
+        if strictly, _slowPath(reducing || closed) { return refusal(.unsubscribe) }
+        if subscription.ended { return nil }
+        subscription.ended = true
+        subscribers.remove(token: subscription.token)
+        subscription.onEnd?()
+        return nil
     }
 
     /// The number of live subscriptions.
@@ -328,7 +506,7 @@ public final class Store<State: Sendable>: @unchecked Sendable {
         reducing = true
         defer { reentrancyViolation = nil }
         do {
-            try body(&state)
+            try body(&current)
         } catch {
             reducing = false
             throw error
@@ -375,12 +553,23 @@ public final class Store<State: Sendable>: @unchecked Sendable {
     }
 }
 
+/// A store's reducer.
+@usableFromInline
+final class ReducerBox<State>: Sendable {
+    @usableFromInline let body: @Sendable (inout State, any Action) throws(StoreError) -> Void
+
+    @usableFromInline
+    init(_ body: @escaping @Sendable (inout State, any Action) throws(StoreError) -> Void) {
+        self.body = body
+    }
+}
+
 /// The calls a store can refuse, for messages.
 @usableFromInline
 package enum StoreCall: Sendable {
-    case dispatch, getState, subscribe, unsubscribe, addMiddleware, stateChange, operation
+    case dispatch, getState, subscribe, unsubscribe, addMiddleware, removeMiddleware, replaceReducer, stateChange, operation
     /// The C face's own calls.
-    case addReducer, replaceState, loadPlugin
+    case addReducer, removeReducer, replaceState, loadPlugin
 }
 
 /// How a face names the store's calls in messages.
@@ -399,11 +588,16 @@ enum CallNames: Sendable {
         case (.swift, .subscribe): "subscribe"
         case (.swift, .unsubscribe): "unsubscribe"
         case (.swift, .addMiddleware): "addMiddleware"
+        case (.swift, .removeMiddleware): "MiddlewareHandle.remove()"
+        case (.swift, .replaceReducer): "replaceReducer"
         case (.c, .dispatch): "ts_store_dispatch"
         case (.c, .getState): "ts_store_get_state"
         case (.c, .subscribe): "ts_store_subscribe"
         case (.c, .unsubscribe): "ts_store_unsubscribe"
         case (.c, .addMiddleware): "ts_store_add_middleware"
+        case (.c, .removeMiddleware): "ts_store_remove_middleware"
+        case (.c, .replaceReducer): "ts_store_replace_reducer"
+        case (_, .removeReducer): "ts_store_remove_reducer"
         case (_, .addReducer): "ts_store_add_reducer"
         case (_, .replaceState): "replace_state"
         case (_, .loadPlugin): "loading a plugin"

@@ -31,7 +31,7 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case storeReleased = -11
         /// A plugin or caller was built for an ABI this library does not speak (`TS_E_ABI`).
         case abiMismatch = -12
-        /// An action type that no registered ``TaggedAction`` type decodes (`TS_E_UNKNOWN_ACTION`).
+        /// An action type that no registered `TaggedAction` type decodes (`TS_E_UNKNOWN_ACTION`).
         case unknownAction = -13
         /// A function was used against its rules: a middleware's `next` called
         /// twice for one action, or after the `run` it was given to returned (`TS_E_MISUSE`).

@@ -15,7 +15,7 @@ public struct Thunk<State: Sendable>: Action {
     /// Reads the store's current state.
     public typealias GetState = @Sendable () throws(StoreError) -> State
 
-    let body: @Sendable (_ dispatch: @escaping Dispatch, _ getState: @escaping GetState) -> Void
+    package let body: @Sendable (_ dispatch: @escaping Dispatch, _ getState: @escaping GetState) -> Void
 
     /// Creates a thunk that runs `body` when dispatched.
     public init(_ body: @escaping @Sendable (_ dispatch: @escaping Dispatch, _ getState: @escaping GetState) -> Void) {
@@ -26,7 +26,7 @@ public struct Thunk<State: Sendable>: Action {
 /// A thunk whose body is `async`: ``ThunkMiddleware`` starts it in a new
 /// `Task` and `dispatch` returns at once. Use ``Store/run(_:)`` to await it.
 public struct AsyncThunk<State: Sendable>: Action {
-    let body: @Sendable (_ dispatch: @escaping Thunk<State>.Dispatch, _ getState: @escaping Thunk<State>.GetState) async -> Void
+    package let body: @Sendable (_ dispatch: @escaping Thunk<State>.Dispatch, _ getState: @escaping Thunk<State>.GetState) async -> Void
 
     /// Creates an async thunk that runs `body` when dispatched.
     public init(_ body: @escaping @Sendable (_ dispatch: @escaping Thunk<State>.Dispatch, _ getState: @escaping Thunk<State>.GetState) async -> Void) {

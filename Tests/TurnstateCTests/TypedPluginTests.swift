@@ -175,7 +175,7 @@ enum PluginBuilder {
         try store.loadPlugin(at: path, registry: registry)
         try store.dispatch(Increment(by: 7))
         let seen = Recorder<Counter>()
-        try store.subscribe { seen.append($0) }
+        try store.subscribe { seen.append($0) }.kept()
         try store.dispatch(Note(text: "snapshot"))
         #expect(seen.values.first == Counter(count: 7, log: ["count=7"]))
         #expect(try store.getState() == Counter(count: 100, log: ["restored"]))
@@ -393,4 +393,12 @@ final class Recorder<Value: Sendable>: @unchecked Sendable {
     private var stored: [Value] = []
     func append(_ value: Value) { lock.withLock { stored.append(value) } }
     var values: [Value] { lock.withLock { stored } }
+}
+
+/// Subscriptions that a test never ends itself: kept until the process exits.
+private let keptSubscriptions = Recorder<StoreSubscription>()
+
+extension StoreSubscription {
+    /// Keeps the subscription until the test process exits.
+    func kept() { keptSubscriptions.append(self) }
 }

@@ -82,12 +82,12 @@ struct FromDestroy: TaggedAction, Equatable {
     @Test func aClosedStoreRefusesEveryNewCall() throws {
         let store = Store(initialState: Counter(), reducer: counterReducer)
         let seen = Recorder<Int>()
-        try store.subscribe { seen.append($0.count) }
+        try store.subscribe { seen.append($0.count) }.kept()
         try store.dispatch(Increment(by: 1))
         store.close()
         #expect(store.isClosed)
         for call in [{ try store.dispatch(Increment(by: 1)) }, { _ = try store.getState() },
-                     { try store.subscribe { _ in } }] as [() throws -> Void] {
+                     { _ = try store.subscribe { _ in } }] as [() throws -> Void] {
             do {
                 try call()
                 Issue.record("a closed store took a call")

@@ -44,7 +44,7 @@ struct AsyncTests {
     @Test func thunkMayDispatchLaterFromAnotherThread() async throws {
         let store = makeCounter(middleware: [ThunkMiddleware<Int>()])
         let listenerThreads = Recorder<UInt>()
-        try store.subscribe { _ in listenerThreads.append(currentThreadID()) }
+        try store.subscribe { _ in listenerThreads.append(currentThreadID()) }.kept()
 
         let dispatcherThread = await withCheckedContinuation { (done: CheckedContinuation<UInt, Never>) in
             do {
@@ -189,7 +189,7 @@ struct AsyncTests {
 
     @Test func cancellingAValuesConsumerEndsTheSubscription() async throws {
         let store = makeCounter()
-        try store.subscribe { _ in } // an unrelated subscription stays
+        try store.subscribe { _ in }.kept() // an unrelated subscription stays
         let (started, startedSignal) = AsyncStream.makeStream(of: Int.self)
         let consumer = Task {
             for await value in store.values(select: { $0 % 2 }) {

@@ -39,7 +39,7 @@ struct ConcurrencyTests {
                 if state.count != last + 1 { outOfOrder.withValue { $0 += 1 } }
                 last = state.count
             }
-        }
+        }.kept()
         let errors = Recorder<StoreError>()
 
         DispatchQueue.concurrentPerform(iterations: Self.threads) { _ in
@@ -60,7 +60,7 @@ struct ConcurrencyTests {
     @Test func dispatchesFromSeparateThreadsAreAllCounted() async throws {
         let store = makeCounter()
         let calls = Cell(0)
-        try store.subscribe { _ in calls.withValue { $0 += 1 } }
+        try store.subscribe { _ in calls.withValue { $0 += 1 } }.kept()
         let finished = Recorder<Int>()
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             for worker in 0..<Self.threads {
@@ -79,7 +79,7 @@ struct ConcurrencyTests {
     @Test func listenerRunsOnTheThreadThatDispatched() async throws {
         let store = makeCounter()
         let listenerThreads = Recorder<UInt>()
-        try store.subscribe { _ in listenerThreads.append(currentThreadID()) }
+        try store.subscribe { _ in listenerThreads.append(currentThreadID()) }.kept()
 
         let dispatcher = await withCheckedContinuation { (done: CheckedContinuation<UInt, Never>) in
             Thread.detachNewThread {
@@ -95,7 +95,7 @@ struct ConcurrencyTests {
     @Test func subscribingAndUnsubscribingWhileOtherThreadsDispatch() throws {
         let store = makeCounter()
         let permanentCalls = Cell(0)
-        try store.subscribe { _ in permanentCalls.withValue { $0 += 1 } }
+        try store.subscribe { _ in permanentCalls.withValue { $0 += 1 } }.kept()
         let transientCalls = Cell(0)
         let dispatchers = 4
         let churners = 4

@@ -22,7 +22,7 @@ struct MiddlewareTests {
             counterReducer(&count, action)
         }
         let store = Store(initialState: 0, reducer: reducer, middleware: middleware)
-        try store.subscribe { log.append("listener:\($0)") }
+        try store.subscribe { log.append("listener:\($0)") }.kept()
         return store
     }
 

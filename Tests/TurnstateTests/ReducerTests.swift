@@ -37,8 +37,8 @@ struct ReducerTests {
         // With listeners (plain and selective) that read the state, the next
         // dispatch still changes the same buffer: notification keeps no copy.
         let sums = Recorder<Int>()
-        try store.subscribe { sums.append($0[123_456]) }
-        try store.subscribe(select: { $0[5] }) { (_: Int) in }
+        try store.subscribe { sums.append($0[123_456]) }.kept()
+        try store.subscribe(select: { $0[5] }) { (_: Int) in }.kept()
         addresses.removeAll()
         try store.dispatch(Bump(index: 5))
         try store.dispatch(Bump(index: 123_456))

@@ -80,7 +80,7 @@ struct ReentrancyTests {
         let harness = Harness(middleware: withMiddleware ? [passThrough] : [])
         let store = harness.store
         let seen = Recorder<Int>()
-        try store.subscribe { seen.append($0) }
+        try store.subscribe { seen.append($0) }.kept()
         harness.victim.value = try store.subscribe { seen.append(-$0) }
         #expect(store.subscriberCount == 2)
 

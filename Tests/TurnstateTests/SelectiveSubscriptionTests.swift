@@ -31,7 +31,7 @@ struct SelectiveSubscriptionTests {
     @Test func keyPathListenerRunsOnlyWhenTheSelectionChanged() throws {
         let store = Self.makeStore()
         let counts = Recorder<Int>()
-        try store.subscribe(\.count) { counts.append($0) }
+        try store.subscribe(\.count) { counts.append($0) }.kept()
         try store.dispatch(AppAction.touch)
         try store.dispatch(AppAction.rename("x"))
         #expect(counts.values == [])
@@ -46,8 +46,8 @@ struct SelectiveSubscriptionTests {
         let store = Self.makeStore()
         let parities = Recorder<Bool>()
         let names = Recorder<String>()
-        try store.subscribe(select: { $0.count % 2 == 0 }) { parities.append($0) }
-        try store.subscribe(select: { $0.name.uppercased() }) { names.append($0) }
+        try store.subscribe(select: { $0.count % 2 == 0 }) { parities.append($0) }.kept()
+        try store.subscribe(select: { $0.name.uppercased() }) { names.append($0) }.kept()
         try store.dispatch(AppAction.increment)   // odd
         try store.dispatch(AppAction.rename("a")) // "A"
         try store.dispatch(AppAction.rename("A")) // still "A"
@@ -62,8 +62,8 @@ struct SelectiveSubscriptionTests {
         try store.dispatch(AppAction.rename("start"))
         let names = Recorder<String>()
         let counts = Recorder<Int>()
-        try store.subscribe(\.name, receiveCurrent: true) { names.append($0) }
-        try store.subscribe(select: { $0.count }, receiveCurrent: true) { counts.append($0) }
+        try store.subscribe(\.name, receiveCurrent: true) { names.append($0) }.kept()
+        try store.subscribe(select: { $0.count }, receiveCurrent: true) { counts.append($0) }.kept()
         #expect(names.values == ["start"])
         #expect(counts.values == [0])
         try store.dispatch(AppAction.touch) // no change: not called again
@@ -77,7 +77,7 @@ struct SelectiveSubscriptionTests {
         try store.dispatch(AppAction.increment)
         try store.dispatch(AppAction.increment)
         let counts = Recorder<Int>()
-        try store.subscribe(\.count) { counts.append($0) }
+        try store.subscribe(\.count) { counts.append($0) }.kept()
         try store.dispatch(AppAction.touch)
         #expect(counts.values == [])
         try store.dispatch(AppAction.decrement)
@@ -91,9 +91,9 @@ struct SelectiveSubscriptionTests {
         let store = Self.makeStore()
         let early = Recorder<Int>()
         let late = Recorder<Int>()
-        try store.subscribe(\.count) { early.append($0) }
+        try store.subscribe(\.count) { early.append($0) }.kept()
         try store.dispatch(AppAction.increment) // 1
-        try store.subscribe(\.count) { late.append($0) }
+        try store.subscribe(\.count) { late.append($0) }.kept()
         try store.dispatch(AppAction.touch)     // 1: neither changed
         try store.dispatch(AppAction.increment) // 2: both
         try store.dispatch(AppAction.decrement) // 1: both
@@ -108,7 +108,7 @@ struct SelectiveSubscriptionTests {
         try store.dispatch(AppAction.increment)      // 1, seen
         try first()
         try store.dispatch(AppAction.increment)      // 2, unseen
-        try store.subscribe(\.count) { seen.append($0 * 100) }
+        try store.subscribe(\.count) { seen.append($0 * 100) }.kept()
         try store.dispatch(AppAction.touch)          // 2: unchanged for the new one
         try store.dispatch(AppAction.decrement)      // 1: changed for the new one
         #expect(seen.values == [1, 100])
@@ -125,9 +125,9 @@ struct SelectiveSubscriptionTests {
         try store.subscribe(\.count) { count in
             a.append(count)
             if count == 1 { try? store.dispatch(AppAction.increment) }
-        }
-        try store.subscribe(\.count) { b.append($0) }
-        try store.subscribe(select: { $0.count }) { c.append($0) }
+        }.kept()
+        try store.subscribe(\.count) { b.append($0) }.kept()
+        try store.subscribe(select: { $0.count }) { c.append($0) }.kept()
 
         try store.dispatch(AppAction.increment)
         #expect(a.values == [1, 2])
@@ -150,8 +150,8 @@ struct SelectiveSubscriptionTests {
         try store.subscribe(\.count) { count in
             a.append(count)
             if count == 1 { try? store.dispatch(AppAction.decrement) }
-        }
-        try store.subscribe(\.count) { b.append($0) }
+        }.kept()
+        try store.subscribe(\.count) { b.append($0) }.kept()
         try store.dispatch(AppAction.increment)
         #expect(a.values == [1, 0])
         #expect(b.values == [])
@@ -172,9 +172,9 @@ struct SelectiveSubscriptionTests {
         try store.subscribe { state in
             if state.count == 1, !added.value {
                 added.value = true
-                _ = try? store.subscribe(\.count) { late.append($0) }
+                (try? store.subscribe(\.count) { late.append($0) })?.kept()
             }
-        }
+        }.kept()
         try store.dispatch(AppAction.increment) // 1: late subscribes at 1
         try store.dispatch(AppAction.touch)     // 1: unchanged for late
         try store.dispatch(AppAction.increment) // 2
@@ -188,7 +188,7 @@ struct SelectiveSubscriptionTests {
     @Test func nonEquatableSelectionRunsOnEveryDispatch() throws {
         let store = Self.makeStore()
         let seen = Recorder<Int>()
-        try store.subscribe(select: { Snapshot(count: $0.count) }) { seen.append($0.count) }
+        try store.subscribe(select: { Snapshot(count: $0.count) }) { seen.append($0.count) }.kept()
         try store.dispatch(AppAction.touch)
         try store.dispatch(AppAction.touch)
         try store.dispatch(AppAction.increment)
@@ -198,7 +198,7 @@ struct SelectiveSubscriptionTests {
     @Test func nonEquatableSelectionWithReceiveCurrent() throws {
         let store = Self.makeStore()
         let seen = Recorder<Int>()
-        try store.subscribe(select: { Snapshot(count: $0.count) }, receiveCurrent: true) { seen.append($0.count) }
+        try store.subscribe(select: { Snapshot(count: $0.count) }, receiveCurrent: true) { seen.append($0.count) }.kept()
         #expect(seen.values == [0])
         try store.dispatch(AppAction.touch)
         #expect(seen.values == [0, 0])

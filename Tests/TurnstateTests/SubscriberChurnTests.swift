@@ -117,7 +117,7 @@ struct SubscriberChurnTests {
             if state == 1 {
                 for unsubscribe in handles.value { try? unsubscribe() }
             }
-        }
+        }.kept()
         var list: [Unsubscribe] = []
         for id in 0..<500 {
             list.append(try store.subscribe { _ in called.append(id) })

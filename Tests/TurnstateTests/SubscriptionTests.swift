@@ -11,7 +11,7 @@ struct SubscriptionTests {
     @Test func subscribeDoesNotCallListenerAtOnce() throws {
         let store = makeCounter(7)
         let seen = Recorder<Int>()
-        try store.subscribe { seen.append($0) }
+        try store.subscribe { seen.append($0) }.kept()
         #expect(seen.values == [])
         try store.dispatch(CounterAction.increment)
         #expect(seen.values == [8])
@@ -20,7 +20,7 @@ struct SubscriptionTests {
     @Test func receiveCurrentCallsListenerAtOnceWithCurrentState() throws {
         let store = makeCounter(7)
         let seen = Recorder<Int>()
-        try store.subscribe(receiveCurrent: true) { seen.append($0) }
+        try store.subscribe(receiveCurrent: true) { seen.append($0) }.kept()
         #expect(seen.values == [7])
         try store.dispatch(CounterAction.add(3))
         #expect(seen.values == [7, 10])
@@ -30,7 +30,7 @@ struct SubscriptionTests {
         let store = makeCounter()
         let log = Recorder<String>()
         for name in ["a", "b", "c", "d", "e"] {
-            try store.subscribe { log.append("\(name)\($0)") }
+            try store.subscribe { log.append("\(name)\($0)") }.kept()
         }
         try store.dispatch(CounterAction.increment)
         try store.dispatch(CounterAction.increment)
@@ -51,7 +51,7 @@ struct SubscriptionTests {
             if state == 1 {
                 for unsubscribe in laterOnes.value { try? unsubscribe() }
             }
-        }
+        }.kept()
         let b = try store.subscribe { log.append("b\($0)") }
         let c = try store.subscribe { log.append("c\($0)") }
         laterOnes.value = [b, c]
@@ -72,8 +72,8 @@ struct SubscriptionTests {
         try store.subscribe { state in
             log.append("b\(state)")
             try? first.value?()
-        }
-        try store.subscribe { log.append("c\($0)") }
+        }.kept()
+        try store.subscribe { log.append("c\($0)") }.kept()
         try store.dispatch(CounterAction.increment)
         #expect(log.values == ["a1", "b1", "c1"])
         log.removeAll()
@@ -85,12 +85,12 @@ struct SubscriptionTests {
         let store = makeCounter()
         let log = Recorder<String>()
         let own = Cell<Unsubscribe?>(nil)
-        try store.subscribe { log.append("a\($0)") }
+        try store.subscribe { log.append("a\($0)") }.kept()
         own.value = try store.subscribe { state in
             log.append("b\(state)")
             try? own.value?()
         }
-        try store.subscribe { log.append("c\($0)") }
+        try store.subscribe { log.append("c\($0)") }.kept()
         try store.dispatch(CounterAction.increment)
         try store.dispatch(CounterAction.increment)
         #expect(log.values == ["a1", "b1", "c1", "a2", "c2"])
@@ -102,10 +102,10 @@ struct SubscriptionTests {
         try store.subscribe { state in
             log.append("a\(state)")
             if state == 1 {
-                _ = try? store.subscribe { log.append("late\($0)") }
+                (try? store.subscribe { log.append("late\($0)") })?.kept()
             }
-        }
-        try store.subscribe { log.append("b\($0)") }
+        }.kept()
+        try store.subscribe { log.append("b\($0)") }.kept()
         try store.dispatch(CounterAction.increment)
         #expect(log.values == ["a1", "b1"])
         #expect(store.subscriberCount == 3)
@@ -120,10 +120,10 @@ struct SubscriptionTests {
         try store.subscribe { state in
             log.append("a\(state)")
             if state == 1 {
-                _ = try? store.subscribe(receiveCurrent: true) { log.append("late\($0)") }
+                (try? store.subscribe(receiveCurrent: true) { log.append("late\($0)") })?.kept()
             }
-        }
-        try store.subscribe { log.append("b\($0)") }
+        }.kept()
+        try store.subscribe { log.append("b\($0)") }.kept()
         try store.dispatch(CounterAction.increment)
         #expect(log.values == ["a1", "late1", "b1"])
         log.removeAll()
@@ -141,13 +141,13 @@ struct SubscriptionTests {
         try store.subscribe { state in
             log.append("L1:\(state)")
             if state == 1 {
-                _ = try? store.subscribe { log.append("L4:\($0)") }
+                (try? store.subscribe { log.append("L4:\($0)") })?.kept()
                 try? store.dispatch(CounterAction.increment)
                 log.append("L1 nested dispatch returned")
             }
-        }
-        try store.subscribe { log.append("L2:\($0)") }
-        try store.subscribe { log.append("L3:\($0)") }
+        }.kept()
+        try store.subscribe { log.append("L2:\($0)") }.kept()
+        try store.subscribe { log.append("L3:\($0)") }.kept()
 
         try store.dispatch(CounterAction.increment)
         #expect(log.values == [
@@ -178,8 +178,8 @@ struct SubscriptionTests {
                 try? third.value?()
                 try? store.dispatch(CounterAction.add(10))
             }
-        }
-        try store.subscribe { log.append("L2:\($0)") }
+        }.kept()
+        try store.subscribe { log.append("L2:\($0)") }.kept()
         third.value = try store.subscribe { log.append("L3:\($0)") }
 
         try store.dispatch(CounterAction.increment)
@@ -198,9 +198,9 @@ struct SubscriptionTests {
     @Test func unsubscribeIsIdempotentAndRemovesOnlyItsOwnSubscription() throws {
         let store = makeCounter()
         let log = Recorder<String>()
-        try store.subscribe { log.append("a\($0)") }
+        try store.subscribe { log.append("a\($0)") }.kept()
         let b = try store.subscribe { log.append("b\($0)") }
-        try store.subscribe { log.append("c\($0)") }
+        try store.subscribe { log.append("c\($0)") }.kept()
         #expect(store.subscriberCount == 3)
 
         try b()

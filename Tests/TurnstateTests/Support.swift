@@ -140,3 +140,15 @@ func storeError(_ body: () throws(StoreError) -> Void) -> StoreError? {
         return error
     }
 }
+
+// MARK: - Subscriptions kept for the whole test run
+
+/// Subscriptions that a test never ends itself: kept until the process
+/// exits, as a dropped `Unsubscribe` used to be (a dropped
+/// ``StoreSubscription`` ends its subscription).
+private let keptSubscriptions = Recorder<StoreSubscription>()
+
+extension StoreSubscription {
+    /// Keeps the subscription until the test process exits.
+    func kept() { keptSubscriptions.append(self) }
+}

@@ -166,5 +166,6 @@ void run_threads_tests(void);
 void run_errors_tests(void);
 void run_big_tests(void);
 void run_big_tests(void);
+void run_replace_tests(void);
 
 #endif

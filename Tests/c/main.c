@@ -35,6 +35,7 @@ int main(int argc, char **argv) {
     run_errors_tests();
     run_big_tests();
     run_big_tests();
+    run_replace_tests();
 
     printf("%d passed, %d failed\n", passed, failed);
     return failed > 0 ? 1 : 0;

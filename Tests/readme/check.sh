@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Keeps the README honest: its Swift quick start must type-check against the
-# Turnstate module, its C quick start must compile, run and print what the
+# Turnstate module, its TestStore example against TurnstateTesting (and be the
+# test that make test-swift runs), its C quick start must compile, run and print what the
 # README says, its C++ example must compile strictly, run and print what the
 # README says, and its plugin example must build with only the headers.
 set -euo pipefail
@@ -9,15 +10,23 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 chmod 700 "$work"
 
-# The fenced blocks of one language under one heading, concatenated.
-extract() { # heading language
-  python3 - "$1" "$2" <<'PY'
+# The fenced blocks of one language under one heading (up to the next "## "
+# heading, or the next heading of the same level for a "### " one), less the
+# subsections named after it, concatenated.
+extract() { # heading language [excluded "### " subsection...]
+  python3 - "$@" <<'PY'
 import re, sys
-heading, language = sys.argv[1], sys.argv[2]
+heading, language, excluded = sys.argv[1], sys.argv[2], sys.argv[3:]
 text = open("README.md").read()
 start = text.index(heading + "\n")
-end = text.find("\n## ", start + len(heading))
-section = text[start:end if end >= 0 else len(text)]
+ends = [e for e in (text.find("\n## ", start + len(heading)),
+                    text.find("\n### ", start + len(heading)) if heading.startswith("### ") else -1) if e >= 0]
+section = text[start:min(ends) if ends else len(text)]
+for sub in excluded:
+    if sub + "\n" in section:
+        a = section.index(sub + "\n")
+        b = section.find("\n### ", a + len(sub))
+        section = section[:a] + (section[b:] if b >= 0 else "")
 print("\n".join(re.findall(r"```" + language + r"\n(.*?)```", section, re.S)))
 PY
 }
@@ -25,9 +34,17 @@ PY
 failed=0
 check() { if "$@"; then echo "ok: ${*: -1}"; else echo "FAILED: ${*: -1}"; failed=$((failed + 1)); fi; }
 
-extract "## Swift quick start" swift > "$work/main.swift"
+extract "## Swift quick start" swift "### Testing with the TestStore" > "$work/main.swift"
 swift build --scratch-path .build --target Turnstate >/dev/null
 check swiftc -typecheck -swift-version 6 -I .build/debug/Modules "$work/main.swift"
+
+# The TestStore example: a swift-testing test file that type-checks against
+# TurnstateTesting, and that is, word for word, the test that `make test-swift`
+# runs (Tests/TurnstateTestingTests/ReadmeExampleTests.swift, from its first import).
+extract "### Testing with the TestStore" swift > "$work/teststore.swift"
+swift build --scratch-path .build --target TurnstateTesting >/dev/null
+check swiftc -typecheck -swift-version 6 -I .build/debug/Modules "$work/teststore.swift"
+check diff <(sed -n '/^import /,$p' Tests/TurnstateTestingTests/ReadmeExampleTests.swift) <(sed '${/^$/d}' "$work/teststore.swift")
 
 extract "## C quick start" c > "$work/app.c"
 cc -std=c99 -Wall -Wextra -Werror -IInclude "$work/app.c" -o "$work/app" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
@@ -39,7 +56,8 @@ check diff <(echo "$expected") "$work/app.out"
 # so `make install PREFIX=$HOME/.local` installs there; app.c is the block above).
 extract "## C quick start" sh | grep -v '^#' > "$work/commands.sh"
 mkdir -p "$work/home" "$work/run" && cp "$work/app.c" "$work/run/app.c"
-sed -i "s|^make install\(.*\)|make -C $PWD --no-print-directory install\1 >'$work/install.log'|" "$work/commands.sh"
+# (make install's own output, a package resolution's too, goes to install.log.)
+sed -i "s|^make install\(.*\)|make -C $PWD --no-print-directory install\1 >'$work/install.log' 2>\&1|" "$work/commands.sh"
 check bash -c "cd '$work/run' && HOME='$work/home' bash -euo pipefail '$work/commands.sh' >'$work/commands.out' 2>&1 && diff <(echo \"\$0\") '$work/commands.out'" "$expected"
 
 # The C++ example: built with the header as it is, run, and its output
@@ -54,5 +72,5 @@ extract "### Write a plugin" c > "$work/plugin.c"
 cc -std=c99 -Wall -Wextra -Werror -shared -fPIC -IInclude "$work/plugin.c" -o "$work/counter.so"
 check bash -c "! readelf -d '$work/counter.so' | grep -q libturnstate"
 
-echo "readme: $((5 - failed)) passed, $failed failed"
+echo "readme: $((7 - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -67,6 +67,7 @@ final class Counter: Workload {
 
     let operations: Int
     let store: Store<Int>
+    var subscriptions: [StoreSubscription] = []
     let tally = Tally()
 
     init(operations: Int, middleware: Chain) throws {
@@ -79,10 +80,10 @@ final class Counter: Workload {
         }
         store = Store(initialState: 0, reducer: counterReducer, middleware: chain)
         let tally = tally
-        try store.subscribe { count in
+        subscriptions.append(try store.subscribe { count in
             tally.calls += 1
             tally.sum = count
-        }
+        })
     }
 
     func run() throws {
@@ -112,6 +113,7 @@ let slotsReducer = Reducer<Slots>(on: Bump.self) { slots, bump in slots.values[b
 final class SelectedSlots: Workload {
     let operations: Int
     let store = Store(initialState: Slots(), reducer: slotsReducer)
+    var subscriptions: [StoreSubscription] = []
     let tally = Tally()
     let actions = (0..<10).map { Bump(slot: $0) }
 
@@ -120,10 +122,10 @@ final class SelectedSlots: Workload {
         let tally = tally
         for subscriber in 0..<100 {
             let slot = subscriber % 10
-            try store.subscribe(select: { $0.values[slot] }) { value in
+            subscriptions.append(try store.subscribe(select: { $0.values[slot] }) { value in
                 tally.calls += 1
                 tally.sum &+= value
-            }
+            })
         }
     }
 
@@ -170,6 +172,7 @@ func title(_ index: Int, length: Int) -> String {
 final class Todos: Workload {
     let operations: Int
     let store: Store<TodoState>
+    var subscriptions: [StoreSubscription] = []
     let tally = Tally()
 
     init(operations: Int, titleLength: Int) throws {
@@ -177,10 +180,10 @@ final class Todos: Workload {
         store = Store(initialState: TodoState(todos: (0..<10_000).map { Todo(id: $0, title: title($0, length: titleLength)) }),
                       reducer: todoReducer)
         let tally = tally
-        try store.subscribe { state in
+        subscriptions.append(try store.subscribe { state in
             tally.calls += 1
             tally.sum &+= state.todos.count
-        }
+        })
     }
 
     func run() throws {

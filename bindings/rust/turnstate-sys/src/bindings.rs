@@ -20,6 +20,7 @@ pub const TS_E_ABI: i32 = -12;
 pub const TS_E_UNKNOWN_ACTION: i32 = -13;
 pub const TS_E_MISUSE: i32 = -14;
 pub const TS_MAX_DEPTH: i32 = 256;
+pub const TS_REPLACE_ACTION_TYPE: &[u8; 20usize] = b"@@turnstate/replace\0";
 pub const TS_PLUGIN_ABI_VERSION: i32 = 1;
 pub const TS_PLUGIN_ENTRY_SYMBOL: &[u8; 16usize] = b"ts_plugin_entry\0";
 pub type __int32_t = ::std::os::raw::c_int;
@@ -148,6 +149,20 @@ extern "C" {
         key: *const ::std::os::raw::c_char,
         fn_: ts_reducer_fn,
         ctx: *mut ::std::os::raw::c_void,
+    ) -> ts_status;
+}
+extern "C" {
+    pub fn ts_store_replace_reducer(
+        store: *mut ts_store,
+        key: *const ::std::os::raw::c_char,
+        fn_: ts_reducer_fn,
+        ctx: *mut ::std::os::raw::c_void,
+    ) -> ts_status;
+}
+extern "C" {
+    pub fn ts_store_remove_reducer(
+        store: *mut ts_store,
+        key: *const ::std::os::raw::c_char,
     ) -> ts_status;
 }
 extern "C" {
@@ -419,6 +434,12 @@ extern "C" {
         name: *const ::std::os::raw::c_char,
         fn_: ts_middleware_fn,
         ctx: *mut ::std::os::raw::c_void,
+    ) -> ts_status;
+}
+extern "C" {
+    pub fn ts_store_remove_middleware(
+        store: *mut ts_store,
+        name: *const ::std::os::raw::c_char,
     ) -> ts_status;
 }
 extern "C" {
