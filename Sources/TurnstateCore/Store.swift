@@ -65,6 +65,9 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
     /// What each middleware passes on to: `tails[i]` is the rest of the chain
     /// after `middleware[i]`. Rebuilt with the chain.
     @exclusivity(unchecked) @usableFromInline var tails: [Next] = []
+    /// What the chain's last `Next` reaches the store through; made with the
+    /// first chain and told when the store goes.
+    @exclusivity(unchecked) @usableFromInline var chainEnd: ChainEnd<State>?
     @exclusivity(unchecked) @usableFromInline var subscribers = SubscriberList<State>()
     @exclusivity(unchecked) @usableFromInline var lastToken: UInt64 = 0
     /// What this store's subscriptions end themselves through.
@@ -120,7 +123,12 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         // Closed first: a plugin thread that still holds a `next` or a table
         // is refused from here on, so no plugin runs once plugins start being
         // destroyed. Then last attached first (plugins loaded later go first).
-        lock.withLock { closed = true }
+        // A `Next` that a middleware kept past the store's life reaches the
+        // store no more: its chain end answers storeReleased from here on.
+        lock.withLock {
+            closed = true
+            chainEnd?.storeIsGone = true
+        }
         while attachments.popLast() != nil {}
     }
 
@@ -324,12 +332,9 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
             return
         }
         let api = MiddlewareStore(self)
-        // Through `api`'s weak constant rather than a captured weak variable,
-        // which the runtime would check for exclusive access on every call.
-        var next = Next { action throws(StoreError) in
-            guard let store = api.store else { throw StoreError(.storeReleased, "the store was released") }
-            try store.reduceAndNotify(action)
-        }
+        if chainEnd == nil { chainEnd = ChainEnd(self) }
+        let end = chainEnd.unsafelyUnwrapped
+        var next = Next { action throws(StoreError) in try end.reduceAndNotify(action) }
         var tails: [Next] = []
         tails.reserveCapacity(middleware.count)
         for m in middleware.reversed() {
@@ -549,6 +554,48 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         try lock.withLock { () throws(StoreError) -> R in
             if _slowPath(reducing) { throw refusal(.dispatch) }
             return try body()
+        }
+    }
+}
+
+/// The end of a store's middleware chain: what the last `Next` calls to reach
+/// the reducers and listeners.
+///
+/// A middleware may keep a `Next` past the store's life, so the chain must not
+/// own the store; a weak reference would do, but loading it costs atomic
+/// side-table traffic on every dispatch (and a slow-path release after it).
+/// Instead this holds the store unretained and the store's lock strongly: it
+/// checks `storeIsGone` under the lock, which the store's `deinit` sets under
+/// the same lock before anything of the store is freed. A call that passed the
+/// check holds the lock, so a `deinit` begun on another thread waits for it to
+/// finish (the store's memory is intact until `deinit` returns); a call after
+/// it is refused with ``StoreError/Code/storeReleased``.
+@usableFromInline
+final class ChainEnd<State: Sendable>: @unchecked Sendable {
+    @usableFromInline let store: Unmanaged<Store<State>>
+    @usableFromInline let lock: RecursiveLock
+    /// Set by the store's `deinit`, under `lock`.
+    @exclusivity(unchecked) @usableFromInline var storeIsGone = false
+
+    @usableFromInline init(_ store: Store<State>) {
+        self.store = .passUnretained(store)
+        lock = store.lock
+    }
+
+    /// The rest of a dispatch: the reducers, then the listeners. Takes the
+    /// lock again (a load and a compare on the dispatching thread), since a
+    /// kept `Next` may be called from anywhere.
+    @inlinable
+    func reduceAndNotify(_ action: any Action) throws(StoreError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard _fastPath(!storeIsGone) else { throw StoreError(.storeReleased, "the store was released") }
+        // Borrowed, not retained: the store's reference counts live in a side
+        // table (it is weakly referenced), where each retain takes a slow path.
+        do {
+            try store._withUnsafeGuaranteedRef { try $0.reduceAndNotifyLocked(action) }
+        } catch {
+            throw error as! StoreError
         }
     }
 }
