@@ -117,6 +117,60 @@ struct MemoryTests {
         #expect(storeError { () throws(StoreError) in _ = try api.getState() }?.code == .storeReleased)
     }
 
+    struct NextKeeper: Middleware {
+        let kept: Cell<Next?>
+        func run(store: MiddlewareStore<Int>, next: Next, action: any Action) throws(StoreError) {
+            kept.value = next
+            try next(action)
+        }
+    }
+
+    // The chain's end holds the store unretained (ChainEnd): a `Next` kept
+    // past the store's life must be refused, not reach freed memory.
+    @Test func nextKeptAfterTheStoreIsGoneGetsStoreReleased() throws {
+        let kept = Cell<Next?>(nil)
+        var store: Store<Int>? = makeCounter(middleware: [NextKeeper(kept: kept)])
+        try store?.dispatch(CounterAction.increment)
+        let next = try #require(kept.value)
+        // Called outside a dispatch while the store lives: it reaches the reducer.
+        try next(CounterAction.increment)
+        #expect(try store?.getState() == 2)
+
+        weak let weakStore = store
+        store = nil
+        #expect(weakStore == nil)
+        #expect(storeError { () throws(StoreError) in try next(CounterAction.increment) }?.code == .storeReleased)
+    }
+
+    // A kept `Next` called from other threads while the store is released:
+    // each call either reaches the live store or is refused (run under TSan
+    // by test-swift-tsan).
+    @Test func nextKeptOnOtherThreadsWhileTheStoreGoes() async throws {
+        for _ in 0..<20 {
+            let kept = Cell<Next?>(nil)
+            var store: Store<Int>? = makeCounter(middleware: [NextKeeper(kept: kept)])
+            try store?.dispatch(CounterAction.increment)
+            let next = try #require(kept.value)
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<3 {
+                    group.addTask {
+                        for _ in 0..<200 {
+                            do throws(StoreError) {
+                                try next(CounterAction.increment)
+                            } catch {
+                                #expect(error.code == .storeReleased)
+                                return
+                            }
+                        }
+                    }
+                }
+                store = nil
+            }
+            #expect(store == nil)
+            #expect(storeError { () throws(StoreError) in try next(CounterAction.increment) }?.code == .storeReleased)
+        }
+    }
+
     @Test func thunkDispatchAfterTheStoreIsGoneGetsStoreReleased() throws {
         let dispatchLater = Cell<Thunk<Int>.Dispatch?>(nil)
         let getStateLater = Cell<Thunk<Int>.GetState?>(nil)
