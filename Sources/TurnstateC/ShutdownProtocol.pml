@@ -4,7 +4,8 @@
  * `make test-model`).
  *
  * The code it stands for:
- *   lock()/unlock()  the store's recursive pthread mutex (Turnstate/RecursiveLock.swift):
+ *   lock()/unlock()  the store's recursive lock (TurnstateCore/RecursiveLock.swift:
+ *                    a pthread mutex and the owning thread in an atomic word):
  *                    owner + depth; a dispatch holds it for its whole length
  *   closed           Store.closed (Turnstate/Store.swift), set by Store.close
  *                    under the lock

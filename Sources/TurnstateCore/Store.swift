@@ -177,7 +177,7 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
     /// ``StoreError/Code/reducerFailed`` if the reducer failed (the state is then
     /// unchanged), or ``StoreError/Code/reentrantCall`` when called from inside
     /// a reducer.
-    @inlinable
+    @inlinable @inline(__always)
     public func dispatch(_ action: any Action) throws(StoreError) {
         lock.lock()
         defer { lock.unlock() }
@@ -426,7 +426,7 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
     ///   - receiveCurrent: also call `listener` at once with the current state.
     ///   - listener: runs on the dispatching thread.
     /// - Returns: the subscription; it ends when released.
-    @inlinable
+    @inlinable @inline(__always)
     public func subscribe(
         receiveCurrent: Bool = false,
         _ listener: @escaping @Sendable (State) -> Void
@@ -437,7 +437,7 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
     /// Adds a listener (wrapped to skip repeats if the store does) and
     /// returns its token; the listener stays until `unsubscribe(token:)`.
     /// For the faces, whose subscriptions are ended by token.
-    @inlinable
+    @inlinable @inline(__always)
     package func addListener(
         receiveCurrent: Bool = false,
         _ listener: @escaping @Sendable (State) -> Void
