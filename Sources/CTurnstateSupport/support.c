@@ -103,6 +103,11 @@ void tsi_set_last_error(const char *message, size_t length) {
 
 uint64_t tsi_last_error_serial(void) { return last_error_serial; }
 
+uint64_t tsi_begin_middleware_call(void) {
+    has_refusal = 0;
+    return last_error_serial;
+}
+
 void tsi_set_refusal(const char *message) {
     if (message == NULL) message = "";
     copy_message(refusal, sizeof refusal, message, strlen(message));

@@ -42,9 +42,17 @@ struct CMiddleware<State: Sendable>: Middleware {
     // Specialized for the C store, whose every dispatch runs through here.
     @_specialize(where State == JSONState)
     func run(store: MiddlewareStore<State>, next: Next, action: any Action) throws(StoreError) {
-        guard let foreign = try host.bridge.foreign(action) else {
-            try next(action)
-            return
+        // The C store's actions are its JSON actions: no call through the
+        // bridge's existential for them.
+        let foreign: JSONAction
+        if host.actionsAreJSON, let json = JSONAction.cast(action) {
+            foreign = json
+        } else {
+            guard let shown = try host.bridge.foreign(action) else {
+                try next(action)
+                return
+            }
+            foreign = shown
         }
         let binding = try host.binding(for: next)
         // This run() is the binding's frame from here until it returns (a
@@ -52,7 +60,7 @@ struct CMiddleware<State: Sendable>: Middleware {
         // `next` is valid only inside it, and only once.
         let outerForeign = binding.foreign
         let outerCalled = binding.called
-        binding.foreign = foreign
+        binding.foreign = .passUnretained(foreign)
         binding.called = false
         defer {
             binding.foreign = outerForeign
@@ -73,8 +81,9 @@ struct CMiddleware<State: Sendable>: Middleware {
     @_specialize(where State == JSONState)
     private func call(_ foreign: JSONAction, _ binding: CMiddlewareHost<State>.NextBinding) throws(StoreError) {
         binding.failure = nil
-        host.api.clearMessage()
-        let errorsBefore = tsi_last_error_serial()
+        // Forgets a reason left over from an earlier call; one thread-local
+        // access for both.
+        let errorsBefore = tsi_begin_middleware_call()
         let status = fn(host.api.table, binding.function, foreign.view, context.pointer)
         if status == TS_OK { return }
         // The reason, best first: what the middleware gave with fail(); the
@@ -105,8 +114,9 @@ final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
         let next: Next
         /// The action being run here: its JSON form, and the action itself
         /// when that is not the JSON form (two fields: a tuple of them would
-        /// be copied generically).
-        @exclusivity(unchecked) var foreign: JSONAction?
+        /// be copied generically). The JSON form unretained: the run() that
+        /// set it holds it, and puts the outer one back before it returns.
+        @exclusivity(unchecked) var foreign: Unmanaged<JSONAction>?
         @exclusivity(unchecked) var native: (any Action)?
         /// How the rest of the chain failed, if it did.
         @exclusivity(unchecked) var failure: StoreError?
@@ -115,44 +125,63 @@ final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
         private(set) var closure: FFIClosure!
         var function: ts_next_fn { closure.nextFunction }
 
+        /// The store, unretained: retaining it would take the slow path of
+        /// its side-table reference count on every call. The store owns the
+        /// chain, which owns this binding, which owns the closure; a plugin
+        /// cannot call `next` once the store is freed (its plugins are
+        /// destroyed first), and a call from a run() under way holds the store.
+        private let store: Unmanaged<Store<State>>
+        private let bridge: any ActionBridge<State>
+
         @_specialize(where State == JSONState)
         init(next: Next, store: Store<State>, bridge: any ActionBridge<State>) throws(StoreError) {
             self.next = next
-            // Unowned and unchecked: the store owns the chain, which owns
-            // this binding, which owns the closure; the closure cannot run
-            // once they are gone (its code is freed with the binding).
-            closure = try FFIClosure.string { [unowned(unsafe) self, unowned(unsafe) store] text in
+            self.store = .passUnretained(store)
+            self.bridge = bridge
+            closure = try FFIClosure.string { [unowned(unsafe) self] text in self.pass(text) }
+        }
+
+        /// What the C `next` does.
+        @_specialize(where State == JSONState)
+        private func pass(_ text: UnsafePointer<CChar>?) -> ts_status {
+            guard let text else { return CStatus.fail(StoreError(.badArgument, "next: action_json is NULL")) }
+            return store._withUnsafeGuaranteedRef { store in
                 CStatus.run { () throws(StoreError) in
-                    let text = try required(text, "action_json", in: "next")
                     // The rest of a dispatch under way: allowed after the
                     // store closed, but only from inside the run() it was
                     // given to (under the lock, a run() under way is on this
                     // thread: another thread waits until it returned).
-                    try store.exclusivelyInFlight { () throws(StoreError) in
-                        guard self.foreign != nil else {
-                            throw StoreError(.misuse, "next was called after the run() it was given to returned; it passes on only the action of a run() under way (to act later, dispatch through the store table)")
-                        }
-                        guard !self.called else {
-                            throw StoreError(.misuse, "next was called twice for \"\(self.foreign!.type)\"; call it at most once per action (the action was applied by the first call)")
-                        }
-                        do throws(StoreError) {
-                            // The action passed on unchanged costs no new
-                            // parse. Text that is no action is refused
-                            // without using up the one call.
-                            let action: any Action
-                            if let foreign = self.foreign, foreign.json == text {
-                                action = self.native ?? foreign
-                            } else {
-                                action = try bridge.native(text)
-                            }
-                            self.called = true
-                            try self.next(action)
-                        } catch {
-                            self.failure = error
-                            throw error
-                        }
-                    }
+                    try store.exclusivelyInFlight { () throws(StoreError) in try self.passLocked(text) }
                 }
+            }
+        }
+
+        @_specialize(where State == JSONState)
+        private func passLocked(_ text: UnsafePointer<CChar>) throws(StoreError) {
+            guard let foreignRef = foreign else {
+                throw StoreError(.misuse, "next was called after the run() it was given to returned; it passes on only the action of a run() under way (to act later, dispatch through the store table)")
+            }
+            guard !called else {
+                throw StoreError(.misuse, "next was called twice for \"\(foreignRef.takeUnretainedValue().type)\"; call it at most once per action (the action was applied by the first call)")
+            }
+            do throws(StoreError) {
+                // The action passed on unchanged costs no new parse. Text
+                // that is no action is refused without using up the one call.
+                if foreignRef._withUnsafeGuaranteedRef({ $0.json }) == text {
+                    called = true
+                    if let native {
+                        try next(native)
+                    } else {
+                        try next(foreignRef.takeUnretainedValue())
+                    }
+                } else {
+                    let action = try bridge.native(text)
+                    called = true
+                    try next(action)
+                }
+            } catch {
+                failure = error
+                throw error
             }
         }
     }
@@ -164,10 +193,14 @@ final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
     /// Every binding ever made, so that `next` pointers stay valid.
     @exclusivity(unchecked) private var bindings: [NextBinding] = []
 
+    /// Whether `bridge` is the C store's, whose actions are JSON already.
+    let actionsAreJSON: Bool
+
     init(api: StoreAPI, store: Store<State>, bridge: any ActionBridge<State>) {
         self.api = api
         self.store = store
         self.bridge = bridge
+        actionsAreJSON = bridge is JSONActionBridge
     }
 
     @_specialize(where State == JSONState)

@@ -36,12 +36,15 @@ final class FFIClosure: @unchecked Sendable {
         self.body = body
     }
 
+    // The bodies are borrowed, not retained, for each call: the closure's
+    // owner keeps them alive (this object holds `body`).
+
     /// A `ts_status (*)(const char *)` that calls `call`.
     static func string(_ call: @escaping (UnsafePointer<CChar>?) -> Int32) throws(StoreError) -> FFIClosure {
         let body = StringBody(call)
         var code: UnsafeMutableRawPointer?
         let closure = tsi_closure_string({ userdata, text in
-            Unmanaged<StringBody>.fromOpaque(userdata!).takeUnretainedValue().call(text)
+            Unmanaged<StringBody>.fromOpaque(userdata!)._withUnsafeGuaranteedRef { $0.call(text) }
         }, Unmanaged.passUnretained(body).toOpaque(), &code)
         return try FFIClosure(closure: closure, code: code, body: body)
     }
@@ -53,7 +56,7 @@ final class FFIClosure: @unchecked Sendable {
         let body = StringOutBody(call)
         var code: UnsafeMutableRawPointer?
         let closure = tsi_closure_string_out({ userdata, text, out in
-            Unmanaged<StringOutBody>.fromOpaque(userdata!).takeUnretainedValue().call(text, out)
+            Unmanaged<StringOutBody>.fromOpaque(userdata!)._withUnsafeGuaranteedRef { $0.call(text, out) }
         }, Unmanaged.passUnretained(body).toOpaque(), &code)
         return try FFIClosure(closure: closure, code: code, body: body)
     }
@@ -63,7 +66,7 @@ final class FFIClosure: @unchecked Sendable {
         let body = ExclusiveBody(call)
         var code: UnsafeMutableRawPointer?
         let closure = tsi_closure_exclusive({ userdata, fn, context in
-            Unmanaged<ExclusiveBody>.fromOpaque(userdata!).takeUnretainedValue().call(fn, context)
+            Unmanaged<ExclusiveBody>.fromOpaque(userdata!)._withUnsafeGuaranteedRef { $0.call(fn, context) }
         }, Unmanaged.passUnretained(body).toOpaque(), &code)
         return try FFIClosure(closure: closure, code: code, body: body)
     }

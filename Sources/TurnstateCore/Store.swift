@@ -550,6 +550,7 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
 
     /// As ``exclusively(_:)``, but for the rest of a call already under way
     /// (a C middleware's `next`): not refused once the store is closed.
+    @inlinable
     package func exclusivelyInFlight<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
         try lock.withLock { () throws(StoreError) -> R in
             if _slowPath(reducing) { throw refusal(.dispatch) }

@@ -46,6 +46,9 @@ uint64_t tsi_last_error_serial(void);
  * the middleware returns. tsi_take_refusal returns NULL if none was given. */
 void tsi_set_refusal(const char *message);
 const char *tsi_take_refusal(void);
+/* Before a middleware runs: forgets a reason left over from an earlier call
+ * and returns tsi_last_error_serial() (one thread-local access for both). */
+uint64_t tsi_begin_middleware_call(void);
 
 /* TS_VERSION and TS_VERSION_NUMBER of Include/turnstate.h. */
 const char *tsi_version(void);
