@@ -117,7 +117,12 @@ final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
         /// be copied generically). The JSON form unretained: the run() that
         /// set it holds it, and puts the outer one back before it returns.
         @exclusivity(unchecked) var foreign: Unmanaged<JSONAction>?
-        @exclusivity(unchecked) var native: (any Action)?
+        /// Set only by a typed store's run(); tested first, so that the C
+        /// store's `next` does not copy an empty existential each call.
+        @exclusivity(unchecked) var native: (any Action)? {
+            didSet { hasNative = native != nil }
+        }
+        @exclusivity(unchecked) private(set) var hasNative = false
         /// How the rest of the chain failed, if it did.
         @exclusivity(unchecked) var failure: StoreError?
         /// Whether the run() under way here has called `next` already.
@@ -169,7 +174,7 @@ final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
                 // that is no action is refused without using up the one call.
                 if foreignRef._withUnsafeGuaranteedRef({ $0.json }) == text {
                     called = true
-                    if let native {
+                    if hasNative, let native {
                         try next(native)
                     } else {
                         try next(foreignRef.takeUnretainedValue())
