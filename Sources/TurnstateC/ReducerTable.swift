@@ -35,7 +35,13 @@ final class ReducerTable: @unchecked Sendable {
 
     @exclusivity(unchecked) private(set) var entries: [Entry] = []
     /// Set once the store exists, to see calls a reducer made into it.
-    weak var store: Store<JSONState>?
+    weak var store: Store<JSONState>? {
+        didSet { reducingStore = store.map { .passUnretained($0) } }
+    }
+    /// The same store, unretained, for reduce(): only the store's own reducer
+    /// calls it, so the store is alive then, and a weak load per dispatch
+    /// costs side-table reference counting (about 150 instructions).
+    @exclusivity(unchecked) private var reducingStore: Unmanaged<Store<JSONState>>?
 
     func contains(key: String) -> Bool { entries.contains { $0.key.sameBytes(as: key) } }
 
@@ -92,7 +98,7 @@ final class ReducerTable: @unchecked Sendable {
                 break
             }
         }
-        if let violation = store?.reentrancyViolationDuringReduce {
+        if let violation = reducingStore?._withUnsafeGuaranteedRef({ $0.reentrancyViolationDuringReduce }) {
             throw StoreError(.reentrantCall, "while reducing \"\(action.type)\": \(violation.message)")
         }
         if let failure { throw failure }
@@ -109,7 +115,7 @@ final class ReducerTable: @unchecked Sendable {
         var call = tsi_reducer_call()
         let output = Self.call(entry, nil, action.view, &call)
         defer { free(output) }
-        if let violation = store?.reentrancyViolationDuringReduce {
+        if let violation = reducingStore?._withUnsafeGuaranteedRef({ $0.reentrancyViolationDuringReduce }) {
             tsi_reducer_clear(&call)
             throw StoreError(.reentrantCall, "the reducer for \"\(entry.key)\" called into its store during \"@@turnstate/init\": \(violation.message)")
         }
