@@ -190,8 +190,9 @@ docs: setup
 	  $(DOCS_TARGETS) --enable-experimental-combined-documentation --output-path $(BUILD)/docs/turnstate.doccarchive
 	@test -f $(BUILD)/docs/turnstate.doccarchive/index.html || { echo "docs: no archive in $(BUILD)/docs" >&2; exit 1; }
 
-## test-docs: make docs prints no DocC warning, and every public symbol of
-## Turnstate, TurnstateCore and TurnstateTesting has a documentation comment
+## test-docs: make docs prints no DocC warning, every public symbol of
+## Turnstate, TurnstateCore and TurnstateTesting has a documentation comment,
+## and a plain `swift package generate-documentation` (every target) succeeds
 test-docs: $(call prebuilt,setup)
 	SWIFT=$(SWIFT) BUILD=$(BUILD) Tests/checks.sh Tests/docs/check.sh
 
