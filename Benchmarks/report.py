@@ -46,6 +46,27 @@ ROWS = [
     ("W4", "W4 10k todos, 1 subscriber, 12 B titles", ("max", 1000)),
     ("W4-40", "W4 10k todos, 1 subscriber, 40 B titles", ("max", 1000)),
     ("W5", "W5 subscribe+unsubscribe, 1000 live", ("max", 500)),
+]
+
+# After each Swift workload, its floors (Sources/TurnstateWorkloads/Floors.swift)
+# and ours / floor (samples of ours over the floor's median, same run).
+def _with_floors(rows):
+    out = []
+    for row in rows:
+        out.append(row)
+        w = row[0]
+        if re.fullmatch(r"W[0-9]c?(-40)?", w):
+            out += [
+                (w + "-floor", "  %s floor (least code, same work)" % w, None),
+                (w + "-floor-api", "  %s floor, API shape (any Action, reducer closure)" % w, None),
+                (w + "/floor", "  %s ours / floor" % w, None),
+                (w + "/floor-api", "  %s ours / floor, API shape" % w, None),
+            ]
+    return out
+
+
+ROWS = _with_floors(ROWS)
+ROWS += [
     ("C1", "C1 ts_store_dispatch, 1 reducer, 1 listener", ("max", 500)),
     ("R1", "R1 C1 loop from Rust (closures, safe API)", ("ratio", 1.10, "C1")),
     ("R1-c", "R1 with dispatch_c (a &CStr action, no copy)", ("ratio", 1.10, "C1")),
@@ -70,6 +91,18 @@ ROWS = [
     ("MEM-1M", "memory: peak RSS after 1M dispatches", None),
     ("MEM-10M", "memory: peak RSS after 10M dispatches", ("flat", 1.10, "MEM-1M")),
 ]
+# Big states (bench.c `big`): 100 MB always, 1 GB with --big (or
+# TURNSTATE_BENCH_BIG=1): several GB of memory and a minute.
+for _mb, _size in ((100, "100 MB"), (1024, "1 GB")):
+    ROWS += [
+        ("BIG%d-create" % _mb, "BIG %s state of 1 KB strings: ts_store_create" % _size, None),
+        ("BIG%d-peak" % _mb, "BIG %s: peak RSS the store adds / state text" % _size, ("max", 2.0)),
+        ("BIG%d-first" % _mb, "BIG %s: first pointer read below the big slice" % _size, None),
+        ("BIG%d-read" % _mb, "BIG %s: pointer read, unchanged big slice" % _size, ("max", 10)),
+        ("BIG%d-listen" % _mb, "BIG %s: C1 dispatch + pointer listener on it" % _size, None),
+        ("BIG%d-whole" % _mb, "BIG %s: get_state of the whole state" % _size, None),
+        ("BIG%d-whole-peak" % _mb, "BIG %s: peak RSS that read adds / state text" % _size, None),
+    ]
 
 
 def log(message):
@@ -184,7 +217,8 @@ def swift_workloads(args, samples, units, notes):
                "--allow-writing-to-directory", results, "benchmark", "--format", "histogramSamples",
                "--path", results, "--no-progress"]
     if args.only:
-        command += ["--filter", args.only]
+        # package-benchmark matches the regex against the whole name.
+        command += ["--filter", ".*(%s).*" % args.only]
     run(command, env=env, what="Swift W1..W5 (package-benchmark)")
     pattern = re.compile(r"^.*?\.TurnstateBenchmarks\.(?P<name>.*)\.wallClock\.histogram\.samples\.tsv$")
     for file in sorted(os.listdir(results)):
@@ -206,12 +240,53 @@ def swift_workloads(args, samples, units, notes):
         units[workload] = "ns"
     notes.append("Swift: package-benchmark, %d measured iterations per workload after 1 warm-up; "
                  "an iteration runs the whole workload, the table shows ns per operation" % args.runs)
+    floor_ratios(samples, units)
+
+
+def floor_ratios(samples, units):
+    """<W>/floor and <W>/floor-api: each sample of ours over the median of
+    the floor (same run)."""
+    for key in list(samples):
+        for suffix in ("-floor", "-floor-api"):
+            floor = samples.get(key + suffix)
+            if key.endswith(("-floor", "-floor-api")) or not floor or not samples[key]:
+                continue
+            base = statistics.median(floor)
+            if base > 0:
+                samples[key + "/" + suffix[1:]] = [value / base for value in samples[key]]
+                units[key + "/" + suffix[1:]] = "x"
+
+
+def swift_instructions(args, instructions, notes):
+    """callgrind instructions per operation of the Swift workloads and their
+    floors (Benchmarks/callgrind.py --swift); ratios as rows' notes."""
+    sys.path.insert(0, HERE)
+    import callgrind
+    if not shutil.which("valgrind") or not os.path.exists(callgrind.PROFILE):
+        notes.append("instructions per operation not counted: valgrind or %s is missing" % callgrind.PROFILE)
+        return
+    ids = [key for key, _, _ in ROWS if re.fullmatch(r"W[0-9c-]+?(-40)?(-floor(-api)?)?", key)
+           and (not args.only or re.search(args.only, key))]
+    log("callgrind: instructions per operation of %d Swift workloads" % len(ids))
+    started = time.monotonic()
+    for key in ids:
+        instructions[key] = callgrind.swift_instructions(key)
+    for key in list(instructions):
+        for suffix in ("-floor", "-floor-api"):
+            if key + suffix in instructions and instructions[key + suffix] > 0:
+                instructions[key + "/" + suffix[1:]] = instructions[key] / instructions[key + suffix]
+    log("  callgrind: %s" % clock(time.monotonic() - started))
+    notes.append("instr/op: callgrind, instructions per operation (turnstate-profile with N and 6N operations); "
+                 "on the ours/floor rows, the ratio of the instruction counts")
 
 
 def c_pieces(args):
     """The C program's workloads to run (one process each), then "P1" and
     "P1-package" (two Python processes: bare ctypes, then the package)."""
-    ids = {"c1": "C1", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6", "memory": "MEM", "startup": "STARTUP"}
+    ids = {"c1": "C1", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6", "memory": "MEM", "startup": "STARTUP",
+           "big100": "BIG100"}
+    if args.big:
+        ids["big1024"] = "BIG1024"
     pieces = [workload for workload, prefix in ids.items() if not args.only or re.search(args.only, prefix)]
     if not args.only or re.search(args.only, "P1"):
         pieces += ["P1", "P1-package"]
@@ -230,7 +305,11 @@ def c_workloads(args, samples, units, notes):
         if workload in ("P1", "P1-package"):
             continue
         # One process per workload: no workload sees another's heap (RSS).
-        parse_results(run(common + [workload], what="C " + workload), samples, units, notes)
+        if workload.startswith("big"):
+            command = common + ["--big-mb", workload[3:], "big"]
+        else:
+            command = common + [workload]
+        parse_results(run(command, what="C " + workload), samples, units, notes)
     if "P1" in pieces:
         lib = os.path.join(ROOT, "build", "lib", "libturnstate.so")
         text = run([sys.executable, os.path.join(HERE, "python", "bench_ctypes.py"), lib,
@@ -284,9 +363,10 @@ def judge(target, median, medians, unit):
     return "?", "?"
 
 
-def table(samples, units):
+def table(samples, units, instructions=None):
+    instructions = instructions or {}
     medians = {key: statistics.median(values) for key, values in samples.items() if values}
-    header = ("workload", "median", "min", "max", "unit", "target", "met")
+    header = ("workload", "median", "min", "max", "unit", "target", "met", "instr/op")
     rows = []
     for key, description, target in ROWS:
         values = samples.get(key)
@@ -295,9 +375,12 @@ def table(samples, units):
         median = medians[key]
         unit = units.get(key, "")
         target_text, met = judge(target, median, medians, unit)
-        rows.append((description, fmt(median), fmt(min(values)), fmt(max(values)), unit, target_text, met))
+        count = instructions.get(key)
+        count_text = "-" if count is None else (("%.2f x" % count) if "/" in key else "{:,.0f}".format(count))
+        rows.append((description, fmt(median), fmt(min(values)), fmt(max(values)), unit, target_text, met,
+                     count_text))
     widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
-    right = {1, 2, 3}
+    right = {1, 2, 3, 7}
 
     def line(row):
         cells = [str(cell).rjust(widths[i]) if i in right else str(cell).ljust(widths[i]) for i, cell in enumerate(row)]
@@ -318,15 +401,20 @@ def main():
     parser.add_argument("--no-swift", action="store_true", help="skip the Swift workloads")
     parser.add_argument("--no-c", action="store_true", help="skip the C and Python workloads")
     parser.add_argument("--swift", default=os.environ.get("SWIFT", "swift"))
+    parser.add_argument("--big", action="store_true", default=os.environ.get("TURNSTATE_BENCH_BIG") == "1",
+                        help="also the 1 GB state (BIG1024; several GB of memory; TURNSTATE_BENCH_BIG=1)")
+    parser.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts of the Swift rows")
     args = parser.parse_args()
 
-    samples, units, notes = {}, {}, []
+    samples, units, notes, instructions = {}, {}, [], {}
     started = time.monotonic()
     load_before = os.getloadavg()[0]
-    swift = not args.no_swift and (not args.only or re.search(args.only, "W1 W2 W2c W3 W4 W4-40 W5"))
+    swift = not args.no_swift and (not args.only or re.search(args.only, "W1 W2 W2c W3 W4 W4-40 W5 -floor"))
     PROGRESS.total = (1 if swift else 0) + (0 if args.no_c else len(c_pieces(args)))
     if swift:
         swift_workloads(args, samples, units, notes)
+        if not args.no_callgrind:
+            swift_instructions(args, instructions, notes)
     if not args.no_c:
         c_workloads(args, samples, units, notes)
     load_after = os.getloadavg()[0]
@@ -335,7 +423,7 @@ def main():
     print("Turnstate benchmarks (release builds; medians of %d runs%s)" %
           (args.runs, "" if args.scale == 1 else ", loops scaled by %g: NOT comparable to the targets" % args.scale))
     print()
-    rows = table(samples, units)
+    rows = table(samples, units, instructions)
     print()
     missed = [row[0] for row in rows if row[6] == "NO"]
     print("targets: %d met, %d missed%s" % (sum(1 for r in rows if r[6] == "yes"), len(missed),

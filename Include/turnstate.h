@@ -339,6 +339,7 @@ TS_API ts_status ts_store_replace_reducer(ts_store *store, const char *key, ts_r
  * reducer is put back if that action fails before the state changed).
  * Once this returns TS_OK (from outside the store's callbacks) the removed
  * `fn` is not called again, and its ctx may be freed.
+ * Thread-safety: any thread; waits for dispatches under way on others.
  * Errors: TS_E_ARGUMENT (NULL store or key; key not valid UTF-8),
  * TS_E_NOT_FOUND (key has no reducer), TS_E_REENTRANT (called from inside a
  * reducer), TS_E_STORE_GONE, or the replace action's failure. */

@@ -2,13 +2,14 @@
  * bench.c - the C workloads of `make bench`: the C face and the plugin host
  * of libturnstate, measured from a C program.
  *
- *   bench [options] [workload...]      workloads: c1 c2 c3 c4 c5 c6 memory startup
+ *   bench [options] [workload...]      workloads: c1 c2 c3 c4 c5 c6 memory startup big
  *                                      (none: all of them)
  *   --runs R          timed runs per workload (default 7)
  *   --scale F         multiply every loop count by F (default 1; 0.01 for a smoke test)
  *   --plugin-dir DIR  where pass-a.so, pass-b.so, pass-c.so are (C3)
  *   --startup BIN     the start-up program (startup.c) to time with fork/exec
  *   --startup-plugin SO   the plugin it loads
+ *   --big-mb N        the size of the state of `big` in MB (default 100)
  *
  * Output, one line per timed run, for Benchmarks/report.py:
  *   RESULT <TAB> workload-id <TAB> value <TAB> unit
@@ -29,6 +30,17 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Under callgrind (Benchmarks/callgrind.py: --collect-atstart=no), only the
+ * measured loops are counted; elsewhere these macros do nothing. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
+#endif
+#ifndef CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_TOGGLE_COLLECT
+#endif
 
 static int runs = 7;
 static double scale = 1.0;
@@ -59,6 +71,26 @@ static void die(const char *what, ts_status status) {
         ts_status check_status_ = (call);           \
         if (check_status_ != TS_OK) die(#call, check_status_); \
     } while (0)
+
+/* Whether the next measured loop is counted by callgrind (C4 and C5 also
+ * time loops that are not their own). */
+static int counting = 1;
+
+/* Counts `ops` operations of workload `id` under callgrind: the loop between
+ * count_start() and count_stop() (a "COUNTED id ops" line for callgrind.py). */
+static void count_start(void) {
+    if (counting) CALLGRIND_TOGGLE_COLLECT;
+}
+
+static void count_stop(const char *id, long ops) {
+    if (!counting) return;
+    CALLGRIND_TOGGLE_COLLECT;
+#ifdef RUNNING_ON_VALGRIND
+    if (!RUNNING_ON_VALGRIND) return;
+    CALLGRIND_DUMP_STATS_AT(id); /* a file per loop, named by its id */
+#endif
+    printf("COUNTED\t%s\t%ld\n", id, ops);
+}
 
 static void result(const char *id, double value, const char *unit) {
     printf("RESULT\t%s\t%.3f\t%s\n", id, value, unit);
@@ -105,16 +137,20 @@ static ts_status pass_through(const ts_store_api *store, ts_next_fn next, const 
 
 /* Times `n` dispatches of the counter action after a warm-up of n/10;
  * checks that each one counted. Returns ns per dispatch. */
+static const char *counted_id = "?";
+
 static double time_dispatches(ts_store *store, long n) {
     for (long i = 0; i < n / 10; i++) CHECK(ts_store_dispatch(store, BENCH_ADD_ACTION));
     long long before = read_count(store);
     unsigned long long calls_before = listener_calls;
+    count_start();
     double start = now_ns();
     for (long i = 0; i < n; i++) {
         ts_status status = ts_store_dispatch(store, BENCH_ADD_ACTION);
         if (status != TS_OK) die("ts_store_dispatch", status);
     }
     double elapsed = now_ns() - start;
+    count_stop(counted_id, n);
     long long after = read_count(store);
     if (after - before != n || listener_calls - calls_before != (unsigned long long)n) {
         fprintf(stderr, "bench: %ld dispatches moved the count by %lld and called the listener %llu times\n", n,
@@ -125,6 +161,7 @@ static double time_dispatches(ts_store *store, long n) {
 }
 
 static void run_dispatch_workload(const char *id, ts_store *store, long n) {
+    counted_id = id;
     for (int r = 0; r < runs; r++) result(id, time_dispatches(store, n), "ns");
 }
 
@@ -205,8 +242,11 @@ static void c4(void) {
     ts_store *small = counter_store(NULL);
     ts_store *store = big_store(&items);
     long n = scaled(200000);
+    counted_id = "C4";
     for (int r = 0; r < runs; r++) {
+        counting = 0;
         double base = time_dispatches(small, n);
+        counting = 1;
         double big = time_dispatches(store, n);
         result("C4-C1", base, "ns");
         result("C4", big, "ns");
@@ -221,13 +261,16 @@ static double time_get_state(ts_store *store, const char *pointer, long n, size_
     CHECK(ts_store_get_state(store, pointer, &text)); /* warm: parse / cache */
     *length = strlen(text);
     ts_free(text);
+    count_start();
     double start = now_ns();
     for (long i = 0; i < n; i++) {
         ts_status status = ts_store_get_state(store, pointer, &text);
         if (status != TS_OK) die("ts_store_get_state", status);
         ts_free(text);
     }
-    return (now_ns() - start) / (double)n;
+    double elapsed = now_ns() - start;
+    count_stop(counted_id, n);
+    return elapsed / (double)n;
 }
 
 static void c5(void) {
@@ -246,7 +289,9 @@ static void c5(void) {
     info("C5 %s = %s; first look-up (parses the 10 MB slice once) %.1f ms", pointer, text, first / 1e6);
     ts_free(text);
 
+    counted_id = "C5-small";
     for (int r = 0; r < runs; r++) result("C5-small", time_get_state(store, pointer, scaled(200000), &length), "ns");
+    counting = 0;
     for (int r = 0; r < runs; r++) result("C5-count", time_get_state(store, "/count", scaled(200000), &length), "ns");
     for (int r = 0; r < runs; r++)
         result("C5-whole", time_get_state(store, NULL, scaled(20) < 3 ? 3 : scaled(20), &length) / 1e3, "us");
@@ -282,6 +327,7 @@ static void *c6_run(void *argument) {
     c6_worker *worker = argument;
     worker->status = TS_OK;
     pthread_barrier_wait(worker->barrier);
+    count_start(); /* callgrind's collection state is per thread */
     for (long i = 0; i < worker->n; i++) {
         ts_status status = ts_store_dispatch(worker->store, BENCH_ADD_ACTION);
         if (status != TS_OK) {
@@ -290,6 +336,7 @@ static void *c6_run(void *argument) {
             break;
         }
     }
+    if (counting) CALLGRIND_TOGGLE_COLLECT;
     return NULL;
 }
 
@@ -315,6 +362,12 @@ static void c6(void) {
         double start = now_ns();
         for (int t = 0; t < C6_THREADS; t++) pthread_join(threads[t], NULL);
         double elapsed = now_ns() - start;
+#ifdef RUNNING_ON_VALGRIND
+        if (RUNNING_ON_VALGRIND) {
+            CALLGRIND_DUMP_STATS_AT("C6");
+            printf("COUNTED\tC6\t%ld\n", per_thread * C6_THREADS);
+        }
+#endif
         pthread_barrier_destroy(&barrier);
         for (int t = 0; t < C6_THREADS; t++)
             if (workers[t].status != TS_OK) exit(1);
@@ -400,13 +453,149 @@ static void startup(void) {
     for (int i = 0; i < n; i++) result("STARTUP", time_process() / 1e6, "ms");
 }
 
+/* ---- BIG: a state of about --big-mb megabytes ---------------------------- */
+
+static long big_mb = 100;
+
+/* Linux: the resident set now and its peak (VmRSS, VmHWM), in kB. */
+static long status_kb(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL) return -1;
+    char line[256];
+    long value = -1;
+    size_t n = strlen(field);
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, field, n) == 0 && line[n] == ':') value = atol(line + n + 1);
+    fclose(f);
+    return value;
+}
+
+/* Resets the peak (VmHWM) to the current RSS (Linux >= 4.0); 0 on success. */
+static int reset_peak(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f == NULL) return -1;
+    int ok = fputs("5", f) >= 0;
+    return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+static unsigned long long big_listener_calls;
+static void big_listener(ts_store *store, void *ctx) {
+    (void)store;
+    ++*(unsigned long long *)ctx;
+}
+
+/* {"count":0,"big":{"items":["<1 KB>", ...],"meta":{"items":N}}} of about
+ * big_mb MB: an array of 1 KB strings, then a small value after it.
+ * Measures, in this process (its own, as every workload):
+ *   BIG<n>-peak   what ts_store_create and the first pointer read add to the
+ *                 peak RSS, over the size of the state's text (target <= 2);
+ *   BIG<n>-create ts_store_create (validation, slices), ms;
+ *   BIG<n>-first  the first pointer read below the big slice, ms;
+ *   BIG<n>-read   later reads of /big/meta/items (the slice unchanged), us;
+ *   BIG<n>-listen a dispatch that leaves the big slice alone with a pointer
+ *                 listener on /big/meta/items (never called), ns;
+ *   BIG<n>-whole  one read of the whole state, ms, and -whole-peak what it
+ *                 adds to the peak RSS (the copy it returns included). */
+static void big(void) {
+    char id[32];
+    const size_t item = 1024;
+    size_t items = (size_t)big_mb * 1024 * 1024 / (item + 3);
+    size_t capacity = items * (item + 3) + 256;
+    char *text = malloc(capacity);
+    if (text == NULL) {
+        perror("malloc");
+        exit(1);
+    }
+    size_t at = (size_t)snprintf(text, capacity, "{\"count\":0,\"big\":{\"items\":[");
+    for (size_t i = 0; i < items; i++) {
+        if (i) text[at++] = ',';
+        text[at++] = '"';
+        int head = snprintf(text + at, 24, "%zu:", i);
+        memset(text + at + head, 'a' + (char)(i % 26), item - (size_t)head);
+        at += item;
+        text[at++] = '"';
+    }
+    at += (size_t)snprintf(text + at, capacity - at, "],\"meta\":{\"items\":%zu}}}", items);
+    double mb = (double)at / (1024.0 * 1024.0);
+    long before = status_kb("VmRSS");
+    int peak_ok = reset_peak() == 0;
+
+    ts_store *store;
+    double start = now_ns();
+    CHECK(ts_store_create(text, &store));
+    double create = now_ns() - start;
+    free(text);
+    CHECK(ts_store_add_reducer(store, "count", bench_counter_reducer, NULL));
+    CHECK(ts_store_add_reducer(store, "big", bench_unchanged_reducer, NULL));
+
+    char *value;
+    start = now_ns();
+    CHECK(ts_store_get_state(store, "/big/meta/items", &value));
+    double first = now_ns() - start;
+    if ((size_t)bench_parse_ll(value) != items) {
+        fprintf(stderr, "bench: /big/meta/items is %s, expected %zu\n", value, items);
+        exit(1);
+    }
+    ts_free(value);
+    long peak = status_kb("VmHWM");
+
+    snprintf(id, sizeof id, "BIG%ld-create", big_mb);
+    result(id, create / 1e6, "ms");
+    snprintf(id, sizeof id, "BIG%ld-first", big_mb);
+    result(id, first / 1e6, "ms");
+    if (peak_ok && peak > 0 && before > 0) {
+        snprintf(id, sizeof id, "BIG%ld-peak", big_mb);
+        result(id, (double)(peak - before) / 1024.0 / mb, "x");
+    }
+    info("BIG%ld: state text %.1f MB (%zu strings of %zu B); RSS %.1f MB before ts_store_create, peak %.1f MB, "
+         "%.1f MB after the first read; create %.0f ms, first read %.0f ms",
+         big_mb, mb, items, item, before / 1024.0, peak / 1024.0, status_kb("VmRSS") / 1024.0, create / 1e6,
+         first / 1e6);
+
+    long n = scaled(20000);
+    size_t length;
+    snprintf(id, sizeof id, "BIG%ld-read", big_mb);
+    counted_id = id;
+    for (int r = 0; r < runs; r++) result(id, time_get_state(store, "/big/meta/items", n, &length) / 1e3, "us");
+
+    uint64_t token;
+    CHECK(ts_store_subscribe(store, NULL, bench_counting_listener, &listener_calls, &token));
+    CHECK(ts_store_subscribe(store, "/big/meta/items", big_listener, &big_listener_calls, &token));
+    snprintf(id, sizeof id, "BIG%ld-listen", big_mb);
+    counted_id = id;
+    for (int r = 0; r < runs; r++) result(id, time_dispatches(store, scaled(200000)), "ns");
+    if (big_listener_calls != 0) {
+        fprintf(stderr, "bench: the listener on an unchanged slice was called %llu times\n", big_listener_calls);
+        exit(1);
+    }
+
+    /* The whole state, once: its time and what it adds to the peak (the
+     * caller's copy included). */
+    long whole_before = status_kb("VmRSS");
+    peak_ok = reset_peak() == 0;
+    start = now_ns();
+    CHECK(ts_store_get_state(store, NULL, &value));
+    double whole = now_ns() - start;
+    long whole_peak = status_kb("VmHWM");
+    size_t whole_length = strlen(value);
+    ts_free(value);
+    snprintf(id, sizeof id, "BIG%ld-whole", big_mb);
+    result(id, whole / 1e6, "ms");
+    if (peak_ok && whole_peak > 0 && whole_before > 0) {
+        snprintf(id, sizeof id, "BIG%ld-whole-peak", big_mb);
+        result(id, (double)(whole_peak - whole_before) / 1024.0 / mb, "x");
+    }
+    info("BIG%ld: whole state read: %zu bytes in %.0f ms", big_mb, whole_length, whole / 1e6);
+    ts_store_destroy(store);
+}
+
 /* ---- Main --------------------------------------------------------------- */
 
 static const struct {
     const char *name;
     void (*run)(void);
 } workloads[] = {
-    {"c1", c1}, {"c2", c2}, {"c3", c3}, {"c4", c4}, {"c5", c5}, {"c6", c6}, {"memory", memory}, {"startup", startup},
+    {"c1", c1}, {"c2", c2}, {"c3", c3}, {"c4", c4}, {"c5", c5}, {"c6", c6}, {"memory", memory}, {"startup", startup}, {"big", big},
 };
 
 #define WORKLOAD_COUNT (sizeof workloads / sizeof workloads[0])
@@ -430,6 +619,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--plugin-dir") == 0 && i + 1 < argc) plugin_dir = argv[++i];
         else if (strcmp(argv[i], "--startup") == 0 && i + 1 < argc) startup_bin = argv[++i];
         else if (strcmp(argv[i], "--startup-plugin") == 0 && i + 1 < argc) startup_plugin = argv[++i];
+        else if (strcmp(argv[i], "--big-mb") == 0 && i + 1 < argc) big_mb = atol(argv[++i]);
         else if (argv[i][0] == '-') {
             fprintf(stderr, "bench: unknown option %s\n", argv[i]);
             return 2;

@@ -50,6 +50,10 @@
 #include <string>
 #include <vector>
 
+extern "C" {
+size_t tsj_lean_input_bytes = 32 * 1024 * 1024;  // kLeanInput; tests lower it
+}
+
 namespace {
 
 using u8 = unsigned char;
@@ -286,7 +290,18 @@ bool expected(Fault &f, const u8 *s, size_t n, size_t i, const char *what) {
 
 bool check_string(const u8 *s, size_t n, size_t &i, Fault &f) {
   const size_t start = i++;
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
   for (;;) {
+    // Eight bytes at a time while none is '"', '\\' or a control character
+    // (the usual "has a zero byte / a byte less than" bit tricks, exact for
+    // whether there is one): big states are mostly string contents.
+    while (i + 8 <= n) {
+      uint64_t x;
+      std::memcpy(&x, s + i, 8);
+      const uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+      if ((((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs) break;
+      i += 8;
+    }
     if (i >= n) return fault(f, TSJ_ERR_SYNTAX, start, "unterminated string starting at byte %zu", start);
     u8 c = s[i];
     if (c == '"') {
@@ -967,6 +982,27 @@ int load(Ctx &c, const char *buf, size_t len, bool exact, tsj_error *err) {
   return diagnose(c.in, len, r.error(), err);
 }
 
+// Validates buf[0..len) as load() does (same verdict, same first fault and
+// message: load() itself ends with the strict checker whenever simdjson
+// disagrees), but in place: no padded copy of the input and no simdjson
+// document, whose string buffer alone is as big as the strings of the input.
+// For large inputs (tsj_lean_input_bytes and up): a state of 1 GB would otherwise need
+// 2 GB more while it is read. The strict checker is scalar code (slower per
+// byte than simdjson) and holds only the keys of the open objects.
+int validate_lean(const char *buf, size_t len, tsj_error *err) {
+  if (!buf && len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "input pointer is NULL");
+  if (len > kMaxLen)
+    return set_err(err, TSJ_ERR_TOO_LARGE, -1, "input of %zu bytes exceeds the limit of %zu bytes", len, kMaxLen);
+  const u8 *u = reinterpret_cast<const u8 *>(buf);
+  if (!simdjson::validate_utf8(buf, len)) {
+    long long bad = first_invalid_utf8(u, len);
+    return set_err(err, TSJ_ERR_UTF8, bad, bad >= 0 ? "invalid UTF-8 at byte %lld" : "invalid UTF-8", bad);
+  }
+  Fault f;
+  if (!check_json(u, len, f)) return set_err(err, f.code, (long long)f.off, "%s", f.msg);
+  return TSJ_OK;
+}
+
 // The simdjson kernel used for minification. simdjson's "icelake" (AVX-512)
 // minifier compresses with vpcompressb to memory, which is several times
 // slower than the AVX2 ("haswell") kernel on some CPUs (measured on AMD Zen 4:
@@ -1025,10 +1061,16 @@ struct Container {
 struct tsj_doc {
   char *text = nullptr;  // minified, NUL-terminated
   size_t len = 0;
+  bool owned = true;     // text is freed with the document (not for tsj_doc_index)
   std::vector<Container> containers;  // in document order (sorted by start)
   std::vector<uint32_t> children;     // per container: start of each element / key's opening quote
   std::vector<uint32_t> slots;        // hash slots: member index + 1, 0 = empty
-  ~tsj_doc() { std::free(text); }
+  ~tsj_doc() {
+    if (owned) std::free(text);
+  }
+  size_t index_bytes() const {
+    return containers.capacity() * sizeof(Container) + (children.capacity() + slots.capacity()) * sizeof(uint32_t);
+  }
 };
 
 namespace {
@@ -1056,7 +1098,10 @@ void build_hash(tsj_doc &d, Container &c) {
 }
 
 // Builds containers/children/slots over d.text (validated, minified). Iterative.
-bool build_index(tsj_doc &d) {
+// Gives up (false, *over_budget set) as soon as the index would take more
+// than `budget` bytes (containers, children, pending children and hash slots
+// counted by their sizes; vectors may hold up to twice that while growing).
+bool build_index(tsj_doc &d, size_t budget = SIZE_MAX, bool *over_budget = nullptr) {
   const char *m = d.text;
   const size_t n = d.len;
   struct Frame {
@@ -1070,6 +1115,13 @@ bool build_index(tsj_doc &d) {
     // A value starts at i.
     char c = m[i];
     if (c == '{' || c == '[') {
+      if (budget != SIZE_MAX &&
+          (d.containers.size() + 1) * sizeof(Container) +
+                  (d.children.size() + pending.size() + d.slots.size() + 1) * sizeof(uint32_t) >
+              budget) {
+        if (over_budget) *over_budget = true;
+        return false;
+      }
       d.containers.push_back(Container{uint32_t(i), 0, 0, 0, 0, 0});
       stack.push_back(Frame{uint32_t(d.containers.size() - 1), uint32_t(pending.size()), c == '{'});
       i++;
@@ -1091,6 +1143,13 @@ bool build_index(tsj_doc &d) {
       if (m[i] == ',') {
         i++;
         pending.push_back(uint32_t(i));
+        if (budget != SIZE_MAX && (pending.size() & 1023) == 0 &&
+            d.containers.size() * sizeof(Container) +
+                    (d.children.size() + pending.size() + d.slots.size()) * sizeof(uint32_t) >
+                budget) {
+          if (over_budget) *over_budget = true;
+          return false;
+        }
         if (f.obj) i = string_end(m, i, n) + 2;
         break;
       }
@@ -1101,6 +1160,12 @@ bool build_index(tsj_doc &d) {
       d.children.insert(d.children.end(), pending.begin() + f.mark, pending.end());
       pending.resize(f.mark);
       if (f.obj && ct.count >= kHashThreshold) build_hash(d, ct);
+      if (budget != SIZE_MAX && d.containers.size() * sizeof(Container) +
+                                        (d.children.size() + pending.size() + d.slots.size()) * sizeof(uint32_t) >
+                                    budget) {
+        if (over_budget) *over_budget = true;
+        return false;
+      }
       stack.pop_back();
       i++;
     }
@@ -1132,6 +1197,189 @@ long long find_member(const tsj_doc &d, const Container &c, const char *tok, siz
   return -1;
 }
 
+// Without an index (tsj_text_at_pointer): the members and elements of the
+// container at m[v] found by stepping over the values before them.
+constexpr size_t kNone = SIZE_MAX;
+
+// Start of the value of member tok in the object at m[v], or kNone.
+size_t scan_member(const char *m, size_t n, size_t v, const char *tok, size_t tlen) {
+  size_t i = v + 1;
+  if (m[i] == '}') return kNone;
+  for (;;) {
+    size_t ke = string_end(m, i, n);
+    bool ws = false;
+    if (key_equals(m, i, tok, tlen)) return ke + 2;
+    i = value_end(m, ke + 2, n, &ws);
+    if (i >= n || m[i] != ',') return kNone;
+    i++;
+  }
+}
+
+// Start of element idx of the array at m[v], or kNone with *count set to
+// the number of elements.
+size_t scan_element(const char *m, size_t n, size_t v, uint64_t idx, size_t *count) {
+  size_t i = v + 1;
+  *count = 0;
+  if (m[i] == ']') return kNone;
+  for (uint64_t k = 0;; k++) {
+    if (k == idx) return i;
+    bool ws = false;
+    i = value_end(m, i, n, &ws);
+    if (i >= n || m[i] != ',') {
+      *count = size_t(k + 1);
+      return kNone;
+    }
+    i++;
+  }
+}
+
+}  // namespace
+
+namespace {
+// tsj_for_each_member (cb: values lent during the call) and tsj_split_object
+// (owned: each value malloc'ed for the callback to keep).
+int for_each_member(const char *buf, size_t len, tsj_member_cb cb, tsj_owned_member_cb owned, void *user,
+                    tsj_error *err) {
+  char **values = nullptr;  // tsj_split_object: the values not yet handed over
+  size_t handed = 0, count = 0;
+  auto release = [&] {
+    if (!values) return;
+    for (size_t k = handed; k < count; k++) std::free(values[k]);
+    std::free(values);
+    values = nullptr;
+  };
+  try {
+    Lease lease(len);
+    Ctx &c = lease.ctx();
+    const bool lean = len >= tsj_lean_input_bytes;  // a temporary context: its buffers are ours
+    const char *in;
+    if (lean) {
+      int rc = validate_lean(buf, len, err);
+      if (rc) return rc;
+      in = buf;  // minify reads buf[0..len) only
+    } else {
+      int rc = load(c, buf, len, lease.temporary(), err);
+      if (rc) return rc;
+      in = c.in;
+    }
+    if (!grow(c.out, c.out_cap, len + kPadding + 1, lease.temporary())) return nomem(err);
+    size_t n = 0;
+    if (!minify_into(in, len, c.out, n)) return internal_error(err, "minify failed");
+    char *m = c.out;
+    m[n] = '\0';
+    if (m[0] != '{')
+      return set_err(err, TSJ_ERR_NOT_OBJECT, (long long)skip_ws(buf, 0, len),
+                     "top level must be an object, found %s", kind_name(m[0]));
+
+    std::vector<Member> &mem = c.members;
+    mem.clear();
+    c.arena.clear();
+    size_t i = 1;
+    if (m[i] != '}') {
+      for (;;) {
+        Member mb;
+        mb.kq = uint32_t(i);
+        mb.ke = uint32_t(string_end(m, i, n));
+        mb.vs = mb.ke + 2;
+        bool ws = false;
+        mb.ve = uint32_t(value_end(m, mb.vs, n, &ws));
+        // tsj_split_object may move the text: every key goes to the arena.
+        mb.esc = owned || std::memchr(m + mb.kq + 1, '\\', mb.ke - mb.kq - 1) != nullptr;
+        mb.key = nullptr;
+        if (mb.esc) {
+          size_t raw = mb.ke - mb.kq - 1;
+          mb.koff = uint32_t(c.arena.size());
+          c.arena.resize(mb.koff + raw + 1);
+          mb.klen = uint32_t(unescape(m + mb.kq + 1, m + mb.ke, &c.arena[mb.koff]));
+          c.arena.resize(mb.koff + mb.klen + 1);
+          c.arena[mb.koff + mb.klen] = '\0';
+        } else {
+          mb.koff = 0;
+          mb.klen = mb.ke - mb.kq - 1;
+        }
+        mem.push_back(mb);
+        i = mb.ve;
+        if (m[i] == ',') {
+          i++;
+          continue;
+        }
+        break;
+      }
+    }
+    for (Member &mb : mem) mb.key = mb.esc ? c.arena.data() + mb.koff : m + mb.kq + 1;
+
+    // load() refused objects with a key twice.
+
+    if (owned) {
+      // Each value in its own block. A temporary context's buffer is given
+      // to the largest one (moved to its start and shrunk: no copy of the
+      // biggest slice of a big state); the others are copied.
+      count = mem.size();
+      values = static_cast<char **>(std::calloc(count ? count : 1, sizeof(char *)));
+      if (!values) return nomem(err);
+      size_t largest = count;
+      if (lease.temporary())
+        for (size_t k = 0; k < count; k++)
+          if (largest == count || mem[k].ve - mem[k].vs > mem[largest].ve - mem[largest].vs) largest = k;
+      for (size_t k = 0; k < count; k++) {
+        if (k == largest) continue;
+        size_t vlen = mem[k].ve - mem[k].vs;
+        values[k] = static_cast<char *>(std::malloc(vlen + 1));
+        if (!values[k]) {
+          release();
+          return nomem(err);
+        }
+        std::memcpy(values[k], m + mem[k].vs, vlen);
+        values[k][vlen] = '\0';
+      }
+      if (largest < count) {
+        size_t vlen = mem[largest].ve - mem[largest].vs;
+        std::memmove(m, m + mem[largest].vs, vlen);
+        m[vlen] = '\0';
+        char *shrunk = static_cast<char *>(std::realloc(m, vlen + 1));
+        values[largest] = shrunk ? shrunk : m;
+        c.out = nullptr;
+        c.out_cap = 0;
+      }
+      for (; handed < count; handed++) {
+        const Member &mb = mem[handed];
+        int r = owned(mb.key, mb.klen, values[handed], mb.ve - mb.vs, user);
+        if (r != 0) {
+          handed++;  // the callback owns the value it was given
+          release();
+          set_err(err, r, -1, "stopped by the callback (it returned %d)", r);
+          return r;
+        }
+      }
+      release();
+      clear_err(err);
+      return TSJ_OK;
+    }
+
+    for (const Member &mb : mem) {
+      char *kend = m + mb.ke;
+      char *vend = m + mb.ve;
+      char saved = *vend;
+      if (!mb.esc) *kend = '\0';
+      *vend = '\0';
+      int r = cb(mb.key, mb.klen, m + mb.vs, mb.ve - mb.vs, user);
+      *vend = saved;
+      if (!mb.esc) *kend = '"';
+      if (r != 0) {
+        set_err(err, r, -1, "stopped by the callback (it returned %d)", r);
+        return r;
+      }
+    }
+    clear_err(err);
+    return TSJ_OK;
+  } catch (const std::bad_alloc &) {
+    release();
+    return nomem(err);
+  } catch (...) {
+    release();
+    return internal_error(err, "unexpected exception");
+  }
+}
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -1208,6 +1456,19 @@ int tsj_minify(const char *buf, size_t len, char **out, size_t *out_len, tsj_err
     return give_text(res, len, out, out_len, err);
   }
   try {
+    if (len >= tsj_lean_input_bytes) {
+      int rc = validate_lean(buf, len, err);
+      if (rc) return rc;
+      char *res = static_cast<char *>(std::malloc(len + kPadding + 1));
+      if (!res) return nomem(err);
+      size_t mlen = 0;
+      if (!minify_into(buf, len, res, mlen)) {  // reads buf[0..len) only
+        std::free(res);
+        return internal_error(err, "minify failed");
+      }
+      if (char *shrunk = static_cast<char *>(std::realloc(res, mlen + 1))) res = shrunk;
+      return give_text(res, mlen, out, out_len, err);
+    }
     Lease lease(len);
     Ctx &c = lease.ctx();
     int rc = load(c, buf, len, lease.temporary(), err);
@@ -1345,79 +1606,12 @@ int tsj_parse_action(const char *buf, size_t len, char **out_block, const char *
 
 int tsj_for_each_member(const char *buf, size_t len, tsj_member_cb cb, void *user, tsj_error *err) {
   if (!cb) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "callback is NULL");
-  try {
-    Lease lease(len);
-    Ctx &c = lease.ctx();
-    int rc = load(c, buf, len, lease.temporary(), err);
-    if (rc) return rc;
-    if (!grow(c.out, c.out_cap, len + kPadding + 1, lease.temporary())) return nomem(err);
-    size_t n = 0;
-    if (!minify_into(c.in, len, c.out, n)) return internal_error(err, "minify failed");
-    char *m = c.out;
-    m[n] = '\0';
-    if (m[0] != '{')
-      return set_err(err, TSJ_ERR_NOT_OBJECT, (long long)skip_ws(c.in, 0, len),
-                     "top level must be an object, found %s", kind_name(m[0]));
+  return for_each_member(buf, len, cb, nullptr, user, err);
+}
 
-    std::vector<Member> &mem = c.members;
-    mem.clear();
-    c.arena.clear();
-    size_t i = 1;
-    if (m[i] != '}') {
-      for (;;) {
-        Member mb;
-        mb.kq = uint32_t(i);
-        mb.ke = uint32_t(string_end(m, i, n));
-        mb.vs = mb.ke + 2;
-        bool ws = false;
-        mb.ve = uint32_t(value_end(m, mb.vs, n, &ws));
-        mb.esc = std::memchr(m + mb.kq + 1, '\\', mb.ke - mb.kq - 1) != nullptr;
-        mb.key = nullptr;
-        if (mb.esc) {
-          size_t raw = mb.ke - mb.kq - 1;
-          mb.koff = uint32_t(c.arena.size());
-          c.arena.resize(mb.koff + raw + 1);
-          mb.klen = uint32_t(unescape(m + mb.kq + 1, m + mb.ke, &c.arena[mb.koff]));
-          c.arena.resize(mb.koff + mb.klen + 1);
-          c.arena[mb.koff + mb.klen] = '\0';
-        } else {
-          mb.koff = 0;
-          mb.klen = mb.ke - mb.kq - 1;
-        }
-        mem.push_back(mb);
-        i = mb.ve;
-        if (m[i] == ',') {
-          i++;
-          continue;
-        }
-        break;
-      }
-    }
-    for (Member &mb : mem) mb.key = mb.esc ? c.arena.data() + mb.koff : m + mb.kq + 1;
-
-    // load() refused objects with a key twice.
-
-    for (const Member &mb : mem) {
-      char *kend = m + mb.ke;
-      char *vend = m + mb.ve;
-      char saved = *vend;
-      if (!mb.esc) *kend = '\0';
-      *vend = '\0';
-      int r = cb(mb.key, mb.klen, m + mb.vs, mb.ve - mb.vs, user);
-      *vend = saved;
-      if (!mb.esc) *kend = '"';
-      if (r != 0) {
-        set_err(err, r, -1, "stopped by the callback (it returned %d)", r);
-        return r;
-      }
-    }
-    clear_err(err);
-    return TSJ_OK;
-  } catch (const std::bad_alloc &) {
-    return nomem(err);
-  } catch (...) {
-    return internal_error(err, "unexpected exception");
-  }
+int tsj_split_object(const char *buf, size_t len, tsj_owned_member_cb cb, void *user, tsj_error *err) {
+  if (!cb) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "callback is NULL");
+  return for_each_member(buf, len, nullptr, cb, user, err);
 }
 
 tsj_doc *tsj_doc_parse(const char *buf, size_t len, tsj_error *err) {
@@ -1457,12 +1651,14 @@ tsj_doc *tsj_doc_parse(const char *buf, size_t len, tsj_error *err) {
   }
 }
 
-int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_len, char **out,
-                       size_t *out_len, tsj_error *err) {
-  if (out) *out = nullptr;
-  if (out_len) *out_len = 0;
-  if (!doc || !out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "doc or out is NULL");
-  if (!pointer && pointer_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "pointer is NULL");
+}  // extern "C"
+
+namespace {
+// The JSON Pointer walk of tsj_doc_at_pointer (doc set: the index finds each
+// child) and tsj_text_at_pointer (doc NULL: children are found by stepping
+// over the values before them), over the minified text m[0..n).
+int walk_pointer(const tsj_doc *doc, const char *m, size_t n, const char *pointer, size_t pointer_len, char **out,
+                 size_t *out_len, tsj_error *err) {
   try {
     const char *p = pointer;
     const size_t plen = pointer_len;
@@ -1476,8 +1672,6 @@ int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_l
     long long bad = first_invalid_utf8(reinterpret_cast<const u8 *>(p), plen);
     if (bad >= 0) return set_err(err, TSJ_ERR_POINTER, bad, "JSON pointer is not valid UTF-8 at byte %lld", bad);
 
-    const char *m = doc->text;
-    const size_t n = doc->len;
     std::string tokbuf;  // a token with ~0 / ~1 escapes, unescaped
     size_t v = 0;  // start of the current value in m
     size_t pos = 0;
@@ -1502,15 +1696,24 @@ int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_l
       }
       char c = m[v];
       if (c == '{' || c == '[') {
-        const Container *ct = find_container(*doc, uint32_t(v));
-        if (!ct) return internal_error(err, "container not indexed");
+        const Container *ct = nullptr;
+        if (doc) {
+          ct = find_container(*doc, uint32_t(v));
+          if (!ct) return internal_error(err, "container not indexed");
+        }
         if (c == '{') {
-          long long k = find_member(*doc, *ct, tok, tlen);
-          if (k < 0) {
+          size_t found = kNone;
+          if (ct) {
+            long long k = find_member(*doc, *ct, tok, tlen);
+            if (k >= 0) found = string_end(m, doc->children[ct->first + size_t(k)], n) + 2;
+          } else {
+            found = scan_member(m, n, v, tok, tlen);
+          }
+          if (found == kNone) {
             Shown t(tok, tlen), at(p, pos);
             return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "no member %s in the object at %s", t.buf, at.buf);
           }
-          v = string_end(m, doc->children[ct->first + size_t(k)], n) + 2;
+          v = found;
         } else {
           Shown t(tok, tlen), at(p, pos);
           if (tlen == 1 && tok[0] == '-')
@@ -1527,11 +1730,17 @@ int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_l
           uint64_t idx = 0;
           bool big = tlen > 10;
           for (size_t k = 0; k < tlen && !big; k++) idx = idx * 10 + uint64_t(tok[k] - '0');
-          if (big || idx >= ct->count)
+          size_t count = 0, found = kNone;
+          if (ct) {
+            count = ct->count;
+            if (!big && idx < ct->count) found = doc->children[ct->first + size_t(idx)];
+          } else {
+            found = scan_element(m, n, v, big ? UINT64_MAX : idx, &count);
+          }
+          if (found == kNone)
             return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
-                           "index %s is out of range for the array of %u elements at %s", t.buf,
-                           unsigned(ct->count), at.buf);
-          v = doc->children[ct->first + size_t(idx)];
+                           "index %s is out of range for the array of %zu elements at %s", t.buf, count, at.buf);
+          v = found;
         }
       } else {
         Shown t(tok, tlen), at(p, pos);
@@ -1541,7 +1750,7 @@ int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_l
       pos = te;
     }
     size_t ve;
-    if (m[v] == '{' || m[v] == '[') {
+    if (doc && (m[v] == '{' || m[v] == '[')) {
       const Container *ct = find_container(*doc, uint32_t(v));
       if (!ct) return internal_error(err, "container not indexed");
       ve = size_t(ct->end) + 1;
@@ -1560,6 +1769,67 @@ int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_l
     return internal_error(err, "unexpected exception");
   }
 }
+}  // namespace
+
+extern "C" {
+
+int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_len, char **out,
+                       size_t *out_len, tsj_error *err) {
+  if (out) *out = nullptr;
+  if (out_len) *out_len = 0;
+  if (!doc || !out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "doc or out is NULL");
+  if (!pointer && pointer_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "pointer is NULL");
+  return walk_pointer(doc, doc->text, doc->len, pointer, pointer_len, out, out_len, err);
+}
+
+int tsj_text_at_pointer(const char *minified, size_t len, const char *pointer, size_t pointer_len, char **out,
+                        size_t *out_len, tsj_error *err) {
+  if (out) *out = nullptr;
+  if (out_len) *out_len = 0;
+  if (!minified || !len || !out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "text or out is NULL");
+  if (!pointer && pointer_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "pointer is NULL");
+  return walk_pointer(nullptr, minified, len, pointer, pointer_len, out, out_len, err);
+}
+
+tsj_doc *tsj_doc_index(const char *minified, size_t len, size_t max_index_bytes, tsj_error *err) {
+  if (!minified || !len) {
+    set_err(err, TSJ_ERR_INVALID_ARG, -1, "text is NULL or empty");
+    return nullptr;
+  }
+  if (len >= kMaxLen) {  // offsets are 32-bit
+    set_err(err, TSJ_ERR_TOO_LARGE, -1, "text of %zu bytes is too large to index", len);
+    return nullptr;
+  }
+  try {
+    std::unique_ptr<tsj_doc> d(new tsj_doc());
+    d->text = const_cast<char *>(minified);
+    d->len = len;
+    d->owned = false;
+    bool over = false;
+    if (!build_index(*d, max_index_bytes, &over)) {
+      if (over) {
+        set_err(err, TSJ_ERR_TOO_LARGE, -1, "the index of %zu bytes of text would take more than %zu bytes", len,
+                max_index_bytes);
+      } else {
+        internal_error(err, "index build failed");
+      }
+      return nullptr;
+    }
+    d->containers.shrink_to_fit();
+    d->children.shrink_to_fit();
+    d->slots.shrink_to_fit();
+    clear_err(err);
+    return d.release();
+  } catch (const std::bad_alloc &) {
+    nomem(err);
+    return nullptr;
+  } catch (...) {
+    internal_error(err, "unexpected exception");
+    return nullptr;
+  }
+}
+
+size_t tsj_doc_index_bytes(const tsj_doc *doc) { return doc ? sizeof(tsj_doc) + doc->index_bytes() : 0; }
 
 const char *tsj_doc_text(const tsj_doc *doc, size_t *len) {
   if (!doc) {

@@ -24,6 +24,7 @@ import TurnstateCore
 /// ```
 ///
 /// The subscription ends when the object is released.
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
 @MainActor
 @dynamicMemberLookup
 public final class ObservableState<Value: Sendable>: Observable {
@@ -87,6 +88,7 @@ public final class ObservableState<Value: Sendable>: Observable {
 }
 
 /// Observable views of a store's state for SwiftUI (``ObservableState``).
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
 extension Store {
     /// An `@Observable` view of the whole state on the main actor: see
     /// ``ObservableState``. Keep it (in a view model, or in SwiftUI's
@@ -129,6 +131,7 @@ extension Store {
 }
 
 /// Observable views of an `Equatable` state, which skip equal states.
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *)
 extension Store where State: Equatable {
     /// An `@Observable` view of the whole state, which tells observers of
     /// ``ObservableState/value`` only when the state changed.

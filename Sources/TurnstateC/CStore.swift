@@ -86,7 +86,17 @@ final class CStore: StoreFace, @unchecked Sendable {
         return body(UnsafeBufferPointer(start: wholeText!.text, count: wholeText!.length))
     }
 
+    /// States this big are not cached for whole reads: the caller gets the
+    /// text made for it (one copy of the state, not two), and an older
+    /// cached text is dropped.
+    static let uncachedWholeLength = 32 * 1024 * 1024
+
     private func copyOfWholeText(_ state: JSONState) throws(StoreError) -> UnsafeMutablePointer<CChar> {
+        if wholeText?.generation != state.generation, state.wholeLength >= Self.uncachedWholeLength {
+            if let old = wholeText { free(old.text) }
+            wholeText = nil
+            return try state.wholeText().0
+        }
         let copy = try withWholeText(state) { bytes -> UnsafeMutablePointer<CChar>? in
             guard let copy = malloc(bytes.count + 1)?.assumingMemoryBound(to: CChar.self) else { return nil }
             memcpy(copy, bytes.baseAddress!, bytes.count)
@@ -291,10 +301,22 @@ final class PointerWatcher: @unchecked Sendable {
     /// (or state) holds an unchanged value, without a parse.
     private func unchanged(in state: JSONState) -> Bool {
         if let key = pointer.key {
-            guard let id = state[key]?.id else { return false }
+            guard let id = slice(key, in: state)?.id else { return false }
             return id == lastSource
         }
         return state.generation == lastSource
+    }
+
+    /// Where the key was found last, and under which layout of the keys:
+    /// while the layout is the same, finding the slice hashes nothing.
+    private var hint = 0
+    private var hintLayout: UInt64 = 0
+
+    private func slice(_ key: String, in state: JSONState) -> JSONSlice? {
+        guard let index = state.index(of: key, hint: hint, hintLayout: hintLayout) else { return nil }
+        hint = index
+        hintLayout = state.layout
+        return state.slice(at: index)
     }
 
     /// The value's source and text (nil text: no value there).
@@ -302,7 +324,7 @@ final class PointerWatcher: @unchecked Sendable {
         guard let key = pointer.key else {
             return (state.generation, try owner.withWholeText(state) { Array($0) })
         }
-        guard let slice = state[key] else { return (nil, nil) }
+        guard let slice = slice(key, in: state) else { return (nil, nil) }
         do {
             let (value, length) = try slice.value(at: pointer.rest.utf8, path: pointer.text)
             defer { free(value) }

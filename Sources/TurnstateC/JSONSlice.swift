@@ -19,9 +19,22 @@ package final class JSONSlice: @unchecked Sendable {
     /// Minified JSON text, NUL-terminated, owned (malloc'ed).
     let text: UnsafeMutablePointer<CChar>
     let length: Int
-    /// Parsed on the first JSON Pointer look-up below the slice and kept.
-    /// Guarded by the store's lock.
-    @exclusivity(unchecked) private var document: OpaquePointer?
+    /// The structural index of `text` (a tsj_doc from tsj_doc_index, which
+    /// borrows the text: no copy, no second validation), built on the first
+    /// JSON Pointer look-up below the slice and kept until the slice is
+    /// released (a changed slice is a new object). Set once, atomically:
+    /// look-ups need no lock (two threads that both build it keep the first).
+    private let documentBits = Atomic<UInt>(0)
+    /// The index would take more than `indexBudget` bytes (or the text is
+    /// 4 GiB or more): look-ups walk the text instead.
+    private let unindexable = Atomic<Bool>(false)
+
+    private var document: OpaquePointer? { OpaquePointer(bitPattern: documentBits.load(ordering: .acquiring)) }
+
+    /// The most an index may take: as much as the text, and 64 KiB for the
+    /// smallest slices (an index of 4 bytes per value and 24 per container
+    /// is under that for any text that is not mostly empty containers).
+    var indexBudget: Int { length + 64 * 1024 }
 
     /// Validates `json[0..<length]` and keeps its minified form.
     package init(validating json: UnsafePointer<CChar>, length: Int, context: @autoclosure () -> String) throws(StoreError) {
@@ -58,8 +71,8 @@ package final class JSONSlice: @unchecked Sendable {
     }
 
     deinit {
-        free(text)
         tsj_doc_free(document)
+        free(text)
     }
 
     /// A copy of the text, malloc'ed, for the caller to free.
@@ -75,27 +88,42 @@ package final class JSONSlice: @unchecked Sendable {
     /// relative to this slice, "" for the slice itself), malloc'ed.
     package func value(at pointer: Substring.UTF8View, path: @autoclosure () -> String) throws(StoreError) -> (UnsafeMutablePointer<CChar>, Int) {
         if pointer.isEmpty { return (try copyText(), length) }
-        let document = try parsed()
+        let document = indexed()
         var out: UnsafeMutablePointer<CChar>?
         var outLength = 0
         var pointer = Substring(pointer)
         var error = tsj_error()
         let code = pointer.withUTF8 { bytes in
-            tsj_doc_at_pointer(document, UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self),
-                               bytes.count, &out, &outLength, &error)
+            let start = UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self)
+            return if let document {
+                tsj_doc_at_pointer(document, start, bytes.count, &out, &outLength, &error)
+            } else {
+                tsj_text_at_pointer(text, length, start, bytes.count, &out, &outLength, &error)
+            }
         }
         if code != 0 { throw StoreError(error, context: "JSON Pointer \"\(path())\"") }
         guard let out else { throw StoreError(.outOfMemory, "no memory for the value at \"\(path())\"") }
         return (out, outLength)
     }
 
-    private func parsed() throws(StoreError) -> OpaquePointer {
+    /// The index, built on first use; nil if it cannot be had (too big for
+    /// `indexBudget`, or no memory now: the look-up walks the text, and a
+    /// later one tries again after a failure for want of memory).
+    private func indexed() -> OpaquePointer? {
         if let document { return document }
+        if unindexable.load(ordering: .relaxed) { return nil }
         var error = tsj_error()
-        guard let made = tsj_doc_parse(text, length, &error) else {
-            throw StoreError(error, context: "parsing a slice of the state")
+        guard let made = tsj_doc_index(text, length, indexBudget, &error) else {
+            if error.code != Int32(TSJ_ERR_NOMEM.rawValue) { unindexable.store(true, ordering: .relaxed) }
+            return nil
         }
-        document = made
-        return made
+        let (won, current) = documentBits.compareExchange(expected: 0, desired: UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(made))),
+                                                          ordering: .acquiringAndReleasing)
+        if won { return made }
+        tsj_doc_free(made)
+        return OpaquePointer(bitPattern: current)
     }
+
+    /// Bytes the index holds (0 before the first look-up), for tests.
+    package var indexBytes: Int { tsj_doc_index_bytes(document) }
 }

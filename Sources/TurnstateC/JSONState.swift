@@ -39,14 +39,12 @@ struct JSONState: Sendable {
         let collector = Collector()
         let box = Unmanaged.passUnretained(collector).toOpaque()
         try checkJSON(context) {
-            tsj_for_each_member(json, strlen(json), { key, keyLength, value, valueLength, context in
+            // Each value comes malloc'ed and is adopted as it is: the
+            // biggest slice of a big state is the JSON layer's own buffer.
+            tsj_split_object(json, strlen(json), { key, keyLength, value, valueLength, context in
                 let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
-                guard let copy = malloc(valueLength + 1)?.assumingMemoryBound(to: CChar.self) else {
-                    return Int32(TSJ_ERR_NOMEM.rawValue)
-                }
-                memcpy(copy, value!, valueLength + 1)
                 let keyText = String(decoding: UnsafeRawBufferPointer(start: key, count: keyLength), as: UTF8.self)
-                collector.members.append((keyText, JSONSlice(adoptingMinified: copy, length: valueLength)))
+                collector.members.append((keyText, JSONSlice(adoptingMinified: value!, length: valueLength)))
                 return 0
             }, box, $0)
         }
@@ -92,6 +90,13 @@ struct JSONState: Sendable {
     /// Gives the state a new generation, as a change does.
     mutating func markChanged() {
         generation = Self.lastGeneration.add(1, ordering: .relaxed).newValue
+    }
+
+    /// The length of `wholeText()`, without making it.
+    var wholeLength: Int {
+        var total = 2
+        for member in members { total += member.quotedKey.utf8.count + 1 + member.slice.length + 1 }
+        return members.isEmpty ? 2 : total - 1
     }
 
     /// The whole state as minified JSON text, malloc'ed, NUL-terminated.

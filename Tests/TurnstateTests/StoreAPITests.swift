@@ -57,6 +57,7 @@ struct StatePropertyTests {
         #expect(throws: StoreError.self) { try store.getState() }
     }
 
+    #if os(macOS) || os(Linux) || os(FreeBSD) || os(Windows)
     @Test func readingStateInsideAReducerStopsTheProgram() async {
         await #expect(processExitsWith: .failure) {
             let box = StoreBox()
@@ -67,6 +68,7 @@ struct StatePropertyTests {
             try? store.dispatch(CounterAction.increment)
         }
     }
+    #endif
 }
 
 /// Hands a store to its own reducer (for the test that it must not read it).
@@ -348,6 +350,7 @@ struct MainActorDeliveryTests {
 @MainActor
 struct ObservationTests {
     @Test func observersAreToldOnlyOfWhatTheyRead() async throws {
+        guard #available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *) else { return }
         let store = Store(initialState: Pair(), reducer: pairReducer)
         let model = try store.observable()
         let countChanges = Cell(0)
@@ -382,6 +385,7 @@ struct ObservationTests {
     }
 
     @Test func aSelectionChangesOnlyWithIt() async throws {
+        guard #available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *) else { return }
         let store = Store(initialState: Pair(), reducer: pairReducer)
         let count = try store.observable(select: { $0.count })
         let changes = Cell(0)
@@ -395,6 +399,7 @@ struct ObservationTests {
     }
 
     @Test func releasingTheModelEndsItsSubscription() async throws {
+        guard #available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, *) else { return }
         let store = makeCounter()
         var model: ObservableState<Int>? = try store.observable()
         #expect(store.subscriberCount == 1)

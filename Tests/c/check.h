@@ -164,6 +164,8 @@ void run_subscribe_tests(void);
 void run_middleware_tests(void);
 void run_threads_tests(void);
 void run_errors_tests(void);
+void run_big_tests(void);
+void run_big_tests(void);
 void run_replace_tests(void);
 
 #endif

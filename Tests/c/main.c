@@ -33,6 +33,8 @@ int main(int argc, char **argv) {
     run_middleware_tests();
     run_threads_tests();
     run_errors_tests();
+    run_big_tests();
+    run_big_tests();
     run_replace_tests();
 
     printf("%d passed, %d failed\n", passed, failed);

@@ -152,29 +152,58 @@ static void members_err_at(const char *file, int line, const char *in, int code,
 }
 #define MEMBERS_ERR(in, code, off, part) members_err_at(__FILE__, __LINE__, in, code, off, part)
 
+/* Every pointer case runs three ways, which must agree: the parsed
+ * document (tsj_doc_parse), an index over its text (tsj_doc_index, the
+ * store's slices), and no index at all (tsj_text_at_pointer). */
+static const char *const g_ways[] = {"doc_parse", "doc_index", "text_at_pointer"};
+
+static int at_pointer_way(int way, const tsj_doc *d, const char *ptr, char **out, size_t *out_len, tsj_error *err) {
+  size_t len = 0;
+  const char *text = tsj_doc_text(d, &len);
+  if (way == 0) return tsj_doc_at_pointer(d, ptr, strlen(ptr), out, out_len, err);
+  if (way == 2) return tsj_text_at_pointer(text, len, ptr, strlen(ptr), out, out_len, err);
+  tsj_error index_err;
+  tsj_doc *index = tsj_doc_index(text, len, (size_t)-1, &index_err);
+  if (!index) {
+    *err = index_err;
+    return -1;
+  }
+  int rc = tsj_doc_at_pointer(index, ptr, strlen(ptr), out, out_len, err);
+  tsj_doc_free(index);
+  return rc;
+}
+
 static void ptr_ok_at(const char *file, int line, const tsj_doc *d, const char *ptr, const char *want) {
-  char *out = NULL;
-  size_t out_len = 0;
-  tsj_error err;
-  int rc = tsj_doc_at_pointer(d, ptr, strlen(ptr), &out, &out_len, &err);
-  check_at(rc == TSJ_OK && out && out_len == strlen(want) && strcmp(out, want) == 0, file, line,
-           "at_pointer(%s): rc=%s out=%.80s want=%.80s msg=%s", ptr, tsj_code_name(rc), out ? out : "(null)", want,
-           err.message);
-  free(out);
+  for (int way = 0; way < 3; way++) {
+    char *out = NULL;
+    size_t out_len = 0;
+    tsj_error err;
+    int rc = at_pointer_way(way, d, ptr, &out, &out_len, &err);
+    check_at(rc == TSJ_OK && out && out_len == strlen(want) && strcmp(out, want) == 0, file, line,
+             "%s(%s): rc=%s out=%.80s want=%.80s msg=%s", g_ways[way], ptr, tsj_code_name(rc), out ? out : "(null)",
+             want, err.message);
+    free(out);
+  }
 }
 #define PTR_OK(d, ptr, want) ptr_ok_at(__FILE__, __LINE__, d, ptr, want)
 
 static void ptr_err_at(const char *file, int line, const tsj_doc *d, const char *ptr, int code, long long offset,
                        const char *part1, const char *part2) {
-  char *out = (char *)1;
-  size_t out_len = 77;
-  tsj_error err;
-  int rc = tsj_doc_at_pointer(d, ptr, strlen(ptr), &out, &out_len, &err);
-  check_at(rc == code && err.code == code && out == NULL && out_len == 0 && err.offset == offset &&
-               (!part1 || contains(err.message, part1)) && (!part2 || contains(err.message, part2)),
-           file, line, "at_pointer(%s): rc=%s (want %s) offset=%lld (want %lld) msg=\"%s\" (want \"%s\" / \"%s\")",
-           ptr, tsj_code_name(rc), tsj_code_name(code), err.offset, offset, err.message, part1 ? part1 : "",
-           part2 ? part2 : "");
+  char first[256] = "";
+  for (int way = 0; way < 3; way++) {
+    char *out = (char *)1;
+    size_t out_len = 77;
+    tsj_error err;
+    int rc = at_pointer_way(way, d, ptr, &out, &out_len, &err);
+    check_at(rc == code && err.code == code && out == NULL && out_len == 0 && err.offset == offset &&
+                 (!part1 || contains(err.message, part1)) && (!part2 || contains(err.message, part2)) &&
+                 (way == 0 || strcmp(first, err.message) == 0),
+             file, line,
+             "%s(%s): rc=%s (want %s) offset=%lld (want %lld) msg=\"%s\" (want \"%s\" / \"%s\", first way \"%s\")",
+             g_ways[way], ptr, tsj_code_name(rc), tsj_code_name(code), err.offset, offset, err.message,
+             part1 ? part1 : "", part2 ? part2 : "", first);
+    if (way == 0) snprintf(first, sizeof first, "%s", err.message);
+  }
 }
 #define PTR_ERR(d, ptr, code, off, p1, p2) ptr_err_at(__FILE__, __LINE__, d, ptr, code, off, p1, p2)
 
@@ -288,6 +317,27 @@ static void test_minify_invalid(void) {
   MINIFY_ERR("\"\\ud800\\u0041\"", TSJ_ERR_UTF8, 1, "unpaired surrogate");
   MINIFY_ERR("\"\\ud800\\ud800\"", TSJ_ERR_UTF8, 1, "unpaired surrogate");
   MINIFY_ERR_LEN("[1]\0", 4, TSJ_ERR_SYNTAX, 3, "trailing characters after the JSON value at byte 3");
+  /* a fault at every position of a long string (the checker skips plain
+   * bytes eight at a time) */
+  for (int pos = 0; pos < 40; pos++) {
+    char str[64], want[80];
+    memset(str, 'a', sizeof str);
+    str[0] = '"';
+    str[41] = '"';
+    str[42] = '\0';
+    str[1 + pos] = '\x01';
+    snprintf(want, sizeof want, "unescaped control character 0x01 in string at byte %d", 1 + pos);
+    MINIFY_ERR(str, TSJ_ERR_SYNTAX, 1 + pos, want);
+    str[1 + pos] = '\\';
+    if (pos < 39) {
+      str[2 + pos] = 'x';
+      snprintf(want, sizeof want, "invalid escape sequence at byte %d", 1 + pos);
+      MINIFY_ERR(str, TSJ_ERR_SYNTAX, 1 + pos, want);
+      str[2 + pos] = 'a';
+    }
+    str[1 + pos] = '"';
+    MINIFY_ERR(str, TSJ_ERR_SYNTAX, 2 + pos, "trailing characters");
+  }
   /* trailing garbage */
   MINIFY_ERR("{} {}", TSJ_ERR_SYNTAX, 3, "trailing characters after the JSON value at byte 3");
   MINIFY_ERR("1 2", TSJ_ERR_SYNTAX, 2, "trailing characters");
@@ -1270,6 +1320,121 @@ static void test_duplicates(void) {
   }
 }
 
+/* tsj_split_object: each value is the callback's to keep. */
+typedef struct {
+  int calls, stop_at;
+  char keys[8][16];
+  char *values[8];
+  size_t lengths[8];
+} owned_collector;
+
+static int owned_cb(const char *key, size_t key_len, char *value, size_t value_len, void *ctx) {
+  owned_collector *c = (owned_collector *)ctx;
+  if (c->calls < 8) {
+    snprintf(c->keys[c->calls], sizeof c->keys[0], "%.*s", (int)key_len, key);
+    c->values[c->calls] = value;
+    c->lengths[c->calls] = value_len;
+  } else {
+    free(value);
+  }
+  c->calls++;
+  return c->calls == c->stop_at ? 42 : 0;
+}
+
+static void owned_free(owned_collector *c) {
+  for (int i = 0; i < c->calls && i < 8; i++) free(c->values[i]);
+}
+
+static void test_split_and_index(void) {
+  tsj_error err;
+  owned_collector c;
+  memset(&c, 0, sizeof c);
+  const char *small = "{ \"a\" : 1 , \"b\\u0041\" : [ 1 , 2 ] , \"c\" : { } }";
+  CHECK(tsj_split_object(small, strlen(small), owned_cb, &c, &err) == TSJ_OK && c.calls == 3 &&
+            strcmp(c.keys[0], "a") == 0 && strcmp(c.values[0], "1") == 0 && c.lengths[0] == 1 &&
+            strcmp(c.keys[1], "bA") == 0 && strcmp(c.values[1], "[1,2]") == 0 && strcmp(c.keys[2], "c") == 0 &&
+            strcmp(c.values[2], "{}") == 0,
+        "split small: %d calls, %s", c.calls, err.message);
+  owned_free(&c);
+  /* a callback that stops: its value is its own, the rest are freed (valgrind) */
+  memset(&c, 0, sizeof c);
+  c.stop_at = 2;
+  CHECK(tsj_split_object(small, strlen(small), owned_cb, &c, &err) == 42 && c.calls == 2 && err.code == 42,
+        "split stopped: %d calls", c.calls);
+  owned_free(&c);
+  memset(&c, 0, sizeof c);
+  CHECK(tsj_split_object("{\"a\":1,\"a\":2}", 13, owned_cb, &c, &err) == TSJ_ERR_DUPLICATE_KEY && c.calls == 0,
+        "split duplicate");
+  CHECK(tsj_split_object("[1]", 3, owned_cb, &c, &err) == TSJ_ERR_NOT_OBJECT && c.calls == 0, "split array");
+  CHECK(tsj_split_object("{}", 2, NULL, &c, &err) == TSJ_ERR_INVALID_ARG, "split NULL callback");
+
+  /* large: the biggest value takes over the working buffer, in the middle */
+  size_t big = 300 * 1024, at = 0;
+  char *text = malloc(big + 64);
+  at += (size_t)sprintf(text, "{\"x\": 1, \"big\": \"");
+  memset(text + at, 'q', big);
+  at += big;
+  at += (size_t)sprintf(text + at, "\" , \"y\": [true]}");
+  for (int lean = 0; lean < 2; lean++) {
+    size_t saved = tsj_lean_input_bytes;
+    if (lean) tsj_lean_input_bytes = 0;
+    memset(&c, 0, sizeof c);
+    int rc = tsj_split_object(text, at, owned_cb, &c, &err);
+    CHECK(rc == TSJ_OK && c.calls == 3 && strcmp(c.values[0], "1") == 0 && strcmp(c.keys[1], "big") == 0 &&
+              c.lengths[1] == big + 2 && c.values[1][0] == '"' && c.values[1][big] == 'q' &&
+              c.values[1][big + 1] == '"' && c.values[1][big + 2] == '\0' && strcmp(c.values[2], "[true]") == 0,
+          "split big (lean %d): %s", lean, err.message);
+    owned_free(&c);
+    /* stopped on the first value: the big one, not handed over yet, is freed */
+    memset(&c, 0, sizeof c);
+    c.stop_at = 1;
+    CHECK(tsj_split_object(text, at, owned_cb, &c, &err) == 42 && c.calls == 1, "split big stopped");
+    owned_free(&c);
+    tsj_lean_input_bytes = saved;
+  }
+  free(text);
+
+  /* tsj_doc_index: bounded; over the bound, TSJ_ERR_TOO_LARGE (and the
+   * walk without an index gives the same answers) */
+  size_t n = 100000;
+  char *arrays = malloc(3 * n + 2);
+  at = 0;
+  arrays[at++] = '[';
+  for (size_t i = 0; i < n; i++) {
+    if (i) arrays[at++] = ',';
+    arrays[at++] = '[';
+    arrays[at++] = ']';
+  }
+  arrays[at++] = ']';
+  arrays[at] = '\0';
+  tsj_doc *d = tsj_doc_index(arrays, at, at + 64 * 1024, &err);
+  CHECK(d == NULL && err.code == TSJ_ERR_TOO_LARGE && contains(err.message, "would take more than"),
+        "index over its budget: %s", err.message);
+  d = tsj_doc_index(arrays, at, (size_t)-1, &err);
+  CHECK(d != NULL && tsj_doc_index_bytes(d) > at && tsj_doc_text(d, NULL) == arrays, "index unbounded: %s",
+        err.message);
+  char *out = NULL;
+  CHECK(d && tsj_doc_at_pointer(d, "/99999", 6, &out, NULL, &err) == TSJ_OK && strcmp(out, "[]") == 0,
+        "indexed look-up");
+  free(out);
+  out = NULL;
+  CHECK(tsj_text_at_pointer(arrays, at, "/99999", 6, &out, NULL, &err) == TSJ_OK && strcmp(out, "[]") == 0,
+        "look-up without index");
+  free(out);
+  CHECK(tsj_text_at_pointer(arrays, at, "/100000", 7, &out, NULL, &err) == TSJ_ERR_NOT_FOUND &&
+            contains(err.message, "array of 100000 elements"),
+        "out of range without index: %s", err.message);
+  tsj_doc_free(d);
+  free(arrays);
+  /* a typical slice's index is far under its text (strings of 1 KB: 4 bytes each) */
+  const char *one = "{\"k\":\"v\",\"list\":[\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"]}";
+  d = tsj_doc_index(one, strlen(one), strlen(one), &err);
+  CHECK(d != NULL && tsj_doc_index_bytes(d) <= strlen(one) + 256, "small index: %s", err.message);
+  tsj_doc_free(d);
+  CHECK(tsj_doc_index(NULL, 0, 100, &err) == NULL && err.code == TSJ_ERR_INVALID_ARG, "index NULL");
+  CHECK(tsj_text_at_pointer(NULL, 0, "", 0, &out, NULL, &err) == TSJ_ERR_INVALID_ARG, "text_at_pointer NULL");
+}
+
 int main(void) {
   test_minify_valid();
   test_minify_invalid();
@@ -1282,6 +1447,18 @@ int main(void) {
   test_duplicates();
   test_pointers();
   test_big_and_bench();
+  test_split_and_index();
+  /* Every validation case again through the in-place path that inputs of
+   * 32 MiB and more take (validate_lean): same verdicts, same messages. */
+  size_t saved = tsj_lean_input_bytes;
+  tsj_lean_input_bytes = 0;
+  test_minify_valid();
+  test_minify_invalid();
+  test_utf8();
+  test_utf8_priority();
+  test_members();
+  test_duplicates();
+  tsj_lean_input_bytes = saved;
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;
 }

@@ -35,7 +35,7 @@ let benchmarks: @Sendable () -> Void = {
         maxIterations: runs
     )
 
-    for spec in workloads {
+    for spec in allWorkloads {
         let operations = max(10, Int((Double(spec.operations) * scale).rounded()))
         Benchmark("\(spec.id) \(spec.title) [n=\(operations)]") { benchmark in
             let workload = try spec.make(operations)

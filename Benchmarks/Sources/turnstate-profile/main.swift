@@ -10,8 +10,8 @@
 import TurnstateWorkloads
 
 let arguments = CommandLine.arguments.dropFirst()
-guard let id = arguments.first, let spec = workloads.first(where: { $0.id == id }) else {
-    print("usage: turnstate-profile \(workloads.map(\.id).joined(separator: "|")) [operations]")
+guard let id = arguments.first, let spec = allWorkloads.first(where: { $0.id == id }) else {
+    print("usage: turnstate-profile \(allWorkloads.map(\.id).joined(separator: "|")) [operations]")
     exit(2)
 }
 let operations = arguments.dropFirst().first.flatMap { Int($0) } ?? spec.operations

@@ -41,6 +41,10 @@
  *   parser and scratch buffers (inputs larger than 256 KiB use a temporary
  *   parser instead, so that threads do not hold on to big buffers).
  * - Inputs larger than 4 GiB - 1 bytes fail with TSJ_ERR_TOO_LARGE.
+ * - Inputs of 32 MiB or more (tsj_minify, tsj_for_each_member,
+ *   tsj_split_object) are validated in place by the strict checker, with no
+ *   copy and no simdjson document (same verdicts and messages): reading a
+ *   big state takes about its own size once more, not three times.
  */
 #ifndef TURNSTATE_JSON_H
 #define TURNSTATE_JSON_H
@@ -127,6 +131,19 @@ typedef int (*tsj_member_cb)(const char *key, size_t key_len, const char *value,
                              void *ctx);
 int tsj_for_each_member(const char *buf, size_t len, tsj_member_cb cb, void *ctx, tsj_error *err);
 
+/* As tsj_for_each_member, but each value is given to the callback to keep:
+ * malloc'ed, minified, NUL-terminated; the callback owns it (free()) once
+ * called, whatever it returns. The key is valid during the call only. For
+ * a large input the largest value takes over the working buffer (moved to
+ * its start and shrunk), so splitting a state into its slices does not copy
+ * its biggest slice. */
+/* Inputs of this many bytes or more are validated in place (default 32 MiB);
+ * the JSON tests set it to 0 to run every case through that path too. */
+extern size_t tsj_lean_input_bytes;
+
+typedef int (*tsj_owned_member_cb)(const char *key, size_t key_len, char *value, size_t value_len, void *ctx);
+int tsj_split_object(const char *buf, size_t len, tsj_owned_member_cb cb, void *ctx, tsj_error *err);
+
 /* A parsed, immutable document kept for repeated JSON Pointer look-ups. It
  * holds the minified text plus a structural index (the start of every value,
  * and a hash table for objects with 16 or more members), so a look-up walks
@@ -160,8 +177,31 @@ tsj_doc *tsj_doc_parse(const char *buf, size_t len, tsj_error *err);
 int tsj_doc_at_pointer(const tsj_doc *doc, const char *pointer, size_t pointer_len, char **out,
                        size_t *out_len, tsj_error *err);
 
-/* Minified text of the whole document (NUL-terminated, owned by doc). */
+/* Minified text of the whole document (NUL-terminated, owned by doc, or the
+ * caller's text for tsj_doc_index). */
 const char *tsj_doc_text(const tsj_doc *doc, size_t *len);
+
+/* Builds the structural index of tsj_doc_parse over text that is ALREADY
+ * validated and minified (tsj_minify's output, a slice of the state; not
+ * checked) without copying or parsing it: one pass over the text, no
+ * simdjson. The document borrows `minified[0..len)` (NUL-terminated): it
+ * must stay unchanged and alive until tsj_doc_free. The index takes about
+ * 4 bytes per value and 24 per container; if it would take more than
+ * `max_index_bytes` (counted as it grows; vectors may briefly hold up to
+ * twice that), or the text is 4 GiB or more (32-bit offsets), the result is
+ * NULL with TSJ_ERR_TOO_LARGE: use tsj_text_at_pointer instead. No memory:
+ * NULL with TSJ_ERR_NOMEM. */
+tsj_doc *tsj_doc_index(const char *minified, size_t len, size_t max_index_bytes, tsj_error *err);
+
+/* Bytes held by the document besides its text (the index), for tests. */
+size_t tsj_doc_index_bytes(const tsj_doc *doc);
+
+/* tsj_doc_at_pointer without an index, over validated minified text (not
+ * checked): each token steps over the values before the one it names, so a
+ * look-up costs up to the length of the text, and allocates nothing but the
+ * result. Same results and messages as tsj_doc_at_pointer. */
+int tsj_text_at_pointer(const char *minified, size_t len, const char *pointer, size_t pointer_len, char **out,
+                        size_t *out_len, tsj_error *err);
 
 void tsj_doc_free(tsj_doc *doc); /* NULL-safe */
 
