@@ -72,14 +72,17 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-
 
 PLUGIN_CFLAGS := -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -shared -fPIC -IInclude
 C_PLUGINS := guard delay journal
+# replicate.so (issue 14): the plugin and its log engine (Redis Streams).
+REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine_redis.c
 # The demo's plugin folder: loaded in name order, guard first, journal last.
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
         test-pkgconfig test-install test-python test-python-package test-plugins test-readme test-cpp test-rust \
-        test-model test-torture test-faults lib-tsan bench coverage \
-        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs
+        test-model test-torture test-faults test-replicate lib-tsan bench coverage inspector-plugin test-inspector \
+        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help \
+        docs test-docs
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -117,8 +120,20 @@ plugins: setup
 	  echo "cc $$p.so"; \
 	  $(CC) $(PLUGIN_CFLAGS) Plugins/$$p/$$p.c -o $(BUILD)/plugins/$$p.so -lpthread; \
 	done
+	@# replicate.so links hiredis (Redis Streams is its log), never libturnstate.
+	@echo "cc replicate.so"
+	@$(CC) $(PLUGIN_CFLAGS) -fvisibility=hidden $(REPLICATE_SOURCES) -o $(BUILD)/plugins/replicate.so -lhiredis -lpthread
+	@$(MAKE) --no-print-directory inspector-plugin
 	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger $(PLUGIN_SHIP_FLAGS) $(PLUGIN_SWIFTFLAGS)
 	@cp -f $(PLUGIN_SCRATCH)/$(LIB_CONFIG)/libturnstate-logger.so $(BUILD)/plugins/logger.so
+
+## inspector-plugin: build/plugins/inspector.so, the page of Plugins/inspector/web embedded (embed.py), over libmicrohttpd
+INSPECTOR_WEB := $(sort $(wildcard Plugins/inspector/web/*))
+inspector-plugin: setup
+	@mkdir -p $(BUILD)/plugins $(BUILD)/inspector
+	@python3 Plugins/inspector/embed.py $(BUILD)/inspector/inspector_web.h $(INSPECTOR_WEB)
+	@echo "cc inspector.so"
+	@$(CC) $(PLUGIN_CFLAGS) -I$(BUILD)/inspector Plugins/inspector/inspector.c -o $(BUILD)/plugins/inspector.so -lpthread -lmicrohttpd
 
 ## demo-plugins: the demo's plugin folder, build/demo/plugins (guard, logger, delay, journal)
 demo-plugins: plugins
@@ -144,9 +159,9 @@ run: build demo-plugins
 ## checks and seconds), full logs in build/test-logs/SUITE.log (the tail shown
 ## when a suite fails), and a last line "N passed, M failed" counting checks
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
-               test-pkgconfig test-python test-python-package test-plugins test-install test-readme test-cpp \
+               test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
-               test-docs test-harness
+               test-docs test-harness test-replicate
 test: setup
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -330,11 +345,29 @@ lib-tsan: setup
 test-torture: $(call prebuilt,lib lib-tsan)
 	Tests/checks.sh Tests/torture/run.sh
 
+## test-replicate: replicate.so against Redis servers the test starts on
+## loopback (Tests/replicate/run.sh): three processes x 10,000 dispatches
+## converge, a replica SIGKILLed and restarted catches up, the server killed
+## and restarted loses no acknowledged dispatch, a replica joins after 100,000
+## actions from a snapshot, bad configs and a server that is down
+test-replicate: $(call prebuilt,lib plugins)
+	TS_BUILD=$(BUILD) Tests/checks.sh Tests/replicate/run.sh
+
 ## test-plugins: the shipped plugins (built from the headers alone) and the
 ## loader, natively and under valgrind; the logger plugin (Swift) and its test
 test-plugins: $(call prebuilt,lib plugins)
 	TS_BUILD=$(BUILD) Tests/checks.sh Tests/plugins/run.sh
 	TS_BUILD=$(BUILD) Tests/checks.sh Tests/plugins/logger_run.sh
+
+## test-inspector: the inspector plugin in headless Chromium (Debian's chromium
+## and chromium-driver; Selenium from PyPI, installed into build/inspector-venv
+## on first use): live actions, state and diff, time travel checked through
+## ts_store_get_state, skip, dispatch through guard, export/import, requests
+## without the token or from a foreign Origin or Host refused, read-only mode
+test-inspector: $(call prebuilt,lib plugins)
+	@mkdir -p $(BUILD)/inspector
+	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
+	Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)
 
 ## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
 ## C, JSON, Python, plugin and fault-injection suites, run against an
@@ -434,11 +467,11 @@ test-plugins-asan: $(call prebuilt,asan-plugins)
 	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
 	Tests/checks.sh $(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
-## bench: release benchmarks (Swift W1-W5 and their floors, C C1-C6, Python P1, Rust R1,
-## start-up, memory, a 100 MB state), printed as one table with callgrind's
-## instructions per operation; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look,
+## bench: release benchmarks (Swift W1-W5 and their floors, C C1-C6 and C1i (the inspector plugin),
+## Python P1, Rust R1, replicate.so REP, start-up, memory, a 100 MB state), printed as one table with
+## callgrind's instructions per operation; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look,
 ## BENCH_ARGS=--big for the 1 GB state too
-bench: lib
+bench: lib plugins
 	$(MAKE) -C Benchmarks BUILD=$(BUILD) SWIFT=$(SWIFT) CC=$(CC) CARGO=$(CARGO)
 	SWIFT=$(SWIFT) python3 Benchmarks/report.py $(BENCH_ARGS)
 
@@ -446,7 +479,7 @@ bench: lib
 ## and turnstate.pc into PREFIX (default /usr/local), LIBDIR (default
 ## PREFIX/lib); DESTDIR for staging. Libraries 0644 and stripped; their debug
 ## information in a .debug folder beside each (gdb finds it by debuglink).
-INSTALL_PLUGINS := $(C_PLUGINS) logger
+INSTALL_PLUGINS := $(C_PLUGINS) replicate logger
 PLUGINSDIR = $(LIBDIR)/turnstate/plugins
 install: lib plugins
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PLUGINSDIR)

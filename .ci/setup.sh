@@ -5,6 +5,11 @@
 set -euo pipefail
 
 need_debs=(gcc g++ make pkg-config libffi-dev libsimdjson-dev valgrind python3 python3-venv binutils spin abigail-tools)
+# replicate.so (make test-replicate, make bench): Redis Streams and its C client.
+need_debs+=(redis-server libhiredis-dev)
+# The inspector plugin (Plugins/inspector): its HTTP server, and the browser
+# its test drives (make test-inspector: headless Chromium through Selenium).
+need_debs+=(libmicrohttpd-dev chromium chromium-driver)
 # The Rust bindings (make test-rust): bindgen and the libclang it loads check
 # turnstate-sys's declarations against the headers; cargo and rustc build the
 # crates (rustup's when on PATH, else Debian's, which is new enough: 1.63).

@@ -13,6 +13,9 @@ The pieces (built by `make bench` before this runs, release builds only):
     reducer and listener), and Benchmarks/python/bench_ctypes.py (bare
     ctypes: P1-ctypes, P1-raw), same RESULT lines. P1-add is P1 minus the
     median of C1: what the binding and Python callbacks add per dispatch.
+  - REP: replicate.so across three processes on a Redis server started on
+    loopback (Tests/replicate/run.sh --bench), same RESULT lines; skipped
+    with a note when redis-server or build/plugins/replicate.so is missing.
   - R1: the C1 loop from Rust, build/rust/release/examples/bench_r1 (cargo
     --release, bindings/rust/turnstate/examples/bench_r1.rs), same lines.
 Each workload gives several samples (one per run); the table shows their
@@ -35,7 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 # id, description, target (kind, value), in table order. Kinds:
-#   "max": median <= value;  "ratio": median <= value * median of another id;
+#   "max": median <= value;  "min": median >= value;  "ratio": median <= value * median of another id;
 #   "eq": median == value;   "flat": median <= value * median of another id;
 #   None: no target (shown for information).
 ROWS = [
@@ -71,6 +74,12 @@ ROWS += [
     ("R1", "R1 C1 loop from Rust (closures, safe API)", ("ratio", 1.10, "C1")),
     ("R1-c", "R1 with dispatch_c (a &CStr action, no copy)", ("ratio", 1.10, "C1")),
     ("R1-sys", "R1 same through turnstate-sys (extern fns)", None),
+    ("C1i-base", "C1i C1 shape, same process, alternating", None),
+    ("C1i-pass", "C1i C1 + 1 pass-through plugin (.so)", None),
+    ("C1i", "C1i C1 + inspector.so, no browser connected", ("ratio", 1.05, "C1i-base")),
+    ("C1i-ratio", "C1i / C1i-base (pairs of runs)", ("max", 1.05)),
+    ("C1i-vs-pass", "C1i / C1i-pass: the inspector's own cost", ("max", 1.05)),
+    ("C1i-own", "C1i inspector run() alone, no-op next (ns/action)", None),
     ("C2", "C2 C1 + 3 middleware in code", None),
     ("C3", "C3 C1 + 3 pass-through plugins (.so)", ("max", 1000)),
     ("C4", "C4 C1 + 10 MB document in another slice", None),
@@ -87,6 +96,11 @@ ROWS += [
     ("P1-add", "P1 - C1: what the Python binding adds", None),
     ("P1-ctypes", "P1 C1 loop from bare ctypes (C callbacks)", None),
     ("P1-raw", "P1 C1 loop from bare ctypes, Python callbacks", None),
+    ("REP-rate", "REP replicated dispatches/s, 3 replicas in all", ("min", 20000)),
+    ("REP-p50", "REP dispatch latency at the origin, p50", None),
+    ("REP-p99", "REP dispatch latency at the origin, p99", ("max", 2000)),
+    ("REP-diverge", "REP divergence, 1M actions, a replica killed", ("eq", 0)),
+    ("REP-join", "REP join from a snapshot after 1M actions", None),
     ("STARTUP", "start-up: load, create, 1 plugin, 1 dispatch", ("max", 15)),
     ("MEM-1M", "memory: peak RSS after 1M dispatches", None),
     ("MEM-10M", "memory: peak RSS after 10M dispatches", ("flat", 1.10, "MEM-1M")),
@@ -283,13 +297,15 @@ def swift_instructions(args, instructions, notes):
 def c_pieces(args):
     """The C program's workloads to run (one process each), then "P1" and
     "P1-package" (two Python processes: bare ctypes, then the package)."""
-    ids = {"c1": "C1", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6", "memory": "MEM", "startup": "STARTUP",
-           "big100": "BIG100"}
+    ids = {"c1": "C1", "c1i": "C1i", "c1i-own": "C1i-own", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6",
+           "memory": "MEM", "startup": "STARTUP", "big100": "BIG100"}
     if args.big:
         ids["big1024"] = "BIG1024"
     pieces = [workload for workload, prefix in ids.items() if not args.only or re.search(args.only, prefix)]
     if not args.only or re.search(args.only, "P1"):
         pieces += ["P1", "P1-package"]
+    if not args.only or re.search(args.only, "REP"):
+        pieces += ["REP"]
     return pieces
 
 
@@ -299,10 +315,11 @@ def c_workloads(args, samples, units, notes):
     common = [bench, "--runs", str(args.runs), "--scale", str(args.scale),
               "--plugin-dir", os.path.join(out, "plugins"),
               "--startup", os.path.join(out, "startup"),
-              "--startup-plugin", os.path.join(out, "startup-plugin", "pass.so")]
+              "--startup-plugin", os.path.join(out, "startup-plugin", "pass.so"),
+              "--inspector", os.path.join(ROOT, "build", "plugins", "inspector.so")]
     pieces = c_pieces(args)
     for workload in pieces:
-        if workload in ("P1", "P1-package"):
+        if workload in ("P1", "P1-package", "REP"):
             continue
         # One process per workload: no workload sees another's heap (RSS).
         if workload.startswith("big"):
@@ -324,6 +341,14 @@ def c_workloads(args, samples, units, notes):
             c1 = statistics.median(samples["C1"])
             samples["P1-add"] = [value - c1 for value in samples["P1"]]
             units["P1-add"] = units["P1"]
+    if "REP" in pieces:
+        plugin = os.path.join(ROOT, "build", "plugins", "replicate.so")
+        if shutil.which("redis-server") and os.path.exists(plugin):
+            text = run([os.path.join(ROOT, "Tests", "replicate", "run.sh"), "--bench", "--scale", str(args.scale)],
+                       what="replicate.so REP")
+            parse_results(text, samples, units, notes)
+        else:
+            notes.append("REP not run: redis-server or %s is missing (make plugins; .ci/setup.sh)" % plugin)
     if not args.only or re.search(args.only, "R1 R1-c R1-sys"):
         r1 = os.path.join(ROOT, "build", "rust", "release", "examples", "bench_r1")
         if os.path.exists(r1):
@@ -351,6 +376,8 @@ def judge(target, median, medians, unit):
     kind = target[0]
     if kind == "max":
         return "<= %s %s" % (fmt(target[1]), unit), "yes" if median <= target[1] else "NO"
+    if kind == "min":
+        return ">= %s %s" % (fmt(target[1]), unit), "yes" if median >= target[1] else "NO"
     if kind == "eq":
         return "= %s" % fmt(target[1]), "yes" if median == target[1] else "NO"
     if kind in ("ratio", "flat"):

@@ -452,6 +452,38 @@ typedef struct ts_store_api {
     /* The name of a status, as ts_status_name: for plugins, which do not link
      * the library. Static text: do not free. */
     const char *(*status_name)(ts_status status);
+    /* Since 0.2.0 (check struct_size first). Runs the reducers and then the
+     * listeners for `action_json` (tagged JSON, as for dispatch), as a
+     * dispatch that skips every middleware: for replaying recorded actions
+     * (time travel, replication). Atomic like a dispatch: if a reducer
+     * fails the state is unchanged. Errors: as ts_store_dispatch without the
+     * middleware's (TS_E_ARGUMENT, TS_E_JSON, TS_E_NOT_ACTION, TS_E_REDUCER,
+     * TS_E_UNKNOWN_ACTION on a typed Swift store), TS_E_REENTRANT (from
+     * inside a reducer), TS_E_STORE_GONE (on a closed store). */
+    ts_status (*apply)(const char *action_json);
+    /* Runs fn(ctx) on the calling thread with the store held, as one step that
+     * no dispatch on another thread interleaves with, and returns what fn
+     * returns. For a plugin's own thread that must apply work in order with
+     * the store's dispatches (replicate.so applies entries read from a log).
+     * fn may call the other functions of this table (they nest, as calls from
+     * middleware do); it must not wait for another thread that uses the
+     * store. Errors (fn not called): TS_E_ARGUMENT (fn is NULL),
+     * TS_E_STORE_GONE (the store is closing), TS_E_REENTRANT (from inside a
+     * reducer). Since 0.2.0, after apply (check struct_size first). */
+    ts_status (*exclusive)(ts_status (*fn)(void *ctx), void *ctx);
+    /* Since 0.2.0, after exclusive (check struct_size first). Only in the
+     * table a plugin's create() and run() get, which is that plugin's own:
+     * dispatches `action_json` from the plugin's place in the chain, that is
+     * through the middleware after the plugin, then the reducers and the
+     * listeners (what `next` would do, but usable outside run(), from any
+     * thread, any number of times). For a plugin that applies actions on
+     * behalf of others (replicate.so applies the entries of other processes,
+     * so that middleware after it runs on every replica). Before the plugin
+     * has joined the chain (in create()) nothing comes after it: the reducers
+     * and listeners. Errors: as ts_store_dispatch; TS_E_MISUSE in the table
+     * of middleware added with ts_store_add_middleware (it has no place of
+     * its own) and once the plugin is no longer in the chain. */
+    ts_status (*dispatch_after)(const char *action_json);
 } ts_store_api;
 
 /* A middleware: the shape of Swift's run(store:next:action:). Return TS_OK to

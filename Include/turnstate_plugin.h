@@ -78,7 +78,8 @@ typedef struct ts_plugin {
      * the plugin has no configuration) that the host has already checked:
      * strict RFC 8259, minified, UTF-8, and no object in it has a key twice
      * (at any depth), so a plugin need not handle repeated fields;
-     * `store` is the store's table, valid
+     * `store` is the instance's own table of the store (the same one run()
+     * gets; its dispatch_after starts after this plugin in the chain), valid
      * until destroy() returns. On success set *self (any pointer, or NULL)
      * and return TS_OK. On failure return a negative status and, if you can,
      * set *error_message to a malloc'ed explanation, which the host frees.

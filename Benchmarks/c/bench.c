@@ -9,6 +9,7 @@
  *   --plugin-dir DIR  where pass-a.so, pass-b.so, pass-c.so are (C3)
  *   --startup BIN     the start-up program (startup.c) to time with fork/exec
  *   --startup-plugin SO   the plugin it loads
+ *   --inspector SO    the inspector plugin (C1i)
  *   --big-mb N        the size of the state of `big` in MB (default 100)
  *
  * Output, one line per timed run, for Benchmarks/report.py:
@@ -19,6 +20,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench_callbacks.h"
 
+#include "turnstate_plugin.h"
+
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -47,6 +51,7 @@ static double scale = 1.0;
 static const char *plugin_dir = NULL;
 static const char *startup_bin = NULL;
 static const char *startup_plugin = NULL;
+static const char *inspector_plugin = NULL;
 
 /* ---- Helpers ------------------------------------------------------------ */
 
@@ -196,6 +201,86 @@ static void c3(void) {
     }
     run_dispatch_workload("C3", store, scaled(200000));
     ts_store_destroy(store);
+}
+
+/* C1i: what the inspector plugin (Plugins/inspector) costs with no browser
+ * connected. Three stores of the C1 shape in one process, timed in turn:
+ * none, one pass-through plugin (what any plugin costs the host), the
+ * inspector (which also records each action in its ring). */
+static void c1i(void) {
+    if (inspector_plugin == NULL || plugin_dir == NULL) {
+        fprintf(stderr, "bench: c1i needs --inspector SO and --plugin-dir\n");
+        exit(2);
+    }
+    ts_store *base = counter_store(NULL);
+    ts_store *pass = counter_store(NULL);
+    ts_store *inspected = counter_store(NULL);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pass-a.so", plugin_dir);
+    CHECK(ts_store_load_plugin(pass, path, NULL));
+    CHECK(ts_store_load_plugin(inspected, inspector_plugin, "{\"port\":0,\"history\":1000}"));
+    long n = scaled(200000);
+    for (int r = 0; r < runs; r++) {
+        double b = time_dispatches(base, n);
+        double p = time_dispatches(pass, n);
+        double i = time_dispatches(inspected, n);
+        result("C1i-base", b, "ns");
+        result("C1i-pass", p, "ns");
+        result("C1i", i, "ns");
+        result("C1i-ratio", i / b, "x");
+        result("C1i-vs-pass", i / p, "x");
+    }
+    ts_store_destroy(inspected);
+    ts_store_destroy(pass);
+    ts_store_destroy(base);
+}
+
+/* C1i-own: the inspector's own work per action, without the host: its run()
+ * called directly with a `next` that does nothing, on a stand-in table. */
+static ts_status own_next(const char *json) { return json ? TS_OK : TS_E_ARGUMENT; }
+static ts_status own_dispatch(const char *json) { (void)json; return TS_OK; }
+static ts_status own_get_state(const char *pointer, char **out) {
+    (void)pointer;
+    *out = strdup("{\"count\":0}");
+    return *out ? TS_OK : TS_E_NOMEM;
+}
+static void own_free(void *p) { free(p); }
+static ts_status own_fail(ts_status status, const char *message) { (void)message; return status; }
+static const char *own_status_name(ts_status status) { return status == TS_OK ? "TS_OK" : "TS_E_OTHER"; }
+
+static void c1i_own(void) {
+    if (inspector_plugin == NULL) {
+        fprintf(stderr, "bench: c1i needs --inspector SO\n");
+        exit(2);
+    }
+    void *so = dlopen(inspector_plugin, RTLD_NOW | RTLD_LOCAL);
+    ts_plugin_entry_fn entry = NULL;
+    void *symbol = so ? dlsym(so, TS_PLUGIN_ENTRY_SYMBOL) : NULL;
+    memcpy(&entry, &symbol, sizeof symbol);
+    const ts_plugin *plugin = entry ? entry(TS_PLUGIN_ABI_VERSION) : NULL;
+    if (plugin == NULL) {
+        fprintf(stderr, "bench: %s is not a plugin (%s)\n", inspector_plugin, so ? "no entry" : dlerror());
+        exit(1);
+    }
+    ts_store_api api = {sizeof(ts_store_api), own_dispatch, own_get_state, own_free, own_fail,
+                        own_dispatch, own_status_name, own_dispatch, NULL, own_dispatch};
+    void *self = NULL;
+    char *why = NULL;
+    if (plugin->create("{\"port\":0,\"history\":1000}", &api, &self, &why) != TS_OK) {
+        fprintf(stderr, "bench: inspector create: %s\n", why ? why : "failed");
+        exit(1);
+    }
+    ts_action action = {"counter/add", "1", BENCH_ADD_ACTION};
+    long n = scaled(2000000);
+    for (long i = 0; i < n / 10; i++) plugin->run(&api, own_next, &action, self);
+    for (int r = 0; r < runs; r++) {
+        double start = now_ns();
+        for (long i = 0; i < n; i++) {
+            if (plugin->run(&api, own_next, &action, self) != TS_OK) die("inspector run", TS_E_PLUGIN);
+        }
+        result("C1i-own", (now_ns() - start) / (double)n, "ns");
+    }
+    plugin->destroy(self);
 }
 
 /* ---- C4, C5: a 10 MB document in another slice --------------------------- */
@@ -595,7 +680,7 @@ static const struct {
     const char *name;
     void (*run)(void);
 } workloads[] = {
-    {"c1", c1}, {"c2", c2}, {"c3", c3}, {"c4", c4}, {"c5", c5}, {"c6", c6}, {"memory", memory}, {"startup", startup}, {"big", big},
+    {"c1", c1}, {"c1i", c1i}, {"c1i-own", c1i_own}, {"c2", c2}, {"c3", c3}, {"c4", c4}, {"c5", c5}, {"c6", c6}, {"memory", memory}, {"startup", startup}, {"big", big},
 };
 
 #define WORKLOAD_COUNT (sizeof workloads / sizeof workloads[0])
@@ -619,6 +704,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--plugin-dir") == 0 && i + 1 < argc) plugin_dir = argv[++i];
         else if (strcmp(argv[i], "--startup") == 0 && i + 1 < argc) startup_bin = argv[++i];
         else if (strcmp(argv[i], "--startup-plugin") == 0 && i + 1 < argc) startup_plugin = argv[++i];
+        else if (strcmp(argv[i], "--inspector") == 0 && i + 1 < argc) inspector_plugin = argv[++i];
         else if (strcmp(argv[i], "--big-mb") == 0 && i + 1 < argc) big_mb = atol(argv[++i]);
         else if (argv[i][0] == '-') {
             fprintf(stderr, "bench: unknown option %s\n", argv[i]);

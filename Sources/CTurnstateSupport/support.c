@@ -33,6 +33,14 @@ static void call_string_out(ffi_cif *cif, void *result, void **arguments, void *
     *(ffi_sarg *)result = status;
 }
 
+static void call_exclusive(ffi_cif *cif, void *result, void **arguments, void *data) {
+    (void)cif;
+    tsi_closure *c = data;
+    int32_t status = ((tsi_exclusive_handler)c->handler)(c->userdata, *(tsi_exclusive_fn *)arguments[0],
+                                                         *(void **)arguments[1]);
+    *(ffi_sarg *)result = status;
+}
+
 static tsi_closure *make(void *handler, void *userdata, unsigned argument_count,
                          void (*trampoline)(ffi_cif *, void *, void **, void *), void **code) {
     tsi_closure *c = calloc(1, sizeof *c);
@@ -61,6 +69,10 @@ tsi_closure *tsi_closure_string(tsi_string_handler handler, void *userdata, void
 
 tsi_closure *tsi_closure_string_out(tsi_string_out_handler handler, void *userdata, void **code) {
     return make((void *)handler, userdata, 2, call_string_out, code);
+}
+
+tsi_closure *tsi_closure_exclusive(tsi_exclusive_handler handler, void *userdata, void **code) {
+    return make((void *)handler, userdata, 2, call_exclusive, code);
 }
 
 void tsi_closure_free(tsi_closure *c) {

@@ -62,6 +62,11 @@ final class CStore: StoreFace, @unchecked Sendable {
         try store.dispatch(try JSONAction(parsing: json))
     }
 
+    /// Runs the reducers and listeners for the action, skipping the middleware.
+    func apply(_ json: UnsafePointer<CChar>) throws(StoreError) {
+        try store.applySkippingMiddleware(try JSONAction(parsing: json))
+    }
+
     /// The text at `pointer` (NULL or "" for the whole state), malloc'ed.
     func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar> {
         let pointer = try JSONPointer(pointer)
@@ -173,6 +178,10 @@ final class CStore: StoreFace, @unchecked Sendable {
             replacement.markChanged()
             state = replacement
         }
+    }
+
+    func exclusive(_ body: () -> Int32) throws(StoreError) -> Int32 {
+        try store.exclusively(.operation) { body() }
     }
 
     /// Subscribes and writes the token to `token` before any listener can

@@ -17,6 +17,11 @@ final class FFIClosure: @unchecked Sendable {
         }
     }
 
+    private final class ExclusiveBody {
+        let call: (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> Int32
+        init(_ call: @escaping (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> Int32) { self.call = call }
+    }
+
     private let closure: OpaquePointer
     /// The executable address of the closure.
     let code: UnsafeMutableRawPointer
@@ -49,6 +54,16 @@ final class FFIClosure: @unchecked Sendable {
         var code: UnsafeMutableRawPointer?
         let closure = tsi_closure_string_out({ userdata, text, out in
             Unmanaged<StringOutBody>.fromOpaque(userdata!).takeUnretainedValue().call(text, out)
+        }, Unmanaged.passUnretained(body).toOpaque(), &code)
+        return try FFIClosure(closure: closure, code: code, body: body)
+    }
+
+    /// A `ts_status (*)(ts_status (*fn)(void *), void *)` that calls `call`.
+    static func exclusive(_ call: @escaping (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> Int32) throws(StoreError) -> FFIClosure {
+        let body = ExclusiveBody(call)
+        var code: UnsafeMutableRawPointer?
+        let closure = tsi_closure_exclusive({ userdata, fn, context in
+            Unmanaged<ExclusiveBody>.fromOpaque(userdata!).takeUnretainedValue().call(fn, context)
         }, Unmanaged.passUnretained(body).toOpaque(), &code)
         return try FFIClosure(closure: closure, code: code, body: body)
     }

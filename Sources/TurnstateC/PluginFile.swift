@@ -165,6 +165,9 @@ struct PluginFile: @unchecked Sendable {
 final class PluginInstance: @unchecked Sendable {
     let file: PluginFile
     let instance: UnsafeMutableRawPointer?
+    /// The plugin's own table (its dispatch_after knows its place), kept
+    /// until the instance is freed.
+    var api: StoreAPI?
     private var destroyed = false
 
     init(file: PluginFile, instance: UnsafeMutableRawPointer?) {

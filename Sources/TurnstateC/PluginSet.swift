@@ -60,12 +60,12 @@ package final class PluginSet<State: Sendable>: @unchecked Sendable {
             let plugins = try list()
             let before = try store.getState()
             let changesBefore = store.changeCount
-            var started: [PluginInstance] = []
+            var started: [(instance: PluginInstance, place: PluginPlace<State>)] = []
             do throws(StoreError) {
                 for plugin in plugins { started.append(try start(path: plugin.path, config: plugin.config)) }
                 try add(started)
             } catch {
-                for instance in started.reversed() { instance.destroy() }
+                for (instance, _) in started.reversed() { instance.destroy() }
                 // Put back a state a plugin restored or changed in create();
                 // a refusal that changed nothing notifies nobody.
                 if store.changeCount != changesBefore {
@@ -78,7 +78,7 @@ package final class PluginSet<State: Sendable>: @unchecked Sendable {
 
     /// The config is validated (strict JSON, no key twice at any depth) before
     /// the file is opened: a load refused for its config runs no plugin code.
-    private func start(path: String, config: String) throws(StoreError) -> PluginInstance {
+    private func start(path: String, config: String) throws(StoreError) -> (instance: PluginInstance, place: PluginPlace<State>) {
         var config = config
         var minified: UnsafeMutablePointer<CChar>?
         var error = tsj_error()
@@ -90,16 +90,24 @@ package final class PluginSet<State: Sendable>: @unchecked Sendable {
         }
         defer { free(minified) }
         let file = try PluginFile(path: path)
-        return try file.create(config: minified!, api: api)
+        guard let store else { throw StoreError(.storeReleased, "the store was released") }
+        // The plugin's own table: dispatch_after knows its place in the chain.
+        let place = PluginPlace(store: store, bridge: bridge)
+        let own = try api.forPlugin { text throws(StoreError) in try place.dispatchAfter(text) }
+        let instance = try file.create(config: minified!, api: own)
+        instance.api = own
+        return (instance, place)
     }
 
     /// Adds started plugins to the chain. Under the store's lock.
-    private func add(_ started: [PluginInstance]) throws(StoreError) {
+    private func add(_ started: [(instance: PluginInstance, place: PluginPlace<State>)]) throws(StoreError) {
         guard let store else { throw StoreError(.storeReleased, "the store was released") }
-        for instance in started {
+        for (instance, place) in started {
+            let host = CMiddlewareHost(api: instance.api ?? api, store: store, bridge: bridge)
             try store.addMiddleware(CMiddleware(
                 name: instance.file.name, fn: instance.run, context: CContext(pointer: instance.instance),
-                host: CMiddlewareHost(api: api, store: store, bridge: bridge)))
+                host: host))
+            place.join(host)
             instances.append(instance)
         }
     }
@@ -146,6 +154,44 @@ package final class PluginSet<State: Sendable>: @unchecked Sendable {
                 throw bytes.withUnsafeBytes { notUTF8($0, file.subject.description) }
             }
             return text
+        }
+    }
+}
+
+/// A plugin's place in the chain, for its table's dispatch_after. Its state
+/// changes only under the store's lock.
+final class PluginPlace<State: Sendable>: @unchecked Sendable {
+    private weak var store: Store<State>?
+    private let bridge: any ActionBridge<State>
+    /// The plugin's middleware host once it joined the chain (weak: the chain
+    /// owns the host, which owns the table, which owns this).
+    private weak var host: CMiddlewareHost<State>?
+    private var joined = false
+
+    init(store: Store<State>, bridge: any ActionBridge<State>) {
+        self.store = store
+        self.bridge = bridge
+    }
+
+    /// Under the store's lock (loading plugins holds it).
+    func join(_ host: CMiddlewareHost<State>) {
+        self.host = host
+        joined = true
+    }
+
+    func dispatchAfter(_ text: UnsafePointer<CChar>) throws(StoreError) {
+        guard let store else { throw StoreError(.storeReleased, "dispatch_after: the store was destroyed") }
+        let action = try bridge.native(text)
+        try store.exclusively(.dispatch) { () throws(StoreError) in
+            // In create(): nothing comes after the plugin yet.
+            guard joined else { return try store.applySkippingMiddleware(action) }
+            var found = false
+            if let host = self.host {
+                found = try store.dispatch(action, after: { ($0 as? CMiddleware<State>)?.host === host })
+            }
+            guard found else {
+                throw StoreError(.misuse, "dispatch_after: the plugin is no longer in the store's middleware chain")
+            }
         }
     }
 }

@@ -15,6 +15,12 @@ package protocol StoreFace: AnyObject, Sendable {
     func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar>
     /// Replaces the whole state and notifies.
     func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError)
+    /// Runs the reducers and listeners for tagged JSON, skipping every
+    /// middleware (replaying recorded actions).
+    func apply(_ json: UnsafePointer<CChar>) throws(StoreError)
+    /// Runs `body` with the store held (no dispatch interleaves); refused
+    /// (without running it) once the store is closed or from inside a reducer.
+    func exclusive(_ body: () -> Int32) throws(StoreError) -> Int32
 }
 
 /// The `ts_store_api` table that C middleware and plugins get: plain C
@@ -22,10 +28,15 @@ package protocol StoreFace: AnyObject, Sendable {
 package final class StoreAPI: @unchecked Sendable {
     let table: UnsafeMutablePointer<ts_store_api>
     private let closures: [FFIClosure]
+    private weak var face: (any StoreFace)?
 
     /// Makes the table for `face`, which it holds weakly: once the store is
-    /// gone its functions return TS_E_STORE_GONE.
-    package init(for face: some StoreFace) throws(StoreError) {
+    /// gone its functions return TS_E_STORE_GONE. `dispatchAfter` is what the
+    /// table's dispatch_after does: a plugin's own table has one (its place
+    /// in the chain); without it dispatch_after answers TS_E_MISUSE.
+    package init(for face: some StoreFace,
+                 dispatchAfter: (@Sendable (UnsafePointer<CChar>) throws(StoreError) -> Void)? = nil) throws(StoreError) {
+        self.face = face
         weak let face = face
         let gone = { (function: StaticString) in StoreError(.storeReleased, "\(function): the store was destroyed") }
         let dispatch = try FFIClosure.string { text in
@@ -47,7 +58,32 @@ package final class StoreAPI: @unchecked Sendable {
                 try face.replaceState(try required(text, "state_json", in: "replace_state"))
             }
         }
-        closures = [dispatch, getState, replaceState]
+        let apply = try FFIClosure.string { text in
+            CStatus.run { () throws(StoreError) in
+                guard let face else { throw gone("apply") }
+                try face.apply(try required(text, "action_json", in: "apply"))
+            }
+        }
+        let exclusive = try FFIClosure.exclusive { fn, context in
+            var result: Int32 = TS_OK
+            let status = CStatus.run { () throws(StoreError) in
+                guard let face else { throw gone("exclusive") }
+                let fn = try required(fn, "fn", in: "exclusive")
+                result = try face.exclusive { fn(context) }
+            }
+            return status == TS_OK ? result : status
+        }
+        let after = try FFIClosure.string { text in
+            CStatus.run { () throws(StoreError) in
+                guard face != nil else { throw gone("dispatch_after") }
+                let text = try required(text, "action_json", in: "dispatch_after")
+                guard let dispatchAfter else {
+                    throw StoreError(.misuse, "dispatch_after: only a plugin's own table has a place in the chain (this is the table of middleware added with ts_store_add_middleware; use dispatch or apply)")
+                }
+                try dispatchAfter(text)
+            }
+        }
+        closures = [dispatch, getState, replaceState, apply, exclusive, after]
         table = .allocate(capacity: 1)
         table.initialize(to: ts_store_api(
             struct_size: UInt32(MemoryLayout<ts_store_api>.size),
@@ -59,7 +95,17 @@ package final class StoreAPI: @unchecked Sendable {
                 return status
             },
             replace_state: unsafeBitCast(replaceState.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
-            status_name: { ts_status_name($0) }))
+            status_name: { ts_status_name($0) },
+            apply: unsafeBitCast(apply.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
+            exclusive: unsafeBitCast(exclusive.code, to: (@convention(c) (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> ts_status).self),
+            dispatch_after: unsafeBitCast(after.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self)))
+    }
+
+    /// A table for one plugin: the same store, and dispatch_after bound to
+    /// that plugin's place in the chain.
+    func forPlugin(dispatchAfter: @escaping @Sendable (UnsafePointer<CChar>) throws(StoreError) -> Void) throws(StoreError) -> StoreAPI {
+        guard let face else { throw StoreError(.storeReleased, "the store was destroyed") }
+        return try StoreAPI(for: face, dispatchAfter: dispatchAfter)
     }
 
     deinit { table.deallocate() }

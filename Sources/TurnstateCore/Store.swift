@@ -62,6 +62,9 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
     /// The head of the middleware chain, rebuilt when middleware is added;
     /// `nil` when there is none.
     @exclusivity(unchecked) @usableFromInline var chain: Next?
+    /// What each middleware passes on to: `tails[i]` is the rest of the chain
+    /// after `middleware[i]`. Rebuilt with the chain.
+    @exclusivity(unchecked) @usableFromInline var tails: [Next] = []
     @exclusivity(unchecked) @usableFromInline var subscribers = SubscriberList<State>()
     @exclusivity(unchecked) @usableFromInline var lastToken: UInt64 = 0
     /// What this store's subscriptions end themselves through.
@@ -176,6 +179,17 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         } else {
             try reduceAndNotifyLocked(action)
         }
+    }
+
+    /// Runs the reducers and then the listeners for `action`, as a dispatch
+    /// that skips every middleware: for replaying recorded actions (the C
+    /// face's `ts_store_api.apply`). Refused from inside a reducer and on a
+    /// closed store.
+    package func applySkippingMiddleware(_ action: any Action) throws(StoreError) {
+        lock.lock()
+        defer { lock.unlock() }
+        if _slowPath(reducing || closed) { throw refusal(.dispatch, type(of: action)) }
+        try reduceAndNotifyLocked(action)
     }
 
     @inlinable
@@ -306,6 +320,7 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
     func rebuildChain() {
         guard !middleware.isEmpty else {
             chain = nil
+            tails = []
             return
         }
         let api = MiddlewareStore(self)
@@ -315,10 +330,14 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
             guard let store = api.store else { throw StoreError(.storeReleased, "the store was released") }
             try store.reduceAndNotify(action)
         }
+        var tails: [Next] = []
+        tails.reserveCapacity(middleware.count)
         for m in middleware.reversed() {
             let rest = next
+            tails.append(rest)
             next = Next { action throws(StoreError) in try m.run(store: api, next: rest, action: action) }
         }
+        self.tails = tails.reversed()
         chain = next
     }
 
@@ -367,6 +386,22 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
             if changes == before { undo() }
             throw error
         }
+    }
+
+    /// Dispatches `action` from the place after the first middleware that
+    /// `isPosition` accepts: through the middleware after it, then the
+    /// reducers and listeners (the `next` that middleware is given). For a
+    /// plugin that applies actions on behalf of others (the C face's
+    /// `ts_store_api.dispatch_after`). False, with nothing run, when no
+    /// middleware of the chain is accepted. Refused from inside a reducer
+    /// and on a closed store.
+    package func dispatch(_ action: any Action, after isPosition: (any Middleware<State>) -> Bool) throws(StoreError) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if _slowPath(reducing || closed) { throw refusal(.dispatch, type(of: action)) }
+        guard let index = middleware.firstIndex(where: isPosition), index < tails.count else { return false }
+        try tails[index](action)
+        return true
     }
 
     // MARK: Subscribing

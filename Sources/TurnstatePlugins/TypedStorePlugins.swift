@@ -92,6 +92,10 @@ final class TypedStoreFace<State: Codable & Sendable>: StoreFace, @unchecked Sen
         try live().dispatch(try TaggedActionBridge<State>(registry: registry).native(json))
     }
 
+    package func apply(_ json: UnsafePointer<CChar>) throws(StoreError) {
+        try live().applySkippingMiddleware(try TaggedActionBridge<State>(registry: registry).native(json))
+    }
+
     package func state(at pointer: UnsafePointer<CChar>?) throws(StoreError) -> UnsafeMutablePointer<CChar> {
         let pointerText = pointer.map { String(cString: $0) } ?? ""
         let data: Data
@@ -110,6 +114,10 @@ final class TypedStoreFace<State: Codable & Sendable>: StoreFace, @unchecked Sen
             }
         }
         return try whole.get().value(at: pointerText[...].utf8, path: pointerText).0
+    }
+
+    package func exclusive(_ body: () -> Int32) throws(StoreError) -> Int32 {
+        try live().exclusively(.operation) { body() }
     }
 
     package func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {

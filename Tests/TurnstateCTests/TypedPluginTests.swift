@@ -181,6 +181,39 @@ enum PluginBuilder {
         #expect(try store.getState() == Counter(count: 100, log: ["restored"]))
     }
 
+    @Test func applyRunsTheReducersAndListenersWithoutTheMiddleware() throws {
+        // On a note "apply": applies an increment, an action the registry
+        // cannot decode, and a note that says how many times run() ran.
+        let path = try PluginBuilder.build("applier", in: folder, run: """
+            static int runs = 0;
+            static ts_status run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
+                (void)self;
+                runs++;
+                if (strcmp(action->type, "counter/note") == 0 && strstr(action->payload, "apply")) {
+                    if (store->struct_size < offsetof(ts_store_api, apply) + sizeof store->apply)
+                        return store->fail(TS_E_ABI, "the table has no apply");
+                    ts_status status = store->apply("{\\"type\\":\\"counter/inc\\",\\"payload\\":{\\"by\\":5}}");
+                    if (status != TS_OK) return status;
+                    if (store->apply("{\\"type\\":\\"counter/unknown\\"}") != TS_E_UNKNOWN_ACTION)
+                        return store->fail(TS_E_REJECTED, "an action the registry cannot decode was applied");
+                    char text[128];
+                    snprintf(text, sizeof text, "{\\"type\\":\\"counter/note\\",\\"payload\\":{\\"text\\":\\"runs=%d\\"}}", runs);
+                    return store->apply(text);
+                }
+                return next(action->json);
+            }
+            """)
+        let store = Store(initialState: Counter(), reducer: counterReducer)
+        try store.loadPlugin(at: path, registry: registry)
+        let seen = Recorder<Counter>()
+        try store.subscribe { seen.append($0) }
+        try store.dispatch(Note(text: "apply"))
+        // Both applied actions reached the reducers and the listener, and
+        // neither went through the plugin (run() ran once).
+        #expect(try store.getState() == Counter(count: 5, log: ["runs=1"]))
+        #expect(seen.values == [Counter(count: 5, log: []), Counter(count: 5, log: ["runs=1"])])
+    }
+
     @Test func pluginIsDestroyedWithTheStore() throws {
         // The config is a JSON string: a file that destroy() creates.
         let marker = folder.appendingPathComponent("destroyed").path

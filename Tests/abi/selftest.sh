@@ -56,7 +56,7 @@ case_ api-insert incompatible "$sover" $H 's/^    ts_status (\*dispatch)(const c
 case_ api-retype incompatible "$sover" $H 's/(\*fail)(ts_status status, const char \*message)/(*fail)(int64_t status, const char *message)/'
 case_ status-code incompatible "$sover" $H 's/^\(#define TS_E_MISUSE *\)(-14)/\1(-15)/'
 case_ plugin-append addition "$sover" $P 's/^    void (\*destroy)(void \*self);/&\n    uint32_t flags;/'
-case_ api-append addition "$sover" $H 's/^    const char \*(\*status_name)(ts_status status);/&\n    void *(*alloc)(size_t size);/'
+case_ api-append addition "$sover" $H 's/^} ts_store_api;/    void *(*alloc)(size_t size);\n&/'
 case_ new-function addition "$sover" $H 's/^\(.*\)void ts_free(void \*pointer);/&\n\1void *ts_abi_selftest_alloc(size_t size);/'
 case_ new-status-code addition "$sover" $H 's/^#define TS_MAX_DEPTH/#define TS_E_SELFTEST (-99)\n&/'
 case_ lib-lost-export incompatible "$sover" - - "$work/lib-lost/libturnstate.so"

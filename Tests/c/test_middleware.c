@@ -475,6 +475,215 @@ static void test_next_misuse(void) {
 }
 
 /* Paths and configs of plugins must be UTF-8, like keys. */
+/* ts_store_api.apply: the reducers and listeners run, no middleware does. */
+typedef struct apply_ctx {
+    const ts_store_api *api;
+    ts_store *store;
+    ts_status inner;  /* what apply returned inside the reducer or listener */
+    int destroyed;
+} apply_ctx;
+
+/* A reducer that calls apply from inside on "reenter" (which it must not). */
+static char *applying_reducer(const char *slice, const ts_action *a, void *ctx) {
+    apply_ctx *c = ctx;
+    if (slice == NULL) return xstrdup("0");
+    if (strcmp(a->type, "reenter") == 0 && c->api) c->inner = c->api->apply("{\"type\":\"inc\"}");
+    return NULL;
+}
+
+/* A listener that destroys its store (from inside, so it only closes now)
+ * and then calls apply on the closed store. */
+static void destroying_listener(ts_store *store, void *ctx) {
+    apply_ctx *c = ctx;
+    if (c->destroyed) return;
+    c->destroyed = 1;
+    ts_store_destroy(store);
+    c->inner = c->api->apply("{\"type\":\"inc\"}");
+}
+
+static void test_store_api_apply(void) {
+    ts_store *store = new_store(NULL);
+    rstat st = {0};
+    st.log = "R";
+    CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, &st));
+    apply_ctx ac;
+    memset(&ac, 0, sizeof ac);
+    CHECK_OK(ts_store_add_reducer(store, "other", applying_reducer, &ac));
+    mw_ctx m;
+    memset(&m, 0, sizeof m);
+    m.name = "M";
+    CHECK_OK(ts_store_add_middleware(store, "recorder", mw_pass, &m));
+    int notified = 0;
+    uint64_t t;
+    CHECK_OK(ts_store_subscribe(store, NULL, count_listener, &notified, &t));
+    log_reset();
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
+    const ts_store_api *api = m.api;
+    CHECK(api != NULL);
+    if (api == NULL) goto done;
+    /* Appended in 0.2.0: the table says it has it. */
+    CHECK(api->struct_size >= offsetof(ts_store_api, apply) + sizeof api->apply);
+    CHECK(api->apply != NULL);
+    log_reset();
+    CHECK_OK(api->apply("{\"type\":\"add\",\"payload\":5}"));
+    CHECK_STR(call_log, "R"); /* the reducer ran; the middleware did not */
+    CHECK_INT(m.runs, 1);
+    CHECK_STATE(store, "/count", "6");
+    CHECK_INT(notified, 2);
+    CHECK_STR(st.last_type, "add");
+    /* Bad input: a status and a message; nothing changes. */
+    CHECK_ST(api->apply(NULL), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "apply");
+    CHECK_ST(api->apply("{\"type\":"), TS_E_JSON);
+    CHECK_ST(api->apply("[1]"), TS_E_NOT_ACTION);
+    /* A reducer's failure: atomic, no listener. */
+    CHECK_OK(ts_store_add_reducer(store, "broken", breaking_reducer, NULL));
+    CHECK_ST(api->apply("{\"type\":\"break\"}"), TS_E_REDUCER);
+    CHECK_STATE(store, "/count", "6");
+    CHECK_INT(notified, 2);
+    /* From inside a reducer: refused, and the dispatch fails with it. */
+    ac.api = api;
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"reenter\"}"), TS_E_REENTRANT);
+    CHECK_ST(ac.inner, TS_E_REENTRANT);
+    CHECK_STATE(store, "/count", "6");
+    CHECK_INT(m.runs, 2);
+    ac.api = NULL;
+    /* On a closed store (destroyed from inside a listener): TS_E_STORE_GONE. */
+    apply_ctx closer;
+    memset(&closer, 0, sizeof closer);
+    closer.api = api;
+    CHECK_OK(ts_store_subscribe(store, NULL, destroying_listener, &closer, &t));
+    CHECK_OK(api->apply("{\"type\":\"inc\"}"));
+    CHECK_INT(closer.destroyed, 1);
+    CHECK_ST(closer.inner, TS_E_STORE_GONE);
+    rstat_free(&st);
+    return; /* the store went when apply returned */
+done:
+    ts_store_destroy(store);
+    rstat_free(&st);
+}
+
+/* ts_store_api.exclusive: fn runs with the store held, its status comes back. */
+typedef struct exclusive_ctx {
+    const ts_store_api *api;
+    ts_store *store;
+    int calls;
+    ts_status inner;         /* what exclusive returned inside a reducer or on a closed store */
+    char *seen_in_fn;        /* /count read inside fn, after the other thread started */
+    pthread_t other;
+    int destroyed;
+} exclusive_ctx;
+
+static ts_status exclusive_fn(void *ctx) {
+    exclusive_ctx *c = ctx;
+    c->calls++;
+    /* Calls into the table nest. */
+    if (c->api->apply("{\"type\":\"add\",\"payload\":10}") != TS_OK) return TS_E_PLUGIN;
+    return TS_E_REJECTED; /* whatever fn returns comes back */
+}
+
+static void *exclusive_dispatcher(void *ctx) {
+    exclusive_ctx *c = ctx;
+    (void)ts_store_dispatch(c->store, "{\"type\":\"inc\"}");
+    return NULL;
+}
+
+/* Starts a thread that dispatches, gives it time, and reads the state: the
+ * dispatch must still be waiting for the store. */
+static ts_status exclusive_holding_fn(void *ctx) {
+    exclusive_ctx *c = ctx;
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    c->calls++;
+    if (pthread_create(&c->other, NULL, exclusive_dispatcher, c) != 0) return TS_E_PLUGIN;
+    nanosleep(&pause, NULL);
+    return c->api->get_state("/count", &c->seen_in_fn);
+}
+
+static ts_status exclusive_noop(void *ctx) {
+    ((exclusive_ctx *)ctx)->calls++;
+    return TS_OK;
+}
+
+static char *exclusive_reducer(const char *slice, const ts_action *a, void *ctx) {
+    exclusive_ctx *c = ctx;
+    if (slice == NULL) return xstrdup("0");
+    if (strcmp(a->type, "reenter") == 0 && c->api) c->inner = c->api->exclusive(exclusive_noop, c);
+    return NULL;
+}
+
+static void exclusive_destroying_listener(ts_store *store, void *ctx) {
+    exclusive_ctx *c = ctx;
+    if (c->destroyed) return;
+    c->destroyed = 1;
+    ts_store_destroy(store);
+    c->inner = c->api->exclusive(exclusive_noop, c);
+}
+
+static void test_store_api_exclusive(void) {
+    ts_store *store = new_store(NULL);
+    rstat st = {0};
+    st.log = "R";
+    CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, &st));
+    exclusive_ctx xc;
+    memset(&xc, 0, sizeof xc);
+    CHECK_OK(ts_store_add_reducer(store, "other", exclusive_reducer, &xc));
+    mw_ctx m;
+    memset(&m, 0, sizeof m);
+    m.name = "M";
+    CHECK_OK(ts_store_add_middleware(store, "recorder", mw_pass, &m));
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
+    const ts_store_api *api = m.api;
+    CHECK(api != NULL);
+    if (api == NULL) goto done;
+    /* Appended in 0.2.0, after apply. */
+    CHECK(api->struct_size >= offsetof(ts_store_api, exclusive) + sizeof api->exclusive);
+    CHECK(offsetof(ts_store_api, exclusive) > offsetof(ts_store_api, apply));
+    xc.api = api;
+    xc.store = store;
+    /* dispatch_after (after exclusive): only a plugin's own table has a
+     * place in the chain; this one (ts_store_add_middleware's) refuses. */
+    CHECK(api->struct_size >= offsetof(ts_store_api, dispatch_after) + sizeof api->dispatch_after);
+    CHECK(offsetof(ts_store_api, dispatch_after) > offsetof(ts_store_api, exclusive));
+    CHECK_ST(api->dispatch_after("{\"type\":\"inc\"}"), TS_E_MISUSE);
+    CHECK_CONTAINS(ts_last_error(), "dispatch_after");
+    CHECK_ST(api->dispatch_after(NULL), TS_E_ARGUMENT);
+    CHECK_STATE(store, "/count", "1");
+    /* fn's status comes back; the table's calls nest inside it. */
+    CHECK_ST(api->exclusive(exclusive_fn, &xc), TS_E_REJECTED);
+    CHECK_INT(xc.calls, 1);
+    CHECK_STATE(store, "/count", "11");
+    CHECK_ST(api->exclusive(NULL, &xc), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "exclusive");
+    CHECK_INT(xc.calls, 1);
+    /* Another thread's dispatch waits until fn returns. */
+    CHECK_OK(api->exclusive(exclusive_holding_fn, &xc));
+    pthread_join(xc.other, NULL);
+    CHECK_STR(xc.seen_in_fn ? xc.seen_in_fn : "(none)", "11");
+    free(xc.seen_in_fn);
+    CHECK_STATE(store, "/count", "12");
+    /* From inside a reducer: refused, fn not called. */
+    xc.calls = 0;
+    CHECK_ST(ts_store_dispatch(store, "{\"type\":\"reenter\"}"), TS_E_REENTRANT);
+    CHECK_ST(xc.inner, TS_E_REENTRANT);
+    CHECK_INT(xc.calls, 0);
+    xc.api = NULL;
+    /* On a closed store: TS_E_STORE_GONE, fn not called. */
+    exclusive_ctx closer;
+    memset(&closer, 0, sizeof closer);
+    closer.api = api;
+    uint64_t t;
+    CHECK_OK(ts_store_subscribe(store, NULL, exclusive_destroying_listener, &closer, &t));
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
+    CHECK_INT(closer.destroyed, 1);
+    CHECK_ST(closer.inner, TS_E_STORE_GONE);
+    CHECK_INT(closer.calls, 0);
+    rstat_free(&st);
+    return; /* the store went when the dispatch returned */
+done:
+    ts_store_destroy(store);
+    rstat_free(&st);
+}
+
 static void test_plugin_arguments(void) {
     ts_store *store = new_store(NULL);
     CHECK_ST(ts_store_load_plugin(store, "/nonexistent/\xff.so", NULL), TS_E_ARGUMENT);
@@ -498,5 +707,7 @@ void run_middleware_tests(void) {
     RUN(test_middleware_dispatch_from_top);
     RUN(test_middleware_next_stable);
     RUN(test_next_misuse);
+    RUN(test_store_api_apply);
+    RUN(test_store_api_exclusive);
     RUN(test_plugin_arguments);
 }

@@ -67,6 +67,12 @@ class TsStoreApi(Structure):
         ("fail", CFUNCTYPE(ts_status, ts_status, c_char_p)),
         ("replace_state", CFUNCTYPE(ts_status, c_char_p)),
         ("status_name", CFUNCTYPE(c_char_p, ts_status)),
+        # Since 0.2.0 (check struct_size): the reducers and listeners, no middleware.
+        ("apply", CFUNCTYPE(ts_status, c_char_p)),
+        # Since 0.2.0, after apply: fn(ctx) with the store held.
+        ("exclusive", CFUNCTYPE(ts_status, CFUNCTYPE(ts_status, c_void_p), c_void_p)),
+        # Since 0.2.0, after exclusive: from a plugin's place in the chain (plugins' own tables only).
+        ("dispatch_after", CFUNCTYPE(ts_status, c_char_p)),
     ]
 
 

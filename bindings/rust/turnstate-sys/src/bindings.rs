@@ -222,12 +222,26 @@ pub struct ts_store_api {
     pub status_name: ::std::option::Option<
         unsafe extern "C" fn(status: ts_status) -> *const ::std::os::raw::c_char,
     >,
+    pub apply: ::std::option::Option<
+        unsafe extern "C" fn(action_json: *const ::std::os::raw::c_char) -> ts_status,
+    >,
+    pub exclusive: ::std::option::Option<
+        unsafe extern "C" fn(
+            fn_: ::std::option::Option<
+                unsafe extern "C" fn(ctx: *mut ::std::os::raw::c_void) -> ts_status,
+            >,
+            ctx: *mut ::std::os::raw::c_void,
+        ) -> ts_status,
+    >,
+    pub dispatch_after: ::std::option::Option<
+        unsafe extern "C" fn(action_json: *const ::std::os::raw::c_char) -> ts_status,
+    >,
 }
 #[test]
 fn bindgen_test_layout_ts_store_api() {
     assert_eq!(
         ::std::mem::size_of::<ts_store_api>(),
-        56usize,
+        80usize,
         concat!("Size of: ", stringify!(ts_store_api))
     );
     assert_eq!(
@@ -354,6 +368,57 @@ fn bindgen_test_layout_ts_store_api() {
         );
     }
     test_field_status_name();
+    fn test_field_apply() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_store_api>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).apply) as usize - ptr as usize
+            },
+            56usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(ts_store_api),
+                "::",
+                stringify!(apply)
+            )
+        );
+    }
+    test_field_apply();
+    fn test_field_exclusive() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_store_api>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).exclusive) as usize - ptr as usize
+            },
+            64usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(ts_store_api),
+                "::",
+                stringify!(exclusive)
+            )
+        );
+    }
+    test_field_exclusive();
+    fn test_field_dispatch_after() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_store_api>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).dispatch_after) as usize - ptr as usize
+            },
+            72usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(ts_store_api),
+                "::",
+                stringify!(dispatch_after)
+            )
+        );
+    }
+    test_field_dispatch_after();
 }
 pub type ts_middleware_fn = ::std::option::Option<
     unsafe extern "C" fn(

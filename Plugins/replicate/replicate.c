@@ -1,0 +1,425 @@
+/*
+ * replicate - a Turnstate middleware plugin that makes the stores of several
+ * processes (on one machine or several) one replicated store, on an existing
+ * ordered log (Redis Streams; engine.h is the interface another log would
+ * implement).
+ *
+ * Config: {"url": "redis://HOST[:PORT]", "stream": "NAME",
+ *          "timeout_ms": 2000, "snapshot_every": 10000}
+ *
+ * Log first: run() does not pass a local action on with next. It appends it
+ * to the stream and, in the same round trip, reads every entry between the
+ * last one this replica applied and its own; it applies them in stream
+ * order, its own last, from the plugin's place in the chain
+ * (ts_store_api.dispatch_after: the middleware after the plugin, then the
+ * reducers and listeners), and returns that status: the dispatcher reads its
+ * own write. If the log does not answer within timeout_ms, the dispatch
+ * fails with TS_E_IO and nothing was applied. Entries that other replicas
+ * append are applied the same way by a reader thread, in order, inside
+ * ts_store_api.exclusive (with the store held, so they never interleave with
+ * a local dispatch's). Every entry carries its sequence number: a replica
+ * applies entry N only right after N-1, so each entry is applied exactly
+ * once; a gap (entries trimmed away) loads the snapshot instead. Middleware
+ * before the plugin runs once, at the origin; after it, on every replica.
+ * See README.md.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "turnstate_plugin.h"
+
+#include "../common/pjson.h"
+#include "engine.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define REPLICATE_VERSION "1.0.0"
+#define READ_BATCH 1000
+#define WAIT_BLOCK_MS 250
+
+typedef struct replica {
+    const ts_store_api *store;
+    ts_status (*deliver)(const char *action_json); /* dispatch_after, or apply on an older table */
+    char *url, *stream;
+    uint64_t timeout_ms, snapshot_every;
+    /* Used only with the store held (run, create, the reader's exclusive step). */
+    rp_engine *log;
+    char pos[RP_POS_SIZE]; /* the last entry applied ("" before the first) */
+    uint64_t seq;          /* its sequence number */
+    /* The reader thread's own connection, and what it shares. */
+    rp_engine *waiter;
+    pthread_t reader;
+    int reader_started;
+    pthread_mutex_t mutex; /* guards shared_pos, stop and free_on_exit */
+    char shared_pos[RP_POS_SIZE];
+    int stop;
+    int free_on_exit; /* destroy() ran on the reader thread itself */
+} replica;
+
+/* What run() waits for: its own entry. */
+typedef struct own_entry {
+    const char *pos; /* NULL when applying for the reader */
+    int done;
+    ts_status status;
+} own_entry;
+
+static void publish(replica *r) {
+    pthread_mutex_lock(&r->mutex);
+    memcpy(r->shared_pos, r->pos, RP_POS_SIZE);
+    pthread_mutex_unlock(&r->mutex);
+}
+
+static void sleep_ms(long ms) {
+    struct timespec t;
+    t.tv_sec = ms / 1000;
+    t.tv_nsec = (ms % 1000) * 1000000L;
+    nanosleep(&t, NULL);
+}
+
+/* Takes a snapshot (the state after entry r->seq) if this is the replica
+ * that appended entry r->seq and it is a multiple of snapshot_every. Best
+ * effort: a failed snapshot only makes joining slower. */
+static void maybe_snapshot(replica *r) {
+    char *state = NULL, err[RP_ERR_SIZE];
+    int stored;
+    if (r->snapshot_every == 0 || r->seq % r->snapshot_every != 0) return;
+    if (r->store->get_state("", &state) != TS_OK) return;
+    (void)rp_snapshot_put(r->log, state, r->pos, r->seq, &stored, err);
+    r->store->free(state);
+}
+
+/* Loads the snapshot if it is ahead of this replica. 1 loaded, 0 none ahead,
+ * -1 on failure (message in err). With the store held. */
+static int load_snapshot(replica *r, char *err) {
+    int found;
+    char *state = NULL, pos[RP_POS_SIZE];
+    uint64_t seq = 0;
+    ts_status status;
+    if (rp_snapshot_get(r->log, &found, &state, pos, &seq, err) != 0) return -1;
+    if (!found || seq <= r->seq) {
+        free(state);
+        return 0;
+    }
+    status = r->store->replace_state(state);
+    free(state);
+    if (status != TS_OK) {
+        snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu) was refused: %s",
+                 r->stream, (unsigned long long)seq, r->store->status_name(status));
+        return -1;
+    }
+    memcpy(r->pos, pos, RP_POS_SIZE);
+    r->seq = seq;
+    publish(r);
+    return 1;
+}
+
+/* Applies a batch in order. Returns 0, or 1 when an entry is missing before
+ * one of them (trimmed: the caller loads the snapshot and reads again). */
+static int apply_batch(replica *r, const rp_batch *batch, own_entry *own) {
+    size_t i;
+    for (i = 0; i < batch->count; i++) {
+        const rp_entry *e = &batch->items[i];
+        ts_status status;
+        int mine = own->pos != NULL && strcmp(e->pos, own->pos) == 0;
+        if (e->seq <= r->seq) {
+            /* Already applied (by a dispatch nested in a listener). */
+            if (mine && !own->done) {
+                own->done = 1;
+                own->status = TS_OK;
+            }
+            continue;
+        }
+        if (e->seq != r->seq + 1) return 1;
+        /* Counted before it runs: a listener's nested dispatch must see it as
+         * applied, not apply it again. */
+        memcpy(r->pos, e->pos, RP_POS_SIZE);
+        r->seq = e->seq;
+        publish(r);
+        /* From the plugin's place in the chain: the middleware after it,
+         * then the reducers and listeners, on every replica. A reducer that
+         * refuses an entry refuses it on every replica (the reducers are
+         * pure): it stays unapplied everywhere. */
+        status = r->deliver(e->action);
+        if (mine) {
+            own->done = 1;
+            own->status = status;
+            maybe_snapshot(r);
+        }
+    }
+    return 0;
+}
+
+/* Applies everything the log holds after r->pos. With the store held. */
+static int catch_up(replica *r, own_entry *own, char *err) {
+    for (;;) {
+        rp_batch batch;
+        int gap;
+        if (rp_read(r->log, r->pos, READ_BATCH, &batch, err) != 0) return -1;
+        if (batch.count == 0) return 0;
+        gap = apply_batch(r, &batch, own);
+        rp_batch_free(&batch);
+        if (gap) {
+            int loaded = load_snapshot(r, err);
+            if (loaded < 0) return -1;
+            if (loaded == 0) {
+                snprintf(err, RP_ERR_SIZE,
+                         "replicate: stream \"%.200s\" no longer holds entry %llu (trimmed) and no snapshot covers it",
+                         r->stream, (unsigned long long)(r->seq + 1));
+                return -1;
+            }
+        }
+    }
+}
+
+static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
+    replica *r = self;
+    rp_batch batch;
+    own_entry own;
+    char err[RP_ERR_SIZE], own_pos[RP_POS_SIZE];
+    int gap;
+    (void)next; /* log first: the action reaches the reducers through apply */
+    if (rp_append(r->log, action->json, r->pos, &batch, err) != 0) return store->fail(TS_E_IO, err);
+    memcpy(own_pos, batch.items[batch.count - 1].pos, RP_POS_SIZE);
+    own.pos = own_pos;
+    own.done = 0;
+    own.status = TS_OK;
+    gap = apply_batch(r, &batch, &own);
+    rp_batch_free(&batch);
+    if (gap || !own.done) {
+        /* This replica was further behind than the log keeps: the snapshot,
+         * then the rest (its own entry included). */
+        if (load_snapshot(r, err) < 0 || catch_up(r, &own, err) != 0) {
+            return store->fail(TS_E_IO, err);
+        }
+        if (!own.done) return TS_OK; /* the snapshot already covered it */
+    }
+    return own.status;
+}
+
+typedef struct reader_work {
+    replica *r;
+    const rp_batch *batch;
+} reader_work;
+
+/* With the store held: what the reader read, then (after a gap: the entries
+ * before them were trimmed, or came after it read) whatever the log holds. */
+static ts_status reader_step(void *self) {
+    reader_work *w = self;
+    own_entry none = {NULL, 0, TS_OK};
+    char err[RP_ERR_SIZE];
+    if (apply_batch(w->r, w->batch, &none) == 0) return TS_OK;
+    return catch_up(w->r, &none, err) == 0 ? TS_OK : TS_E_IO;
+}
+
+static void free_replica(replica *r);
+
+static void *reader_main(void *self) {
+    replica *r = self;
+    int free_it;
+    for (;;) {
+        char pos[RP_POS_SIZE], err[RP_ERR_SIZE];
+        int stop;
+        ts_status status;
+        rp_batch batch;
+        reader_work work;
+        pthread_mutex_lock(&r->mutex);
+        stop = r->stop;
+        memcpy(pos, r->shared_pos, RP_POS_SIZE);
+        pthread_mutex_unlock(&r->mutex);
+        if (stop) break;
+        if (rp_wait(r->waiter, pos, WAIT_BLOCK_MS, READ_BATCH, &batch, err) != 0) {
+            sleep_ms(50); /* the engine backs off between reconnections */
+            continue;
+        }
+        if (batch.count == 0) continue;
+        work.r = r;
+        work.batch = &batch;
+        status = r->store->exclusive(reader_step, &work);
+        rp_batch_free(&batch);
+        if (status == TS_E_STORE_GONE) break;
+        if (status != TS_OK) sleep_ms(50);
+    }
+    /* When a listener this thread called destroyed the store, destroy() ran
+     * on this thread and left the instance to it. */
+    pthread_mutex_lock(&r->mutex);
+    free_it = r->free_on_exit;
+    pthread_mutex_unlock(&r->mutex);
+    if (free_it) free_replica(r);
+    return NULL;
+}
+
+/* ---- Config, create, destroy --------------------------------------------- */
+
+static int parse_config(replica *r, const char *config, char *err) {
+    pj_iter it;
+    const char *k, *v;
+    int m;
+    if (!pj_begin(&it, config, '{')) {
+        snprintf(err, RP_ERR_SIZE, "replicate: the config must be a JSON object, not %s",
+                 pj_kind_name(pj_kind_of(config)));
+        return 0;
+    }
+    while ((m = pj_next_member(&it, &k, &v)) == 1) {
+        enum pj_kind kind = pj_kind_of(v);
+        int is_url = pj_str_eq(k, "url"), is_stream = pj_str_eq(k, "stream");
+        if (is_url || is_stream) {
+            char **field = is_url ? &r->url : &r->stream;
+            size_t length;
+            if (*field != NULL) {
+                snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" appears twice", is_url ? "url" : "stream");
+                return 0;
+            }
+            if (kind != PJ_STRING) {
+                snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" must be a string, not %s",
+                         is_url ? "url" : "stream", pj_kind_name(kind));
+                return 0;
+            }
+            *field = pj_str_dup(pj_ws(v), &length);
+            if (*field == NULL) {
+                snprintf(err, RP_ERR_SIZE, "replicate: out of memory");
+                return 0;
+            }
+            if (length == 0 || strlen(*field) != length) {
+                snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" must be non-empty text without NUL",
+                         is_url ? "url" : "stream");
+                return 0;
+            }
+        } else if (pj_str_eq(k, "timeout_ms") || pj_str_eq(k, "snapshot_every")) {
+            int timeout = pj_str_eq(k, "timeout_ms");
+            uint64_t n = 0;
+            int got = kind == PJ_NUMBER ? pj_uint64(v, &n) : PJ_U64_NOT_INTEGER;
+            if (got != PJ_U64_OK || (timeout && (n < 1 || n > 3600000))) {
+                snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" must be %s, not %s",
+                         timeout ? "timeout_ms" : "snapshot_every",
+                         timeout ? "an integer from 1 to 3600000 (milliseconds)"
+                                 : "an integer from 0 to 18446744073709551615 (actions; 0 = never)",
+                         got == PJ_U64_OK ? "that number" : pj_uint64_why(kind, got));
+                return 0;
+            }
+            if (timeout) r->timeout_ms = n;
+            else r->snapshot_every = n;
+        } else {
+            char name[200];
+            pj_str_show(k, name, sizeof name);
+            snprintf(err, RP_ERR_SIZE,
+                     "replicate: unknown config field \"%s\" (known: \"url\", \"stream\", \"timeout_ms\", "
+                     "\"snapshot_every\")",
+                     name);
+            return 0;
+        }
+    }
+    if (m < 0) {
+        snprintf(err, RP_ERR_SIZE, "replicate: the config is malformed JSON");
+        return 0;
+    }
+    if (r->url == NULL || r->stream == NULL) {
+        snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" is required (e.g. %s)",
+                 r->url == NULL ? "url" : "stream",
+                 r->url == NULL ? "\"url\": \"redis://127.0.0.1:6379\"" : "\"stream\": \"orders\"");
+        return 0;
+    }
+    return 1;
+}
+
+static void free_replica(replica *r) {
+    if (r == NULL) return;
+    rp_close(r->log);
+    rp_close(r->waiter);
+    free(r->url);
+    free(r->stream);
+    pthread_mutex_destroy(&r->mutex);
+    free(r);
+}
+
+static ts_status replicate_create(const char *config_json, const ts_store_api *store, void **self,
+                                  char **error_message) {
+    char err[RP_ERR_SIZE];
+    replica *r;
+    ts_status status = TS_E_PLUGIN;
+    own_entry none = {NULL, 0, TS_OK};
+    err[0] = '\0';
+    if (store == NULL || self == NULL) return TS_E_ARGUMENT;
+    if (store->struct_size < offsetof(ts_store_api, exclusive) + sizeof store->exclusive) {
+        snprintf(err, sizeof err,
+                 "replicate: this libturnstate is too old (its ts_store_api has no apply and exclusive; 0.2.0 or "
+                 "newer is needed)");
+        goto fail_early;
+    }
+    r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        snprintf(err, sizeof err, "replicate: out of memory");
+        status = TS_E_NOMEM;
+        goto fail_early;
+    }
+    pthread_mutex_init(&r->mutex, NULL);
+    r->store = store;
+    /* dispatch_after: middleware after the plugin runs on every replica.
+     * A table without it (not a plugin's own): apply, and nothing after. */
+    r->deliver = store->struct_size >= offsetof(ts_store_api, dispatch_after) + sizeof store->dispatch_after
+                     ? store->dispatch_after
+                     : store->apply;
+    r->timeout_ms = 2000;
+    r->snapshot_every = 10000;
+    if (!parse_config(r, config_json ? config_json : "{}", err)) goto fail;
+    r->log = rp_open(r->url, r->stream, (int)r->timeout_ms, err);
+    if (r->log == NULL) goto fail;
+    r->waiter = rp_open(r->url, r->stream, (int)r->timeout_ms, err);
+    if (r->waiter == NULL) goto fail;
+    /* Join: the snapshot, then the log after it (the store is held). */
+    status = TS_E_IO;
+    if (load_snapshot(r, err) < 0 || catch_up(r, &none, err) != 0) goto fail;
+    publish(r);
+    if (pthread_create(&r->reader, NULL, reader_main, r) != 0) {
+        snprintf(err, sizeof err, "replicate: cannot start the reader thread");
+        status = TS_E_PLUGIN;
+        goto fail;
+    }
+    r->reader_started = 1;
+    *self = r;
+    return TS_OK;
+fail:
+    free_replica(r);
+fail_early:
+    if (error_message) {
+        *error_message = malloc(strlen(err) + 1);
+        if (*error_message) strcpy(*error_message, err);
+    }
+    return status;
+}
+
+static void replicate_destroy(void *self) {
+    replica *r = self;
+    if (r == NULL) return;
+    if (r->reader_started && pthread_equal(pthread_self(), r->reader)) {
+        /* The store was destroyed from a listener that the reader's apply
+         * called: this is the reader thread, which cannot join itself. It
+         * stops using the table now (it returns from exclusive and sees
+         * stop) and frees the instance on its way out. */
+        pthread_mutex_lock(&r->mutex);
+        r->stop = 1;
+        r->free_on_exit = 1;
+        pthread_mutex_unlock(&r->mutex);
+        pthread_detach(r->reader);
+        return;
+    }
+    pthread_mutex_lock(&r->mutex);
+    r->stop = 1;
+    pthread_mutex_unlock(&r->mutex);
+    /* The store is closed: the reader's exclusive step answers
+     * TS_E_STORE_GONE, and a wait ends within WAIT_BLOCK_MS. */
+    if (r->reader_started) pthread_join(r->reader, NULL);
+    free_replica(r);
+}
+
+static const ts_plugin descriptor = {
+    TS_PLUGIN_ABI_VERSION, sizeof(ts_plugin), "replicate", REPLICATE_VERSION, replicate_create, replicate_run,
+    replicate_destroy,
+};
+
+TS_API const ts_plugin *ts_plugin_entry(uint32_t host_abi_version) {
+    return host_abi_version >= 1 ? &descriptor : NULL;
+}

@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# Tests/replicate/run.sh [--bench] - replicate.so against real Redis servers
+# that this script starts on loopback (free ports, a temporary folder) and
+# stops on exit:
+#   1. three processes x 10,000 concurrent dispatches: identical states, counter 30,000
+#   2. one replica SIGKILLed mid-run and restarted: it catches up; nothing lost or doubled
+#   3. the server SIGKILLed mid-run and restarted (appendonly, appendfsync always):
+#      no acknowledged dispatch lost, nothing doubled
+#   4. a replica joining after 100,000 actions from a snapshot (time reported)
+#   5. refusals and faults (Tests/replicate/faults.c)
+# Prints "checks: N passed, M failed".
+# With --bench [--scale F]: the figures of `make bench` instead, as
+# "RESULT<tab>ID<tab>VALUE<tab>UNIT" lines for Benchmarks/report.py: REP-rate
+# (replicated dispatches/s, three replicas x 1 thread x 50,000), REP-p50 and
+# REP-p99 (dispatch latency at the origin, the worst replica's), REP-diverge
+# (over 1,000,000 actions with a replica SIGKILLed and restarted: replicas
+# whose state differs + |counter - entries in the stream|), REP-join (a
+# replica joining after those 1,000,000 actions, from the snapshot).
+# Env: TS_BUILD (build/), REDIS_SERVER (redis-server).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${TS_BUILD:-$PWD/build}
+PLUGIN=$BUILD/plugins/replicate.so
+REDIS_SERVER=${REDIS_SERVER:-redis-server}
+BENCH=0 SCALE=1
+[ "${1:-}" = --bench ] && BENCH=1
+[ "${2:-}" = --scale ] && SCALE=${3:-1}
+passed=0 failed=0
+pass() { passed=$((passed + 1)); [ $BENCH = 1 ] || echo "ok: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+
+for tool in "$REDIS_SERVER" redis-cli; do
+  command -v "$tool" >/dev/null || { echo "FAIL: $tool not found (.ci/setup.sh installs redis-server)"; echo "checks: 0 passed, 1 failed"; exit 1; }
+done
+[ -f "$PLUGIN" ] || { echo "FAIL: $PLUGIN not built (make plugins)"; echo "checks: 0 passed, 1 failed"; exit 1; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/replicate.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for f in "$T"/*/redis.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+mkdir -p "$BUILD/tests"
+cc -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude Tests/replicate/replica.c -o "$BUILD/tests/replicate_replica" \
+  -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate -lpthread || exit 1
+cc -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude Tests/replicate/faults.c -o "$BUILD/tests/replicate_faults" \
+  -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate || exit 1
+REPLICA=$BUILD/tests/replicate_replica
+
+# The plugin: built from the headers alone, never linking libturnstate, exporting only its entry.
+needed=$(readelf -d "$PLUGIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+exported=$(nm -D --defined-only "$PLUGIN" | awk '{print $3}' | grep -vE '^(_init|_fini|_edata|_end|__bss_start)$' | tr '\n' ' ')
+if [ $BENCH = 0 ]; then
+  check "replicate.so does not link libturnstate (NEEDED: $needed)" bash -c '! grep -q libturnstate <<<"$0"' "$needed"
+  check "replicate.so links hiredis" grep -q libhiredis <<<"$needed"
+  check "replicate.so exports only ts_plugin_entry ($exported)" [ "$(echo $exported)" = ts_plugin_entry ]
+fi
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start_server NAME PORT [persistent]: a server in $T/NAME, waited for.
+start_server() {
+  local name=$1 port=$2 dir=$T/$1
+  mkdir -p "$dir"
+  local persist=(--appendonly no --save '')
+  [ "${3:-}" = persistent ] && persist=(--appendonly yes --appendfsync always --save '')
+  "$REDIS_SERVER" --port "$port" --bind 127.0.0.1 --dir "$dir" "${persist[@]}" --daemonize yes \
+    --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null || return 1
+  for _ in $(seq 200); do redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && return 0; sleep 0.05; done
+  echo "server $name did not start:"; tail -5 "$dir/redis.log"; return 1
+}
+kill_server() { local f=$T/$1/redis.pid; kill -9 "$(cat "$f")" 2>/dev/null; rm -f "$f"; sleep 0.2; }
+
+PORT=$(free_port)
+start_server main "$PORT" || { echo "checks: 0 passed, 1 failed"; exit 1; }
+URL=redis://127.0.0.1:$PORT
+
+# run_replica DIR ORIGIN STREAM COUNT [extra...]: in the background, output in DIR/ORIGIN.log
+run_replica() {
+  local dir=$1 origin=$2 stream=$3 count=$4; shift 4
+  "$REPLICA" --plugin "$PLUGIN" --url "$URL" --stream "$stream" --origin "$origin" --count "$count" --threads 2 \
+    --go "$dir/go" --total-file "$dir/total" --out "$dir/$origin.json" "$@" >>"$dir/$origin.log" 2>&1 &
+  pids+=($!)
+  last_pid=$!
+}
+# finish DIR STREAM PIDS...: waits for the dispatchers, publishes the stream's total, waits for the replicas.
+finish() {
+  local dir=$1 stream=$2; shift 2
+  local n=$#
+  for _ in $(seq 6000); do [ "$(cat "$dir"/*.log 2>/dev/null | grep -c '^failed=')" -ge "$n" ] && break; sleep 0.02; done
+  redis-cli -p "$PORT" get "$stream:seq" >"$dir/total.tmp" && mv "$dir/total.tmp" "$dir/total"
+  for p in "$@"; do wait "$p"; done
+}
+field() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" "$1"; }
+last_value() { grep "^$2=" "$1" | tail -1 | cut -d= -f2; }
+same_states() { local first=$1; shift; for f in "$@"; do cmp -s "$first" "$f" || { echo "  differs: $f"; cat "$first" "$f"; return 1; }; done; }
+
+if [ $BENCH = 1 ]; then
+  scaled() { awk -v n="$1" -v s="$SCALE" 'BEGIN { v = int(n * s); print v < 10 ? 10 : v }'; }
+  result() { printf 'RESULT\t%s\t%s\t%s\n' "$1" "$2" "$3"; }
+  # Throughput and latency: three replicas, one dispatching thread each (a
+  # second thread in a process adds no throughput: the store is held for
+  # each dispatch's round trip, so it only waits for the first's).
+  D=$T/bench-rate; mkdir -p "$D"; n=$(scaled 50000)
+  run_replica "$D" a r1 "$n" --latency --threads 1; pa=$last_pid
+  run_replica "$D" b r1 "$n" --latency --threads 1; pb=$last_pid
+  run_replica "$D" c r1 "$n" --latency --threads 1; pc=$last_pid
+  sleep 0.3
+  start=$(date +%s.%N); touch "$D/go"
+  for _ in $(seq 60000); do [ "$(cat "$D"/*.log | grep -c '^failed=')" -ge 3 ] && break; sleep 0.01; done
+  elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+  finish "$D" r1 "$pa" "$pb" "$pc"
+  total=$(cat "$D/total")
+  result REP-rate "$(awk -v t="$total" -v e="$elapsed" 'BEGIN { print t / e }')" "dispatches/s"
+  result REP-p50 "$(cat "$D"/*.log | grep '^dispatch_p50_us=' | cut -d= -f2 | sort -n | tail -1)" us
+  result REP-p99 "$(cat "$D"/*.log | grep '^dispatch_p99_us=' | cut -d= -f2 | sort -n | tail -1)" us
+  # 1,000,000 actions, replica b SIGKILLed a third of the way and restarted.
+  D=$T/bench-kill; mkdir -p "$D"; third=$(scaled 333334)
+  run_replica "$D" a r2 "$third"; pa=$last_pid
+  run_replica "$D" b r2 "$third"; pb=$last_pid
+  run_replica "$D" c r2 "$third"; pc=$last_pid
+  sleep 0.3; touch "$D/go"
+  for _ in $(seq 60000); do [ "$(last_value "$D/b.log" acked)" -ge $((third / 3)) ] 2>/dev/null && break; sleep 0.05; done
+  kill -9 "$pb"; wait "$pb" 2>/dev/null
+  done_before=$(last_value "$D/b.log" acked); mv "$D/b.log" "$D/b-killed.log.old"
+  run_replica "$D" b r2 $((third - done_before)); pb=$last_pid
+  finish "$D" r2 "$pa" "$pb" "$pc"
+  total=$(cat "$D/total")
+  differ=0; for o in b c; do cmp -s "$D/a.json" "$D/$o.json" || differ=$((differ + 1)); done
+  off=$(( $(field "$D/a.json" counter) - total )); off=${off#-}
+  result REP-diverge $((differ + off)) "replicas+entries"
+  echo "INFO	replicate: REP-diverge over $total actions (b killed after $done_before of its own, restarted)"
+  # A replica joining after those actions.
+  "$REPLICA" --plugin "$PLUGIN" --url "$URL" --stream r2 --origin d --count 0 >"$D/d.log" 2>&1
+  result REP-join "$(sed -n 's/^join_ms=\([0-9.]*\).*/\1/p' "$D/d.log")" ms
+  echo "INFO	replicate: one redis-server 7 on loopback (no persistence), three replica processes (1 dispatching thread each for REP-rate and the latencies, 2 for REP-diverge); one sample per figure"
+  exit 0
+fi
+
+# ---- 1. three processes x 10,000 ------------------------------------------
+D=$T/three; mkdir -p "$D"
+run_replica "$D" a s1 10000 --latency; pa=$last_pid
+run_replica "$D" b s1 10000 --latency; pb=$last_pid
+run_replica "$D" c s1 10000 --latency; pc=$last_pid
+sleep 0.3
+start=$(date +%s.%N)
+touch "$D/go"
+for _ in $(seq 6000); do [ "$(cat "$D"/*.log | grep -c '^failed=')" -ge 3 ] && break; sleep 0.01; done
+elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+finish "$D" s1 "$pa" "$pb" "$pc"
+total=$(cat "$D/total")
+printf '  three replicas: %s dispatches in %.2f s (%.0f/s); p99 at the origin (us): %s\n' "$total" "$elapsed" \
+  "$(awk -v t="$total" -v e="$elapsed" 'BEGIN { print t / e }')" "$(grep -h '^dispatch_p99_us=' "$D"/*.log | cut -d= -f2 | tr '\n' ' ')"
+check "three replicas: every dispatch acknowledged" [ "$(cat "$D"/*.log | grep -c '^acked=10000$')" -ge 3 ]
+check "three replicas: the stream holds 30,000 entries" [ "$total" = 30000 ]
+check "three replicas: identical states" same_states "$D/a.json" "$D/b.json" "$D/c.json"
+check "three replicas: counter 30,000 and 10,000 from each" \
+  grep -q '^{"counter":30000,"a":10000,"b":10000,"c":10000,"d":0}$' "$D/a.json"
+
+# ---- 2. a replica SIGKILLed mid-run and restarted ---------------------------
+D=$T/kill; mkdir -p "$D"
+run_replica "$D" a s2 10000; pa=$last_pid
+run_replica "$D" b s2 10000; pb=$last_pid
+run_replica "$D" c s2 10000; pc=$last_pid
+sleep 0.3
+touch "$D/go"
+for _ in $(seq 3000); do [ "$(last_value "$D/b.log" acked)" -ge 3000 ] 2>/dev/null && break; sleep 0.01; done
+kill -9 "$pb"; wait "$pb" 2>/dev/null
+acked_before=$(last_value "$D/b.log" acked)
+mv "$D/b.log" "$D/b-killed.log.old"
+echo "  replica b killed after >= $acked_before acknowledged dispatches"
+sleep 0.3
+run_replica "$D" b s2 2000; pb=$last_pid
+finish "$D" s2 "$pa" "$pb" "$pc"
+total=$(cat "$D/total")
+check "kill: the restarted replica caught up to the same state" same_states "$D/a.json" "$D/b.json" "$D/c.json"
+check "kill: every entry of the stream applied exactly once (counter = $total entries)" \
+  [ "$(field "$D/a.json" counter)" = "$total" ]
+check "kill: nothing lost from the replicas that lived (10,000 each)" \
+  [ "$(field "$D/a.json" a)" = 10000 -a "$(field "$D/a.json" c)" = 10000 ]
+b=$(field "$D/a.json" b)
+check "kill: b's acknowledged dispatches all applied ($b >= $acked_before + 2000)" [ "$b" -ge $((acked_before + 2000)) ]
+check "kill: b's entries: before the kill at most 10,000, then 2,000 ($b <= 12000)" [ "$b" -le 12000 ]
+
+# ---- 3. the server SIGKILLed mid-run and restarted ---------------------------
+PPORT=$(free_port)
+start_server persistent "$PPORT" persistent || fail "persistent server starts"
+MAIN_PORT=$PORT; PORT=$PPORT; URL=redis://127.0.0.1:$PORT
+D=$T/server; mkdir -p "$D"
+run_replica "$D" a s3 4000; pa=$last_pid
+run_replica "$D" b s3 4000; pb=$last_pid
+run_replica "$D" c s3 4000; pc=$last_pid
+sleep 0.3
+touch "$D/go"
+for _ in $(seq 3000); do [ "$(last_value "$D/a.log" acked)" -ge 1000 ] 2>/dev/null && break; sleep 0.01; done
+kill_server persistent
+sleep 0.5
+start_server persistent "$PPORT" persistent || fail "persistent server restarts"
+finish "$D" s3 "$pa" "$pb" "$pc"
+total=$(cat "$D/total")
+errors=$(cat "$D"/*.log | grep -c 'dispatch failed (TS_E_IO)')
+echo "  server restarted: $total entries, $errors dispatches refused with TS_E_IO while it was down (retried)"
+check "server restart: the dispatches saw TS_E_IO while it was down" [ "$errors" -ge 1 ]
+check "server restart: identical states" same_states "$D/a.json" "$D/b.json" "$D/c.json"
+check "server restart: every entry applied exactly once (counter = $total entries)" \
+  [ "$(field "$D/a.json" counter)" = "$total" ]
+ok=1; for o in a b c; do
+  [ "$(field "$D/a.json" $o)" -ge "$(last_value "$D/$o.log" acked)" ] || { ok=0; echo "  $o lost acknowledged dispatches"; }
+done
+check "server restart: no acknowledged dispatch lost" [ $ok = 1 ]
+
+# ---- 5. refusals and faults -------------------------------------------------
+FPORT=$(free_port)
+start_server faults "$FPORT" persistent || fail "faults server starts"
+cat >"$T/stop" <<EOF
+#!/bin/sh
+redis-cli -p $FPORT shutdown >/dev/null 2>&1; sleep 0.2; exit 0
+EOF
+cat >"$T/start" <<EOF
+#!/bin/sh
+exec "$REDIS_SERVER" --port $FPORT --bind 127.0.0.1 --dir "$T/faults" --appendonly yes --appendfsync always --save '' \
+  --daemonize yes --pidfile "$T/faults/redis.pid" --logfile "$T/faults/redis.log" >/dev/null
+EOF
+chmod +x "$T/stop" "$T/start"
+run_faults() { # LABEL COMMAND...: the faults program on fresh keys; its counts added
+  redis-cli -p "$FPORT" del faults faults:seq faults:snap nested nested:seq nested:snap sides sides:seq sides:snap >/dev/null
+  local label=$1 out n; shift
+  out=$("$@" "$BUILD/tests/replicate_faults" "$PLUGIN" "redis://127.0.0.1:$FPORT" "$T/stop" "$T/start" 2>&1)
+  local status=$?
+  echo "$out" | grep -v '^[0-9]* passed' | sed "s/^/  $label: /"
+  n=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')
+  [ -n "$n" ] || n="0 1"
+  passed=$((passed + ${n% *})); failed=$((failed + ${n#* }))
+  [ $status = 0 ] || [ "${n#* }" != 0 ] || fail "$label: exit status $status"
+  [ $status != 0 ] || echo "ok: $label: ${n% *} checks of refusals and faults"
+}
+run_faults faults
+if command -v valgrind >/dev/null; then
+  run_faults "faults under valgrind" valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+    --show-leak-kinds=definite,indirect --suppressions="$PWD/Tests/c/valgrind.supp"
+fi
+PORT=$MAIN_PORT; URL=redis://127.0.0.1:$PORT
+
+# ---- 4. joining after 100,000 actions ----------------------------------------
+D=$T/join; mkdir -p "$D"
+run_replica "$D" a s4 34000; pa=$last_pid
+run_replica "$D" b s4 33000; pb=$last_pid
+run_replica "$D" c s4 33000; pc=$last_pid
+touch "$D/go"
+for _ in $(seq 12000); do [ "$(cat "$D"/*.log | grep -c '^failed=')" -ge 3 ] && break; sleep 0.01; done
+snap=$(redis-cli -p "$PORT" hget s4:snap n)
+kept=$(redis-cli -p "$PORT" xlen s4)
+"$REPLICA" --plugin "$PLUGIN" --url "$URL" --stream s4 --origin d --count 0 --total-file "$D/total" \
+  --out "$D/d.json" >"$D/d.log" 2>&1 &
+pd=$!; pids+=($pd)
+finish "$D" s4 "$pa" "$pb" "$pc"
+wait "$pd"
+join_ms=$(sed -n 's/^join_ms=\([0-9.]*\).*/\1/p' "$D/d.log")
+echo "  join after $(cat "$D/total") actions: ${join_ms} ms (snapshot at entry $snap; the stream kept $kept entries)"
+check "join: a snapshot was taken and the stream trimmed behind it" [ "${snap:-0}" -ge 90000 -a "$kept" -lt 100000 ]
+check "join: the new replica has the same state" same_states "$D/a.json" "$D/b.json" "$D/c.json" "$D/d.json"
+check "join: counter 100,000" grep -q '^{"counter":100000,"a":34000,"b":33000,"c":33000,"d":0}$' "$D/d.json"
+
+echo "checks: $passed passed, $failed failed"
+[ $failed = 0 ]
