@@ -77,12 +77,11 @@ REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine_redi
 # The demo's plugin folder: loaded in name order, guard first, journal last.
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
-.PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean \
+.PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean deb \
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
-        test-pkgconfig test-install test-python test-python-package test-plugins test-readme test-cpp test-rust \
+        test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults test-replicate lib-tsan bench coverage inspector-plugin test-inspector \
-        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help \
-        docs test-docs
+        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -161,7 +160,7 @@ run: build demo-plugins
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
                test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
-               test-docs test-harness test-replicate
+               test-docs test-harness test-replicate test-deb
 test: setup
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -279,6 +278,12 @@ test-pkgconfig: $(call prebuilt,lib)
 ## (a private mount namespace): every plugin loaded, one Swift runtime mapped
 test-install: $(call prebuilt,lib plugins)
 	Tests/checks.sh Tests/install/run.sh
+
+## test-deb: make deb, the packages checked and linted (lintian: no error),
+## installed, a pkg-config consumer run with the Swift toolchain hidden, then
+## purged with nothing left (as root: CI machines are disposable)
+test-deb: $(call prebuilt,lib plugins)
+	Tests/checks.sh Tests/deb/run.sh $(VERSION) $(BUILD)/deb
 
 ## test-python: the Python tests (ctypes and cffi bindings of the header)
 test-python: $(call prebuilt,lib)
@@ -495,6 +500,15 @@ install: lib plugins
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    pkgconfig/turnstate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	@echo "installed into $(DESTDIR)$(PREFIX) (plugins in $(PLUGINSDIR))"
+
+## deb: the Debian packages libturnstate0 (library, plugins, private Swift
+## runtime), libturnstate-dev and libturnstate0-dbgsym in build/deb/, from
+## `make install PREFIX=/usr LIBDIR=/usr/lib/<multiarch>` (pkgconfig/debian/)
+DEB_MULTIARCH = $(shell dpkg-architecture -qDEB_HOST_MULTIARCH)
+deb: lib plugins
+	@rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb
+	$(MAKE) --no-print-directory install PREFIX=/usr LIBDIR=/usr/lib/$(DEB_MULTIARCH) DESTDIR=$(BUILD)/deb/stage
+	pkgconfig/debian/build-debs.sh $(VERSION) $(BUILD)/deb/stage $(BUILD)/deb
 
 ## uninstall: remove what install put in DESTDIR, PREFIX and LIBDIR
 uninstall:

@@ -15,6 +15,8 @@ need_debs+=(libmicrohttpd-dev chromium chromium-driver)
 # crates (rustup's when on PATH, else Debian's, which is new enough: 1.63).
 need_debs+=(bindgen libclang1-14)
 command -v cargo >/dev/null || need_debs+=(cargo)
+# make deb and make test-deb: dpkg-dev (dpkg-shlibdeps, dpkg-gencontrol) and lintian.
+need_debs+=(dpkg-dev lintian)
 missing=()
 for deb in "${need_debs[@]}"; do
   dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")

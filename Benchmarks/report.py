@@ -297,8 +297,8 @@ def swift_instructions(args, instructions, notes):
 def c_pieces(args):
     """The C program's workloads to run (one process each), then "P1" and
     "P1-package" (two Python processes: bare ctypes, then the package)."""
-    ids = {"c1": "C1", "c1i": "C1i", "c1i-own": "C1i-own", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5", "c6": "C6",
-           "memory": "MEM", "startup": "STARTUP", "big100": "BIG100"}
+    ids = {"c1": "C1", "c1i": "C1i", "c1i-own": "C1i-own", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5",
+           "c6": "C6", "memory": "MEM", "startup": "STARTUP", "big100": "BIG100"}
     if args.big:
         ids["big1024"] = "BIG1024"
     pieces = [workload for workload, prefix in ids.items() if not args.only or re.search(args.only, prefix)]

@@ -14,8 +14,7 @@
 #                                                     (Python's unittest)
 #   "Test run with N tests ... passed|failed"         (swift-testing; each
 #                                                      "✘ Test X failed after" is a failure)
-#   "Executed N tests, with M failures ..."           (XCTest; the last one is
-#                                                      the total)
+#   "Executed N tests, with M failures ..."            (XCTest: the last one, which totals every bundle)
 # A command that prints none of them counts as one check; one that prints
 # "checks: N passed, M failed" lines itself gets no other. A command that exits
 # non-zero counts at least one failure, whatever it printed. Exits with the
@@ -41,7 +40,7 @@ if grep -qaE '^checks: [0-9]+ passed, [0-9]+ failed$' "$out"; then
 fi
 
 # The last summary line of any known form decides.
-line=$(grep -aE '^([A-Za-z0-9_.-]+: )?[0-9]+ passed, [0-9]+ failed$|^Ran [0-9]+ tests? in |Test run with [0-9]+ tests? |^[[:space:]]*Executed [0-9]+ tests?, with [0-9]+ failures? ' "$out" | tail -n1)
+line=$(grep -aE '^([A-Za-z0-9_.-]+: )?[0-9]+ passed, [0-9]+ failed$|^Ran [0-9]+ tests? in |Test run with [0-9]+ tests? |^[[:space:]]*Executed [0-9]+ tests?, with [0-9]+ failures?' "$out" | tail -n1)
 passed=0 failed=0
 case $line in
   "Ran "*)
@@ -62,8 +61,9 @@ case $line in
     passed=$((total - failed))
     ;;
   *"Executed "*)
-    total=$(sed -E 's/.*Executed ([0-9]+) tests?, .*/\1/' <<<"$line")
-    failed=$(sed -E 's/.*, with ([0-9]+) failures? .*/\1/' <<<"$line")
+    # XCTest: its last "Executed N tests, with M failures" totals every bundle.
+    total=$(sed -E 's/.*Executed ([0-9]+) tests?.*/\1/' <<<"$line")
+    failed=$(sed -E 's/.*with ([0-9]+) failures?.*/\1/' <<<"$line")
     passed=$((total - failed))
     ;;
   "")

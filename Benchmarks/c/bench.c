@@ -9,7 +9,8 @@
  *   --plugin-dir DIR  where pass-a.so, pass-b.so, pass-c.so are (C3)
  *   --startup BIN     the start-up program (startup.c) to time with fork/exec
  *   --startup-plugin SO   the plugin it loads
- *   --inspector SO    the inspector plugin (C1i)
+ *   --inspector SO    the inspector plugin (C1i; default: build/plugins/inspector.so,
+ *                     found from --plugin-dir build/bench/plugins)
  *   --big-mb N        the size of the state of `big` in MB (default 100)
  *
  * Output, one line per timed run, for Benchmarks/report.py:
@@ -207,9 +208,22 @@ static void c3(void) {
  * connected. Three stores of the C1 shape in one process, timed in turn:
  * none, one pass-through plugin (what any plugin costs the host), the
  * inspector (which also records each action in its ring). */
+/* The inspector plugin: --inspector, else build/plugins/inspector.so beside
+ * the bench plugins' folder (build/bench/plugins). */
+static const char *inspector_path(void) {
+    static char path[4096];
+    if (inspector_plugin) return inspector_plugin;
+    if (plugin_dir == NULL) {
+        fprintf(stderr, "bench: c1i needs --inspector SO (or --plugin-dir build/bench/plugins)\n");
+        exit(2);
+    }
+    snprintf(path, sizeof path, "%s/../../plugins/inspector.so", plugin_dir);
+    return path;
+}
+
 static void c1i(void) {
-    if (inspector_plugin == NULL || plugin_dir == NULL) {
-        fprintf(stderr, "bench: c1i needs --inspector SO and --plugin-dir\n");
+    if (plugin_dir == NULL) {
+        fprintf(stderr, "bench: c1i needs --plugin-dir\n");
         exit(2);
     }
     ts_store *base = counter_store(NULL);
@@ -218,11 +232,14 @@ static void c1i(void) {
     char path[4096];
     snprintf(path, sizeof path, "%s/pass-a.so", plugin_dir);
     CHECK(ts_store_load_plugin(pass, path, NULL));
-    CHECK(ts_store_load_plugin(inspected, inspector_plugin, "{\"port\":0,\"history\":1000}"));
+    CHECK(ts_store_load_plugin(inspected, inspector_path(), "{\"port\":0,\"history\":1000}"));
     long n = scaled(200000);
     for (int r = 0; r < runs; r++) {
+        counted_id = "C1i-base";
         double b = time_dispatches(base, n);
+        counted_id = "C1i-pass";
         double p = time_dispatches(pass, n);
+        counted_id = "C1i";
         double i = time_dispatches(inspected, n);
         result("C1i-base", b, "ns");
         result("C1i-pass", p, "ns");
@@ -249,17 +266,14 @@ static ts_status own_fail(ts_status status, const char *message) { (void)message
 static const char *own_status_name(ts_status status) { return status == TS_OK ? "TS_OK" : "TS_E_OTHER"; }
 
 static void c1i_own(void) {
-    if (inspector_plugin == NULL) {
-        fprintf(stderr, "bench: c1i needs --inspector SO\n");
-        exit(2);
-    }
-    void *so = dlopen(inspector_plugin, RTLD_NOW | RTLD_LOCAL);
+    const char *inspector = inspector_path();
+    void *so = dlopen(inspector, RTLD_NOW | RTLD_LOCAL);
     ts_plugin_entry_fn entry = NULL;
     void *symbol = so ? dlsym(so, TS_PLUGIN_ENTRY_SYMBOL) : NULL;
     memcpy(&entry, &symbol, sizeof symbol);
     const ts_plugin *plugin = entry ? entry(TS_PLUGIN_ABI_VERSION) : NULL;
     if (plugin == NULL) {
-        fprintf(stderr, "bench: %s is not a plugin (%s)\n", inspector_plugin, so ? "no entry" : dlerror());
+        fprintf(stderr, "bench: %s is not a plugin (%s)\n", inspector, so ? "no entry" : dlerror());
         exit(1);
     }
     ts_store_api api = {sizeof(ts_store_api), own_dispatch, own_get_state, own_free, own_fail,
@@ -274,11 +288,14 @@ static void c1i_own(void) {
     long n = scaled(2000000);
     for (long i = 0; i < n / 10; i++) plugin->run(&api, own_next, &action, self);
     for (int r = 0; r < runs; r++) {
+        count_start();
         double start = now_ns();
         for (long i = 0; i < n; i++) {
             if (plugin->run(&api, own_next, &action, self) != TS_OK) die("inspector run", TS_E_PLUGIN);
         }
-        result("C1i-own", (now_ns() - start) / (double)n, "ns");
+        double elapsed = now_ns() - start;
+        count_stop("C1i-own", n);
+        result("C1i-own", elapsed / (double)n, "ns");
     }
     plugin->destroy(self);
 }
@@ -680,7 +697,8 @@ static const struct {
     const char *name;
     void (*run)(void);
 } workloads[] = {
-    {"c1", c1}, {"c1i", c1i}, {"c1i-own", c1i_own}, {"c2", c2}, {"c3", c3}, {"c4", c4}, {"c5", c5}, {"c6", c6}, {"memory", memory}, {"startup", startup}, {"big", big},
+    {"c1", c1}, {"c1i", c1i}, {"c1i-own", c1i_own}, {"c2", c2}, {"c3", c3}, {"c4", c4}, {"c5", c5}, {"c6", c6},
+    {"memory", memory}, {"startup", startup}, {"big", big},
 };
 
 #define WORKLOAD_COUNT (sizeof workloads / sizeof workloads[0])

@@ -341,6 +341,22 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         chain = next
     }
 
+    /// Dispatches `action` from the place after the first middleware that
+    /// `isPosition` accepts: through the middleware after it, then the
+    /// reducers and listeners (the `next` that middleware is given). For a
+    /// plugin that applies actions on behalf of others (the C face's
+    /// `ts_store_api.dispatch_after`). False, with nothing run, when no
+    /// middleware of the chain is accepted. Refused from inside a reducer
+    /// and on a closed store.
+    package func dispatch(_ action: any Action, after isPosition: (any Middleware<State>) -> Bool) throws(StoreError) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if _slowPath(reducing || closed) { throw refusal(.dispatch, type(of: action)) }
+        guard let index = middleware.firstIndex(where: isPosition), index < tails.count else { return false }
+        try tails[index](action)
+        return true
+    }
+
     // MARK: Replacing the reducer
 
     /// Replaces the reducer (hot reload, code splitting), keeping the state,
@@ -386,22 +402,6 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
             if changes == before { undo() }
             throw error
         }
-    }
-
-    /// Dispatches `action` from the place after the first middleware that
-    /// `isPosition` accepts: through the middleware after it, then the
-    /// reducers and listeners (the `next` that middleware is given). For a
-    /// plugin that applies actions on behalf of others (the C face's
-    /// `ts_store_api.dispatch_after`). False, with nothing run, when no
-    /// middleware of the chain is accepted. Refused from inside a reducer
-    /// and on a closed store.
-    package func dispatch(_ action: any Action, after isPosition: (any Middleware<State>) -> Bool) throws(StoreError) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if _slowPath(reducing || closed) { throw refusal(.dispatch, type(of: action)) }
-        guard let index = middleware.firstIndex(where: isPosition), index < tails.count else { return false }
-        try tails[index](action)
-        return true
     }
 
     // MARK: Subscribing

@@ -206,14 +206,12 @@ enum PluginBuilder {
         let store = Store(initialState: Counter(), reducer: counterReducer)
         try store.loadPlugin(at: path, registry: registry)
         let seen = Recorder<Counter>()
-        // Kept: a subscription ends when its StoreSubscription is released.
-        let subscription = try store.subscribe { seen.append($0) }
+        try store.subscribe { seen.append($0) }.kept()
         try store.dispatch(Note(text: "apply"))
         // Both applied actions reached the reducers and the listener, and
         // neither went through the plugin (run() ran once).
         #expect(try store.getState() == Counter(count: 5, log: ["runs=1"]))
         #expect(seen.values == [Counter(count: 5, log: []), Counter(count: 5, log: ["runs=1"])])
-        withExtendedLifetime(subscription) {}
     }
 
     @Test func pluginIsDestroyedWithTheStore() throws {

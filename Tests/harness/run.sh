@@ -37,10 +37,10 @@ expect 1 "checks: 0 passed, 1 failed" false
 expect 0 "checks: 9 passed, 0 failed" bash -c 'say "Ran 11 tests in 0.2s\n\nOK (skipped=2)\n"'
 expect 1 "checks: 6 passed, 3 failed" bash -c 'say "Ran 10 tests in 0.2s\n\nFAILED (failures=1, errors=2, skipped=1)\n" 1'
 expect 0 "checks: 3 passed, 0 failed" bash -c 'say "✔ Test a() passed after 0.1 seconds.\n✔ Test run with 3 tests in 2 suites passed after 0.2 seconds.\n"'
-# XCTest: the last "Executed" line is the total.
-expect 0 "checks: 4 passed, 0 failed" bash -c 'say "Test Suite S passed\n\t Executed 4 tests, with 0 failures (0 unexpected) in 0.1 (0.1) seconds\nTest Suite All passed\n\t Executed 4 tests, with 0 failures (0 unexpected) in 0.1 (0.1) seconds\n"'
-expect 1 "checks: 2 passed, 1 failed" bash -c 'say "\t Executed 1 test, with 1 failure (0 unexpected) in 0.1 (0.1) seconds\n\t Executed 3 tests, with 1 failure (0 unexpected) in 0.2 (0.2) seconds\n" 1'
 expect 1 "checks: 2 passed, 1 failed" bash -c 'say "✘ Test b() recorded an issue at X.swift:3:4: Expectation failed: 1 == 2\n✘ Test b() failed after 0.2 seconds with 1 issue.\n✘ Suite S failed after 0.3 seconds with 1 issue.\n✘ Test run with 3 tests in 1 suite failed after 0.3 seconds with 1 issue.\n" 1'
+# XCTest: the last "Executed" line totals every bundle.
+expect 0 "checks: 4 passed, 0 failed" bash -c 'say "\t Executed 2 tests, with 0 failures (0 unexpected) in 0.1 (0.1) seconds\n\t Executed 4 tests, with 0 failures (0 unexpected) in 0.1 (0.1) seconds\n"'
+expect 1 "checks: 3 passed, 1 failed" bash -c 'say "\t Executed 4 tests, with 1 failure (0 unexpected) in 0.1 (0.1) seconds\n" 1'
 # A command that prints the runner's lines itself: nothing added (the last
 # line is its own), unless it fails without counting a failure.
 expect 0 "checks: 5 passed, 0 failed" bash -c 'say "checks: 3 passed, 0 failed\nchecks: 5 passed, 0 failed\n"'
