@@ -64,6 +64,9 @@ let package = Package(
         // The logger plugin (Plugins/logger): reaches the store only through ts_store_api.
         .target(name: "TurnstateLoggerPlugin", dependencies: ["CTurnstate"], path: "Plugins/logger", exclude: ["README.md"]),
     ],
-    swiftLanguageModes: [.v6],
-    cxxLanguageStandard: .cxx17
+    swiftLanguageModes: [.v6]
+    // No cxxLanguageStandard: the toolchain's clang compiles C++ as gnu++17 by
+    // default, as simdjson needs, and a package-wide standard also reaches
+    // swift-symbolgraph-extract for the C targets (-std=c++17 on C), which
+    // breaks `swift package generate-documentation` (every target).
 )

@@ -578,6 +578,57 @@ public:
         scope.finish(status);
     }
 
+    /* Replaces the reducer that owns `key` with `fn`, keeping the state
+     * (ts_store_replace_reducer: hot reload), then dispatches
+     * {"type": "@@turnstate/replace"} through the middleware to every reducer
+     * and the listeners. Atomic: if that action fails, the old reducer is
+     * put back and the failure thrown (not_found_error when `key` has no
+     * reducer, or the replace action's error or callback exception). Both
+     * callables are kept until the store is destroyed (a dispatch under way
+     * on another thread may still be inside the old one). */
+    void replace_reducer(zstring key, reducer_fn fn) const {
+        if (!fn) throw argument_error("replace_reducer: the reducer is empty");
+        detail::Core *c = core();
+        auto entry = std::make_unique<detail::ReducerEntry>(detail::ReducerEntry{c, std::move(fn)});
+        detail::ReducerEntry *raw = entry.get();
+        {
+            std::lock_guard<std::mutex> lock(c->mutex);
+            c->reducers.push_back(std::move(entry));
+        }
+        detail::CallScope scope;
+        ts_status status = ts_store_replace_reducer(c->store, key.c_str(), detail::reducer_trampoline, raw);
+        if (status != TS_OK) {
+            std::exception_ptr e = scope.take();
+            std::string message = ts_last_error();
+            {
+                std::lock_guard<std::mutex> lock(c->mutex);
+                detail::Core::erase(c->reducers, raw);
+            }
+            if (e) std::rethrow_exception(e);
+            throw_error(status, message);
+        }
+        scope.finish(status);
+    }
+
+    /* Removes the reducer that owns `key` (ts_store_remove_reducer): its
+     * slice stays in the state, and {"type": "@@turnstate/replace"} goes to
+     * the remaining reducers. Throws not_found_error when `key` has no
+     * reducer, or the replace action's error. */
+    void remove_reducer(zstring key) const {
+        ts_store *s = handle();
+        detail::CallScope scope;
+        scope.finish(ts_store_remove_reducer(s, key.c_str()));
+    }
+
+    /* Removes the middleware added last under `name`
+     * (ts_store_remove_middleware); dispatches under way finish with it.
+     * Throws not_found_error when no middleware has that name. */
+    void remove_middleware(zstring name) const {
+        ts_store *s = handle();
+        detail::CallScope scope;
+        scope.finish(ts_store_remove_middleware(s, name.c_str()));
+    }
+
     /* Subscribes `fn` (a callable taking a StoreRef, or nothing) to every
      * dispatch that reaches the reducers (ts_store_subscribe with no
      * pointer). The subscription lasts as long as the returned handle. */

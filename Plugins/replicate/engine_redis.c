@@ -12,6 +12,9 @@
  * learns, in one round trip, everything it must apply before its own entry.
  * Durability is Redis's: with appendonly yes and appendfsync always, an
  * append that was answered is on disk.
+ * A URL with user information (redis://USER:PASSWORD@HOST or
+ * redis://:PASSWORD@HOST) sends AUTH after each connection; no message
+ * ever includes the password.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -27,6 +30,8 @@
 
 struct rp_engine {
     char host[256];
+    /* From redis://USER:PASSWORD@ or redis://:PASSWORD@ (NULL: no AUTH). */
+    char *user, *password;
     int port;
     char *stream, *seq_key, *snap_key;
     int timeout_ms;
@@ -68,25 +73,60 @@ static char *concat(const char *a, const char *b) {
     return m;
 }
 
+/* A copy of `length` bytes of `text`, NUL-terminated (NULL: no memory). */
+static char *copy_of(const char *text, size_t length) {
+    char *m = malloc(length + 1);
+    if (m == NULL) return NULL;
+    memcpy(m, text, length);
+    m[length] = '\0';
+    return m;
+}
+
+/* Frees a secret after overwriting it (volatile: not optimized away). */
+static void free_secret(char *secret) {
+    if (secret == NULL) return;
+    for (volatile char *p = secret; *p; p++) *p = 0;
+    free(secret);
+}
+
 rp_engine *rp_open(const char *url, const char *stream, int timeout_ms, char *err) {
-    const char *rest, *colon;
+    const char *rest, *colon, *at;
     size_t host_length;
     rp_engine *e;
+    /* Messages name the URL without its user information: never a password. */
     if (strncmp(url, "redis://", 8) != 0) {
-        fail(err, "replicate: \"url\" must look like redis://HOST[:PORT], not \"%.200s\"", url);
+        fail(err, "replicate: \"url\" must look like redis://[USER:PASSWORD@]HOST[:PORT], and does not start "
+                  "with redis://");
         return NULL;
     }
     rest = url + 8;
+    at = strrchr(rest, '@');
+    if (at != NULL && memchr(rest, ':', (size_t)(at - rest)) == NULL) {
+        fail(err, "replicate: the user information in \"url\" must be USER:PASSWORD or :PASSWORD (redis://:PASSWORD@HOST)");
+        return NULL;
+    }
+    if (at != NULL) rest = at + 1;
     colon = strrchr(rest, ':');
     host_length = colon ? (size_t)(colon - rest) : strlen(rest);
     if (host_length == 0 || host_length >= 256 || strchr(rest, '/') != NULL) {
-        fail(err, "replicate: \"url\" must look like redis://HOST[:PORT], not \"%.200s\"", url);
+        fail(err, "replicate: \"url\" must look like redis://[USER:PASSWORD@]HOST[:PORT], not \"redis://%s%.200s\"",
+             at ? "***@" : "", rest);
         return NULL;
     }
     e = calloc(1, sizeof *e);
     if (e == NULL) {
         fail(err, "replicate: out of memory");
         return NULL;
+    }
+    if (at != NULL) {
+        const char *info = url + 8, *sep = memchr(info, ':', (size_t)(at - info));
+        e->user = sep > info ? copy_of(info, (size_t)(sep - info)) : NULL;
+        e->password = copy_of(sep + 1, (size_t)(at - sep - 1));
+        if (e->password == NULL || (sep > info && e->user == NULL)) {
+            fail(err, "replicate: out of memory");
+            rp_close(e);
+            return NULL;
+        }
     }
     memcpy(e->host, rest, host_length);
     e->host[host_length] = '\0';
@@ -121,6 +161,8 @@ static void drop(rp_engine *e) {
 void rp_close(rp_engine *e) {
     if (e == NULL) return;
     drop(e);
+    free(e->user);
+    free_secret(e->password);
     free(e->stream);
     free(e->seq_key);
     free(e->snap_key);
@@ -165,9 +207,23 @@ static int connected(rp_engine *e, char *err) {
         }
         return -1;
     }
+    redisSetTimeout(e->c, tv_of(e->timeout_ms));
+    if (e->password != NULL) {
+        /* AUTH [USER] PASSWORD: the server's ACL user, or requirepass. */
+        redisReply *r = e->user ? redisCommand(e->c, "AUTH %s %s", e->user, e->password)
+                                : redisCommand(e->c, "AUTH %s", e->password);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            fail(err, "replicate: redis://%s:%d refused the credentials in \"url\" (AUTH%s): %.200s", e->host,
+                 e->port, e->user ? " as that user" : "",
+                 r ? r->str : (e->c->errstr[0] ? e->c->errstr : "no answer"));
+            if (r) freeReplyObject(r);
+            drop(e);
+            return -1;
+        }
+        freeReplyObject(r);
+    }
     e->backoff_ms = 0;
     e->current_timeout_ms = e->timeout_ms;
-    redisSetTimeout(e->c, tv_of(e->timeout_ms));
     return 0;
 }
 

@@ -4,7 +4,7 @@
  * ordered log (Redis Streams; engine.h is the interface another log would
  * implement).
  *
- * Config: {"url": "redis://HOST[:PORT]", "stream": "NAME",
+ * Config: {"url": "redis://[USER:PASSWORD@]HOST[:PORT]", "stream": "NAME",
  *          "timeout_ms": 2000, "snapshot_every": 10000}
  *
  * Log first: run() does not pass a local action on with next. It appends it

@@ -131,6 +131,50 @@ TEST(test_version_and_basics) {
     CHECK_EQ(store.get("/count"), std::string("10"));
 }
 
+TEST(test_replacing_and_removing) {
+    Store store;
+    store.add_reducer("count", counter);
+    std::vector<std::string> seen;
+    store.add_middleware("spy", [&](turnstate::Api &, turnstate::Next &next, const Action &action) {
+        seen.push_back(std::string(action.type));
+        if (action.type == TS_REPLACE_ACTION_TYPE && seen.size() == 2) throw turnstate::rejected_error("not now");
+        next();
+    });
+    store.dispatch(turnstate::action("counter/add", "5"));
+    // The first replace is refused by the middleware: the old reducer stays.
+    CHECK_THROWS(turnstate::rejected_error, store.replace_reducer("count", [](Slice, const Action &) -> Result {
+        return std::string("100");
+    }), e, CHECK_CONTAINS(e.what(), "not now"));
+    store.dispatch(turnstate::action("counter/add", "1"));
+    CHECK_EQ(store.get("/count"), std::string("6"));
+    // Doubling: the state is kept, the replace action reaches the middleware.
+    store.replace_reducer("count", [](Slice slice, const Action &action) -> Result {
+        if (!slice || action.type != "counter/add") return std::nullopt;
+        long long by = action.payload ? std::stoll(std::string(*action.payload)) : 1;
+        return std::to_string(std::stoll(std::string(*slice)) + 2 * by);
+    });
+    CHECK_EQ(seen.back(), std::string(TS_REPLACE_ACTION_TYPE));
+    CHECK_EQ(store.get("/count"), std::string("6"));
+    store.dispatch(turnstate::action("counter/add", "1"));
+    CHECK_EQ(store.get("/count"), std::string("8"));
+    // A reducer that throws on the replace action: thrown as itself, the old one back.
+    CHECK_THROWS(custom_failure, store.replace_reducer("count", [](Slice, const Action &action) -> Result {
+        if (action.type == TS_REPLACE_ACTION_TYPE) throw custom_failure("reducer", 7);
+        return std::nullopt;
+    }), e, CHECK_EQ(e.code, 7));
+    store.dispatch(turnstate::action("counter/add", "1"));
+    CHECK_EQ(store.get("/count"), std::string("10"));
+    CHECK_THROWS(turnstate::not_found_error, store.replace_reducer("nope", counter), e, (void)e);
+    CHECK_THROWS(turnstate::not_found_error, store.remove_reducer("nope"), e, (void)e);
+    store.remove_middleware("spy");
+    CHECK_THROWS(turnstate::not_found_error, store.remove_middleware("spy"), e, (void)e);
+    size_t before = seen.size();
+    store.remove_reducer("count");
+    store.dispatch(turnstate::action("counter/add", "1"));
+    CHECK_EQ(seen.size(), before);                     // the middleware is gone
+    CHECK_EQ(store.get("/count"), std::string("10"));  // the slice stays, unchanged
+}
+
 TEST(test_errors_carry_status_and_message) {
     CHECK_THROWS(turnstate::json_error, Store("{\"a\": 1, \"a\": 2}"), e, {
         CHECK_EQ(e.status(), TS_E_JSON);
@@ -645,6 +689,7 @@ int main(int argc, char **argv) {
     RUN(test_reducer_exceptions);
     RUN(test_listener_exceptions);
     RUN(test_middleware);
+    RUN(test_replacing_and_removing);
     RUN(test_middleware_and_the_rest_of_the_chain);
     RUN(test_middleware_api);
     RUN(test_threads_dispatching_at_once);

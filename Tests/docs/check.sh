@@ -3,7 +3,9 @@
 # combined, for Turnstate, TurnstateCore and TurnstateTesting) must print no
 # warning, produce the archive with every article, and every public symbol of
 # those modules must have a documentation comment of its own (the symbol
-# graphs the plugin extracted). Prints "docs: N passed, M failed".
+# graphs the plugin extracted); the plain `swift package
+# generate-documentation` (every target) must succeed. Prints
+# "docs: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 SWIFT=${SWIFT:-swift}
@@ -30,6 +32,16 @@ if grep -iE '(^|[^a-z])(warning|error): ' "$work/docs.log" >"$work/warnings"; [ 
   bad "no DocC warnings ($(wc -l <"$work/warnings") found)"
 else
   ok "no DocC warnings"
+fi
+
+# The plain command, as a user types it (every target, one archive each;
+# without combined documentation the links across modules stay unresolved,
+# so only its success counts here).
+if "$SWIFT" package --scratch-path .build generate-documentation >"$work/plain.log" 2>&1; then
+  ok "swift package generate-documentation (every target)"
+else
+  grep -iE 'error' "$work/plain.log" | head -n 20
+  bad "swift package generate-documentation (every target)"
 fi
 
 archive="$BUILD/docs/turnstate.doccarchive"

@@ -164,7 +164,9 @@ int main(int argc, char **argv) {
 
     refused(plugin, "{\"stream\":\"f\"}", TS_E_PLUGIN, "config field \"url\" is required");
     refused(plugin, "{\"url\":\"redis://127.0.0.1:1\"}", TS_E_PLUGIN, "config field \"stream\" is required");
-    refused(plugin, "{\"url\":\"http://x\",\"stream\":\"f\"}", TS_E_PLUGIN, "must look like redis://HOST[:PORT]");
+    refused(plugin, "{\"url\":\"http://x\",\"stream\":\"f\"}", TS_E_PLUGIN, "does not start with redis://");
+    refused(plugin, "{\"url\":\"redis://secret@127.0.0.1\",\"stream\":\"f\"}", TS_E_PLUGIN, "must be USER:PASSWORD or :PASSWORD");
+    refused(plugin, "{\"url\":\"redis://u:secret@/x\",\"stream\":\"f\"}", TS_E_PLUGIN, "not \"redis://***@/x\"");
     refused(plugin, "{\"url\":\"redis://h:99999\",\"stream\":\"f\"}", TS_E_PLUGIN, "from 1 to 65535");
     refused(plugin, "{\"url\":\"redis://h\",\"stream\":\"f\",\"timeout_ms\":0}", TS_E_PLUGIN, "\"timeout_ms\" must be");
     refused(plugin, "{\"url\":\"redis://h\",\"stream\":\"f\",\"snapshot_every\":-1}", TS_E_PLUGIN,

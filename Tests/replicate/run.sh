@@ -8,6 +8,7 @@
 #      no acknowledged dispatch lost, nothing doubled
 #   4. a replica joining after 100,000 actions from a snapshot (time reported)
 #   5. refusals and faults (Tests/replicate/faults.c)
+#   6. a server that requires a password (AUTH; never shown in messages)
 # Prints "checks: N passed, M failed".
 # With --bench [--scale F]: the figures of `make bench` instead, as
 # "RESULT<tab>ID<tab>VALUE<tab>UNIT" lines for Benchmarks/report.py: REP-rate
@@ -265,6 +266,28 @@ echo "  join after $(cat "$D/total") actions: ${join_ms} ms (snapshot at entry $
 check "join: a snapshot was taken and the stream trimmed behind it" [ "${snap:-0}" -ge 90000 -a "$kept" -lt 100000 ]
 check "join: the new replica has the same state" same_states "$D/a.json" "$D/b.json" "$D/c.json" "$D/d.json"
 check "join: counter 100,000" grep -q '^{"counter":100000,"a":34000,"b":33000,"c":33000,"d":0}$' "$D/d.json"
+
+# ---- 6. a server that requires a password ----------------------------------
+APORT=$(free_port)
+secret="s3cret-$RANDOM$RANDOM"
+mkdir -p "$T/auth"
+"$REDIS_SERVER" --port "$APORT" --bind 127.0.0.1 --dir "$T/auth" --appendonly no --save '' --requirepass "$secret" \
+  --daemonize yes --pidfile "$T/auth/redis.pid" --logfile "$T/auth/redis.log" >/dev/null
+for _ in $(seq 200); do redis-cli -p "$APORT" -a "$secret" --no-auth-warning ping 2>/dev/null | grep PONG >/dev/null && break; sleep 0.05; done
+auth_run() { # URL LOG: one replica, 10 dispatches
+  "$REPLICA" --plugin "$PLUGIN" --url "$1" --stream auth --origin a --count 10 --threads 1 >"$2" 2>&1
+}
+auth_run "redis://:$secret@127.0.0.1:$APORT" "$T/auth/right.log"
+check "auth: the right password (redis://:PASSWORD@) loads and dispatches" grep -q '^acked=10$' "$T/auth/right.log"
+check "auth: the server has the 10 entries" [ "$(redis-cli -p "$APORT" -a "$secret" --no-auth-warning xlen auth)" = 10 ]
+auth_run "redis://default:$secret@127.0.0.1:$APORT" "$T/auth/user.log"
+check "auth: USER:PASSWORD (an ACL user) works too" grep -q '^acked=10$' "$T/auth/user.log"
+auth_run "redis://:wrong-$secret@127.0.0.1:$APORT" "$T/auth/wrong.log"
+check "auth: a wrong password refuses the load and says why" grep -q 'refused the credentials' "$T/auth/wrong.log"
+auth_run "redis://127.0.0.1:$APORT" "$T/auth/none.log"
+check "auth: no password refuses the load" grep -q 'cannot load' "$T/auth/none.log"
+check "auth: no message shows the password" bash -c "! grep -h -- '$secret' '$T'/auth/*.log"
+kill -9 "$(cat "$T/auth/redis.pid")" 2>/dev/null
 
 echo "checks: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -110,7 +110,7 @@ else
   sed 's/^/    | /' "$tmp/diff.log"; fail "README: the example prints what the README says"
 fi
 binary=$tmp/target/debug/app
-if [ -x "$binary" ] && ldd "$binary" | grep -q "libturnstate.so.0 => $tmp/home/.local/lib/libturnstate.so.0"; then
+if [ -x "$binary" ] && ldd "$binary" | grep -F "libturnstate.so.0 => $tmp/home/.local/lib/libturnstate.so.0" >/dev/null; then
   pass "the example loads libturnstate from the install prefix"
 else
   ldd "$binary" 2>&1 | sed 's/^/    | /'; fail "the example loads libturnstate from the install prefix"

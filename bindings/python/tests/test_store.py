@@ -597,3 +597,61 @@ def test_any_mapping_is_an_initial_state_or_an_action():
         store.reducer("n", lambda s, a: s + a.payload if a.type == "add" else None)
         store.dispatch(MappingProxyType({"type": "add", "payload": 2}))
         assert store.state == {"n": 3}
+
+
+# ---- replacing and removing reducers and middleware ----
+
+def test_replace_reducer_keeps_the_state_and_announces_itself(counter):
+    seen = []
+    counter.add_middleware(lambda s, nxt, a: (seen.append(a.type), nxt(a)), name="spy")
+    counter.dispatch("counter/add", 5)
+
+    def doubling(state, action):
+        if action.type == "counter/add":
+            return state + 2 * (action.payload if action.has_payload else 1)
+        return None
+
+    counter.replace_reducer("count", doubling)
+    assert counter.get("/count") == 5                       # the state is kept
+    assert seen[-1] == "@@turnstate/replace"                # middleware saw the replace action
+    counter.dispatch("counter/add", 1)
+    assert counter.get("/count") == 7                       # the new reducer runs
+
+
+def test_replace_reducer_is_atomic_when_the_replace_action_fails(counter):
+    def refusing(store, nxt, action):
+        if action.type == "@@turnstate/replace":
+            raise RejectedError("not now")
+        nxt(action)
+
+    counter.add_middleware(refusing, name="refusing")
+    with pytest.raises(RejectedError):
+        counter.replace_reducer("count", lambda state, action: 100)
+    counter.dispatch("counter/add", 1)
+    assert counter.get("/count") == 1                       # the old reducer is back
+
+
+def test_replace_and_remove_unknown_keys_are_not_found(store):
+    with pytest.raises(NotFoundError):
+        store.replace_reducer("nope", lambda state, action: None)
+    with pytest.raises(NotFoundError):
+        store.remove_reducer("nope")
+
+
+def test_remove_reducer_leaves_its_slice(counter):
+    counter.dispatch("counter/add", 3)
+    counter.remove_reducer("count")
+    counter.dispatch("counter/add", 3)
+    assert counter.get("/count") == 3
+
+
+def test_remove_middleware_by_name(counter):
+    calls = []
+    counter.add_middleware(lambda s, nxt, a: (calls.append(a.type), nxt(a)), name="counting")
+    counter.dispatch("counter/add")
+    counter.remove_middleware("counting")
+    counter.dispatch("counter/add")
+    assert calls == ["counter/add"]
+    assert counter.get("/count") == 2
+    with pytest.raises(NotFoundError):
+        counter.remove_middleware("counting")

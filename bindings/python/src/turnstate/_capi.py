@@ -101,12 +101,15 @@ SIGNATURES = {
     "ts_store_destroy": (None, [c_void_p]),
     # The reducer is c_void_p so that REDUCER_FN and REDUCER_FN_ADDRESS both fit.
     "ts_store_add_reducer": (ts_status, [c_void_p, c_char_p, c_void_p, c_void_p]),
+    "ts_store_replace_reducer": (ts_status, [c_void_p, c_char_p, c_void_p, c_void_p]),
+    "ts_store_remove_reducer": (ts_status, [c_void_p, c_char_p]),
     "ts_store_dispatch": (ts_status, [c_void_p, c_char_p]),
     # out_json is a char **: c_void_p so that the text is not copied and lost.
     "ts_store_get_state": (ts_status, [c_void_p, c_char_p, POINTER(c_void_p)]),
     "ts_store_subscribe": (ts_status, [c_void_p, c_char_p, LISTENER_FN, c_void_p, POINTER(c_uint64)]),
     "ts_store_unsubscribe": (ts_status, [c_void_p, c_uint64]),
     "ts_store_add_middleware": (ts_status, [c_void_p, c_char_p, MIDDLEWARE_FN, c_void_p]),
+    "ts_store_remove_middleware": (ts_status, [c_void_p, c_char_p]),
     "ts_store_load_plugin": (ts_status, [c_void_p, c_char_p, c_char_p]),
     "ts_store_load_plugins": (ts_status, [c_void_p, c_char_p]),
 }

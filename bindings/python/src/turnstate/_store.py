@@ -566,6 +566,33 @@ class Store:
         return fn
 
     def _add_reducer(self, key: str, fn: Callable[..., Any], initial: Any) -> None:
+        callback = self._reducer_callback(key, fn, initial)
+        self._call(self._lib.ts_store_add_reducer, self._live_handle(), key.encode("utf-8"),
+                   ctypes.cast(callback, c_void_p), None, what="reducer()")
+
+    def replace_reducer(self, key: str, fn: Callable[..., Any], *, initial: Any = _MISSING) -> None:
+        """Replaces the reducer that owns ``key`` with ``fn`` (hot reload),
+        keeping the state, then dispatches ``{"type": "@@turnstate/replace"}``
+        through the middleware to every reducer (the new one included) and
+        the listeners, as Redux's replaceReducer does. One step, atomic: if
+        that action is refused or a reducer fails on it, the old reducer is
+        put back and the error raised. NotFoundError if ``key`` has no
+        reducer (add it with reducer()). ``initial`` is used only if the
+        state has no ``key``."""
+        callback = self._reducer_callback(key, fn, initial)
+        self._call(self._lib.ts_store_replace_reducer, self._live_handle(), key.encode("utf-8"),
+                   ctypes.cast(callback, c_void_p), None, what="replace_reducer()")
+
+    def remove_reducer(self, key: str) -> None:
+        """Removes the reducer that owns ``key``; its slice stays in the state,
+        unchanged from then on. Then dispatches ``{"type":
+        "@@turnstate/replace"}`` to the remaining reducers, as
+        replace_reducer() does (atomic). NotFoundError if ``key`` has no
+        reducer."""
+        self._call(self._lib.ts_store_remove_reducer, self._live_handle(), key.encode("utf-8"),
+                   what="remove_reducer()")
+
+    def _reducer_callback(self, key: str, fn: Callable[..., Any], initial: Any) -> Any:
         lib = self._lib
         strdup = lib.ts_strdup
         fail = lib.ts_reducer_fail
@@ -605,9 +632,10 @@ class Store:
 
         # The action arrives as an address (cheaper than a ctypes pointer object).
         callback = _capi.REDUCER_FN_ADDRESS(trampoline)
+        # Kept for the store's life: a replaced reducer's callback may still
+        # be on the stack of a dispatch under way on another thread.
         self._keepalive.append(callback)
-        self._call(lib.ts_store_add_reducer, self._live_handle(), key.encode("utf-8"),
-                   ctypes.cast(callback, c_void_p), None, what="reducer()")
+        return callback
 
     # ---- listeners ----
 
@@ -676,6 +704,14 @@ class Store:
         self._call(lib.ts_store_add_middleware, self._live_handle(), label.encode("utf-8"), callback, None,
                    what="add_middleware")
         return fn
+
+    def remove_middleware(self, name: str) -> None:
+        """Removes the middleware added last with add_middleware() under
+        ``name`` (its ``name=``, else the function's ``__qualname__``).
+        Dispatches already under way finish with it. NotFoundError if no
+        middleware has that name (plugins are not removed this way)."""
+        self._call(self._lib.ts_store_remove_middleware, self._live_handle(), name.encode("utf-8"),
+                   what="remove_middleware()")
 
     def middleware(self, fn: F) -> F:
         """Decorator form of add_middleware()."""
