@@ -207,7 +207,7 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         try reduceAndNotifyLocked(action)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     func reduceAndNotifyLocked(_ action: any Action) throws(StoreError) {
         // Not refused when closed: this is the end of a dispatch under way.
         if _slowPath(reducing) { throw refusal(.dispatch, type(of: action)) }
@@ -236,7 +236,7 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         try replacement.unsafelyUnwrapped.body(&current, action)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     func notify() {
         let snapshot = subscribers.entries
         // Each listener gets the newest state: a listener before it may have
