@@ -596,9 +596,7 @@ fn replace_and_remove_reducers_and_middleware() {
     // Doubling: the state is kept, the replace action went through the middleware.
     store
         .replace_reducer("count", |slice, action| match slice {
-            Some(count) if action.kind() == "counter/add" => {
-                Ok(Some((count.parse::<i64>().unwrap() + 2).to_string()))
-            }
+            Some(count) if action.kind() == "counter/add" => Ok(Some((count.parse::<i64>().unwrap() + 2).to_string())),
             _ => Ok(None),
         })
         .unwrap();
