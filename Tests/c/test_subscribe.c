@@ -410,12 +410,12 @@ typedef struct token_slot {
 
 typedef struct token_race {
     ts_store *store;
-    volatile int stop;
+    int stop; /* read and written with __atomic builtins (C99 has no atomics) */
 } token_race;
 
 static void *token_dispatcher(void *arg) {
     token_race *r = arg;
-    while (!r->stop) ts_store_dispatch(r->store, "{\"type\":\"inc\"}");
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) ts_store_dispatch(r->store, "{\"type\":\"inc\"}");
     return NULL;
 }
 
@@ -438,7 +438,7 @@ static void test_subscribe_token_before_listener(void) {
     for (int i = 0; i < rounds; i++) {
         CHECK_OK(ts_store_subscribe(r.store, NULL, token_reading_listener, &slots[i], &slots[i].token));
     }
-    r.stop = 1;
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
     pthread_join(thread, NULL);
     ts_store_destroy(r.store);
     for (int i = 0; i < rounds; i++) zero_seen += slots[i].zero_seen;

@@ -132,6 +132,9 @@ static void test_threads(void) {
     /* One dispatch first, so that the middleware has seen the table. */
     CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
     CHECK(pass.api != NULL);
+    /* Read once, before any thread runs: the middleware writes pass.api on
+     * every dispatch, from the workers' threads. */
+    const ts_store_api *kept_api = pass.api;
 
     worker workers[WORKERS];
     pthread_t threads[WORKERS];
@@ -152,7 +155,7 @@ static void test_threads(void) {
         memset(&workers[i], 0, sizeof workers[i]);
         workers[i].store = store;
         workers[i].dispatches = per_thread;
-        if (i == WORKERS - 1) workers[i].api = pass.api;
+        if (i == WORKERS - 1) workers[i].api = kept_api;
         CHECK(pthread_create(&threads[i], NULL, worker_main, &workers[i]) == 0);
     }
     for (int i = 0; i < WORKERS; i++) pthread_join(threads[i], NULL);

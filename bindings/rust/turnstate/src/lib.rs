@@ -632,6 +632,46 @@ impl Store {
         Ok(())
     }
 
+    /// Replaces the reducer that owns `key` with `reducer`, keeping the state
+    /// (`ts_store_replace_reducer`: hot reload), then dispatches
+    /// `{"type": "@@turnstate/replace"}` through the middleware to every
+    /// reducer and the listeners. Atomic: if that action fails, the old
+    /// reducer is put back and the error returned (`Status::NotFound` when
+    /// `key` has no reducer). Both closures are kept until the store is
+    /// dropped (a dispatch under way on another thread may still be in the
+    /// old one).
+    pub fn replace_reducer<F>(&self, key: &str, reducer: F) -> Result<()>
+    where
+        F: Fn(Option<&str>, &Action<'_>) -> std::result::Result<Option<String>, String> + Send + Sync + 'static,
+    {
+        let boxed = Box::new(ReducerBox { f: reducer });
+        let ctx = &*boxed as *const ReducerBox<F> as *mut c_void;
+        let raw = self.as_ptr();
+        with_c_text(key, "the key", |key| {
+            call(|| unsafe { sys::ts_store_replace_reducer(raw, key, Some(reducer_trampoline::<F>), ctx) })
+        })??;
+        self.keep(boxed);
+        Ok(())
+    }
+
+    /// Removes the reducer that owns `key` (`ts_store_remove_reducer`): its
+    /// slice stays in the state, and `{"type": "@@turnstate/replace"}` goes
+    /// to the remaining reducers (atomic). `Status::NotFound` when `key` has
+    /// no reducer.
+    pub fn remove_reducer(&self, key: &str) -> Result<()> {
+        let raw = self.as_ptr();
+        with_c_text(key, "the key", |key| call(|| unsafe { sys::ts_store_remove_reducer(raw, key) }))?
+    }
+
+    /// Removes the middleware added last under `name`
+    /// (`ts_store_remove_middleware`); dispatches under way finish with it.
+    /// Its closure is kept until the store is dropped. `Status::NotFound`
+    /// when no middleware has that name (plugins are not removed this way).
+    pub fn remove_middleware(&self, name: &str) -> Result<()> {
+        let raw = self.as_ptr();
+        with_c_text(name, "the name", |name| call(|| unsafe { sys::ts_store_remove_middleware(raw, name) }))?
+    }
+
     /// Subscribes `listener`. With `json_pointer` None it runs after every
     /// dispatch that reached the reducers; with a pointer ("" is the whole
     /// state), only when the value there changed. It may dispatch and read

@@ -572,3 +572,45 @@ fn a_plugin_folder_loads_in_name_order() {
     let error = store.load_plugins("/nonexistent/turnstate/plugins").unwrap_err();
     assert_eq!(error.status(), Status::NotFound);
 }
+
+#[test]
+fn replace_and_remove_reducers_and_middleware() {
+    let store = counter_store();
+    let seen = log();
+    let spy = seen.clone();
+    store
+        .add_middleware("spy", move |_store, next, action| {
+            spy.lock().unwrap().push(action.kind().to_string());
+            if action.kind() == "@@turnstate/replace" && spy.lock().unwrap().len() == 2 {
+                return Err(turnstate::Error::rejected("not now"));
+            }
+            next.pass()
+        })
+        .unwrap();
+    store.dispatch(r#"{"type":"counter/add","payload":5}"#).unwrap();
+    // Refused by the middleware: the old reducer stays.
+    let refused = store.replace_reducer("count", |_, _| Ok(Some("100".to_string()))).unwrap_err();
+    assert_eq!(refused.status(), Status::Rejected);
+    store.dispatch(ADD).unwrap();
+    assert_eq!(store.get("/count").unwrap(), "6");
+    // Doubling: the state is kept, the replace action went through the middleware.
+    store
+        .replace_reducer("count", |slice, action| match slice {
+            Some(count) if action.kind() == "counter/add" => Ok(Some((count.parse::<i64>().unwrap() + 2).to_string())),
+            _ => Ok(None),
+        })
+        .unwrap();
+    assert_eq!(entries(&seen).last().unwrap(), "@@turnstate/replace");
+    assert_eq!(store.get("/count").unwrap(), "6");
+    store.dispatch(ADD).unwrap();
+    assert_eq!(store.get("/count").unwrap(), "8");
+    assert_eq!(store.replace_reducer("nope", counter).unwrap_err().status(), Status::NotFound);
+    assert_eq!(store.remove_reducer("nope").unwrap_err().status(), Status::NotFound);
+    store.remove_middleware("spy").unwrap();
+    assert_eq!(store.remove_middleware("spy").unwrap_err().status(), Status::NotFound);
+    let before = entries(&seen).len();
+    store.remove_reducer("count").unwrap();
+    store.dispatch(ADD).unwrap();
+    assert_eq!(entries(&seen).len(), before); // the middleware is gone
+    assert_eq!(store.get("/count").unwrap(), "8"); // the slice stays, unchanged
+}
