@@ -423,6 +423,19 @@ typedef struct step {
     char *action; /* NULL: nothing to apply (refused, skipped) */
 } step;
 
+/* One replay, run with the store held (replay_body). */
+typedef struct replay_job {
+    struct inspector *in;
+    const char *from;
+    step *steps;
+    size_t count;
+    char *why;
+    size_t size;
+    int result;
+} replay_job;
+
+static ts_status replay_body(void *ctx);
+
 /* Fills `why` and returns -1. */
 static int failf(char *why, size_t size, const char *format, ...) {
     va_list ap;
@@ -491,9 +504,40 @@ static int replay_to(inspector *in, uint64_t target, char *why, size_t size) {
         result = failf(why, size, "out of memory");
         goto done;
     }
+    {
+        replay_job job = {in, from, steps, count, why, size, 0};
+        /* With the store held (exclusive, since 0.2.0), no dispatch from
+         * another thread lands between the replaced state and the replayed
+         * actions. */
+        if (in->store->struct_size >= offsetof(ts_store_api, exclusive) + sizeof in->store->exclusive &&
+            in->store->exclusive != NULL) {
+            ts_status status = in->store->exclusive(replay_body, &job);
+            if (status != TS_OK && job.result == 0)
+                job.result = failf(why, size, "the store could not be held: %s", store_error(in, status));
+        } else {
+            replay_body(&job);
+        }
+        result = job.result;
+    }
+done:
+    free(from);
+    for (size_t i = 0; steps && i < count; i++) free(steps[i].action);
+    free(steps);
+    return result;
+}
+
+/* The replay itself: replace_state, then apply each step, keeping each state. */
+static ts_status replay_body(void *ctx) {
+    replay_job *job = ctx;
+    inspector *in = job->in;
+    step *steps = job->steps;
+    size_t count = job->count;
+    char *why = job->why;
+    size_t size = job->size;
+    int result = 0;
     in->replay_thread = pthread_self();
     __atomic_store_n(&in->replaying, 1, __ATOMIC_RELEASE);
-    ts_status status = in->store->replace_state(from);
+    ts_status status = in->store->replace_state(job->from);
     if (status != TS_OK) {
         result = failf(why, size, "replace_state failed: %s", store_error(in, status));
     }
@@ -517,11 +561,8 @@ static int replay_to(inspector *in, uint64_t target, char *why, size_t size) {
         if (state) in->store->free(state);
     }
     __atomic_store_n(&in->replaying, 0, __ATOMIC_RELEASE);
-done:
-    free(from);
-    for (size_t i = 0; steps && i < count; i++) free(steps[i].action);
-    free(steps);
-    return result;
+    job->result = result;
+    return TS_OK;
 }
 
 static int cmd_jump(inspector *in, uint64_t target, char *why, size_t size) {
