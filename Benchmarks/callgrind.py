@@ -79,7 +79,7 @@ def measure(workload, scale, lib=None, extra=()):
 
 PROFILE = os.path.join(ROOT, ".build-bench", "release", "turnstate-profile")
 
-SWIFT_DEFAULT = ["W1", "W2", "W2c", "W3", "W4", "W4-40", "W5"]
+SWIFT_DEFAULT = ["W1", "W2", "W2c", "W3", "W4", "W4-40", "W5", "W7"]
 
 
 def swift_instructions(workload, operations=2000, lib=None):

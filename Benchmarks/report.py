@@ -4,7 +4,7 @@
     python3 Benchmarks/report.py [--runs R] [--scale F] [--only REGEX]
 
 The pieces (built by `make bench` before this runs, release builds only):
-  - the Swift workloads W1..W5: Benchmarks/Benchmarks/TurnstateBenchmarks, run
+  - the Swift workloads W1..W7: Benchmarks/Benchmarks/TurnstateBenchmarks, run
     with ordo-one's package-benchmark (`swift package benchmark`), exported as
     raw samples (histogramSamples) into .build-bench/results/;
   - the C workloads C1..C6, memory and start-up: build/bench/bench (one process
@@ -49,6 +49,7 @@ ROWS = [
     ("W4", "W4 10k todos, 1 subscriber, 12 B titles", ("max", 1000)),
     ("W4-40", "W4 10k todos, 1 subscriber, 40 B titles", ("max", 1000)),
     ("W5", "W5 subscribe+unsubscribe, 1000 live", ("max", 500)),
+    ("W7", "W7 unsubscribe 10k, newest first", ("ratio", 3.0, "W7-floor")),
 ]
 
 # After each Swift workload, its floors (Sources/TurnstateWorkloads/Floors.swift)
@@ -233,7 +234,7 @@ def swift_workloads(args, samples, units, notes):
     if args.only:
         # package-benchmark matches the regex against the whole name.
         command += ["--filter", ".*(%s).*" % args.only]
-    run(command, env=env, what="Swift W1..W5 (package-benchmark)")
+    run(command, env=env, what="Swift W1..W7 (package-benchmark)")
     pattern = re.compile(r"^.*?\.TurnstateBenchmarks\.(?P<name>.*)\.wallClock\.histogram\.samples\.tsv$")
     for file in sorted(os.listdir(results)):
         match = pattern.match(file)
@@ -436,7 +437,7 @@ def main():
     samples, units, notes, instructions = {}, {}, [], {}
     started = time.monotonic()
     load_before = os.getloadavg()[0]
-    swift = not args.no_swift and (not args.only or re.search(args.only, "W1 W2 W2c W3 W4 W4-40 W5 -floor"))
+    swift = not args.no_swift and (not args.only or re.search(args.only, "W1 W2 W2c W3 W4 W4-40 W5 W7 -floor"))
     PROGRESS.total = (1 if swift else 0) + (0 if args.no_c else len(c_pieces(args)))
     if swift:
         swift_workloads(args, samples, units, notes)

@@ -1,4 +1,4 @@
-// The Swift workloads of `make bench` (W1..W5, defined in
+// The Swift workloads of `make bench` (W1..W7, defined in
 // Sources/TurnstateWorkloads) run with ordo-one's package-benchmark.
 //
 // Each benchmark iteration runs a whole workload of n operations (n is in the

@@ -137,6 +137,7 @@ public let floorWorkloads: [WorkloadSpec] = {
         case "W4": (floor, api) = ({ TodosFloor(operations: $0, titleLength: 12) }, { TodosFloorAPI(operations: $0, titleLength: 12) })
         case "W4-40": (floor, api) = ({ TodosFloor(operations: $0, titleLength: 40) }, { TodosFloorAPI(operations: $0, titleLength: 40) })
         case "W5": (floor, api) = ({ ChurnFloor(operations: $0) }, { ChurnFloorAPI(operations: $0) })
+        case "W7": (floor, api) = ({ UnsubscribeFloor(operations: $0) }, { UnsubscribeFloorAPI(operations: $0) })
         default: (floor, api) = (nil, nil)
         }
         if let floor { specs.append(WorkloadSpec(id: spec.id + "-floor", title: "floor", operations: spec.operations, make: floor)) }
@@ -394,6 +395,52 @@ final class ChurnFloorAPI: Workload {
     func verify() throws {
         guard store.subscriberCount == live.count else {
             throw WorkloadFailure(description: "W5 floor-api: \(store.subscriberCount) subscribers left, expected \(live.count)")
+        }
+    }
+}
+
+// MARK: W7
+
+final class UnsubscribeFloor: Workload {
+    let operations: Int
+    let store = FloorStore(0)
+    var tokens: [Int] = []
+
+    init(operations: Int) {
+        self.operations = operations
+        tokens.reserveCapacity(operations)
+        for _ in 0..<operations { tokens.append(store.subscribe { _ in }) }
+    }
+
+    func run() throws {
+        for token in tokens.reversed() { store.unsubscribe(token) }
+    }
+
+    func verify() throws {
+        guard store.subscriberCount == 0 else {
+            throw WorkloadFailure(description: "W7 floor: \(store.subscriberCount) subscribers left, expected 0")
+        }
+    }
+}
+
+final class UnsubscribeFloorAPI: Workload {
+    let operations: Int
+    let store = FloorAPIStore(0, reducer: { _, _ in })
+    var live: [() -> Void] = []
+
+    init(operations: Int) {
+        self.operations = operations
+        live.reserveCapacity(operations)
+        for _ in 0..<operations { live.append(store.subscribe { _ in }) }
+    }
+
+    func run() throws {
+        for unsubscribe in live.reversed() { unsubscribe() }
+    }
+
+    func verify() throws {
+        guard store.subscriberCount == 0 else {
+            throw WorkloadFailure(description: "W7 floor-api: \(store.subscriberCount) subscribers left, expected 0")
         }
     }
 }

@@ -1,4 +1,4 @@
-// The Swift workloads W1..W5 of `make bench` on the typed `Store`, shared by
+// The Swift workloads W1..W7 of `make bench` on the typed `Store`, shared by
 // the package-benchmark target (Benchmarks/TurnstateBenchmarks) and the
 // profiling driver (turnstate-profile, for callgrind/perf).
 //
@@ -37,6 +37,7 @@ public let workloads: [WorkloadSpec] = [
     WorkloadSpec(id: "W4", title: "10k todos, 12-byte titles", operations: 100_000) { try Todos(operations: $0, titleLength: 12) },
     WorkloadSpec(id: "W4-40", title: "10k todos, 40-byte titles", operations: 100_000) { try Todos(operations: $0, titleLength: 40) },
     WorkloadSpec(id: "W5", title: "subscribe+unsubscribe, 1000 live", operations: 100_000) { try SubscribeChurn(operations: $0) },
+    WorkloadSpec(id: "W7", title: "unsubscribe 10k, newest first", operations: 10_000) { try UnsubscribeAll(operations: $0) },
 ]
 
 /// Counts listener calls; touched only on the dispatching thread.
@@ -220,6 +221,35 @@ final class SubscribeChurn: Workload {
     func verify() throws {
         guard store.subscriberCount == live.count else {
             throw WorkloadFailure(description: "W5: \(store.subscriberCount) subscribers left, expected \(live.count)")
+        }
+    }
+}
+
+// MARK: W7: unsubscribing many
+
+/// `operations` live subscribers (made before the measurement), then each
+/// one cancelled, newest first (the order in which the floors' array
+/// search is cheapest): the cost of ending a subscription when many are
+/// live. callgrind's figure includes making it (set-up scales with the
+/// operations); package-benchmark times the cancelling only.
+final class UnsubscribeAll: Workload {
+    let operations: Int
+    let store = Store(initialState: 0, reducer: counterReducer)
+    var live: [Unsubscribe] = []
+
+    init(operations: Int) throws {
+        self.operations = operations
+        live.reserveCapacity(operations)
+        for _ in 0..<operations { live.append(try store.subscribe { _ in }) }
+    }
+
+    func run() throws {
+        for unsubscribe in live.reversed() { try unsubscribe() }
+    }
+
+    func verify() throws {
+        guard store.subscriberCount == 0 else {
+            throw WorkloadFailure(description: "W7: \(store.subscriberCount) subscribers left, expected 0")
         }
     }
 }

@@ -4,7 +4,7 @@
 //   valgrind --tool=callgrind .build-bench/release/turnstate-profile W1 100000
 //   callgrind_annotate --inclusive=yes callgrind.out.<pid>
 //
-// Arguments: a workload id (W1, W2, W2c, W3, W4, W4-40, W5) and the number of
+// Arguments: a workload id (W1, W2, W2c, W3, W4, W4-40, W5, W7) and the number of
 // operations (default: the workload's own). Prints the id and the count only.
 
 import TurnstateWorkloads
