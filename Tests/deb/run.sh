@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a Debian user gets from `make deb`: runs it, checks the three packages
 # in DEBDIR (fields, shlibs, modes, stripping, debug symbols), runs lintian
-# (an error fails), installs them with apt-get, builds Tests/deb/app.c (and
+# (an error fails), installs them with apt-get, builds Tests/install/app.c (and
 # app.cpp, through turnstate.hpp) with nothing but `pkg-config --cflags
 # --libs turnstate`, runs them with the Swift toolchain hidden
 # (Tests/install/without-swift.sh: a private mount namespace with an empty
@@ -207,9 +207,9 @@ flags=$(pkg-config --cflags --libs turnstate)
 check "pkg-config --libs turnstate has no rpath ('$flags')" bash -c "! grep -q rpath <<<'$flags'"
 
 # ---- 4. A consumer, with the toolchain hidden --------------------------------
-echo "  cc app.c $flags -o \$tmp/app"
+echo "  cc ../install/app.c $flags -o \$tmp/app"
 # shellcheck disable=SC2086 # the flags are words
-if (cd "$here" && cc app.c $flags -o "$tmp/app") >"$tmp/cc.log" 2>&1; then
+if (cd "$here" && cc ../install/app.c $flags -o "$tmp/app") >"$tmp/cc.log" 2>&1; then
   pass "app.c compiles and links with pkg-config's flags alone"
 else
   indent <"$tmp/cc.log"
