@@ -555,27 +555,7 @@ public:
      * (the init call failed) or the init call's own exception; nothing is
      * added then. */
     void add_reducer(zstring key, reducer_fn fn) const {
-        if (!fn) throw argument_error("add_reducer: the reducer is empty");
-        detail::Core *c = core();
-        auto entry = std::make_unique<detail::ReducerEntry>(detail::ReducerEntry{c, std::move(fn)});
-        detail::ReducerEntry *raw = entry.get();
-        {
-            std::lock_guard<std::mutex> lock(c->mutex);
-            c->reducers.push_back(std::move(entry));
-        }
-        detail::CallScope scope;
-        ts_status status = ts_store_add_reducer(c->store, key.c_str(), detail::reducer_trampoline, raw);
-        if (status != TS_OK) {
-            std::exception_ptr e = scope.take();
-            std::string message = ts_last_error();
-            {
-                std::lock_guard<std::mutex> lock(c->mutex);
-                detail::Core::erase(c->reducers, raw);
-            }
-            if (e) std::rethrow_exception(e);
-            throw_error(status, message);
-        }
-        scope.finish(status);
+        install_reducer(ts_store_add_reducer, "add_reducer", key, std::move(fn));
     }
 
     /* Replaces the reducer that owns `key` with `fn`, keeping the state
@@ -587,27 +567,7 @@ public:
      * callables are kept until the store is destroyed (a dispatch under way
      * on another thread may still be inside the old one). */
     void replace_reducer(zstring key, reducer_fn fn) const {
-        if (!fn) throw argument_error("replace_reducer: the reducer is empty");
-        detail::Core *c = core();
-        auto entry = std::make_unique<detail::ReducerEntry>(detail::ReducerEntry{c, std::move(fn)});
-        detail::ReducerEntry *raw = entry.get();
-        {
-            std::lock_guard<std::mutex> lock(c->mutex);
-            c->reducers.push_back(std::move(entry));
-        }
-        detail::CallScope scope;
-        ts_status status = ts_store_replace_reducer(c->store, key.c_str(), detail::reducer_trampoline, raw);
-        if (status != TS_OK) {
-            std::exception_ptr e = scope.take();
-            std::string message = ts_last_error();
-            {
-                std::lock_guard<std::mutex> lock(c->mutex);
-                detail::Core::erase(c->reducers, raw);
-            }
-            if (e) std::rethrow_exception(e);
-            throw_error(status, message);
-        }
-        scope.finish(status);
+        install_reducer(ts_store_replace_reducer, "replace_reducer", key, std::move(fn));
     }
 
     /* Removes the reducer that owns `key` (ts_store_remove_reducer): its
@@ -710,6 +670,35 @@ private:
         };
         std::unique_ptr<char, freer> owned(text);
         return std::string(text != nullptr ? text : "");
+    }
+
+    /* Adds or replaces a reducer through `install` (ts_store_add_reducer or
+     * ts_store_replace_reducer): the callable is kept until the store is
+     * destroyed; on failure it is dropped and the callback's exception, or
+     * the status, thrown. */
+    using reducer_installer = ts_status (*)(ts_store *, const char *, ts_reducer_fn, void *);
+    void install_reducer(reducer_installer install, const char *what, const zstring &key, reducer_fn fn) const {
+        if (!fn) throw argument_error(std::string(what) + ": the reducer is empty");
+        detail::Core *c = core();
+        auto entry = std::make_unique<detail::ReducerEntry>(detail::ReducerEntry{c, std::move(fn)});
+        detail::ReducerEntry *raw = entry.get();
+        {
+            std::lock_guard<std::mutex> lock(c->mutex);
+            c->reducers.push_back(std::move(entry));
+        }
+        detail::CallScope scope;
+        ts_status status = install(c->store, key.c_str(), detail::reducer_trampoline, raw);
+        if (status != TS_OK) {
+            std::exception_ptr e = scope.take();
+            std::string message = ts_last_error();
+            {
+                std::lock_guard<std::mutex> lock(c->mutex);
+                detail::Core::erase(c->reducers, raw);
+            }
+            if (e) std::rethrow_exception(e);
+            throw_error(status, message);
+        }
+        scope.finish(status);
     }
 
     Subscription subscribe_at(const char *pointer, listener_fn fn) const {
