@@ -1,22 +1,16 @@
 # Turnstate: build, test, run, install, benchmark.
 #
 #   make run       set up, build, and run the C demo (plugins loaded from a folder)
-#   make test      every test: Swift (also under TSan), C (also under valgrind),
-#                  the C++ header (also under valgrind and TSan), exported
-#                  symbols, the ABI baseline (make abi-baseline records
-#                  additions), pkg-config consumer, Python, plugins,
-#                  the shutdown protocol model (spin), the concurrency
-#                  torture test (ASan and TSan), fault injection, the fuzz
-#                  corpora replayed, the C and plugin suites under ASan
+#   make test      every suite of TEST_SUITES, one line each (full logs in
+#                  build/test-logs), then "N passed, M failed" counting checks
 #   make abi-baseline  rewrite Tests/abi/ (the ABI test-abi compares with)
-#   make install PREFIX=/usr/local   the library, headers and turnstate.pc
+#   make install PREFIX=/usr/local   the library, its private Swift runtime,
+#                  the plugins, the headers and turnstate.pc
+#   make deb       the Debian packages, in build/deb
 #   make bench     release benchmarks, printed as one table
-#   make coverage  line and branch coverage of Sources/ and Plugins/ from the
-#                  Swift, C, JSON, Python, plugin and fault-injection suites
-#                  (not part of test)
-#   make fuzz      the libFuzzer harnesses (Tests/fuzz), FUZZ_SECONDS (60) each,
-#                  against an ASan build (not part of test; test-fuzz-replay,
-#                  test-c-asan and test-plugins-asan are)
+#   make coverage  line and branch coverage of Sources/ and Plugins/ (not part of test)
+#   make fuzz      the libFuzzer harnesses (Tests/fuzz), FUZZ_SECONDS (60) each
+#   make docs      the DocC documentation, in build/docs
 #
 #   make help      every target, with its description
 #
