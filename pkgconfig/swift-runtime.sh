@@ -6,8 +6,8 @@
 # in the toolchain's usr/lib/swift/linux), and prints their names. DEST is
 # LIBDIR/turnstate: libturnstate.so finds them there through its RUNPATH
 # $ORIGIN/turnstate, and each of them finds the others through its own
-# RUNPATH $ORIGIN. Files are written 0644, stripped of their static symbol
-# tables (the dynamic symbols stay), renamed into place: a running process
+# RUNPATH $ORIGIN. Files are written 0644, stripped as dh_strip strips (static symbol
+# tables, .comment and .note; the dynamic symbols stay), renamed into place: a running process
 # that has the old copy mapped keeps it.
 set -euo pipefail
 
@@ -34,7 +34,7 @@ done
 
 mkdir -p "$dest"
 for lib in $(printf '%s\n' "${!seen[@]}" | sort); do
-  strip --strip-unneeded -o "$dest/.$lib.new" "$runtime/$lib"
+  strip --strip-unneeded --remove-section=.comment --remove-section=.note -o "$dest/.$lib.new" "$runtime/$lib"
   chmod 0644 "$dest/.$lib.new"
   mv -f "$dest/.$lib.new" "$dest/$lib"
   echo "$lib"

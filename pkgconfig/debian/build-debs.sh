@@ -19,8 +19,8 @@
 #
 # Every file of STAGE must land in exactly one package (a file nobody claims
 # fails the build, as dh_missing --fail-missing would). Every ELF file of
-# libturnstate0 is stripped here as dh_strip does (again, if `make install`
-# stripped it already), its DWARF going to the -dbgsym package by build-id;
+# libturnstate0 is stripped here as dh_strip does (make install already
+# strips the same way: then a no-op), its DWARF going to the -dbgsym package by build-id;
 # debug files that `make install` detached itself (anywhere in STAGE,
 # *.debug; today LIBDIR/.debug and LIBDIR/turnstate/plugins/.debug) are moved
 # there by their build-id.
@@ -169,7 +169,8 @@ while IFS= read -r -d '' f; do
     mkdir -p "$(dirname "$debug")"
     objcopy --only-keep-debug --compress-debug-sections "$f" "$debug"
   fi
-  # as dh_strip does; also on a file make install stripped (it may have kept .comment)
+  # as dh_strip does: a no-op on what make install stripped (install-stripped.sh,
+  # swift-runtime.sh strip the same way), a guard for anything it did not
   strip --remove-section=.comment --remove-section=.note --strip-unneeded "$f"
   if [ -e "$debug" ] && ! has_section "$f" '\.gnu_debuglink'; then
     objcopy --add-gnu-debuglink="$debug" "$f"
