@@ -8,10 +8,11 @@
 #     PASS test-c               6944 checks                   12.3 s
 #     FAIL test-json            2508 checks, 2 failed          3.1 s
 #
-# (a failing suite's line is followed by the tail of its log)#
-# and a last line counting checks: "N passed, M failed" (and the failed
-# suites). Each step's whole output goes to build/test-logs/STEP.log; when a
-# step fails, its last TEST_LOG_TAIL (60) lines and the log's path are shown.
+# (a failing suite's line is followed by the tail of its log), then a line
+# with the minutes (and the failed suites), and a last line that is exactly
+# "N passed, M failed", counting checks. Each step's whole output goes to
+# build/test-logs/STEP.log; when a step fails, its last TEST_LOG_TAIL (60)
+# lines and the log's path are shown.
 #
 # Counting: a suite reports its checks in lines "checks: N passed, M failed"
 # (Tests/checks.sh prints one after each test program or script it wraps);
@@ -68,9 +69,12 @@ for suite in "$@"; do
 done
 
 minutes=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", (b - a) / 60 }')
+# The last line is exactly "N passed, M failed", the form test tools read;
+# the time and the failed suites go on the line before.
 if [ ${#failures[@]} -gt 0 ]; then
-  echo "$total_passed passed, $total_failed failed (failed: ${failures[*]}; $minutes min)"
+  echo "failed suites: ${failures[*]} ($minutes min)"
 else
-  echo "$total_passed passed, $total_failed failed ($minutes min)"
+  echo "all suites passed ($minutes min)"
 fi
+echo "$total_passed passed, $total_failed failed"
 [ ${#failures[@]} -eq 0 ]
