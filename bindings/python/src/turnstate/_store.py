@@ -5,6 +5,7 @@ import ctypes
 import json
 import json.scanner
 import os
+import reprlib
 import sys
 import threading
 import weakref
@@ -12,7 +13,7 @@ from ctypes import byref, c_char_p, c_uint64, c_void_p
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, overload
 
 from . import _capi
-from ._errors import NoMemoryError, StoreGoneError, TurnstateError, error_for
+from ._errors import ArgumentError, NoMemoryError, StoreGoneError, TurnstateError, error_for
 
 __all__ = ["Store", "Action", "Subscription", "Next", "JSON_NULL", "pointer", "plugins_dir"]
 
@@ -358,6 +359,16 @@ def _text(value: Optional[str]) -> Optional[bytes]:
     return None if value is None else value.encode("utf-8")
 
 
+def _require_callable(fn: Any, what: str, role: str) -> None:
+    """Refuses, before anything changes, a callback that is not callable:
+    ArgumentError (TS_E_ARGUMENT, as the C API answers a NULL function).
+    Taken, it would fail only later, in every dispatch, after the state
+    changed (a listener) or refusing every action (a reducer, a middleware)."""
+    if not callable(fn):
+        raise ArgumentError("%s: the %s must be callable; got %s (%s)"
+                            % (what, role, reprlib.repr(fn), type(fn).__name__))
+
+
 # ---- Stores -----------------------------------------------------------------------------------
 
 _live_stores: "weakref.WeakSet[Store]" = weakref.WeakSet()
@@ -540,11 +551,11 @@ class Store:
     # ---- reducers ----
 
     @overload
-    def reducer(self, key: str, fn: None = None, *, initial: JSON = ...) -> Callable[[F], F]: ...
+    def reducer(self, key: str, *, initial: JSON = ...) -> Callable[[F], F]: ...
     @overload
     def reducer(self, key: str, fn: F, *, initial: JSON = ...) -> F: ...
 
-    def reducer(self, key: str, fn: Optional[Callable[..., Any]] = None, *, initial: Any = _MISSING) -> Any:
+    def reducer(self, key: str, fn: Any = _MISSING, *, initial: Any = _MISSING) -> Any:
         """Adds the reducer that owns the top-level key ``key``; a decorator
         (``@store.reducer("todos")``) or a call (``store.reducer("todos", fn)``).
 
@@ -556,8 +567,10 @@ class Store:
         When the state has no ``key`` yet, its first value is ``initial`` if
         given, else ``fn(None, action)`` with the action "@@turnstate/init".
         Reducers run in the order they were added.
+        ArgumentError if ``fn`` is not callable (None included), with
+        nothing added.
         """
-        if fn is None:
+        if fn is _MISSING:
             def decorate(function: F) -> F:
                 self.reducer(key, function, initial=initial)
                 return function
@@ -566,6 +579,7 @@ class Store:
         return fn
 
     def _add_reducer(self, key: str, fn: Callable[..., Any], initial: Any) -> None:
+        _require_callable(fn, "reducer()", "reducer, fn(state, action),")
         callback = self._reducer_callback(key, fn, initial)
         self._call(self._lib.ts_store_add_reducer, self._live_handle(), key.encode("utf-8"),
                    ctypes.cast(callback, c_void_p), None, what="reducer()")
@@ -577,8 +591,10 @@ class Store:
         the listeners, as Redux's replaceReducer does. One step, atomic: if
         that action is refused or a reducer fails on it, the old reducer is
         put back and the error raised. NotFoundError if ``key`` has no
-        reducer (add it with reducer()). ``initial`` is used only if the
+        reducer (add it with reducer()), ArgumentError if ``fn`` is not
+        callable (the old reducer stays). ``initial`` is used only if the
         state has no ``key``."""
+        _require_callable(fn, "replace_reducer()", "reducer, fn(state, action),")
         callback = self._reducer_callback(key, fn, initial)
         self._call(self._lib.ts_store_replace_reducer, self._live_handle(), key.encode("utf-8"),
                    ctypes.cast(callback, c_void_p), None, what="replace_reducer()")
@@ -646,7 +662,9 @@ class Store:
         use it in a ``with`` block). Listeners run in the order they
         subscribed, after the state changed; they may dispatch. An exception
         a listener raises comes out of the dispatch() that called it (the
-        other listeners still run)."""
+        other listeners still run). ArgumentError if ``fn`` is not callable."""
+        _require_callable(fn, "subscribe()", "listener, fn(store),")
+
         def trampoline(_store: Any, _ctx: Any) -> None:
             try:
                 fn(self)
@@ -672,7 +690,9 @@ class Store:
         To refuse the action raise a TurnstateError (RejectedError("why")):
         the dispatch then fails with its status and message. Any other
         exception refuses the action too, and comes out of dispatch() as
-        itself. Returns ``fn``; ``@store.middleware`` is the decorator form."""
+        itself. Returns ``fn``; ``@store.middleware`` is the decorator form.
+        ArgumentError if ``fn`` is not callable."""
+        _require_callable(fn, "add_middleware()", "middleware, fn(store, next, action),")
         lib = self._lib
         label = name or getattr(fn, "__qualname__", None) or "python-middleware"
 
