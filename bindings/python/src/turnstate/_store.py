@@ -10,6 +10,7 @@ import sys
 import threading
 import weakref
 from ctypes import byref, c_char_p, c_uint64, c_void_p
+from decimal import Decimal
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, overload
 
 from . import _capi
@@ -17,7 +18,8 @@ from ._errors import ArgumentError, NoMemoryError, StoreGoneError, TurnstateErro
 
 __all__ = ["Store", "Action", "Subscription", "Next", "JSON_NULL", "pointer", "plugins_dir"]
 
-#: A JSON value as Python holds it: dict, list, str, int, float, bool or None.
+#: A JSON value as Python holds it: dict, list, str, int, float, bool or None,
+#: and decimal.Decimal for a number a float or an int cannot take (1e400).
 JSON = Any
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -50,16 +52,84 @@ JSON_NULL = _JsonNull()
 # The library's text is strict, minified JSON, so the C scanner reads it
 # directly (no white space to skip, nothing after the value); small integers,
 # the most common slices and payloads, take a shorter path still.
+#
+# The library keeps a number's text as given, so it may hold numbers a float
+# or an int cannot take: 1e400 (a float says inf), 1e-400 (a float says 0.0),
+# an integer of more digits than int() reads from text (4300 by default,
+# sys.set_int_max_str_digits). Those are read as decimal.Decimal, exactly,
+# and a Decimal is written as its exact text, so what was read can be
+# written back. A float costs one Python call more when read; an int none
+# (the limit raises, and only then is the text read again).
 
-_scan = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type] # typeshed: the C class
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+def _float(text: str) -> Any:
+    """A JSON number with a fraction or an exponent: the float, unless the
+    float is not the number (inf for 1e400, 0.0 for 1e-400): then a Decimal."""
+    value = float(text)
+    if value - value or not value:  # inf (inf - inf is nan, which is true), or zero
+        exact = Decimal(text)
+        if exact != value:
+            return exact
+    return value
+
+
+def _int(text: str) -> Any:
+    """A JSON integer: the int, or a Decimal when it has more digits than
+    int() reads from text."""
+    try:
+        return int(text)
+    except ValueError:
+        return Decimal(text)
+
+
+_scan = json.scanner.make_scanner(json.JSONDecoder(parse_float=_float))  # type: ignore[arg-type] # the C class
+_scan_long = json.scanner.make_scanner(json.JSONDecoder(parse_float=_float, parse_int=_int))  # type: ignore[arg-type]
+
+
+class _HasDecimal(Exception):
+    """Raised by the encoder's default: the value holds a Decimal, which the
+    json module cannot write as a number; _encode_exact writes it."""
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        raise _HasDecimal()
+    raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
+
+
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_default).encode
+
+
+def _encode_exact(value: Any, containers: Dict[int, Any]) -> str:
+    """JSON text of a value that holds a Decimal (somewhere): as _encode,
+    with each Decimal written as its exact number."""
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError("Out of range float values are not JSON compliant: Decimal(%r)" % str(value))
+        return str(value)  # 1E+400, 19.99, -0: always a JSON number
+    if isinstance(value, (dict, list, tuple)):
+        if id(value) in containers:
+            raise ValueError("Circular reference detected")
+        containers[id(value)] = value
+        if isinstance(value, dict):
+            # Each key as json.dumps writes it ("3" for 3; TypeError for a tuple).
+            text = "{%s}" % ",".join(_encode({key: 0})[1:-3] + ":" + _encode_exact(item, containers)
+                                     for key, item in value.items())
+        else:
+            text = "[%s]" % ",".join(_encode_exact(item, containers) for item in value)
+        del containers[id(value)]
+        return text
+    return str(_encode(value))
 
 
 def loads(data: bytes) -> JSON:
     """Python value of JSON text that the library produced (minified, valid)."""
-    if data.isdigit():
-        return int(data)
-    return _scan(data.decode("utf-8"), 0)[0]
+    try:
+        if data.isdigit():
+            return int(data)
+        return _scan(data.decode("utf-8"), 0)[0]
+    except ValueError:  # an integer longer than int() reads (the text is valid JSON)
+        return _scan_long(data.decode("utf-8"), 0)[0]
 
 
 def dumps(value: JSON) -> bytes:
@@ -69,7 +139,10 @@ def dumps(value: JSON) -> bytes:
         return b"%d" % value
     if value is JSON_NULL:
         return b"null"
-    return _encode(value).encode("utf-8")
+    try:
+        return _encode(value).encode("utf-8")
+    except _HasDecimal:
+        return _encode_exact(value, {}).encode("utf-8")
 
 
 _heads: Dict[str, bytes] = {}
@@ -400,7 +473,11 @@ class Store:
     >>> store.get("/todos/0/title")
     'write docs'
 
-    Values cross as JSON: dicts, lists, str, int, float, bool and None.
+    Values cross as JSON: dicts, lists, str, int, float, bool and None; a
+    number a float or an int cannot take from text (1e400, 1e-400, an
+    integer longer than sys.get_int_max_str_digits(), 4300 by default) is
+    read as a decimal.Decimal, exactly, and a Decimal is written as its exact
+    number.
     Any thread may use a store; calls are serialized by the library, and
     callbacks (reducers, listeners, middleware) run on the dispatching thread
     under the GIL, also when that thread is one of the library's own (the
@@ -631,7 +708,9 @@ class Store:
                 else:
                     view = from_address(action)
                     type_text = view.type
-                    result = fn(int(slice_text) if slice_text.isdigit() else loads(slice_text),
+                    # int() reads up to 640 digits whatever sys.set_int_max_str_digits says.
+                    result = fn(int(slice_text) if slice_text.isdigit() and len(slice_text) <= 640
+                                else loads(slice_text),
                                 new_action(type_names.get(type_text) or _type_name(type_text), view.payload,
                                            view.json))
                     if result is None:
