@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, overload
 
 from . import _capi
-from ._errors import ArgumentError, NoMemoryError, StoreGoneError, TurnstateError, error_for
+from ._errors import ArgumentError, NoMemoryError, NotFoundError, StoreGoneError, TurnstateError, error_for
 
 __all__ = ["Store", "Action", "Subscription", "Next", "JSON_NULL", "pointer", "plugins_dir"]
 
@@ -410,10 +410,11 @@ class Next:
 
 
 def plugins_dir() -> Optional[str]:
-    """The folder of the shipped plugins (guard, delay, journal, logger) that
-    belong to the loaded library: LIBDIR/turnstate/plugins beside it (the
-    installed layout, and the layout of a wheel that bundles the library), or
-    None when there is no such folder."""
+    """The folder of the shipped plugins (guard, delay, journal, logger,
+    replicate) that belong to the loaded library: LIBDIR/turnstate/plugins
+    beside it (the installed layout, and the layout of a wheel that bundles
+    the library), or None when there is no such folder. The inspector, a
+    development tool, is not shipped, so it is not there."""
     library = os.path.realpath(_capi.library_path())
     folder = os.path.join(os.path.dirname(library), "turnstate", "plugins")
     return folder if os.path.isdir(folder) else None
@@ -822,13 +823,21 @@ class Store:
     def load_plugin(self, path: str, config: Optional[Mapping[str, JSON]] = None) -> None:
         """Loads a middleware plugin (a .so written against turnstate_plugin.h)
         and appends it to the chain. ``path`` is a file, or the bare name of a
-        shipped plugin ("guard", "delay", "journal", "logger") looked up in
-        plugins_dir(). ``config`` is its configuration (a dict; None is {}).
-        The file and its folders must be trusted (see turnstate.h)."""
+        shipped plugin ("guard", "delay", "journal", "logger", "replicate")
+        looked up in plugins_dir(); a bare name that is not there raises
+        NotFoundError (the inspector is not shipped: load it by its path).
+        ``config`` is its configuration (a dict; None is {}). The file and
+        its folders must be trusted (see turnstate.h)."""
         if os.sep not in path and not path.endswith(".so"):
             folder = plugins_dir()
             if folder is not None:
-                path = os.path.join(folder, path + ".so")
+                name, path = path, os.path.join(folder, path + ".so")
+                if not os.path.isfile(path):
+                    shipped = sorted(entry[:-3] for entry in os.listdir(folder) if entry.endswith(".so"))
+                    raise NotFoundError(
+                        "load_plugin(): no shipped plugin is named %r (%s holds %s); a plugin that is not "
+                        "shipped (the inspector, a development tool, is not) is loaded by its path: "
+                        "load_plugin(\"/path/to/%s.so\")" % (name, folder, ", ".join(shipped) or "none", name))
         text = None if config is None else dumps(config)
         self._call(self._lib.ts_store_load_plugin, self._live_handle(), _path(path), text, what="load_plugin")
 
