@@ -54,6 +54,15 @@ def test_a_number_beyond_float_and_int_is_read_exactly_and_written_back(text, ex
             assert again.state == {"v": [exact], "copy": [exact]}
 
 
+@pytest.mark.parametrize("text,exact", OUT_OF_RANGE, ids=lambda v: v[:20] if isinstance(v, str) else "")
+def test_a_reducer_whose_slice_is_such_a_number_gets_it_exactly(text, exact):
+    seen = []
+    with _holding(text) as store:                           # the slice "v" is the number itself
+        store.replace_reducer("v", lambda state, action: seen.append(state) or state)
+        assert seen and all(isinstance(state, Decimal) and state == exact for state in seen)
+        assert store.get("/v") == exact
+
+
 @pytest.mark.parametrize("text,expected", IN_RANGE, ids=lambda v: v[:20] if isinstance(v, str) else "")
 def test_numbers_a_float_or_an_int_holds_stay_float_or_int(text, expected):
     with _holding(text) as store:

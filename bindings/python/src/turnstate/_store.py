@@ -709,9 +709,11 @@ class Store:
                 else:
                     view = from_address(action)
                     type_text = view.type
-                    # int() reads up to 640 digits whatever sys.set_int_max_str_digits says.
-                    result = fn(int(slice_text) if slice_text.isdigit() and len(slice_text) <= 640
-                                else loads(slice_text),
+                    try:
+                        state = int(slice_text) if slice_text.isdigit() else loads(slice_text)
+                    except ValueError:  # more digits than int() reads from text: a Decimal
+                        state = loads(slice_text)
+                    result = fn(state,
                                 new_action(type_names.get(type_text) or _type_name(type_text), view.payload,
                                            view.json))
                     if result is None:
