@@ -8,7 +8,9 @@ unchanged)::
 
     turnstate/_lib/libturnstate.so.0          the library (SONAME file name)
     turnstate/_lib/turnstate/*.so             its private Swift runtime
-    turnstate/_lib/turnstate/plugins/*.so     the shipped plugins
+    turnstate/_lib/turnstate/plugins/*.so     the shipped plugins: SHIPPED_PLUGINS
+                                              (what make install ships; not
+                                              the inspector, a development tool)
 
 Such a wheel holds machine code, so it is tagged ``py3-none-<platform>``
 (``py3-none-linux_x86_64`` here): any Python 3 (the binding is ctypes, no
@@ -30,6 +32,13 @@ import sysconfig
 from pathlib import Path
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+# The plugins make install ships (INSTALL_PLUGINS in the Makefile; the
+# package's tests check that the two agree). build/plugins also holds the
+# inspector, a development tool with an HTTP server that make install and
+# the Debian packages leave out: a wheel leaves it out too, so
+# load_plugin("inspector") cannot start it by its bare name.
+SHIPPED_PLUGINS = ("guard", "delay", "journal", "logger", "replicate")
 
 
 class CustomBuildHook(BuildHookInterface):
@@ -56,8 +65,10 @@ class CustomBuildHook(BuildHookInterface):
         for path in sorted(runtime.glob("*.so*")):
             files[str(path.resolve())] = "turnstate/_lib/turnstate/" + path.name
         plugins = build / "plugins"
-        for path in sorted(plugins.glob("*.so")):
-            files[str(path.resolve())] = "turnstate/_lib/turnstate/plugins/" + path.name
+        for name in SHIPPED_PLUGINS:
+            path = plugins / (name + ".so")
+            if path.is_file():
+                files[str(path.resolve())] = "turnstate/_lib/turnstate/plugins/" + path.name
         build_data["force_include"].update(files)
         build_data["pure_python"] = False
         platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")

@@ -2,6 +2,7 @@
 (many Python threads, and the delay plugin's worker running Python
 callbacks under the GIL), and exceptions on a library thread."""
 import os
+import re
 import shutil
 import sys
 import threading
@@ -25,9 +26,41 @@ def wait_until(predicate, what):
 
 # ---- plugins ----
 
+# What make install ships (INSTALL_PLUGINS in the Makefile), and so what a
+# wheel bundles: not the inspector, a development tool (README, Inspector).
+SHIPPED = {"guard", "delay", "journal", "logger", "replicate"}
+
+
+def _makefile_install_plugins(repo):
+    """INSTALL_PLUGINS of the repository's Makefile, its $(VAR)s expanded."""
+    variables = dict(re.findall(r"^([A-Z_]+) *:?= *(.*?) *$", open(os.path.join(repo, "Makefile")).read(), re.M))
+
+    def expand(text):
+        return re.sub(r"\$\(([A-Z_]+)\)", lambda m: expand(variables[m.group(1)]), text)
+    return set(expand(variables["INSTALL_PLUGINS"]).split())
+
+
 def test_the_shipped_plugins_are_beside_the_library(plugins):
-    for name in ("guard", "delay", "journal", "logger"):
+    for name in SHIPPED:
         assert os.path.isfile(os.path.join(plugins, name + ".so")), name
+
+
+def test_the_plugins_folder_holds_what_make_install_ships_and_no_inspector(plugins):
+    present = {name[:-3] for name in os.listdir(plugins) if name.endswith(".so")}
+    assert present == SHIPPED
+    repo = os.environ.get("TURNSTATE_REPO")
+    if repo:
+        assert _makefile_install_plugins(repo) == SHIPPED
+
+
+def test_the_inspector_by_bare_name_is_refused_with_where_to_find_it(counter, plugins):
+    with pytest.raises(NotFoundError) as raised:
+        counter.load_plugin("inspector", {"port": 0})
+    assert "not shipped" in raised.value.message and "inspector.so" in raised.value.message
+    for name in SHIPPED:
+        assert name in raised.value.message                # the names it does know
+    counter.dispatch("counter/add")                         # nothing was added to the chain
+    assert counter.state == {"count": 1}
 
 
 def test_guard_by_name_refuses_with_its_message(counter, plugins):

@@ -5,18 +5,21 @@ import ctypes
 import json
 import json.scanner
 import os
+import reprlib
 import sys
 import threading
 import weakref
 from ctypes import byref, c_char_p, c_uint64, c_void_p
+from decimal import Decimal
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, overload
 
 from . import _capi
-from ._errors import NoMemoryError, StoreGoneError, TurnstateError, error_for
+from ._errors import ArgumentError, NoMemoryError, NotFoundError, StoreGoneError, TurnstateError, error_for
 
 __all__ = ["Store", "Action", "Subscription", "Next", "JSON_NULL", "pointer", "plugins_dir"]
 
-#: A JSON value as Python holds it: dict, list, str, int, float, bool or None.
+#: A JSON value as Python holds it: dict, list, str, int, float, bool or None,
+#: and decimal.Decimal for a number a float or an int cannot take (1e400).
 JSON = Any
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,16 +52,84 @@ JSON_NULL = _JsonNull()
 # The library's text is strict, minified JSON, so the C scanner reads it
 # directly (no white space to skip, nothing after the value); small integers,
 # the most common slices and payloads, take a shorter path still.
+#
+# The library keeps a number's text as given, so it may hold numbers a float
+# or an int cannot take: 1e400 (a float says inf), 1e-400 (a float says 0.0),
+# an integer of more digits than int() reads from text (4300 by default,
+# sys.set_int_max_str_digits). Those are read as decimal.Decimal, exactly,
+# and a Decimal is written as its exact text, so what was read can be
+# written back. A float costs one Python call more when read; an int none
+# (the limit raises, and only then is the text read again).
 
-_scan = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type] # typeshed: the C class
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+def _float(text: str) -> Any:
+    """A JSON number with a fraction or an exponent: the float, unless the
+    float is not the number (inf for 1e400, 0.0 for 1e-400): then a Decimal."""
+    value = float(text)
+    if value - value or not value:  # inf (inf - inf is nan, which is true), or zero
+        exact = Decimal(text)
+        if exact != value:
+            return exact
+    return value
+
+
+def _int(text: str) -> Any:
+    """A JSON integer: the int, or a Decimal when it has more digits than
+    int() reads from text."""
+    try:
+        return int(text)
+    except ValueError:
+        return Decimal(text)
+
+
+_scan = json.scanner.make_scanner(json.JSONDecoder(parse_float=_float))  # type: ignore[arg-type] # the C class
+_scan_long = json.scanner.make_scanner(json.JSONDecoder(parse_float=_float, parse_int=_int))  # type: ignore[arg-type]
+
+
+class _HasDecimal(Exception):
+    """Raised by the encoder's default: the value holds a Decimal, which the
+    json module cannot write as a number; _encode_exact writes it."""
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        raise _HasDecimal()
+    raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
+
+
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_default).encode
+
+
+def _encode_exact(value: Any, containers: Dict[int, Any]) -> str:
+    """JSON text of a value that holds a Decimal (somewhere): as _encode,
+    with each Decimal written as its exact number."""
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError("Out of range float values are not JSON compliant: Decimal(%r)" % str(value))
+        return str(value)  # 1E+400, 19.99, -0: always a JSON number
+    if isinstance(value, (dict, list, tuple)):
+        if id(value) in containers:
+            raise ValueError("Circular reference detected")
+        containers[id(value)] = value
+        if isinstance(value, dict):
+            # Each key as json.dumps writes it ("3" for 3; TypeError for a tuple).
+            text = "{%s}" % ",".join(_encode({key: 0})[1:-3] + ":" + _encode_exact(item, containers)
+                                     for key, item in value.items())
+        else:
+            text = "[%s]" % ",".join(_encode_exact(item, containers) for item in value)
+        del containers[id(value)]
+        return text
+    return str(_encode(value))
 
 
 def loads(data: bytes) -> JSON:
     """Python value of JSON text that the library produced (minified, valid)."""
-    if data.isdigit():
-        return int(data)
-    return _scan(data.decode("utf-8"), 0)[0]
+    try:
+        if data.isdigit():
+            return int(data)
+        return _scan(data.decode("utf-8"), 0)[0]
+    except ValueError:  # an integer longer than int() reads (the text is valid JSON)
+        return _scan_long(data.decode("utf-8"), 0)[0]
 
 
 def dumps(value: JSON) -> bytes:
@@ -68,7 +139,10 @@ def dumps(value: JSON) -> bytes:
         return b"%d" % value
     if value is JSON_NULL:
         return b"null"
-    return _encode(value).encode("utf-8")
+    try:
+        return _encode(value).encode("utf-8")
+    except _HasDecimal:
+        return _encode_exact(value, {}).encode("utf-8")
 
 
 _heads: Dict[str, bytes] = {}
@@ -336,10 +410,11 @@ class Next:
 
 
 def plugins_dir() -> Optional[str]:
-    """The folder of the shipped plugins (guard, delay, journal, logger) that
-    belong to the loaded library: LIBDIR/turnstate/plugins beside it (the
-    installed layout, and the layout of a wheel that bundles the library), or
-    None when there is no such folder."""
+    """The folder of the shipped plugins (guard, delay, journal, logger,
+    replicate) that belong to the loaded library: LIBDIR/turnstate/plugins
+    beside it (the installed layout, and the layout of a wheel that bundles
+    the library), or None when there is no such folder. The inspector, a
+    development tool, is not shipped, so it is not there."""
     library = os.path.realpath(_capi.library_path())
     folder = os.path.join(os.path.dirname(library), "turnstate", "plugins")
     return folder if os.path.isdir(folder) else None
@@ -356,6 +431,16 @@ def _path(text: Optional[str]) -> Optional[bytes]:
 
 def _text(value: Optional[str]) -> Optional[bytes]:
     return None if value is None else value.encode("utf-8")
+
+
+def _require_callable(fn: Any, what: str, role: str) -> None:
+    """Refuses, before anything changes, a callback that is not callable:
+    ArgumentError (TS_E_ARGUMENT, as the C API answers a NULL function).
+    Taken, it would fail only later, in every dispatch, after the state
+    changed (a listener) or refusing every action (a reducer, a middleware)."""
+    if not callable(fn):
+        raise ArgumentError("%s: the %s must be callable; got %s (%s)"
+                            % (what, role, reprlib.repr(fn), type(fn).__name__))
 
 
 # ---- Stores -----------------------------------------------------------------------------------
@@ -389,7 +474,11 @@ class Store:
     >>> store.get("/todos/0/title")
     'write docs'
 
-    Values cross as JSON: dicts, lists, str, int, float, bool and None.
+    Values cross as JSON: dicts, lists, str, int, float, bool and None; a
+    number a float or an int cannot take from text (1e400, 1e-400, an
+    integer longer than sys.get_int_max_str_digits(), 4300 by default) is
+    read as a decimal.Decimal, exactly, and a Decimal is written as its exact
+    number.
     Any thread may use a store; calls are serialized by the library, and
     callbacks (reducers, listeners, middleware) run on the dispatching thread
     under the GIL, also when that thread is one of the library's own (the
@@ -540,11 +629,11 @@ class Store:
     # ---- reducers ----
 
     @overload
-    def reducer(self, key: str, fn: None = None, *, initial: JSON = ...) -> Callable[[F], F]: ...
+    def reducer(self, key: str, *, initial: JSON = ...) -> Callable[[F], F]: ...
     @overload
     def reducer(self, key: str, fn: F, *, initial: JSON = ...) -> F: ...
 
-    def reducer(self, key: str, fn: Optional[Callable[..., Any]] = None, *, initial: Any = _MISSING) -> Any:
+    def reducer(self, key: str, fn: Any = _MISSING, *, initial: Any = _MISSING) -> Any:
         """Adds the reducer that owns the top-level key ``key``; a decorator
         (``@store.reducer("todos")``) or a call (``store.reducer("todos", fn)``).
 
@@ -556,8 +645,10 @@ class Store:
         When the state has no ``key`` yet, its first value is ``initial`` if
         given, else ``fn(None, action)`` with the action "@@turnstate/init".
         Reducers run in the order they were added.
+        ArgumentError if ``fn`` is not callable (None included), with
+        nothing added.
         """
-        if fn is None:
+        if fn is _MISSING:
             def decorate(function: F) -> F:
                 self.reducer(key, function, initial=initial)
                 return function
@@ -566,6 +657,7 @@ class Store:
         return fn
 
     def _add_reducer(self, key: str, fn: Callable[..., Any], initial: Any) -> None:
+        _require_callable(fn, "reducer()", "reducer, fn(state, action),")
         callback = self._reducer_callback(key, fn, initial)
         self._call(self._lib.ts_store_add_reducer, self._live_handle(), key.encode("utf-8"),
                    ctypes.cast(callback, c_void_p), None, what="reducer()")
@@ -577,8 +669,10 @@ class Store:
         the listeners, as Redux's replaceReducer does. One step, atomic: if
         that action is refused or a reducer fails on it, the old reducer is
         put back and the error raised. NotFoundError if ``key`` has no
-        reducer (add it with reducer()). ``initial`` is used only if the
+        reducer (add it with reducer()), ArgumentError if ``fn`` is not
+        callable (the old reducer stays). ``initial`` is used only if the
         state has no ``key``."""
+        _require_callable(fn, "replace_reducer()", "reducer, fn(state, action),")
         callback = self._reducer_callback(key, fn, initial)
         self._call(self._lib.ts_store_replace_reducer, self._live_handle(), key.encode("utf-8"),
                    ctypes.cast(callback, c_void_p), None, what="replace_reducer()")
@@ -615,7 +709,11 @@ class Store:
                 else:
                     view = from_address(action)
                     type_text = view.type
-                    result = fn(int(slice_text) if slice_text.isdigit() else loads(slice_text),
+                    try:
+                        state = int(slice_text) if slice_text.isdigit() else loads(slice_text)
+                    except ValueError:  # more digits than int() reads from text: a Decimal
+                        state = loads(slice_text)
+                    result = fn(state,
                                 new_action(type_names.get(type_text) or _type_name(type_text), view.payload,
                                            view.json))
                     if result is None:
@@ -646,7 +744,9 @@ class Store:
         use it in a ``with`` block). Listeners run in the order they
         subscribed, after the state changed; they may dispatch. An exception
         a listener raises comes out of the dispatch() that called it (the
-        other listeners still run)."""
+        other listeners still run). ArgumentError if ``fn`` is not callable."""
+        _require_callable(fn, "subscribe()", "listener, fn(store),")
+
         def trampoline(_store: Any, _ctx: Any) -> None:
             try:
                 fn(self)
@@ -672,7 +772,9 @@ class Store:
         To refuse the action raise a TurnstateError (RejectedError("why")):
         the dispatch then fails with its status and message. Any other
         exception refuses the action too, and comes out of dispatch() as
-        itself. Returns ``fn``; ``@store.middleware`` is the decorator form."""
+        itself. Returns ``fn``; ``@store.middleware`` is the decorator form.
+        ArgumentError if ``fn`` is not callable."""
+        _require_callable(fn, "add_middleware()", "middleware, fn(store, next, action),")
         lib = self._lib
         label = name or getattr(fn, "__qualname__", None) or "python-middleware"
 
@@ -723,13 +825,21 @@ class Store:
     def load_plugin(self, path: str, config: Optional[Mapping[str, JSON]] = None) -> None:
         """Loads a middleware plugin (a .so written against turnstate_plugin.h)
         and appends it to the chain. ``path`` is a file, or the bare name of a
-        shipped plugin ("guard", "delay", "journal", "logger") looked up in
-        plugins_dir(). ``config`` is its configuration (a dict; None is {}).
-        The file and its folders must be trusted (see turnstate.h)."""
+        shipped plugin ("guard", "delay", "journal", "logger", "replicate")
+        looked up in plugins_dir(); a bare name that is not there raises
+        NotFoundError (the inspector is not shipped: load it by its path).
+        ``config`` is its configuration (a dict; None is {}). The file and
+        its folders must be trusted (see turnstate.h)."""
         if os.sep not in path and not path.endswith(".so"):
             folder = plugins_dir()
             if folder is not None:
-                path = os.path.join(folder, path + ".so")
+                name, path = path, os.path.join(folder, path + ".so")
+                if not os.path.isfile(path):
+                    shipped = sorted(entry[:-3] for entry in os.listdir(folder) if entry.endswith(".so"))
+                    raise NotFoundError(
+                        "load_plugin(): no shipped plugin is named %r (%s holds %s); a plugin that is not "
+                        "shipped (the inspector, a development tool, is not) is loaded by its path: "
+                        "load_plugin(\"/path/to/%s.so\")" % (name, folder, ", ".join(shipped) or "none", name))
         text = None if config is None else dumps(config)
         self._call(self._lib.ts_store_load_plugin, self._live_handle(), _path(path), text, what="load_plugin")
 
