@@ -308,11 +308,12 @@ test-cpp: $(call prebuilt,lib plugins)
 
 ## test-rust: the Rust bindings (bindings/rust): turnstate-sys's declarations
 ## against the headers (bindgen), `cargo test --offline` against build/lib and
-## build/plugins, and the README's Rust example run with `cargo run --offline`
+## build/plugins, its misuse tests (a Store dropped inside its own callbacks)
+## under valgrind, and the README's Rust example run with `cargo run --offline`
 ## against a `make install` in a temporary prefix, Swift toolchain hidden
 CARGO ?= cargo
 test-rust: $(call prebuilt,lib plugins)
-	CARGO=$(CARGO) TS_BUILD=$(BUILD) Tests/checks.sh Tests/rust/run.sh
+	CARGO=$(CARGO) TS_BUILD=$(BUILD) VALGRIND="$(VALGRIND)" Tests/checks.sh Tests/rust/run.sh
 
 ## test-model: spin checks the shutdown protocol model, and that it catches
 ## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
