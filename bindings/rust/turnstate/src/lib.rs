@@ -752,6 +752,24 @@ impl Store {
     /// dispatch that reached the reducers; with a pointer ("" is the whole
     /// state), only when the value there changed. It may dispatch and read
     /// the state through the [`StoreRef`] it gets.
+    ///
+    /// There is no empty listener to refuse here (what the C API answers
+    /// with `TS_E_ARGUMENT` for a NULL `fn`, and the C++ header for an empty
+    /// `std::function`): a closure or a `fn` pointer is never null, and an
+    /// `Option` of one is not a listener. The same holds for reducers and
+    /// middleware.
+    ///
+    /// ```no_run
+    /// # let store = turnstate::Store::new("{}").unwrap();
+    /// let listener: fn(&turnstate::StoreRef) = |_| {};
+    /// store.subscribe(None, listener).unwrap();
+    /// ```
+    ///
+    /// ```compile_fail,E0277
+    /// # let store = turnstate::Store::new("{}").unwrap();
+    /// let listener: Option<fn(&turnstate::StoreRef)> = None;
+    /// store.subscribe(None, listener).unwrap(); // Option<fn> is not Fn(&StoreRef)
+    /// ```
     pub fn subscribe<F>(&self, json_pointer: Option<&str>, listener: F) -> Result<Subscription>
     where
         F: Fn(&StoreRef) + Send + Sync + 'static,
