@@ -83,6 +83,11 @@
  *   not destroy a Store that is busy on its thread, nor, after such a
  *   destroy, call this header before that store's outermost call returned.
  *
+ * - Empty callables: an empty std::function or a null pointer to a
+ *   function, given as a reducer, listener or middleware, is refused at the
+ *   call with argument_error, as the C API refuses a NULL fn with
+ *   TS_E_ARGUMENT; nothing is added.
+ *
  * - Strings: inputs are `zstring` (a const char *, a std::string, or a
  *   std::string_view, which is copied to add the NUL); outputs are
  *   std::string (minified JSON text). Views in an Action are valid only
@@ -438,9 +443,31 @@ char *reducer_trampoline(const char *slice, const ts_action *action, void *ctx) 
 void listener_trampoline(ts_store *store, void *ctx) noexcept;
 ts_status middleware_trampoline(const ts_store_api *api, ts_next_fn next, const ts_action *action, void *ctx) noexcept;
 
-/* Wraps a callable taking a StoreRef, or nothing, as a listener_fn. */
+template <class T>
+struct is_std_function : std::false_type {};
+template <class R, class... A>
+struct is_std_function<std::function<R(A...)>> : std::true_type {};
+
+/* Whether `fn` is a callable that holds nothing to call: an empty
+ * std::function, a null pointer to a function or member. */
+template <class F>
+bool is_empty_callable(const F &fn) noexcept {
+    using D = std::decay_t<F>;
+    if constexpr (std::is_function_v<std::remove_reference_t<F>>) {
+        return false; /* a function itself, never null */
+    } else if constexpr (std::is_pointer_v<D> || std::is_member_pointer_v<D> || is_std_function<D>::value) {
+        return fn == nullptr;
+    } else {
+        return false;
+    }
+}
+
+/* Wraps a callable taking a StoreRef, or nothing, as a listener_fn. An
+ * empty one is refused here, before anything is subscribed, as the C API
+ * refuses a NULL fn: argument_error. */
 template <class F>
 listener_fn make_listener(F &&fn) {
+    if (is_empty_callable(fn)) throw argument_error("subscribe: the listener is empty");
     if constexpr (std::is_invocable_v<F &, StoreRef>) {
         return listener_fn(std::forward<F>(fn));
     } else {
@@ -730,6 +757,7 @@ private:
     }
 
     Subscription subscribe_at(const char *pointer, listener_fn fn) const {
+        if (!fn) throw argument_error("subscribe: the listener is empty");
         detail::Core *c = core();
         auto entry = std::make_unique<detail::ListenerEntry>(detail::ListenerEntry{c, std::move(fn)});
         const detail::ListenerEntry *raw = entry.get();
