@@ -301,18 +301,20 @@ test-readme: $(call prebuilt,lib)
 
 ## test-cpp: Include/turnstate.hpp: the header under g++ and clang++ (C++17,
 ## C++20, strict warnings), Tests/cpp/test_turnstate.cpp run directly, under
-## valgrind, under ThreadSanitizer and built with clang++ (Tests/cpp/run.sh)
-test-cpp: $(call prebuilt,lib plugins)
-	CXX="$(CXX)" VALGRIND="$(VALGRIND)" PATH="$$PATH:$(dir $(realpath $(shell command -v $(SWIFT))))" \
+## valgrind, under ThreadSanitizer and built with clang++, and
+## Tests/cpp/misuse.cpp under ASan against build/asan (Tests/cpp/run.sh)
+test-cpp: $(call prebuilt,lib plugins asan-plugins)
+	CXX="$(CXX)" VALGRIND="$(VALGRIND)" ASAN_CXX="$(ASAN_CXX)" PATH="$$PATH:$(dir $(realpath $(shell command -v $(SWIFT))))" \
 	  Tests/checks.sh Tests/cpp/run.sh $(BUILD)
 
 ## test-rust: the Rust bindings (bindings/rust): turnstate-sys's declarations
 ## against the headers (bindgen), `cargo test --offline` against build/lib and
-## build/plugins, and the README's Rust example run with `cargo run --offline`
+## build/plugins, its misuse tests (a Store dropped inside its own callbacks)
+## under valgrind, and the README's Rust example run with `cargo run --offline`
 ## against a `make install` in a temporary prefix, Swift toolchain hidden
 CARGO ?= cargo
 test-rust: $(call prebuilt,lib plugins)
-	CARGO=$(CARGO) TS_BUILD=$(BUILD) Tests/checks.sh Tests/rust/run.sh
+	CARGO=$(CARGO) TS_BUILD=$(BUILD) VALGRIND="$(VALGRIND)" Tests/checks.sh Tests/rust/run.sh
 
 ## test-model: spin checks the shutdown protocol model, and that it catches
 ## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
@@ -386,6 +388,8 @@ coverage: setup
 # no-op coverage hooks to programs that are not fuzzers.
 # The toolchain's clang (beside swift) has libFuzzer and the ASan runtime.
 FUZZ_CC ?= $(dir $(realpath $(shell command -v $(SWIFT))))clang
+# Its clang++, for C++ programs against the ASan library (test-cpp's misuse.cpp).
+ASAN_CXX ?= $(dir $(realpath $(shell command -v $(SWIFT))))clang++
 ASAN := $(BUILD)/asan
 ASAN_SCRATCH := .build-asan
 ASAN_SWIFT_FLAGS := -Xswiftc -sanitize=address -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp \

@@ -3,7 +3,8 @@
 # Turnstate module, its TestStore example against TurnstateTesting (and be the
 # test that make test-swift runs), its C quick start must compile, run and print what the
 # README says, its C++ example must compile strictly, run and print what the
-# README says, and its plugin example must build with only the headers.
+# README says (and its shell commands run as written after the C quick
+# start's), and its plugin example must build with only the headers.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
@@ -66,11 +67,29 @@ extract "## C++" cpp > "$work/app.cpp"
 ${CXX:-c++} -std=c++17 -Wall -Wextra -pedantic -Werror -IInclude "$work/app.cpp" -o "$work/app_cpp" \
   -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
 "$work/app_cpp" > "$work/app_cpp.out"
-check diff <(extract "## C++" sh | sed -n 's/^# //p') "$work/app_cpp.out"
+expected_cpp=$(extract "## C++" sh | sed -n 's/^# //p')
+check diff <(echo "$expected_cpp") "$work/app_cpp.out"
+
+# The C++ section's shell commands, run as written right after the C quick
+# start's, as a new user goes on: the same HOME, whose ~/.local holds what
+# that `make install` put there (nothing else tells pkg-config or the loader
+# where it is).
+extract "## C++" sh | grep -v '^#' > "$work/commands_cpp.sh"
+mkdir -p "$work/run_cpp" && cp "$work/app.cpp" "$work/run_cpp/app.cpp"
+cpp_commands() { # (a description, for check's line)
+  if (cd "$work/run_cpp" && env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH HOME="$work/home" \
+        bash -euo pipefail "$work/commands_cpp.sh") >"$work/commands_cpp.out" 2>&1 &&
+     diff <(echo "$expected_cpp") "$work/commands_cpp.out"; then
+    return 0
+  fi
+  sed 's/^/    | /' "$work/commands_cpp.out"
+  return 1
+}
+check cpp_commands "the C++ section's commands, run after the C quick start's (HOME=$work/home)"
 
 extract "### Write a plugin" c > "$work/plugin.c"
 cc -std=c99 -Wall -Wextra -Werror -shared -fPIC -IInclude "$work/plugin.c" -o "$work/counter.so"
 check bash -c "! readelf -d '$work/counter.so' | grep -q libturnstate"
 
-echo "readme: $((7 - failed)) passed, $failed failed"
+echo "readme: $((8 - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]
