@@ -1197,41 +1197,8 @@ long long find_member(const tsj_doc &d, const Container &c, const char *tok, siz
   return -1;
 }
 
-// Without an index (tsj_text_at_pointer): the members and elements of the
-// container at m[v] found by stepping over the values before them.
+// "No such position" for the scanners below.
 constexpr size_t kNone = SIZE_MAX;
-
-// Start of the value of member tok in the object at m[v], or kNone.
-size_t scan_member(const char *m, size_t n, size_t v, const char *tok, size_t tlen) {
-  size_t i = v + 1;
-  if (m[i] == '}') return kNone;
-  for (;;) {
-    size_t ke = string_end(m, i, n);
-    bool ws = false;
-    if (key_equals(m, i, tok, tlen)) return ke + 2;
-    i = value_end(m, ke + 2, n, &ws);
-    if (i >= n || m[i] != ',') return kNone;
-    i++;
-  }
-}
-
-// Start of element idx of the array at m[v], or kNone with *count set to
-// the number of elements.
-size_t scan_element(const char *m, size_t n, size_t v, uint64_t idx, size_t *count) {
-  size_t i = v + 1;
-  *count = 0;
-  if (m[i] == ']') return kNone;
-  for (uint64_t k = 0;; k++) {
-    if (k == idx) return i;
-    bool ws = false;
-    i = value_end(m, i, n, &ws);
-    if (i >= n || m[i] != ',') {
-      *count = size_t(k + 1);
-      return kNone;
-    }
-    i++;
-  }
-}
 
 }  // namespace
 
@@ -1654,114 +1621,224 @@ tsj_doc *tsj_doc_parse(const char *buf, size_t len, tsj_error *err) {
 }  // extern "C"
 
 namespace {
-// The JSON Pointer walk of tsj_doc_at_pointer (doc set: the index finds each
-// child) and tsj_text_at_pointer (doc NULL: children are found by stepping
-// over the values before them), over the minified text m[0..n).
+// ---------------------------------------------------------------------------
+// JSON Pointer walk, shared by tsj_doc_at_pointer, tsj_text_at_pointer,
+// tsj_find, tsj_find_in and tsj_patch_apply, over minified text m[0..n).
+// With an index (doc), each child is found through it (array indices O(1),
+// large objects hashed, each container by binary search); without one, by
+// stepping over the values before it.
+
+enum class Want {
+  Value,  // the pointer must name a value
+  Add     // RFC 6902 "add": the last token may name a new member, or an array index up to the length, or "-"
+};
+
+// Where a pointer leads.
+struct Target {
+  size_t vs = 0, ve = 0;  // the value [vs, ve) (found)
+  size_t ps = kNone;      // the container of the last token; kNone for the pointer ""
+  size_t pe = kNone;      // its closing bracket (append), or kNone when not known
+  size_t ks = 0;          // start of the member (its key's quote) or element named by the last token
+  size_t tokens = 0;      // tokens in the pointer: the containers around the value
+  bool found = false;     // the last token names an existing member or element
+  bool append = false;    // Want::Add: insert before pe (a new member, or at the end of an array)
+  std::string key;        // Want::Add of a new member: its key (unescaped)
+};
+
+// End of the value that starts at m[v].
+size_t end_of(const tsj_doc *doc, const char *m, size_t n, size_t v) {
+  if (doc && (m[v] == '{' || m[v] == '[')) {
+    if (const Container *ct = find_container(*doc, uint32_t(v))) return size_t(ct->end) + 1;
+  }
+  bool ws = false;
+  return value_end(m, v, n, &ws);
+}
+
+// Checks the syntax of a JSON Pointer (RFC 6901): TSJ_ERR_POINTER, offset in the pointer.
+int check_pointer(const char *p, size_t plen, tsj_error *err) {
+  if (plen && p[0] != '/') return set_err(err, TSJ_ERR_POINTER, 0, "JSON pointer must be empty or start with '/'");
+  for (size_t i = 0; i < plen; i++) {
+    if (p[i] == '~' && (i + 1 >= plen || (p[i + 1] != '0' && p[i + 1] != '1')))
+      return set_err(err, TSJ_ERR_POINTER, (long long)i,
+                     "invalid escape in JSON pointer at byte %zu ('~' must be followed by '0' or '1')", i);
+  }
+  long long bad = first_invalid_utf8(reinterpret_cast<const u8 *>(p), plen);
+  if (bad >= 0) return set_err(err, TSJ_ERR_POINTER, bad, "JSON pointer is not valid UTF-8 at byte %lld", bad);
+  return TSJ_OK;
+}
+
+// Walks pointer p[0..plen) from the value at m[v0]. TSJ_ERR_POINTER (bad
+// syntax) or TSJ_ERR_NOT_FOUND (messages name the token and the path up to
+// it, offset = its '/' in the pointer); t says where the pointer leads.
+int walk(const tsj_doc *doc, const char *m, size_t n, size_t v0, const char *p, size_t plen, Want want, Target &t,
+         tsj_error *err) {
+  if (int rc = check_pointer(p, plen, err)) return rc;
+  std::string tokbuf;  // a token with ~0 / ~1 escapes, unescaped
+  size_t v = v0;       // start of the current value in m
+  size_t pos = 0;
+  t = Target();
+  if (plen == 0) {
+    t.vs = v0;
+    t.ve = end_of(doc, m, n, v0);
+    t.found = true;
+    return TSJ_OK;
+  }
+  while (pos < plen) {
+    size_t ts = pos + 1;
+    const char *slash = static_cast<const char *>(std::memchr(p + ts, '/', plen - ts));
+    size_t te = slash ? size_t(slash - p) : plen;
+    const bool last = te == plen;
+    const char *tok = p + ts;
+    size_t tlen = te - ts;
+    t.tokens++;
+    if (std::memchr(tok, '~', tlen)) {
+      tokbuf.clear();
+      for (size_t k = 0; k < tlen; k++) {
+        if (tok[k] == '~') {
+          tokbuf.push_back(tok[k + 1] == '1' ? '/' : '~');
+          k++;
+        } else {
+          tokbuf.push_back(tok[k]);
+        }
+      }
+      tok = tokbuf.data();
+      tlen = tokbuf.size();
+    }
+    const char c = m[v];
+    if (c != '{' && c != '[') {
+      Shown tk(tok, tlen), at(p, pos);
+      return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "cannot look up %s in the %s at %s", tk.buf,
+                     kind_name(c), at.buf);
+    }
+    const Container *ct = nullptr;
+    if (doc) {
+      ct = find_container(*doc, uint32_t(v));
+      if (!ct) return internal_error(err, "container not indexed");
+    }
+    size_t ks = kNone, ve = kNone, pe = kNone;  // the child (member or element) and its end; the closing bracket
+    if (c == '{') {
+      size_t vs = kNone;
+      if (ct) {
+        pe = ct->end;
+        long long k = find_member(*doc, *ct, tok, tlen);
+        if (k >= 0) {
+          const uint32_t *kids = doc->children.data() + ct->first;
+          ks = kids[k];
+          vs = string_end(m, ks, n) + 2;
+          ve = uint32_t(k) + 1 < ct->count ? size_t(kids[k + 1]) - 1 : size_t(ct->end);
+        }
+      } else if (m[v + 1] == '}') {
+        pe = v + 1;
+      } else {
+        for (size_t i = v + 1;;) {
+          size_t ke = string_end(m, i, n);
+          bool ws = false;
+          size_t e = value_end(m, ke + 2, n, &ws);
+          if (key_equals(m, i, tok, tlen)) {
+            ks = i, vs = ke + 2, ve = e;
+            break;
+          }
+          if (e >= n || m[e] != ',') {
+            pe = e;
+            break;
+          }
+          i = e + 1;
+        }
+      }
+      if (ks == kNone) {
+        if (last && want == Want::Add) {
+          t.ps = v, t.pe = pe, t.append = true;
+          t.key.assign(tok, tlen);
+          return TSJ_OK;
+        }
+        Shown tk(tok, tlen), at(p, pos);
+        return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "no member %s in the object at %s", tk.buf, at.buf);
+      }
+      if (last) {
+        t.ps = v, t.pe = pe, t.ks = ks, t.vs = vs, t.ve = ve, t.found = true;
+        return TSJ_OK;
+      }
+      v = vs;
+    } else {
+      const bool dash = tlen == 1 && tok[0] == '-';
+      uint64_t idx = UINT64_MAX;  // "-", or too big for any array
+      if (!dash) {
+        Shown tk(tok, tlen), at(p, pos);
+        bool digits = tlen > 0;
+        for (size_t k = 0; k < tlen && digits; k++) digits = is_digit(u8(tok[k]));
+        if (!digits)
+          return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "%s is not an array index in the array at %s",
+                         tk.buf, at.buf);
+        if (tlen > 1 && tok[0] == '0')
+          return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                         "%s is not an array index (leading zero) in the array at %s", tk.buf, at.buf);
+        if (tlen <= 10) {
+          idx = 0;
+          for (size_t k = 0; k < tlen; k++) idx = idx * 10 + uint64_t(tok[k] - '0');
+        }
+      } else if (!(last && want == Want::Add)) {
+        Shown at(p, pos);
+        return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                       "\"-\" (the end of the array) is never found in the array at %s", at.buf);
+      }
+      size_t count = 0;
+      if (ct) {
+        pe = ct->end;
+        count = ct->count;
+        if (idx < count) {
+          const uint32_t *kids = doc->children.data() + ct->first;
+          ks = kids[idx];
+          ve = idx + 1 < count ? size_t(kids[idx + 1]) - 1 : size_t(ct->end);
+        }
+      } else if (m[v + 1] == ']') {
+        pe = v + 1;
+      } else {
+        size_t i = v + 1;
+        for (uint64_t k = 0;; k++) {
+          bool ws = false;
+          size_t e = value_end(m, i, n, &ws);
+          if (k == idx) {
+            ks = i, ve = e;
+            break;
+          }
+          if (e >= n || m[e] != ',') {
+            count = size_t(k + 1);
+            pe = e;
+            break;
+          }
+          i = e + 1;
+        }
+      }
+      if (ks == kNone) {
+        if (last && want == Want::Add && (dash || idx == count)) {
+          t.ps = v, t.pe = pe, t.append = true;
+          return TSJ_OK;
+        }
+        Shown tk(tok, tlen), at(p, pos);
+        return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                       "index %s is out of range for the array of %zu elements at %s", tk.buf, count, at.buf);
+      }
+      if (last) {
+        t.ps = v, t.pe = pe, t.ks = ks, t.vs = ks, t.ve = ve, t.found = true;
+        return TSJ_OK;
+      }
+      v = ks;
+    }
+    pos = te;
+  }
+  return internal_error(err, "pointer walk");  // not reached: the last token returns
+}
+
+// tsj_doc_at_pointer and tsj_text_at_pointer: the value's text, copied.
 int walk_pointer(const tsj_doc *doc, const char *m, size_t n, const char *pointer, size_t pointer_len, char **out,
                  size_t *out_len, tsj_error *err) {
   try {
-    const char *p = pointer;
-    const size_t plen = pointer_len;
-    if (plen && p[0] != '/')
-      return set_err(err, TSJ_ERR_POINTER, 0, "JSON pointer must be empty or start with '/'");
-    for (size_t i = 0; i < plen; i++) {
-      if (p[i] == '~' && (i + 1 >= plen || (p[i + 1] != '0' && p[i + 1] != '1')))
-        return set_err(err, TSJ_ERR_POINTER, (long long)i,
-                       "invalid escape in JSON pointer at byte %zu ('~' must be followed by '0' or '1')", i);
-    }
-    long long bad = first_invalid_utf8(reinterpret_cast<const u8 *>(p), plen);
-    if (bad >= 0) return set_err(err, TSJ_ERR_POINTER, bad, "JSON pointer is not valid UTF-8 at byte %lld", bad);
-
-    std::string tokbuf;  // a token with ~0 / ~1 escapes, unescaped
-    size_t v = 0;  // start of the current value in m
-    size_t pos = 0;
-    while (pos < plen) {
-      size_t ts = pos + 1;
-      const char *slash = static_cast<const char *>(std::memchr(p + ts, '/', plen - ts));
-      size_t te = slash ? size_t(slash - p) : plen;
-      const char *tok = p + ts;
-      size_t tlen = te - ts;
-      if (std::memchr(tok, '~', tlen)) {
-        tokbuf.clear();
-        for (size_t k = 0; k < tlen; k++) {
-          if (tok[k] == '~') {
-            tokbuf.push_back(tok[k + 1] == '1' ? '/' : '~');
-            k++;
-          } else {
-            tokbuf.push_back(tok[k]);
-          }
-        }
-        tok = tokbuf.data();
-        tlen = tokbuf.size();
-      }
-      char c = m[v];
-      if (c == '{' || c == '[') {
-        const Container *ct = nullptr;
-        if (doc) {
-          ct = find_container(*doc, uint32_t(v));
-          if (!ct) return internal_error(err, "container not indexed");
-        }
-        if (c == '{') {
-          size_t found = kNone;
-          if (ct) {
-            long long k = find_member(*doc, *ct, tok, tlen);
-            if (k >= 0) found = string_end(m, doc->children[ct->first + size_t(k)], n) + 2;
-          } else {
-            found = scan_member(m, n, v, tok, tlen);
-          }
-          if (found == kNone) {
-            Shown t(tok, tlen), at(p, pos);
-            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "no member %s in the object at %s", t.buf, at.buf);
-          }
-          v = found;
-        } else {
-          Shown t(tok, tlen), at(p, pos);
-          if (tlen == 1 && tok[0] == '-')
-            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
-                           "\"-\" (the end of the array) is never found in the array at %s", at.buf);
-          bool digits = tlen > 0;
-          for (size_t k = 0; k < tlen && digits; k++) digits = is_digit(u8(tok[k]));
-          if (!digits)
-            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "%s is not an array index in the array at %s",
-                           t.buf, at.buf);
-          if (tlen > 1 && tok[0] == '0')
-            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
-                           "%s is not an array index (leading zero) in the array at %s", t.buf, at.buf);
-          uint64_t idx = 0;
-          bool big = tlen > 10;
-          for (size_t k = 0; k < tlen && !big; k++) idx = idx * 10 + uint64_t(tok[k] - '0');
-          size_t count = 0, found = kNone;
-          if (ct) {
-            count = ct->count;
-            if (!big && idx < ct->count) found = doc->children[ct->first + size_t(idx)];
-          } else {
-            found = scan_element(m, n, v, big ? UINT64_MAX : idx, &count);
-          }
-          if (found == kNone)
-            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
-                           "index %s is out of range for the array of %zu elements at %s", t.buf, count, at.buf);
-          v = found;
-        }
-      } else {
-        Shown t(tok, tlen), at(p, pos);
-        return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "cannot look up %s in the %s at %s", t.buf,
-                       kind_name(c), at.buf);
-      }
-      pos = te;
-    }
-    size_t ve;
-    if (doc && (m[v] == '{' || m[v] == '[')) {
-      const Container *ct = find_container(*doc, uint32_t(v));
-      if (!ct) return internal_error(err, "container not indexed");
-      ve = size_t(ct->end) + 1;
-    } else {
-      bool ws = false;
-      ve = value_end(m, v, n, &ws);
-    }
-    size_t vlen = ve - v;
+    Target t;
+    if (int rc = walk(doc, m, n, 0, pointer, pointer_len, Want::Value, t, err)) return rc;
+    size_t vlen = t.ve - t.vs;
     char *res = static_cast<char *>(std::malloc(vlen + 1));
     if (!res) return nomem(err);
-    std::memcpy(res, m + v, vlen);
+    std::memcpy(res, m + t.vs, vlen);
     return give_text(res, vlen, out, out_len, err);
   } catch (const std::bad_alloc &) {
     return nomem(err);
