@@ -103,5 +103,25 @@ cc -std=c99 -Wall -Wextra -Werror -IInclude Tests/readme/plugin_configs.c -o "$w
 check_that "## Plugins: what each shipped plugin needs to start (plugin_configs.c)" \
   "$work/plugin_configs" "$PWD/build/plugins" "$work"
 
+# `make run` twice: the second run starts from the state the first left
+# (Examples/todo.c says so): the journal in build/demo survives the
+# demo-plugins step. In a scratch BUILD with this build's plugins and
+# library, which make is told not to remake (-o).
+demo=$work/demo-build
+mkdir -p "$demo/plugins"
+cp build/plugins/guard.so build/plugins/delay.so build/plugins/journal.so build/plugins/logger.so "$demo/plugins/"
+ln -s "$PWD/build/lib" "$demo/lib"
+nomake=(--no-print-directory -o setup -o lib -o plugins -o build BUILD="$demo")
+make "${nomake[@]}" examples >"$work/demo-make.log" 2>&1
+make "${nomake[@]}" -o examples run >"$work/run1.out" 2>&1
+make "${nomake[@]}" -o examples run >"$work/run2.out" 2>&1
+check_that "make run: the first run starts empty" \
+  grep -q '^  initial state: {"todos":\[\],"filter":"all"}$' "$work/run1.out"
+check_that "make run again: the journal restores the first run's state" \
+  grep -q '^  (not empty: a plugin restored a saved state)$' "$work/run2.out"
+check_that "make run again: with the first run's todos" \
+  grep -q '^  initial state: {"todos":\[{"id":1,"title":"Buy milk"' "$work/run2.out"
+check_that "make run again: every step succeeded" grep -q '^done\.$' "$work/run2.out"
+
 echo "readme: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
