@@ -132,9 +132,11 @@ inspector-plugin: setup
 	@echo "cc inspector.so"
 	@$(CC) $(PLUGIN_CFLAGS) -I$(BUILD)/inspector Plugins/inspector/inspector.c -o $(BUILD)/plugins/inspector.so -lpthread -lmicrohttpd
 
-## demo-plugins: the demo's plugin folder, build/demo/plugins (guard, logger, delay, journal)
+## demo-plugins: the demo's plugin folder, build/demo/plugins (guard, logger,
+## delay, journal), made anew; the journal and the log beside it, in
+## build/demo, are kept, so the next `make run` restores the state
 demo-plugins: plugins
-	@rm -rf $(BUILD)/demo && mkdir -p $(DEMO_PLUGINS) && chmod 0755 $(BUILD)/demo $(DEMO_PLUGINS)
+	@rm -rf $(DEMO_PLUGINS) && mkdir -p $(DEMO_PLUGINS) && chmod 0755 $(BUILD)/demo $(DEMO_PLUGINS)
 	@cp Examples/plugins/*.json $(DEMO_PLUGINS)/
 	@sed -i 's|@DEMO@|$(BUILD)/demo|' $(DEMO_PLUGINS)/*.json
 	@cp $(BUILD)/plugins/guard.so $(DEMO_PLUGINS)/10-guard.so
@@ -148,7 +150,9 @@ examples: lib
 	@mkdir -p $(BUILD)/bin
 	$(CC) $(CFLAGS) -IInclude Examples/todo.c -o $(BUILD)/bin/todo $(C_LINK)
 
-## run: the C demo, with the plugins of build/demo/plugins
+## run: the C demo, with the plugins of build/demo/plugins; run it again and
+## its journal (build/demo/todo.journal) restores the state first (rm -rf
+## build/demo to start afresh)
 run: build demo-plugins
 	$(BUILD)/bin/todo $(DEMO_PLUGINS)
 

@@ -2,6 +2,7 @@
  * todo.c - the Turnstate demo: a todo list in C, driven through the store.
  *
  *   make run                 builds the library and this program, and runs it
+ *                            (again: the journal restores the state first)
  *   build/bin/todo [DIR]     DIR: a folder of plugins to load (*.so)
  *
  * The state is one JSON object with two keys, each owned by a reducer:
@@ -500,14 +501,24 @@ static ts_status try_action(ts_store *store, const char *action_json) {
     return status;
 }
 
-/* Waits up to `ms` milliseconds for a todo titled `title` to appear (it is
- * dispatched from the delay plugin's thread). */
-static int wait_for_todo(ts_store *store, const char *title, int ms) {
+/* How many todos are titled `title` (the JSON text of the title, quoted). */
+static int count_todos(ts_store *store, const char *quoted_title) {
+    char *todos = read_state(store, "/todos");
+    int count = 0;
+    for (const char *at = todos; at != NULL && (at = strstr(at, quoted_title)) != NULL; at++) count++;
+    ts_free(todos);
+    return count;
+}
+
+/* Waits up to `ms` milliseconds for one more todo titled `title` than the
+ * `before` there were (it is dispatched from the delay plugin's thread; a
+ * state the journal restored may have one already). */
+static int wait_for_todo(ts_store *store, const char *title, int before, int ms) {
     struct timespec tick = {0, 10 * 1000 * 1000};
+    char quoted[128];
+    snprintf(quoted, sizeof quoted, "\"%s\"", title);
     for (int waited = 0; waited <= ms; waited += 10) {
-        char *todos = read_state(store, "/todos");
-        int found = todos != NULL && strstr(todos, title) != NULL;
-        ts_free(todos);
+        int found = count_todos(store, quoted) > before;
         if (found) {
             printf("  \"%s\" arrived after about %d ms\n", title, waited);
             return 1;
@@ -580,11 +591,12 @@ int main(int argc, char **argv) {
     ok &= dispatch(store, "{\"type\":\"filter/set\",\"payload\":{\"filter\":\"done\"}}");
 
     if (argc > 1) {
+        int before = count_todos(store, "\"Water the plants\"");
         step("Add a todo 200 ms from now, through the delay plugin");
         ok &= dispatch(store, "{\"type\":\"@@delay\",\"payload\":{\"ms\":200,\"action\":"
                               "{\"type\":\"todos/add\",\"payload\":{\"title\":\"Water the plants\"}}}}");
         printf("  dispatch returned at once; waiting for the delayed action...\n");
-        ok &= wait_for_todo(store, "Water the plants", 3000);
+        ok &= wait_for_todo(store, "Water the plants", before, 3000);
     }
 
     step("Try invalid actions (refused: the state does not change)");
@@ -603,8 +615,10 @@ int main(int argc, char **argv) {
     ts_store_destroy(store);
     if (argc > 1) {
         printf("\n  The logger plugin wrote one JSON line per action to the file named in its\n"
-               "  20-logger.json; the journal plugin recorded them. Run the demo again with\n"
-               "  the same folder and the journal restores this state before it starts.\n");
+               "  20-logger.json; the journal plugin recorded them in the file named in its\n"
+               "  90-journal.json. Run the demo again with the same folder (`make run` keeps\n"
+               "  that file, build/demo/todo.journal) and the journal restores this state\n"
+               "  before it starts; rm -rf build/demo to start afresh.\n");
     }
     printf("\n%s\n", ok ? "done." : "some steps failed.");
     return ok ? 0 : 1;

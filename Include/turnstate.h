@@ -146,7 +146,7 @@ typedef int32_t ts_status;
 #define TS_E_ABI           (-12)  /* a plugin built for an ABI this library does not speak */
 #define TS_E_UNKNOWN_ACTION (-13) /* a Swift store met an action type it cannot decode */
 #define TS_E_MISUSE        (-14)  /* a function used against its rules: a middleware's
-                                     next called twice, or after its run() returned */
+                                     next called twice, or outside its run() */
 
 /* The deepest nesting of arrays and objects that JSON text may have. */
 #define TS_MAX_DEPTH 256
@@ -413,12 +413,20 @@ TS_API ts_status ts_store_unsubscribe(ts_store *store, uint64_t token);
  * text to change it; passing action->json itself costs no new parse. Call it
  * at most once per action, and only during the run() it was given to (on
  * that thread); not calling it swallows the action. Returns the status of
- * the rest of the dispatch. A second call for the same action, or a call
- * after that run() returned (a kept `next`, from any thread), returns
- * TS_E_MISUSE and changes nothing; to act later, dispatch through the table.
- * Text that is not a tagged action is refused (TS_E_JSON, TS_E_NOT_ACTION)
- * without using up the one call. After the store is destroyed a kept `next`
- * must not be called at all (it is freed with the store). */
+ * the rest of the dispatch. A second call for the same action returns
+ * TS_E_MISUSE and changes nothing. Do not keep `next`: to act later,
+ * dispatch through the table. A kept `next` called when no run() of that
+ * middleware is under way on the calling thread (after the dispatch, from a
+ * listener of a later one, from another thread: that call first waits for
+ * the dispatch under way to end) returns TS_E_MISUSE and changes nothing.
+ * But a kept `next` called during a later run() of the same middleware on
+ * the same thread is not refused: `next` is one function per place in the
+ * chain (the same pointer in every run() while the chain is unchanged), so
+ * it cannot be told from that run's own. It acts as that run's `next` and
+ * uses up that run's one call. Text that is not a tagged action is refused
+ * (TS_E_JSON, TS_E_NOT_ACTION) without using up the one call. After the
+ * store is destroyed a kept `next` must not be called at all (it is freed
+ * with the store). */
 typedef ts_status (*ts_next_fn)(const char *action_json);
 
 /* The store as middleware sees it: plain C functions bound to one store.

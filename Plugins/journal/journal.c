@@ -29,10 +29,20 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #define JOURNAL_VERSION "1.0.0"
 #define HEADER_ROOM 40 /* "A " + up to 20 digits + " " + 8 hex + " " */
+
+/* Taking the lock (see take_lock): how long create() waits for a holder that
+ * is exiting, and for one that /proc/locks does not name; how often it looks. */
+#define LOCK_WAIT_EXITING_MS 10000
+#define LOCK_WAIT_UNKNOWN_MS 1000
+#define LOCK_POLL_MS 10
+#ifndef JOURNAL_PROC_LOCKS
+#define JOURNAL_PROC_LOCKS "/proc/locks" /* the tests build a variant without it */
+#endif
 
 enum fsync_mode { FSYNC_NEVER, FSYNC_ALWAYS, FSYNC_EVERY };
 
@@ -251,6 +261,144 @@ static ts_status journal_run(const ts_store_api *store, ts_next_fn next, const t
     err = sync_by_policy(j);
     if (err != 0) return io_failure(j, "could not fsync after", action->type, err);
     return TS_OK;
+}
+
+/* ---- The lock ------------------------------------------------------------- */
+
+/* Who holds the flock of the journal, as far as /proc (Linux) tells. */
+enum holder { HOLDER_UNKNOWN, HOLDER_EXITING, HOLDER_LIVE, HOLDER_SELF };
+
+/* Whether process pid is on its way out: gone already, a zombie (its other
+ * threads may still be closing its files), exiting (PF_EXITING), or with
+ * SIGKILL pending (a fatal signal was delivered; the kernel marks every
+ * thread so, even one that finishes an fsync first). */
+static int process_exiting(long pid) {
+    char name[64], text[1024], *p;
+    unsigned long flags = 0;
+    char state = '?';
+    FILE *f;
+    size_t n;
+    snprintf(name, sizeof name, "/proc/%ld/stat", pid);
+    f = fopen(name, "r");
+    if (f == NULL) return 1;
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    p = strrchr(text, ')'); /* after the command name, which may hold anything */
+    if (p == NULL || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2) return 1;
+    if (state == 'Z' || state == 'X' || state == 'x' || (flags & 0x4ul) != 0) return 1;
+    snprintf(name, sizeof name, "/proc/%ld/status", pid);
+    f = fopen(name, "r");
+    if (f == NULL) return 1;
+    while (fgets(text, sizeof text, f) != NULL) {
+        unsigned long long pending;
+        if ((sscanf(text, "SigPnd: %llx", &pending) == 1 || sscanf(text, "ShdPnd: %llx", &pending) == 1) &&
+            (pending & (1ull << (9 - 1))) != 0) { /* SIGKILL is 9 on Linux */
+            fclose(f);
+            return 1;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+/* Looks up the holders of a flock on inode `inode` in /proc/locks. Any live
+ * holder wins (*pid names it); else an exiting one; else unknown (no
+ * /proc/locks, a holder outside our PID namespace, or the lock just went).
+ * Only the inode is compared, not the device (whose numbers some file
+ * systems show differently): a lock on another file with the same inode
+ * number can only make the answer "live", that is refuse sooner. */
+static enum holder find_holder(unsigned long long inode, long *pid) {
+    char line[256];
+    enum holder found = HOLDER_UNKNOWN;
+    FILE *f = fopen(JOURNAL_PROC_LOCKS, "r");
+    if (f == NULL) return HOLDER_UNKNOWN;
+    while (fgets(line, sizeof line, f) != NULL) {
+        /* "1: FLOCK  ADVISORY  WRITE 1234 fe:00:16221093 0 EOF"; a waiter's
+         * line has "->" after the number. */
+        char type[16], mode[16], access[16];
+        long holder_pid;
+        unsigned int major, minor;
+        unsigned long long holder_inode;
+        char *p = strchr(line, ':');
+        if (p == NULL || strstr(line, "->") != NULL) continue;
+        if (sscanf(p + 1, "%15s %15s %15s %ld %x:%x:%llu", type, mode, access, &holder_pid, &major, &minor,
+                   &holder_inode) != 7)
+            continue;
+        if (strcmp(type, "FLOCK") != 0 || holder_inode != inode || holder_pid <= 0) continue;
+        if (holder_pid == (long)getpid()) {
+            found = HOLDER_SELF;
+            *pid = holder_pid;
+            break;
+        }
+        if (!process_exiting(holder_pid)) {
+            found = HOLDER_LIVE;
+            *pid = holder_pid;
+            break;
+        }
+        found = HOLDER_EXITING;
+        *pid = holder_pid;
+    }
+    fclose(f);
+    return found;
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1000.0 + (double)t.tv_nsec / 1e6;
+}
+
+/* Takes the exclusive flock of j->fd. A store that holds it is refused at
+ * once; a process that is exiting (killed mid-dispatch: it keeps the lock
+ * until the kernel has closed its files, which can be after its parent, or
+ * `timeout -s KILL`, has already gone on) is waited for, up to
+ * LOCK_WAIT_EXITING_MS; a holder /proc/locks does not name, up to
+ * LOCK_WAIT_UNKNOWN_MS. 0, or the reason in why[] and -1. */
+static int take_lock(journal *j, char *why, size_t why_size) {
+    struct stat st;
+    double start = now_ms();
+    if (fstat(j->fd, &st) != 0) {
+        snprintf(why, why_size, "cannot be locked (fstat failed: %s)", strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        long pid = 0;
+        enum holder holder;
+        double waited;
+        struct timespec tick = {0, LOCK_POLL_MS * 1000000L};
+        if (flock(j->fd, LOCK_EX | LOCK_NB) == 0) return 0;
+        if (errno == EINTR) continue;
+        if (errno != EWOULDBLOCK) {
+            snprintf(why, why_size, "cannot be locked: %s", strerror(errno));
+            return -1;
+        }
+        holder = find_holder((unsigned long long)st.st_ino, &pid);
+        waited = now_ms() - start;
+        if (holder == HOLDER_SELF) {
+            snprintf(why, why_size, "is in use by another store of this process (it is locked): one journal, one store");
+            return -1;
+        }
+        if (holder == HOLDER_LIVE) {
+            snprintf(why, why_size, "is in use by another store (process %ld holds its lock): one journal, one store",
+                     pid);
+            return -1;
+        }
+        if (holder == HOLDER_EXITING && waited >= LOCK_WAIT_EXITING_MS) {
+            snprintf(why, why_size,
+                     "is in use by another store (process %ld, which is exiting, still held its lock after %d s)", pid,
+                     LOCK_WAIT_EXITING_MS / 1000);
+            return -1;
+        }
+        if (holder == HOLDER_UNKNOWN && waited >= LOCK_WAIT_UNKNOWN_MS) {
+            snprintf(why, why_size,
+                     "is in use by another store (it stayed locked for %d s, and %s does not say by whom): one journal, "
+                     "one store",
+                     LOCK_WAIT_UNKNOWN_MS / 1000, JOURNAL_PROC_LOCKS);
+            return -1;
+        }
+        nanosleep(&tick, NULL);
+    }
 }
 
 /* ---- Loading -------------------------------------------------------------- */
@@ -522,10 +670,8 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
         status = create_error(error_message, TS_E_IO, "journal: cannot open \"%.300s\": %s", j->path, strerror(errno));
         goto fail;
     }
-    if (flock(j->fd, LOCK_EX | LOCK_NB) != 0) {
-        status = create_error(error_message, TS_E_IO,
-                              "journal: \"%.300s\" is in use by another store (%s): one journal, one store", j->path,
-                              errno == EWOULDBLOCK ? "it is locked" : strerror(errno));
+    if (take_lock(j, detail, sizeof detail) != 0) {
+        status = create_error(error_message, TS_E_IO, "journal: \"%.300s\" %s", j->path, detail);
         goto fail;
     }
     e = read_file(j->fd, &buf, &size);

@@ -104,6 +104,16 @@ loader_variant null-entry -DTP_NULL_ENTRY
 loader_variant no-run -DTP_NO_RUN
 loader_variant no-name -DTP_NO_NAME
 
+# The journal without /proc/locks (test_journal.c: a lock holder it cannot name).
+mkdir -p "$BUILD/plugins/noproc"
+chmod 755 "$BUILD/plugins/noproc"
+if $CC $WARN -shared -fPIC -IInclude '-DJOURNAL_PROC_LOCKS="/nonexistent/locks"' Plugins/journal/journal.c \
+    -o "$BUILD/plugins/noproc/journal.so" -lpthread; then
+  chmod 755 "$BUILD/plugins/noproc/journal.so"
+else
+  fail "journal variant noproc does not build"
+fi
+
 # The shutdown watcher (test_shutdown.c): exports its counters for the test.
 mkdir -p "$BUILD/plugins/shutdown"
 chmod 755 "$BUILD/plugins/shutdown"
