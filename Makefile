@@ -366,7 +366,9 @@ test-plugins: $(call prebuilt,lib plugins)
 ## and chromium-driver; Selenium from PyPI, installed into build/inspector-venv
 ## on first use): live actions, state and diff, time travel checked through
 ## ts_store_get_state, skip, dispatch through guard, export/import, requests
-## without the token or from a foreign Origin or Host refused, read-only mode
+## without the token or from a foreign Origin or Host refused, read-only mode;
+## over plain HTTP: malformed imports refused (no crash, no leak), refused
+## imported actions kept JSON, a dispatch made in the past kept on return
 test-inspector: $(call prebuilt,lib plugins)
 	@mkdir -p $(BUILD)/inspector
 	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
@@ -392,7 +394,7 @@ ASAN_SWIFT_FLAGS := -Xswiftc -sanitize=address -Xswiftc -sanitize-coverage=edge,
                     -Xcc -fsanitize=address,fuzzer-no-link -Xcxx -fsanitize=address,fuzzer-no-link $(DWARF4)
 ASAN_CFLAGS := -std=c99 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pedantic -IInclude
 ASAN_LINK := -fuse-ld=lld -L$(ASAN)/lib -Wl,-rpath,$(ASAN)/lib -lturnstate -lpthread
-FUZZ_TARGETS := create dispatch pointer journal plugin_config
+FUZZ_TARGETS := create dispatch pointer journal plugin_config inspector_import
 FUZZ_SECONDS ?= 60
 # Options for every fuzzer run and replay: inputs up to 64 KiB, 20 s per input
 # at most. Each harness runs as one plain libFuzzer process, one after the
