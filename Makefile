@@ -368,7 +368,8 @@ test-plugins: $(call prebuilt,lib plugins)
 ## ts_store_get_state, skip, dispatch through guard, export/import, requests
 ## without the token or from a foreign Origin or Host refused, read-only mode;
 ## over plain HTTP: malformed imports refused (no crash, no leak), refused
-## imported actions kept JSON, a dispatch made in the past kept on return
+## imported actions kept JSON, a dispatch made in the past kept on return, no
+## token cookie, security headers everywhere, idle connections time out
 test-inspector: $(call prebuilt,lib plugins)
 	@mkdir -p $(BUILD)/inspector
 	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)

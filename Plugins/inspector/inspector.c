@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -51,6 +52,14 @@
 #define MAX_BODY (64u * 1024u * 1024u) /* an imported session at most */
 #define MAX_HOSTS 16
 #define STREAM_BATCH 256 /* records per event-stream chunk */
+/* Connections: libmicrohttpd's limit (one thread each), and how long one may
+ * stay idle: a connection that has not shown the token yet (it may never
+ * send a byte) is closed after TIMEOUT_UNAUTHENTICATED seconds, one whose
+ * request carried the token after TIMEOUT_AUTHENTICATED; a refused request
+ * ends its connection. */
+#define MAX_CONNECTIONS 256u
+#define TIMEOUT_UNAUTHENTICATED 10u
+#define TIMEOUT_AUTHENTICATED 120u
 
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
@@ -84,7 +93,6 @@ typedef struct inspector {
     char token[129];
     char *hosts[MAX_HOSTS + 4];
     size_t host_count;
-    char cookie_name[40];
 
     pthread_mutex_t lock; /* everything below; never held while calling the store */
     pthread_cond_t wake;  /* new records or status: the event streams */
@@ -758,50 +766,79 @@ typedef struct request {
     int too_large;
 } request;
 
-static enum MHD_Result send_text(struct MHD_Connection *c, unsigned code, const char *type, const char *text,
-                                 size_t length, const char *cookie) {
-    struct MHD_Response *response = MHD_create_response_from_buffer(length, (void *)text, MHD_RESPMEM_MUST_COPY);
-    if (response == NULL) return MHD_NO;
-    MHD_add_response_header(response, "Content-Type", type);
+/* The headers every response carries, the event stream and the export
+ * included (README.md: Security). */
+static void security_headers(struct MHD_Response *response) {
     MHD_add_response_header(response, "Cache-Control", "no-store");
     MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(response, "Referrer-Policy", "no-referrer");
     MHD_add_response_header(response, "X-Frame-Options", "DENY");
     MHD_add_response_header(response, "Content-Security-Policy",
                             "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'");
-    if (cookie) MHD_add_response_header(response, "Set-Cookie", cookie);
+}
+
+/* Queues a response; `close` ends the connection after it (a refused
+ * request: the connection does not stay open for the next one). */
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned code, struct MHD_Response *response, const char *type,
+                             int close) {
+    MHD_add_response_header(response, "Content-Type", type);
+    security_headers(response);
+    if (close) MHD_add_response_header(response, "Connection", "close");
     enum MHD_Result result = MHD_queue_response(c, code, response);
     MHD_destroy_response(response);
     return result;
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned code, sb *b) {
-    enum MHD_Result result = b->failed ? send_text(c, 500, "application/json", "{\"error\":\"out of memory\"}", 25, NULL)
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned code, const char *type, const char *text,
+                                 size_t length, int close) {
+    struct MHD_Response *response = MHD_create_response_from_buffer(length, (void *)text, MHD_RESPMEM_MUST_COPY);
+    if (response == NULL) return MHD_NO;
+    return queue(c, code, response, type, close);
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned code, sb *b, int close) {
+    enum MHD_Result result = b->failed ? send_text(c, 500, "application/json", "{\"error\":\"out of memory\"}", 25, close)
                                        : send_text(c, code, "application/json", b->text ? b->text : "{}",
-                                                   b->text ? b->length : 2, NULL);
+                                                   b->text ? b->length : 2, close);
     free(b->text);
     return result;
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned code, const char *format, ...) {
+static enum MHD_Result send_error_v(struct MHD_Connection *c, unsigned code, int close, const char *format, va_list ap) {
     char message[1024];
-    va_list ap;
-    va_start(ap, format);
     vsnprintf(message, sizeof message, format, ap);
-    va_end(ap);
     sb b = {0};
     sb_str(&b, "{\"error\":");
     sb_json_string(&b, message);
     sb_str(&b, "}");
-    return send_json(c, code, &b);
+    return send_json(c, code, &b, close);
 }
 
-/* Constant-time comparison of a presented token with ours. */
-static int token_ok(const inspector *in, const char *given) {
-    if (given == NULL) return 0;
-    size_t a = strlen(given), b = strlen(in->token);
-    unsigned diff = (unsigned)(a ^ b);
-    for (size_t i = 0; i < b; i++) diff |= (unsigned)(unsigned char)(i < a ? given[i] : 0) ^ (unsigned char)in->token[i];
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned code, const char *format, ...) {
+    va_list ap;
+    va_start(ap, format);
+    enum MHD_Result result = send_error_v(c, code, 0, format, ap);
+    va_end(ap);
+    return result;
+}
+
+/* A request refused by the security checks: answered, then the connection
+ * is closed. */
+static enum MHD_Result send_refusal(struct MHD_Connection *c, unsigned code, const char *format, ...) {
+    va_list ap;
+    va_start(ap, format);
+    enum MHD_Result result = send_error_v(c, code, 1, format, ap);
+    va_end(ap);
+    return result;
+}
+
+/* Constant-time comparison of a presented token (size bytes) with ours; a
+ * value with a NUL byte in it (?token=T%00junk) is not the token. */
+static int token_ok(const inspector *in, const char *given, size_t size) {
+    if (given == NULL || strlen(given) != size) return 0;
+    size_t b = strlen(in->token);
+    unsigned diff = (unsigned)(size ^ b);
+    for (size_t i = 0; i < b; i++) diff |= (unsigned)(unsigned char)(i < size ? given[i] : 0) ^ (unsigned char)in->token[i];
     return diff == 0;
 }
 
@@ -812,15 +849,89 @@ static int host_ok(const inspector *in, const char *host) {
     return 0;
 }
 
-/* The token from the query (?token=), a header (X-Turnstate-Token) or the
- * cookie the page got. */
-static const char *presented_token(inspector *in, struct MHD_Connection *c, int *from_query) {
-    const char *t = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
-    *from_query = t != NULL;
-    if (t) return t;
-    t = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Turnstate-Token");
-    if (t) return t;
-    return MHD_lookup_connection_value(c, MHD_COOKIE_KIND, in->cookie_name);
+/* Every value of one key of a request: how many, and the first (with its
+ * length, which a NUL byte inside it makes longer than its strlen). */
+typedef struct values {
+    const char *key;
+    int any_case; /* header names */
+    unsigned count;
+    const char *first;
+    size_t first_size;
+} values;
+
+static enum MHD_Result count_value(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                   const char *value, size_t value_size) {
+    values *v = cls;
+    size_t n = strlen(v->key);
+    (void)kind;
+    if (key_size == n && (v->any_case ? strncasecmp(key, v->key, n) == 0 : memcmp(key, v->key, n) == 0)) {
+        if (v->count++ == 0) {
+            v->first = value;
+            v->first_size = value ? value_size : 0;
+        }
+    }
+    return MHD_YES;
+}
+
+static values lookup(struct MHD_Connection *c, enum MHD_ValueKind kind, const char *key) {
+    values v = {key, kind == MHD_HEADER_KIND, 0, NULL, 0};
+    MHD_get_connection_values_n(c, kind, count_value, &v);
+    return v;
+}
+
+static int is_page_file(const char *url) {
+    const char *name = strcmp(url, "/") == 0 ? "/index.html" : url;
+    for (size_t i = 0; i < sizeof web_files / sizeof web_files[0]; i++)
+        if (strcmp(name, web_files[i].path) == 0) return 1;
+    return 0;
+}
+
+/* The security checks, run when a request's headers are in (before any
+ * body is read): one Host, ours (no DNS rebinding); at most one Origin,
+ * ours (no requests from other sites' pages); then, except for the page's
+ * own files, exactly one token, in the query (?token=) or the
+ * X-Turnstate-Token header, that is the whole token. Returns 1 when the
+ * request may go on; else queues the refusal in *answer and returns 0. */
+static int admit(inspector *in, struct MHD_Connection *c, const char *url, const char *method, enum MHD_Result *answer) {
+    values host = lookup(c, MHD_HEADER_KIND, "Host");
+    if (host.count != 1 || !host_ok(in, host.first)) {
+        *answer = host.count > 1 ? send_refusal(c, 400, "refused: %u Host headers (one is allowed)", host.count)
+                                 : send_refusal(c, 403, "refused: the Host header \"%s\" is not this inspector's address "
+                                                "(add it to \"hosts\" in the config to allow it)",
+                                                host.first ? host.first : "");
+        return 0;
+    }
+    values origin = lookup(c, MHD_HEADER_KIND, "Origin");
+    if (origin.count > 1) {
+        *answer = send_refusal(c, 400, "refused: %u Origin headers (one at most is allowed)", origin.count);
+        return 0;
+    }
+    if (origin.count == 1) {
+        const char *o = origin.first ? origin.first : "";
+        if (strncmp(o, "http://", 7) != 0 || !host_ok(in, o + 7)) {
+            *answer = send_refusal(c, 403, "refused: requests from the origin \"%s\" are not allowed", o);
+            return 0;
+        }
+    }
+    int page = (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) && is_page_file(url);
+    if (page) return 1; /* the same files in every inspector: no secret in them */
+    values query = lookup(c, MHD_GET_ARGUMENT_KIND, "token");
+    values header = lookup(c, MHD_HEADER_KIND, "X-Turnstate-Token");
+    if (query.count + header.count != 1) {
+        *answer = query.count + header.count == 0
+                      ? send_refusal(c, 403, "refused: a valid token is required (open the URL the inspector printed)")
+                      : send_refusal(c, 400, "refused: %u tokens (one is allowed, in ?token= or X-Turnstate-Token)",
+                                     query.count + header.count);
+        return 0;
+    }
+    values *token = query.count ? &query : &header;
+    if (!token_ok(in, token->first, token->first_size)) {
+        *answer = send_refusal(c, 403, "refused: a valid token is required (open the URL the inspector printed)");
+        return 0;
+    }
+    /* Known: this connection may stay open as long as a browser keeps it. */
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)TIMEOUT_AUTHENTICATED);
+    return 1;
 }
 
 /* The event stream of one browser. */
@@ -920,12 +1031,7 @@ static enum MHD_Result open_stream(inspector *in, struct MHD_Connection *c) {
         stream_free(s);
         return MHD_NO;
     }
-    MHD_add_response_header(response, "Content-Type", "text/event-stream");
-    MHD_add_response_header(response, "Cache-Control", "no-store");
-    MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
-    enum MHD_Result result = MHD_queue_response(c, 200, response);
-    MHD_destroy_response(response);
-    return result;
+    return queue(c, 200, response, "text/event-stream", 0);
 }
 
 /* A number field of a command's JSON body. */
@@ -953,7 +1059,7 @@ static enum MHD_Result command_result(inspector *in, struct MHD_Connection *c, i
     status_json(in, &b);
     sb_str(&b, "}");
     pthread_mutex_unlock(&in->lock);
-    return send_json(c, 200, &b);
+    return send_json(c, 200, &b, 0);
 }
 
 static enum MHD_Result handle_api(inspector *in, struct MHD_Connection *c, const char *url, int post, request *req) {
@@ -975,7 +1081,7 @@ static enum MHD_Result handle_api(inspector *in, struct MHD_Connection *c, const
         }
         sb_str(&b, "]}");
         pthread_mutex_unlock(&in->lock);
-        return send_json(c, 200, &b);
+        return send_json(c, 200, &b, 0);
     }
     if (!post && strcmp(url, "/api/state") == 0) {
         const char *arg = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seq");
@@ -1004,7 +1110,7 @@ static enum MHD_Result handle_api(inspector *in, struct MHD_Connection *c, const
         sb_str(&b, before ? before : "null");
         sb_str(&b, "}");
         pthread_mutex_unlock(&in->lock);
-        return send_json(c, 200, &b);
+        return send_json(c, 200, &b, 0);
     }
     if (!post && strcmp(url, "/api/export") == 0) {
         size_t length;
@@ -1015,12 +1121,8 @@ static enum MHD_Result handle_api(inspector *in, struct MHD_Connection *c, const
             free(text);
             return MHD_NO;
         }
-        MHD_add_response_header(response, "Content-Type", "text/plain; charset=utf-8");
-        MHD_add_response_header(response, "Cache-Control", "no-store");
         MHD_add_response_header(response, "Content-Disposition", "attachment; filename=\"turnstate-session.journal\"");
-        enum MHD_Result result = MHD_queue_response(c, 200, response);
-        MHD_destroy_response(response);
-        return result;
+        return queue(c, 200, response, "text/plain; charset=utf-8", 0);
     }
     if (!post) return send_error(c, 404, "no such endpoint: GET %s", url);
     if (strcmp(url, "/api/pause") == 0) {
@@ -1073,6 +1175,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     (void)version;
     request *req = *req_cls;
     if (req == NULL) {
+        /* The headers are in: the security checks, before any body is read. */
+        enum MHD_Result answer;
+        if (!admit(in, c, url, method, &answer)) return answer;
         req = calloc(1, sizeof *req);
         if (req == NULL) return MHD_NO;
         *req_cls = req;
@@ -1084,20 +1189,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         *upload_size = 0;
         return MHD_YES;
     }
-    /* Security first: the Host (no DNS rebinding), the Origin (no requests
-     * from other sites' pages), the token. */
-    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
-    if (!host_ok(in, host))
-        return send_error(c, 403, "refused: the Host header \"%s\" is not this inspector's address (add it to "
-                          "\"hosts\" in the config to allow it)", host ? host : "");
-    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
-    if (origin) {
-        int same = strncmp(origin, "http://", 7) == 0 && host_ok(in, origin + 7);
-        if (!same) return send_error(c, 403, "refused: requests from the origin \"%s\" are not allowed", origin);
-    }
-    int from_query = 0;
-    if (!token_ok(in, presented_token(in, c, &from_query)))
-        return send_error(c, 403, "refused: a valid token is required (open the URL the inspector printed)");
     int post = strcmp(method, "POST") == 0;
     if (!post && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return send_error(c, 405, "method %s is not allowed", method);
@@ -1108,14 +1199,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (post) return send_error(c, 404, "no such endpoint: POST %s", url);
     const char *name = strcmp(url, "/") == 0 ? "/index.html" : url;
     for (size_t i = 0; i < sizeof web_files / sizeof web_files[0]; i++) {
-        if (strcmp(name, web_files[i].path) == 0) {
-            char cookie[256];
-            /* Later requests (the modules, the event stream) carry the token as
-             * a cookie of this port, never sent by other sites' pages. */
-            snprintf(cookie, sizeof cookie, "%s=%s; Path=/; HttpOnly; SameSite=Strict", in->cookie_name, in->token);
-            return send_text(c, 200, web_files[i].type, (const char *)web_files[i].data, web_files[i].size,
-                             from_query ? cookie : NULL);
-        }
+        if (strcmp(name, web_files[i].path) == 0)
+            return send_text(c, 200, web_files[i].type, (const char *)web_files[i].data, web_files[i].size, 0);
     }
     return send_error(c, 404, "not found: %s", url);
 }
@@ -1312,14 +1397,13 @@ static ts_status inspector_create(const char *config, const ts_store_api *store,
     int fd = socket(in->ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int yes = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes) != 0 || bind(fd, addr, addr_length) != 0 ||
-        listen(fd, 32) != 0 || getsockname(fd, addr, &addr_length) != 0) {
+        listen(fd, 64) != 0 || getsockname(fd, addr, &addr_length) != 0) {
         int error = errno;
         if (fd >= 0) close(fd);
         return refuse(in, error_message, "inspector: could not listen on %s port %u: %s", in->bind, in->port,
                       strerror(error));
     }
     in->port = ntohs(in->ipv6 ? sa6.sin6_port : sa4.sin_port);
-    snprintf(in->cookie_name, sizeof in->cookie_name, "ts_inspector_%u", in->port);
     /* The Host values a browser sends for this address. */
     int ok = 1;
     if (in->loopback) {
@@ -1349,8 +1433,8 @@ static ts_status inspector_create(const char *config, const ts_store_api *store,
     }
     in->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
                                   handle, in, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, request_done,
-                                  in, MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT,
-                                  (unsigned)120, MHD_OPTION_END);
+                                  in, MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+                                  TIMEOUT_UNAUTHENTICATED, MHD_OPTION_END);
     if (in->daemon == NULL) {
         close(fd);
         return refuse(in, error_message, "inspector: could not start the HTTP server on %s port %u", in->bind, in->port);

@@ -18,6 +18,7 @@ screenshot.png, or --screenshot PNG). Ends with "checks: N passed, M failed".
 """
 
 import http.client
+import http.server
 import json
 import os
 import queue
@@ -262,6 +263,12 @@ def plugin_file_checks():
 
 # ---- Defects found from outside (issue 18): HTTP only, no browser -------------
 
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+}
+
+
 def started(app, what):
     """(host, port, token) of a started App, or None (a failed check)."""
     m = re.match(r"http://([^:/]+):(\d+)/\?token=(\w+)", app.url or "")
@@ -457,6 +464,102 @@ def travel_checks():
         app.quit()
 
 
+def http_checks():
+    """Items 3 and 6: the token is never a cookie, every response carries the
+    security headers, a token with a NUL and repeated headers are refused, idle
+    connections do not lock the inspector out. Returns the last check (a
+    connection that never sends a byte is closed by the server), to be called
+    when the other checks are done: it waits for the server's timeout."""
+    app = App({"port": 0})
+    where = started(app, "an inspector for the HTTP checks starts")
+    if where is None:
+        return lambda: None
+    host, port, token = where
+    own = "%s:%d" % (host, port)
+    # An idle connection that never sends a byte, opened first: checked last.
+    idle = socket.create_connection((host, port), timeout=WAIT)
+    opened = time.time()
+
+    # Item 3: no cookie.
+    status, headers, _ = get(where, "/?token=" + token, token=False)
+    cookies = [v for k, v in headers if k.lower() == "set-cookie"]
+    check("the page opened with ?token= sets no cookie", status == 200 and cookies == [], (status, cookies))
+    status, headers, _ = get(where, "/api/actions?token=" + token, token=False)
+    cookies = [v for k, v in headers if k.lower() == "set-cookie"]
+    check("no API answer sets a cookie", status == 200 and cookies == [], (status, cookies))
+    status, _, data = get(where, "/api/actions", [("Cookie", "ts_inspector_%d=%s" % (port, token))], token=False)
+    check("a token in a cookie is not accepted (only the header or the query)", status == 403, (status, data[:200]))
+
+    # Item 6: the security headers on every response.
+    answers = {
+        "GET / (the page)": get(where, "/"),
+        "GET /app.js": get(where, "/app.js"),
+        "GET /api/actions": get(where, "/api/actions"),
+        "GET /api/state": get(where, "/api/state?seq=0"),
+        "GET /api/export": get(where, "/api/export"),
+        "GET /api/events": get(where, "/api/events"),
+        "a 403 (no token)": get(where, "/api/actions", token=False),
+        "a 404": get(where, "/api/nothing"),
+    }
+    status, headers, _ = raw(host, port, "POST", "/api/pause", [("Host", own), ("X-Turnstate-Token", token)],
+                             '{"paused":false}')
+    answers["POST /api/pause"] = (status, headers, b"")
+    for name, (status, headers, _) in answers.items():
+        have = {k.lower(): v for k, v in headers or []}
+        missing = [k for k, v in SECURITY_HEADERS.items() if v not in have.get(k.lower(), "")]
+        check("%s carries the security headers" % name, isinstance(status, int) and not missing, (status, missing))
+
+    # Item 6: the token must be the whole value.
+    status, _, _ = get(where, "/api/actions?token=%s%%00junk" % token, token=False)
+    check("a token followed by %00junk in the query is refused", status == 403, status)
+    status, _, _ = get(where, "/api/actions?token=%s&token=%s" % (token, token), token=False)
+    check("two tokens in the query are refused", status in (400, 403), status)
+    status, _, _ = get(where, "/api/actions", [("X-Turnstate-Token", token)])
+    check("two X-Turnstate-Token headers are refused", status in (400, 403), status)
+    # Repeated Origin or Host headers: refused, whichever comes first.
+    for name, extra in [("two Origin headers (ours first)", [("Origin", "http://" + own), ("Origin", "http://evil.example")]),
+                        ("two Origin headers (the same twice)", [("Origin", "http://" + own), ("Origin", "http://" + own)]),
+                        ("two Host headers (ours first)", [("Host", "evil.example:%d" % port)])]:
+        status, _, data = get(where, "/api/actions", extra)
+        check("a request with %s is refused" % name, status in (400, 403), (status, data[:200]))
+    status, data = post(where, "/api/dispatch", '{"type":"counter/inc"}',
+                        [("Origin", "http://" + own), ("Origin", "http://evil.example")])
+    check("a command with two Origin headers is refused and changes nothing",
+          status in (400, 403) and app.state().get("count") == 0, (status, data[:200], app.state()))
+
+    # Item 6: connections that never send a byte do not lock the inspector out.
+    crowd = []
+    try:
+        for _ in range(40):
+            crowd.append(socket.create_connection((host, port), timeout=WAIT))
+    except OSError as e:
+        check("40 idle connections can be opened", False, e)
+    time.sleep(0.2)  # the server accepted them
+    try:
+        status, _, data = raw(host, port, "GET", "/api/actions", [("Host", own), ("X-Turnstate-Token", token)],
+                              timeout=5)
+    except (OSError, http.client.HTTPException) as e:
+        status, data = "failed: %s" % e, b""
+    check("with 40 idle connections open, a request with the token is answered", status == 200, (status, data[:100]))
+    for s in crowd:
+        s.close()
+
+    def last():
+        # The first idle connection: the server ends it (an unauthenticated
+        # connection has a short timeout, see Plugins/inspector/README.md).
+        idle.settimeout(max(1.0, WAIT + 5 - (time.time() - opened)))
+        try:
+            ended = idle.recv(1) == b""
+        except socket.timeout:
+            ended = False
+        except OSError:
+            ended = True
+        idle.close()
+        check("a connection that never sends a request is closed by the server", ended)
+        app.quit()
+    return last
+
+
 def main():
     plugin_file_checks()
     app = App({"port": 0, "history": 500})
@@ -568,7 +671,10 @@ def main():
         status, body = request(base + "/api/actions")
         check("a request without the token is refused", status == 403 and "token" in body, (status, body))
         status, body = request(base + "/")
-        check("the page itself needs the token", status == 403, status)
+        check("the page's own files need no token (they are the same in every inspector)",
+              status == 200 and "<title>Turnstate Inspector</title>" in body, status)
+        status, body = request(base + "/api/export")
+        check("the export needs the token", status == 403, status)
         status, body = request(base + "/api/actions?token=" + token, headers={"Origin": "http://evil.example"})
         check("a request from a foreign Origin is refused", status == 403 and "origin" in body, (status, body))
         status, body = request(base + "/api/jump?token=" + token, "POST", '{"seq":1}',
@@ -606,6 +712,35 @@ def main():
         wait_for(driver, lambda: text(driver, "mode") == "live", "resume")
         app.dispatch({"type": "todos/add", "payload": {"title": "bread"}})
         wait_for(driver, lambda: len(rows(driver)) == before + 1, "recording again after resume")
+
+        # The token is not a cookie: the browser holds none, and another HTTP
+        # server on 127.0.0.1 (cookies are not scoped by port) gets nothing.
+        check("the browser holds no cookie of the inspector", driver.get_cookies() == [], driver.get_cookies())
+        seen = []
+
+        class Other(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                seen.append(self.headers.get_all("Cookie") or [])
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.end_headers()
+                self.wfile.write(b"another local service")
+
+            def log_message(self, *args):
+                pass
+
+        other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Other)
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        driver.get("http://127.0.0.1:%d/" % other.server_address[1])
+        wait_for(driver, lambda: len(seen) > 0, "the browser opens another local server")
+        check("another local port gets no token from the browser", seen and not any(token in c for h in seen for c in h),
+              seen)
+        other.shutdown()
+        # Back to the inspector without the token in the URL: the page kept it
+        # for this tab (sessionStorage, scoped to scheme, host and port).
+        driver.get(base + "/")
+        wait_for(driver, lambda: text(driver, "conn") == "connected", "reopened without ?token=, the page connects")
+        wait_for(driver, lambda: len(rows(driver)) == before + 1, "reopened, the page shows the history")
     finally:
         driver.quit()
 
@@ -665,8 +800,10 @@ def main():
         check("read-only still shows the history", status == 200, (status, body))
     ro.quit()
 
+    idle_check = http_checks()
     import_checks()
     travel_checks()
+    idle_check()
 
     # From Python: the turnstate package loads the plugin; time travel
     # replays the Python reducer from a server thread.
