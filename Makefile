@@ -372,7 +372,10 @@ test-plugins: $(call prebuilt,lib plugins)
 ## and chromium-driver; Selenium from PyPI, installed into build/inspector-venv
 ## on first use): live actions, state and diff, time travel checked through
 ## ts_store_get_state, skip, dispatch through guard, export/import, requests
-## without the token or from a foreign Origin or Host refused, read-only mode
+## without the token or from a foreign Origin or Host refused, read-only mode;
+## over plain HTTP: malformed imports refused (no crash, no leak), refused
+## imported actions kept JSON, a dispatch made in the past kept on return, no
+## token cookie, security headers everywhere, idle connections time out
 test-inspector: $(call prebuilt,lib plugins)
 	@mkdir -p $(BUILD)/inspector
 	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
@@ -403,7 +406,7 @@ ASAN_LINK := -fuse-ld=lld -L$(ASAN)/lib -Wl,-rpath,$(ASAN)/lib -lturnstate -lpth
 # Harnesses of the library (linked with the ASan libturnstate.so), and of the
 # JSON layer alone (built from turnstate_json.cpp: libturnstate.so does not
 # export the tsj_ functions); make fuzz and test-fuzz-replay run both.
-FUZZ_LIB_TARGETS := create dispatch pointer journal plugin_config
+FUZZ_LIB_TARGETS := create dispatch pointer journal plugin_config inspector_import
 FUZZ_JSON_TARGETS := patch
 FUZZ_TARGETS := $(FUZZ_LIB_TARGETS) $(FUZZ_JSON_TARGETS)
 FUZZ_CXX ?= $(dir $(realpath $(shell command -v $(SWIFT))))clang++

@@ -160,3 +160,43 @@ patch = {
 }
 for k, (d, p) in patch.items():
     write("patch", k, (d.encode() if isinstance(d, str) else d) + b"\n" + (p.encode() if isinstance(p, str) else p))
+
+# The inspector's import (POST /api/import, Plugins/inspector/session.h). The
+# first ones are the headers that crashed the plugin or were wrongly taken
+# (issue 18: sscanf took a sign, saturated, and its spaces skipped newlines).
+def recb(letter, data):
+    return b"%s %d %08x " % (letter.encode(), len(data), zlib.crc32(letter.encode() + data)) + data + b"\n"
+
+crc_s = "%08x" % zlib.crc32(b"S{}")
+state = "{\"count\":0,\"todos\":[],\"user\":{\"name\":\"ada\"}}"
+inspector_import = {
+    "crash_negative_length": "S -2 00000000\n\nX\n",
+    "crash_20_digits": "S 99999999999999999999 00000000 {}\n",
+    "crash_20_digits_crc": "S 18446744073709551617 " + crc_s + " {}\n",
+    "crash_2p64_minus_1": "S 18446744073709551615 00000000 {}\n",
+    "crash_19_digits": "S 1000000000000000000 00000000 {}\n",
+    "signed_length": "S +2 " + crc_s + " {}\n",
+    "header_across_lines": "S\n2\n" + crc_s + " {}\n",
+    "upper_case_crc": "S 2 " + crc_s.upper() + " {}\n",
+    "two_spaces": "S  2 " + crc_s + " {}\n",
+    "short_crc": "S 2 1234 {}\n",
+    "no_space_after_crc": "S 2 " + crc_s + "{}\n",
+    "length_past_end": "S 5 " + crc_s + " {}\n",
+    "no_newline": "S 2 " + crc_s + " {}",
+    "empty": "",
+    "no_snapshot": rec("A", "{\"type\":\"counter/inc\"}"),
+    "action_first": rec("A", "{\"type\":\"counter/inc\"}") + rec("S", state),
+    "session": rec("S", state) + rec("A", "{\"type\":\"counter/inc\"}") + rec("A", "{\"type\":\"counter/add\",\"payload\":5}"),
+    "two_snapshots": rec("S", state) + rec("A", "{\"type\":\"counter/inc\"}") + rec("S", state) + rec("A", "{\"type\":\"x\"}"),
+    "crc_bad": rec("S", state) + rec("A", "{\"type\":\"counter/inc\"}").replace("inc", "dec"),
+    "nul_in_json": recb("S", b"{\"a\":\"\x00\"}"),
+    "newline_in_json": rec("S", "{\n\"a\":1\n}") + rec("A", "{\"type\":\n\"x\"}") + "A 2 00000000 {}\n",
+    "empty_action": rec("S", "{}") + rec("A", ""),
+    "refused_actions": recb("S", b"{}") + recb("A", b"}{\"<script>alert(1)</script>\":1}") +
+                       recb("A", b"{\"type\":\"\xff\xfe\"}") + recb("A", b"{\"type\":\"counter/inc\",\"type\":\"x\"}") +
+                       recb("A", b"{\"type\":\"\\u0000\\ud800\"}") + recb("A", b"\xed\xa0\x80\xf4\x90\x80\x80\xc0\xaf"),
+    "fix_session": "#fix\nS {\"count\":0}\nA {\"type\":\"counter/inc\"}\nA {\"type\":\"caf\\u00e9 \\ud83d\\ude00\"}\n",
+    "fix_refused": b"#fix\nS {}\nA }{\"<script>\":1}\nA {\"type\":\"\xff\"}\nA \nA [1]\n",
+}
+for k, v in inspector_import.items():
+    write("inspector_import", k, v)
