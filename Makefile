@@ -11,6 +11,7 @@
 #   make coverage  line and branch coverage of Sources/ and Plugins/ (not part of test)
 #   make fuzz      the libFuzzer harnesses (Tests/fuzz), FUZZ_SECONDS (60) each
 #   make docs      the DocC documentation, in build/docs
+#   make man       the manual pages (from the headers' comments), in build/man
 #
 #   make help      every target, with its description
 #
@@ -79,7 +80,8 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
         test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults test-replicate lib-tsan bench coverage inspector-plugin test-inspector \
-        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs
+        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs \
+        man test-man
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -158,7 +160,7 @@ run: build demo-plugins
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
                test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
-               test-docs test-harness test-replicate test-deb
+               test-docs test-man test-harness test-replicate test-deb
 test: setup
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -207,6 +209,24 @@ docs: setup
 ## and a plain `swift package generate-documentation` (every target) succeeds
 test-docs: $(call prebuilt,setup)
 	SWIFT=$(SWIFT) BUILD=$(BUILD) Tests/checks.sh Tests/docs/check.sh
+
+## man: the manual pages, build/man/man3/NAME.3 (every TS_API function and every
+## type of the headers) and build/man/man7/turnstate.7, turnstate-plugins.7,
+## made by docs/man/genman.py from the comments of Include/turnstate.h and
+## Include/turnstate_plugin.h (the one source: the pages are not committed)
+MAN_HEADERS := Include/turnstate.h Include/turnstate_plugin.h
+# The pages' date: the headers' last commit (the same for every build of a commit).
+MAN_DATE = $(shell git log -1 --format=%cs -- $(MAN_HEADERS) 2>/dev/null)
+man:
+	@rm -rf $(BUILD)/man
+	@python3 docs/man/genman.py --out $(BUILD)/man $(if $(MAN_DATE),--date $(MAN_DATE)) $(MAN_HEADERS)
+
+## test-man: every TS_API function and type of the headers has a page, whose
+## synopsis is the header's declaration; man -l and groff render every page
+## without a warning; a missing page, a changed synopsis and a roff error fail
+## the check (Tests/man/check.sh)
+test-man: man
+	Tests/checks.sh Tests/man/check.sh $(BUILD)/man
 
 ## test-json: the JSON layer's C tests (Tests/json), natively and under valgrind
 test-json: $(call prebuilt,setup)
