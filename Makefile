@@ -5,7 +5,7 @@
 #                  build/test-logs), then "N passed, M failed" counting checks
 #   make abi-baseline  rewrite Tests/abi/ (the ABI test-abi compares with)
 #   make install PREFIX=/usr/local   the library, its private Swift runtime,
-#                  the plugins, the headers and turnstate.pc
+#                  the plugins, the headers, turnstate.pc and the man pages
 #   make deb       the Debian packages, in build/deb
 #   make bench     release benchmarks, printed as one table
 #   make coverage  line and branch coverage of Sources/ and Plugins/ (not part of test)
@@ -215,6 +215,7 @@ test-docs: $(call prebuilt,setup)
 ## made by docs/man/genman.py from the comments of Include/turnstate.h and
 ## Include/turnstate_plugin.h (the one source: the pages are not committed)
 MAN_HEADERS := Include/turnstate.h Include/turnstate_plugin.h
+MANDIR ?= $(PREFIX)/share/man
 # The pages' date: the headers' last commit (the same for every build of a commit).
 MAN_DATE = $(shell git log -1 --format=%cs -- $(MAN_HEADERS) 2>/dev/null)
 man:
@@ -498,13 +499,16 @@ bench: lib plugins
 	$(MAKE) -C Benchmarks BUILD=$(BUILD) SWIFT=$(SWIFT) CC=$(CC) CARGO=$(CARGO)
 	SWIFT=$(SWIFT) python3 Benchmarks/report.py $(BENCH_ARGS)
 
-## install: the library, its private Swift runtime, the plugins, the headers
-## and turnstate.pc into PREFIX (default /usr/local), LIBDIR (default
-## PREFIX/lib); DESTDIR for staging. Libraries 0644 and stripped; their debug
-## information in a .debug folder beside each (gdb finds it by debuglink).
+## install: the library, its private Swift runtime, the plugins, the headers,
+## turnstate.pc and the man pages into PREFIX (default /usr/local), LIBDIR
+## (default PREFIX/lib), MANDIR (default PREFIX/share/man); DESTDIR for
+## staging. Libraries 0644 and stripped; their debug information in a .debug
+## folder beside each (gdb finds it by debuglink). Pages gzip -9n, as Debian's.
 INSTALL_PLUGINS := $(C_PLUGINS) replicate logger
 PLUGINSDIR = $(LIBDIR)/turnstate/plugins
-install: lib plugins
+# Under TS_PREBUILT (test-install and test-deb in `make test`, after test-build)
+# the library and plugins already built are installed as they are.
+install: $(call prebuilt,lib plugins) man
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PLUGINSDIR)
 	pkgconfig/install-stripped.sh $(BUILD)/lib/libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR) libturnstate.so.$(VERSION)
 	ln -sf libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libturnstate.so.$(SOVERSION)
@@ -517,13 +521,17 @@ install: lib plugins
 	install -m 0644 Include/turnstate.h Include/turnstate_plugin.h Include/turnstate.hpp $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    pkgconfig/turnstate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
+	install -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+	@cd $(BUILD)/man; for page in man3/*.3 man7/*.7; do \
+	  gzip -9nc $$page > $(DESTDIR)$(MANDIR)/$$page.gz; chmod 0644 $(DESTDIR)$(MANDIR)/$$page.gz; \
+	done; echo "man pages: $$(ls man3 | wc -l) in $(MANDIR)/man3, $$(ls man7 | wc -l) in $(MANDIR)/man7"
 	@echo "installed into $(DESTDIR)$(PREFIX) (plugins in $(PLUGINSDIR))"
 
 ## deb: the Debian packages libturnstate0 (library, plugins, private Swift
 ## runtime), libturnstate-dev and libturnstate0-dbgsym in build/deb/, from
 ## `make install PREFIX=/usr LIBDIR=/usr/lib/<multiarch>` (pkgconfig/debian/)
 DEB_MULTIARCH = $(shell dpkg-architecture -qDEB_HOST_MULTIARCH)
-deb: lib plugins
+deb: $(call prebuilt,lib plugins)
 	@rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb
 	$(MAKE) --no-print-directory install PREFIX=/usr LIBDIR=/usr/lib/$(DEB_MULTIARCH) DESTDIR=$(BUILD)/deb/stage
 	pkgconfig/debian/build-debs.sh $(VERSION) $(BUILD)/deb/stage $(BUILD)/deb
@@ -536,6 +544,8 @@ uninstall:
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	rm -rf $(DESTDIR)$(LIBDIR)/turnstate
 	-rmdir $(DESTDIR)$(LIBDIR)/.debug 2>/dev/null
+	@# The pages that make install writes: the list the headers give now.
+	for page in $$(python3 docs/man/genman.py --list $(MAN_HEADERS)); do rm -f $(DESTDIR)$(MANDIR)/$$page.gz; done
 
 ## clean: remove build/ and every SwiftPM scratch folder (.build*)
 clean:
