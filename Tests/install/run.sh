@@ -78,9 +78,9 @@ check "the ${#want[@]} man pages are installed in PREFIX/share/man${missing[*]:+
 check "the man pages are gzip -9n and 0644${notn[*]:+ (not -9n: ${notn[*]})}${notmode[*]:+ (not 0644: ${notmode[*]})}" \
   test "${#notn[@]}" -eq 0 -a "${#notmode[@]}" -eq 0
 for page in "3 ts_store_dispatch" "7 turnstate" "7 turnstate-plugins"; do
-  set -- $page
-  found=$(man -M "$mandir" -w "$1" "$2" 2>&1)
-  check "man -M PREFIX/share/man -w $1 $2 finds $found" test "$found" = "$mandir/man$1/$2.$1.gz"
+  read -r sec name <<<"$page"
+  found=$(man -M "$mandir" -w "$sec" "$name" 2>&1)
+  check "man -M PREFIX/share/man -w $sec $name finds $found" test "$found" = "$mandir/man$sec/$name.$sec.gz"
 done
 check "man -M PREFIX/share/man 3 ts_store_dispatch shows its synopsis" \
   bash -c 'MANWIDTH=80 man -M "$0" 3 ts_store_dispatch 2>/dev/null | grep -q "ts_status ts_store_dispatch(ts_store \*store, const char \*action_json);"' "$mandir"
