@@ -266,9 +266,8 @@ def parse_members(raw, kind):
     body = "\n".join(raw)
     body = body[body.index("{") + 1:body.rindex("}")]
     lines = body.split("\n")
-    members, above, pending = [], None, []
+    members, above = [], None
     i, n = 0, len(lines)
-    sep = ";" if kind == "struct" else ","
     while i < n:
         s = lines[i].strip()
         if not s:
@@ -284,19 +283,15 @@ def parse_members(raw, kind):
             above = Member([], comment_lines(lines[start:i + 1]))
             i += 1
             continue
-        # A member, up to its separator, and a comment on its line(s).
+        # A member (a struct's: up to its ';'; an enum's: its line) and the
+        # comment on its line, which may go on over the next lines.
         code, trailing, in_comment = "", [], False
         while True:
             c, comments, in_comment = scan(lines[i], in_comment)
             code += " " + c
             trailing.extend(x.strip() for x in comments)
-            stripped = code.strip()
-            if (not in_comment and (stripped.endswith(sep) or (kind == "enum" and i + 1 >= n))) or i + 1 >= n:
-                # an enum's last value has no comma
-                if kind != "enum" or stripped.endswith(sep) or i + 1 >= n or not lines[i + 1].strip() \
-                        or lines[i + 1].strip().startswith(("/*", "//")):
-                    break
-            if kind == "enum" and not in_comment and not stripped.endswith(sep):
+            done = not in_comment and (kind == "enum" or code.strip().endswith(";"))
+            if done or i + 1 >= n:
                 break
             i += 1
         decl = normalize(code)
