@@ -5,12 +5,13 @@
 #                  build/test-logs), then "N passed, M failed" counting checks
 #   make abi-baseline  rewrite Tests/abi/ (the ABI test-abi compares with)
 #   make install PREFIX=/usr/local   the library, its private Swift runtime,
-#                  the plugins, the headers and turnstate.pc
+#                  the plugins, the headers, turnstate.pc and the man pages
 #   make deb       the Debian packages, in build/deb
 #   make bench     release benchmarks, printed as one table
 #   make coverage  line and branch coverage of Sources/ and Plugins/ (not part of test)
 #   make fuzz      the libFuzzer harnesses (Tests/fuzz), FUZZ_SECONDS (60) each
 #   make docs      the DocC documentation, in build/docs
+#   make man       the manual pages (from the headers' comments), in build/man
 #
 #   make help      every target, with its description
 #
@@ -79,7 +80,8 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
         test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults test-replicate lib-tsan bench coverage inspector-plugin test-inspector \
-        asan-lib asan-plugins fuzz-build fuzz-json-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs
+        asan-lib asan-plugins fuzz-build fuzz-json-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs \
+        man test-man
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -162,7 +164,7 @@ run: build demo-plugins
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
                test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
-               test-docs test-harness test-replicate test-deb
+               test-docs test-man test-harness test-replicate test-deb
 test: setup
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -211,6 +213,25 @@ docs: setup
 ## and a plain `swift package generate-documentation` (every target) succeeds
 test-docs: $(call prebuilt,setup)
 	SWIFT=$(SWIFT) BUILD=$(BUILD) Tests/checks.sh Tests/docs/check.sh
+
+## man: the manual pages, build/man/man3/NAME.3 (every TS_API function and every
+## type of the headers) and build/man/man7/turnstate.7, turnstate-plugins.7,
+## made by docs/man/genman.py from the comments of Include/turnstate.h and
+## Include/turnstate_plugin.h (the one source: the pages are not committed)
+MAN_HEADERS := Include/turnstate.h Include/turnstate_plugin.h
+MANDIR ?= $(PREFIX)/share/man
+# The pages' date: the headers' last commit (the same for every build of a commit).
+MAN_DATE = $(shell git log -1 --format=%cs -- $(MAN_HEADERS) 2>/dev/null)
+man:
+	@rm -rf $(BUILD)/man
+	@python3 docs/man/genman.py --out $(BUILD)/man $(if $(MAN_DATE),--date $(MAN_DATE)) $(MAN_HEADERS)
+
+## test-man: every TS_API function and type of the headers has a page, whose
+## synopsis is the header's declaration; man -l and groff render every page
+## without a warning; a missing page, a changed synopsis and a roff error fail
+## the check (Tests/man/check.sh)
+test-man: man
+	Tests/checks.sh Tests/man/check.sh $(BUILD)/man
 
 ## test-json: the JSON layer's C tests (Tests/json), natively and under valgrind
 test-json: $(call prebuilt,setup)
@@ -509,13 +530,16 @@ bench: lib plugins
 	$(MAKE) -C Benchmarks BUILD=$(BUILD) SWIFT=$(SWIFT) CC=$(CC) CARGO=$(CARGO)
 	SWIFT=$(SWIFT) python3 Benchmarks/report.py $(BENCH_ARGS)
 
-## install: the library, its private Swift runtime, the plugins, the headers
-## and turnstate.pc into PREFIX (default /usr/local), LIBDIR (default
-## PREFIX/lib); DESTDIR for staging. Libraries 0644 and stripped; their debug
-## information in a .debug folder beside each (gdb finds it by debuglink).
+## install: the library, its private Swift runtime, the plugins, the headers,
+## turnstate.pc and the man pages into PREFIX (default /usr/local), LIBDIR
+## (default PREFIX/lib), MANDIR (default PREFIX/share/man); DESTDIR for
+## staging. Libraries 0644 and stripped; their debug information in a .debug
+## folder beside each (gdb finds it by debuglink). Pages gzip -9n, as Debian's.
 INSTALL_PLUGINS := $(C_PLUGINS) replicate logger
 PLUGINSDIR = $(LIBDIR)/turnstate/plugins
-install: lib plugins
+# Under TS_PREBUILT (test-install and test-deb in `make test`, after test-build)
+# the library and plugins already built are installed as they are.
+install: $(call prebuilt,lib plugins) man
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PLUGINSDIR)
 	pkgconfig/install-stripped.sh $(BUILD)/lib/libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR) libturnstate.so.$(VERSION)
 	ln -sf libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libturnstate.so.$(SOVERSION)
@@ -528,13 +552,17 @@ install: lib plugins
 	install -m 0644 Include/turnstate.h Include/turnstate_plugin.h Include/turnstate.hpp $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    pkgconfig/turnstate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
+	install -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+	@cd $(BUILD)/man; for page in man3/*.3 man7/*.7; do \
+	  gzip -9nc $$page > $(DESTDIR)$(MANDIR)/$$page.gz; chmod 0644 $(DESTDIR)$(MANDIR)/$$page.gz; \
+	done; echo "man pages: $$(ls man3 | wc -l) in $(MANDIR)/man3, $$(ls man7 | wc -l) in $(MANDIR)/man7"
 	@echo "installed into $(DESTDIR)$(PREFIX) (plugins in $(PLUGINSDIR))"
 
 ## deb: the Debian packages libturnstate0 (library, plugins, private Swift
 ## runtime), libturnstate-dev and libturnstate0-dbgsym in build/deb/, from
 ## `make install PREFIX=/usr LIBDIR=/usr/lib/<multiarch>` (pkgconfig/debian/)
 DEB_MULTIARCH = $(shell dpkg-architecture -qDEB_HOST_MULTIARCH)
-deb: lib plugins
+deb: $(call prebuilt,lib plugins)
 	@rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb
 	$(MAKE) --no-print-directory install PREFIX=/usr LIBDIR=/usr/lib/$(DEB_MULTIARCH) DESTDIR=$(BUILD)/deb/stage
 	pkgconfig/debian/build-debs.sh $(VERSION) $(BUILD)/deb/stage $(BUILD)/deb
@@ -547,6 +575,8 @@ uninstall:
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	rm -rf $(DESTDIR)$(LIBDIR)/turnstate
 	-rmdir $(DESTDIR)$(LIBDIR)/.debug 2>/dev/null
+	@# The pages that make install writes: the list the headers give now.
+	for page in $$(python3 docs/man/genman.py --list $(MAN_HEADERS)); do rm -f $(DESTDIR)$(MANDIR)/$$page.gz; done
 
 ## clean: remove build/ and every SwiftPM scratch folder (.build*)
 clean:

@@ -17,6 +17,9 @@ need_debs+=(bindgen libclang1-14)
 command -v cargo >/dev/null || need_debs+=(cargo)
 # make deb and make test-deb: dpkg-dev (dpkg-shlibdeps, dpkg-gencontrol) and lintian.
 need_debs+=(dpkg-dev lintian)
+# make test-man (for tests only; make man needs python3 alone): man -l, groff,
+# lexgrog (man-db, groff-base) and col (bsdextrautils) render and read the pages.
+need_debs+=(man-db groff-base bsdextrautils)
 missing=()
 for deb in "${need_debs[@]}"; do
   dpkg-query -W -f='${Status}' "$deb" 2>/dev/null | grep -q "install ok installed" || missing+=("$deb")
