@@ -393,7 +393,7 @@ ASAN_SWIFT_FLAGS := -Xswiftc -sanitize=address -Xswiftc -sanitize-coverage=edge,
                     -Xcc -fsanitize=address,fuzzer-no-link -Xcxx -fsanitize=address,fuzzer-no-link $(DWARF4)
 ASAN_CFLAGS := -std=c99 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pedantic -IInclude
 ASAN_LINK := -fuse-ld=lld -L$(ASAN)/lib -Wl,-rpath,$(ASAN)/lib -lturnstate -lpthread
-FUZZ_TARGETS := create dispatch pointer journal plugin_config
+FUZZ_TARGETS := create dispatch pointer journal plugin_config replicate_entry
 FUZZ_SECONDS ?= 60
 # Options for every fuzzer run and replay: inputs up to 64 KiB, 20 s per input
 # at most. Each harness runs as one plain libFuzzer process, one after the
