@@ -42,6 +42,7 @@ struct rp_engine {
     char *user, *password;
     int port;
     char *stream, *seq_key, *snap_key;
+    char *append_script; /* APPEND_HELPERS and APPEND_BODY */
     int timeout_ms;
     int current_timeout_ms;
     redisContext *c;
@@ -51,11 +52,13 @@ struct rp_engine {
     char append_sha[41], snapshot_get_sha[41];
 };
 
-/* KEYS: the stream, its counter. ARGV: the action, the caller's position
- * ('' = none), its number ('0' = none), 'append' or 'check'. Lua numbers are
+/* KEYS: the stream, its counter, its snapshot. ARGV: the action, the
+ * caller's position ('' = none), its number ('0' = none), 'append' or 'check'. Lua numbers are
  * doubles: sequence numbers up to 2^53 - 1 are exact (RP_SEQ_MAX). */
-static const char APPEND_SCRIPT[] =
-    "local S, C, pos = KEYS[1], KEYS[2], ARGV[2]\n"
+/* In two parts (a C99 string literal holds at most 4095 characters), joined
+ * by rp_open: the helpers, then the checks and the append. */
+static const char APPEND_HELPERS[] =
+    "local S, C, P, pos = KEYS[1], KEYS[2], KEYS[3], ARGV[2]\n"
     "local function damaged(m) return redis.error_reply('TSDAMAGED ' .. m) end\n"
     "local function show(v) if #v > 40 then v = string.sub(v, 1, 40) .. '...' end return '\"' .. v .. '\"' end\n"
     "local INT = 'not an integer from 1 to 9007199254740991'\n"
@@ -83,7 +86,8 @@ static const char APPEND_SCRIPT[] =
     "    return nil, damaged('key \"' .. key .. '\" holds a ' .. redis.call('TYPE', key)['ok'] .. ', not ' .. what)\n"
     "  end\n"
     "  return r\n"
-    "end\n"
+    "end\n";
+static const char APPEND_BODY[] =
     "local raw, e = call(C, 'a number (its counter)', 'GET', C)\n"
     "if e then return e end\n"
     "local counter = 0\n"
@@ -138,7 +142,15 @@ static const char APPEND_SCRIPT[] =
     "for i, e in ipairs(range) do\n"
     "  local n, why = number(e)\n"
     "  if not n then return damaged(why) end\n"
-    "  if n < expect or (n > expect and not (i == 1 and trimmed)) then\n"
+    /* The oldest entries trimmed: the snapshot must cover those before it. */
+    "  if n > expect and i == 1 and trimmed then\n"
+    "    local covered, failed = call(P, 'a hash (its snapshot)', 'HGET', P, 'n')\n"
+    "    if failed then return failed end\n"
+    "    covered = num(covered)\n"
+    "    if not covered or covered < n - 1 then\n"
+    "      return damaged('it no longer holds entry ' .. int(expect) .. ' (trimmed before ' .. e[1] ..\n"
+    "                     ') and no snapshot covers it') end\n"
+    "  elseif n ~= expect then\n"
     "    return damaged('entry ' .. e[1] .. ' is number ' .. int(n) .. ' where number ' .. int(expect) ..\n"
     "                   ' comes next' .. (n < expect and reset or ' (entries are missing)')) end\n"
     "  expect = n + 1\n"
@@ -259,7 +271,8 @@ rp_engine *rp_open(const char *url, const char *stream, int timeout_ms, char *er
     e->stream = concat(stream, "");
     e->seq_key = concat(stream, ":seq");
     e->snap_key = concat(stream, ":snap");
-    if (!e->stream || !e->seq_key || !e->snap_key) {
+    e->append_script = concat(APPEND_HELPERS, APPEND_BODY);
+    if (!e->stream || !e->seq_key || !e->snap_key || !e->append_script) {
         fail(err, "replicate: out of memory");
         rp_close(e);
         return NULL;
@@ -281,6 +294,7 @@ void rp_close(rp_engine *e) {
     free(e->stream);
     free(e->seq_key);
     free(e->snap_key);
+    free(e->append_script);
     free(e);
 }
 
@@ -560,13 +574,13 @@ static redisReply *script(rp_engine *e, const char *text, char sha[41], int argc
 static int append_or_check(rp_engine *e, const char *action, const char *after, uint64_t seq, const char *mode,
                            rp_batch *out, char *err) {
     char n[24];
-    const char *argv[9] = {"EVALSHA", NULL, "2", e->stream, e->seq_key, action, after, n, mode};
+    const char *argv[10] = {"EVALSHA", NULL, "3", e->stream, e->seq_key, e->snap_key, action, after, n, mode};
     int rc;
     redisReply *r;
     out->items = NULL;
     out->count = 0;
     snprintf(n, sizeof n, "%llu", (unsigned long long)seq);
-    r = script(e, APPEND_SCRIPT, e->append_sha, 9, argv, &rc, err);
+    r = script(e, e->append_script, e->append_sha, 10, argv, &rc, err);
     if (r == NULL) return rc;
     if (strcmp(mode, "check") == 0) {
         rc = r->type == REDIS_REPLY_INTEGER && r->integer == 0 ? 0 : unexpected(e, "the check script", err);

@@ -9,7 +9,8 @@
  * of its counter, an entry added without the counter, a key of the log set
  * to another type, an entry deleted from the middle, a negative number, an
  * entry replicate.so did not write, an action with a NUL byte, a snapshot
- * whose number is ahead of its entries, a server that stops answering.
+ * whose number is ahead of its entries, a server that stops answering, the
+ * snapshot deleted under a replica behind the entries it let trim away.
  * What every case must give (Plugins/replicate/README.md, "A damaged log"):
  * the replicas refuse and report (a dispatch or a join fails with
  * TS_E_PLUGIN and a message that says what is wrong; a reader thread writes
@@ -549,6 +550,77 @@ static void timeout(void) {
     ts_store_destroy(a);
 }
 
+/* A listener on the reader thread that holds it (the replica falls behind)
+ * until released, then dispatches, nested: a dispatch from a replica whose
+ * position was trimmed away. */
+typedef struct holder {
+    volatile int phase; /* 0 waiting for entry 1, 1 holding, 2 released, 3 done */
+    ts_status status;
+    char message[1024];
+} holder;
+static void holding_listener(ts_store *store, void *ctx) {
+    holder *h = ctx;
+    char *count = NULL;
+    int one = ts_store_get_state(store, "/count", &count) == TS_OK && strcmp(count, "1") == 0;
+    ts_free(count);
+    if (h->phase != 0 || !one) return;
+    h->phase = 1;
+    while (h->phase == 1) usleep(1000);
+    h->status = ts_store_dispatch(store, "{\"type\":\"push\",\"payload\":100}");
+    snprintf(h->message, sizeof h->message, "%s: %s", ts_status_name(h->status),
+             h->status == TS_OK ? "" : ts_last_error());
+    h->phase = 3;
+}
+
+static int wait_phase(holder *h, int phase) {
+    double deadline = now_s() + 5;
+    while (h->phase != phase && now_s() < deadline) usleep(1000);
+    return h->phase == phase;
+}
+
+/* Trimming: a replica behind the trimmed entries loads the snapshot; without
+ * the snapshot its dispatch is refused and nothing is appended. */
+static void trimmed(void) {
+    static holder kept, lost;
+    const char *streams[2] = {"t12", "t13"};
+    holder *holders[2] = {&kept, &lost};
+    int k;
+    for (k = 0; k < 2; k++) {
+        ts_store *a = replica(streams[k], ",\"snapshot_every\":2"), *b = replica(streams[k], "");
+        uint64_t token;
+        holder *h = holders[k];
+        char key[32], what[200];
+        check(ts_store_subscribe(b, NULL, holding_listener, h, &token) == TS_OK, "trimmed: b subscribes", NULL);
+        pushes(a, 1, 1);
+        check(wait_phase(h, 1), "trimmed: b's reader holds at entry 1", NULL);
+        pushes(a, 2, 6);
+        check(hint("XLEN %s", streams[k]) == 3, "trimmed: snapshots at 2, 4, 6 trimmed the stream to 4, 5, 6", NULL);
+        if (k == 1) {
+            snprintf(key, sizeof key, "%s:snap", streams[k]);
+            hdo("DEL %s", key);
+        }
+        h->phase = 2;
+        check(wait_phase(h, 3), "trimmed: b's nested dispatch returns", NULL);
+        if (k == 0) {
+            check(h->status == TS_OK && wait_state(b, "{\"count\":7,\"log\":[1,2,3,4,5,6,100]}"),
+                  "trimmed, snapshot kept: b loads it and its dispatch goes through", h->message);
+            check(wait_state(a, "{\"count\":7,\"log\":[1,2,3,4,5,6,100]}"), "trimmed, snapshot kept: a applies it",
+                  state(a));
+        } else {
+            snprintf(what, sizeof what, "trimmed, snapshot deleted: b's dispatch is refused (TS_E_PLUGIN, \"no "
+                                        "snapshot covers it\")");
+            check(h->status == TS_E_PLUGIN && contains(h->message, "is damaged") &&
+                      contains(h->message, "no snapshot covers it") && !contains(h->message, "appended as"),
+                  what, h->message);
+            check(hint("XLEN %s", streams[k]) == 3 && strcmp(state(b), ONE) == 0,
+                  "trimmed, snapshot deleted: nothing appended, nothing applied", state(b));
+            join_refused(streams[k], "no snapshot covers it", NULL, "trimmed, snapshot deleted: a joining replica");
+        }
+        ts_store_destroy(a);
+        ts_store_destroy(b);
+    }
+}
+
 typedef struct scenario {
     const char *name;
     void (*run)(void);
@@ -559,6 +631,7 @@ int main(int argc, char **argv) {
         {"flushall", flushall}, {"deleted keys", deleted_keys}, {"injected", injected},
         {"number twice", number_twice}, {"snapshot ahead", snapshot_ahead}, {"wrong type", wrong_type},
         {"gap", gap}, {"negative", negative}, {"malformed", malformed}, {"NUL", nul_byte}, {"timeout", timeout},
+        {"trimmed", trimmed},
     };
     size_t i;
     if (argc != 4) {
