@@ -263,7 +263,7 @@ rp_engine *rp_open(const char *url, const char *stream, int timeout_ms, char *er
         long port = strtol(colon + 1, &end, 10);
         if (*end != '\0' || end == colon + 1 || port < 1 || port > 65535) {
             fail(err, "replicate: the port in \"url\" must be a number from 1 to 65535, not \"%.50s\"", colon + 1);
-            free(e);
+            rp_close(e); /* and the user and password copied above */
             return NULL;
         }
         e->port = (int)port;
