@@ -72,7 +72,7 @@ PLUGIN_CFLAGS := -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -shared -fPIC -
                  -fstack-protector-strong -Wl,-z,relro,-z,now
 C_PLUGINS := guard delay journal
 # replicate.so (issue 14): the plugin and its log engine (Redis Streams).
-REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine_redis.c
+REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine_redis.c Plugins/replicate/entry.c
 # The demo's plugin folder: loaded in name order, guard first, journal last.
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
@@ -379,7 +379,8 @@ test-torture: $(call prebuilt,lib lib-tsan)
 ## loopback (Tests/replicate/run.sh): three processes x 10,000 dispatches
 ## converge, a replica SIGKILLed and restarted catches up, the server killed
 ## and restarted loses no acknowledged dispatch, a replica joins after 100,000
-## actions from a snapshot, bad configs and a server that is down
+## actions from a snapshot, bad configs and a server that is down, a log
+## damaged through a second client (refused and reported, never applied)
 test-replicate: $(call prebuilt,lib plugins)
 	TS_BUILD=$(BUILD) Tests/checks.sh Tests/replicate/run.sh
 
@@ -427,7 +428,7 @@ ASAN_LINK := -fuse-ld=lld -L$(ASAN)/lib -Wl,-rpath,$(ASAN)/lib -lturnstate -lpth
 # Harnesses of the library (linked with the ASan libturnstate.so), and of the
 # JSON layer alone (built from turnstate_json.cpp: libturnstate.so does not
 # export the tsj_ functions); make fuzz and test-fuzz-replay run both.
-FUZZ_LIB_TARGETS := create dispatch pointer journal plugin_config inspector_import
+FUZZ_LIB_TARGETS := create dispatch pointer journal plugin_config inspector_import replicate_entry
 FUZZ_JSON_TARGETS := patch
 FUZZ_TARGETS := $(FUZZ_LIB_TARGETS) $(FUZZ_JSON_TARGETS)
 FUZZ_CXX ?= $(dir $(realpath $(shell command -v $(SWIFT))))clang++

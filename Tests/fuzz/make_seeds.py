@@ -200,3 +200,39 @@ inspector_import = {
 }
 for k, v in inspector_import.items():
     write("inspector_import", k, v)
+
+# replicate.so's entry reader (fuzz_replicate_entry): "POS SEQ", then E/S/C/K
+# records, tab-separated; "\xff" alone is an absent value. The damaged logs of
+# issue 18 (items 7-11) are here as inputs.
+def E(id, *fields):
+    return "E\t" + id + "".join("\t" + f for f in fields) + "\n"
+def act(n):
+    return "{\"type\":\"push\",\"payload\":%d}" % n
+ok3 = E("1-0", "n", "1", "a", act(1)) + E("1-1", "n", "2", "a", act(2)) + E("2-0", "n", "3", "a", act(3))
+replicate = {
+    "in_order": " 0\n" + ok3 + "C\t3\nK\n",
+    "from_position": "1-1 2\n" + ok3 + "C\t3\nK\n",
+    "negative_number": " 0\n" + E("1-0", "n", "1", "a", act(1)) + E("1-1", "n", "-1", "a", act(5)),
+    "malformed_fields": " 0\n" + E("1-0", "colour", "blue") + E("1-1", "a", act(1), "n", "1") + E("1-2") + E("1-3", "n", "1", "a", act(1), "x", "y"),
+    "nul_in_action": b" 0\nE\t1-0\tn\t1\ta\t{\"type\":\"push\",\"payload\":7}\x00{\"type\":\"push\",\"payload\":8}\n",
+    "empty_action": " 0\n" + E("1-0", "n", "1", "a", ""),
+    "gap": " 0\n" + E("1-0", "n", "1", "a", act(1)) + E("2-0", "n", "3", "a", act(3)),
+    "number_twice": "2-0 3\n" + ok3 + E("3-0", "n", "3", "a", act(77)),
+    "reset_after_flushall": "2-0 3\n" + E("1-5", "n", "1", "a", act(6)) + E("2-1", "n", "1", "a", act(6)),
+    "injected_past_counter": " 0\n" + E("1-0", "n", "1", "a", act(1)) + E("1-1", "n", "2", "a", act(99)) + "C\t1\nK\n",
+    "counter_missing": " 0\n" + ok3 + "C\nK\n",
+    "counter_malformed": " 0\n" + ok3 + "C\t3x\nK\n" + "C\t03\nK\n",
+    "numbers_edge": " 0\n" + "".join(E("5-%d" % i, "n", v, "a", act(i)) for i, v in enumerate(
+        ["0", "01", "+1", " 1", "1 ", "1e3", "9007199254740991", "9007199254740992", "18446744073709551616", "", "\xff"])),
+    "ids_edge": " 0\n" + "".join(E(i, "n", "1", "a", act(1)) for i in
+        ["0-0", "18446744073709551615-18446744073709551615", "18446744073709551616-0", "1-18446744073709551616",
+         "01-1", "1-01", "1", "-1", "1-", "-", "1-2-3", "a-b", "", "\xff", "1" * 47 + "-1"]),
+    "snapshot_ok": " 0\n" + ok3 + "C\t3\nS\t{\"count\":2}\t1-1\t2\n",
+    "snapshot_ahead": " 0\n" + ok3 + "C\t3\nS\t{\"count\":2}\t1-1\t10\nC\t12\nS\t{\"count\":2}\t1-1\t10\n",
+    "snapshot_malformed": " 0\nS\t{}\tzzz\t4\nS\t{}\t1-0\tx1\nS\t\t1-0\t1\nS\t{}\t1-0\nS\nS\t\xff\t1-0\t1\n",
+    "snapshot_nul": b" 0\nS\t{\"a\":\x001}\t1-0\t1\n",
+    "trimmed_then_snapshot": "1-0 1\n" + E("9-0", "n", "40", "a", act(40)) + "C\t40\nS\t{\"count\":39}\t8-0\t39\n",
+    "escapes_in_messages": b" 0\nE\t1-0\tn\t\x01\x7f\"\\\xc3\xa9\ta\tx\nE\t1-1\t\x00n\t1\n",
+}
+for k, v in replicate.items():
+    write("replicate_entry", k, v)
