@@ -257,7 +257,8 @@ typedef struct ts_action {
 /* ---- Reducers ----------------------------------------------------------- */
 
 /* A reducer owns one top-level key of the state (Redux's keyed
- * combineReducers). It is called for every action that reaches the reducers,
+ * combineReducers). It is called for every action that reaches the reducers
+ * (or, added with ts_store_add_reducer_for, for those of the types it names),
  * on the dispatching thread, with the JSON text of its slice, and returns one
  * of:
  * - NULL: "unchanged";
@@ -323,13 +324,56 @@ TS_API ts_status ts_store_add_reducer(ts_store *store, const char *key, ts_reduc
  * reducer is put back and the status is that failure; a middleware that
  * swallows the action does not undo the swap. Once this returns TS_OK (from
  * outside the store's callbacks), the old `fn` is not called again, and its
- * ctx may be freed.
+ * ctx may be freed. The new reducer is called for every action (whatever
+ * the old one named with ts_store_add_reducer_for; ts_store_replace_reducer_for
+ * gives it a filter).
  * Thread-safety: any thread; waits for dispatches under way on others.
  * Errors: TS_E_ARGUMENT (NULL store, key or fn; key not valid UTF-8),
  * TS_E_NOT_FOUND (key has no reducer: add it with ts_store_add_reducer),
  * TS_E_REENTRANT (called from inside a reducer), TS_E_STORE_GONE, or the
  * replace action's failure (TS_E_REDUCER, a middleware's status). */
 TS_API ts_status ts_store_replace_reducer(ts_store *store, const char *key, ts_reducer_fn fn, void *ctx);
+
+/* Adds the reducer that owns `key`, as ts_store_add_reducer, but called
+ * only for the action types it names (Redux Toolkit's case reducers).
+ * `types` is an array of patterns ended by NULL, each of them either
+ * - an action type, matched byte for byte ("todos/add"), or
+ * - a prefix pattern: a prefix that ends in "/", then "*" (in C, the string
+ *   "todos/edit/" "*"; this comment cannot spell it in one piece), which
+ *   matches every type that starts with the prefix and has at least one
+ *   byte more ("todos/edit/title", "todos/edit/x/y"; not "todos/edit" nor
+ *   "todos/edit/").
+ * The store's own actions, whose types start with "@@turnstate/" (the init
+ * call, TS_REPLACE_ACTION_TYPE), reach the reducer whatever it names. For
+ * any other action, a reducer whose patterns do not match its type is not
+ * called and its slice stays as it is, as if it had returned NULL. The type
+ * matched is that of the action that reaches the reducers, after the
+ * middleware: a middleware that passes on another action to `next` (a
+ * rewritten type) has that one matched. Matching costs one hash of the type
+ * and one comparison per prefix pattern, however big the slice (the
+ * patterns are checked and hashed here, once). NULL `types`, or an array
+ * whose first element is NULL, means every action, as ts_store_add_reducer.
+ * The patterns are copied: the array may be freed when this returns.
+ * Thread-safety, order and the init call: as ts_store_add_reducer.
+ * Errors: as ts_store_add_reducer, and TS_E_ARGUMENT for a pattern that is
+ * empty, not valid UTF-8, or has a "*" anywhere but as its last character
+ * right after a "/" (the message names its index in `types`); TS_E_NOMEM. */
+TS_API ts_status ts_store_add_reducer_for(ts_store *store, const char *key, const char *const *types,
+                                          ts_reducer_fn fn, void *ctx);
+
+/* Replaces the reducer that owns `key`, as ts_store_replace_reducer, with
+ * one called only for `types` (patterns as in ts_store_add_reducer_for; NULL
+ * or an empty array: every action). The filter belongs to the new reducer:
+ * ts_store_replace_reducer gives its new reducer every action, whatever the
+ * old one named, and this one sets the new filter whatever the old one had.
+ * The replace action that follows ("@@turnstate/replace") reaches the new
+ * reducer either way. If that action fails, the old reducer comes back with
+ * its old filter.
+ * Thread-safety: as ts_store_replace_reducer.
+ * Errors: as ts_store_replace_reducer, and the pattern errors of
+ * ts_store_add_reducer_for (TS_E_ARGUMENT; nothing is replaced). */
+TS_API ts_status ts_store_replace_reducer_for(ts_store *store, const char *key, const char *const *types,
+                                              ts_reducer_fn fn, void *ctx);
 
 /* Removes the reducer that owns `key`. Its slice stays in the state,
  * unchanged from then on (ts_store_add_reducer can give the key a reducer

@@ -206,3 +206,106 @@ int tsi_reducer_fail(const char *message) {
     call->message[length] = '\0';
     return 0;
 }
+
+/* ---- Type filters ---- */
+
+/* The store's own actions ("@@turnstate/init", "@@turnstate/replace") reach
+ * every reducer, whatever its filter. */
+static const char own_prefix[] = "@@turnstate/";
+
+typedef struct {
+    uint64_t hash;
+    const char *bytes;
+    size_t length;
+} filter_word;
+
+struct tsi_type_filter {
+    /* Exact types: open addressing, a power of two, at most half full; a
+     * NULL `bytes` is an empty slot. */
+    filter_word *exact;
+    size_t exact_mask;
+    /* Prefix patterns ("todos/" then "*"), kept without their "*". */
+    filter_word *prefixes;
+    size_t prefix_count;
+    /* The patterns' bytes, one block. */
+    char *text;
+};
+
+static uint64_t filter_hash(const char *bytes, size_t length) {
+    /* FNV-1a, 64 bits: enough for a few dozen short types. */
+    uint64_t hash = 14695981039346656037u;
+    for (size_t i = 0; i < length; i++) {
+        hash ^= (unsigned char)bytes[i];
+        hash *= 1099511628211u;
+    }
+    return hash;
+}
+
+tsi_type_filter *tsi_type_filter_make(const char *const *patterns, size_t count) {
+    size_t bytes = 0, exact_count = 0, prefix_count = 0;
+    for (size_t i = 0; i < count; i++) {
+        size_t length = strlen(patterns[i]);
+        bytes += length + 1;
+        if (length >= 2 && patterns[i][length - 1] == '*') prefix_count++;
+        else exact_count++;
+    }
+    size_t slots = 4;
+    while (slots < 2 * exact_count) slots *= 2;
+    tsi_type_filter *filter = calloc(1, sizeof *filter);
+    if (filter == NULL) return NULL;
+    filter->exact = calloc(slots, sizeof *filter->exact);
+    filter->prefixes = calloc(prefix_count ? prefix_count : 1, sizeof *filter->prefixes);
+    filter->text = malloc(bytes ? bytes : 1);
+    if (filter->exact == NULL || filter->prefixes == NULL || filter->text == NULL) {
+        tsi_type_filter_free(filter);
+        return NULL;
+    }
+    filter->exact_mask = slots - 1;
+    char *at = filter->text;
+    for (size_t i = 0; i < count; i++) {
+        size_t length = strlen(patterns[i]);
+        memcpy(at, patterns[i], length + 1);
+        if (length >= 2 && patterns[i][length - 1] == '*') {
+            /* The pattern matches what starts with "todos/" and has more. */
+            filter->prefixes[filter->prefix_count++] = (filter_word){0, at, length - 1};
+        } else {
+            uint64_t hash = filter_hash(at, length);
+            size_t slot = (size_t)hash & filter->exact_mask;
+            for (;;) {
+                filter_word *word = &filter->exact[slot];
+                if (word->bytes == NULL) {
+                    *word = (filter_word){hash, at, length};
+                    break;
+                }
+                if (word->hash == hash && word->length == length && memcmp(word->bytes, at, length) == 0) break;
+                slot = (slot + 1) & filter->exact_mask;
+            }
+        }
+        at += length + 1;
+    }
+    return filter;
+}
+
+int tsi_type_filter_match(const tsi_type_filter *filter, const char *type, size_t length) {
+    if (length >= sizeof own_prefix - 1 && memcmp(type, own_prefix, sizeof own_prefix - 1) == 0) return 1;
+    for (size_t i = 0; i < filter->prefix_count; i++) {
+        const filter_word *prefix = &filter->prefixes[i];
+        if (length > prefix->length && memcmp(type, prefix->bytes, prefix->length) == 0) return 1;
+    }
+    uint64_t hash = filter_hash(type, length);
+    size_t slot = (size_t)hash & filter->exact_mask;
+    for (;;) {
+        const filter_word *word = &filter->exact[slot];
+        if (word->bytes == NULL) return 0;
+        if (word->hash == hash && word->length == length && memcmp(word->bytes, type, length) == 0) return 1;
+        slot = (slot + 1) & filter->exact_mask;
+    }
+}
+
+void tsi_type_filter_free(tsi_type_filter *filter) {
+    if (filter == NULL) return;
+    free(filter->exact);
+    free(filter->prefixes);
+    free(filter->text);
+    free(filter);
+}

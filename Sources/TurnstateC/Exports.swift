@@ -113,6 +113,22 @@ public func ts_store_add_reducer(
 }
 
 @c @implementation
+public func ts_store_add_reducer_for(
+    _ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ types: UnsafePointer<UnsafePointer<CChar>?>?,
+    _ fn: ts_reducer_fn?, _ context: UnsafeMutableRawPointer?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_add_reducer_for")
+        let key = try required(key, "key", in: "ts_store_add_reducer_for")
+        guard let fn else {
+            throw StoreError(.badArgument, "ts_store_add_reducer_for: fn is NULL for the key \"\(String(cString: key))\"")
+        }
+        let filter = try TypeFilter.make(types, function: "ts_store_add_reducer_for")
+        try cstore.addReducer(key: key, fn: fn, context: context, types: filter, function: "ts_store_add_reducer_for")
+    }
+}
+
+@c @implementation
 public func ts_store_dispatch(_ store: OpaquePointer?, _ action: UnsafePointer<CChar>?) -> ts_status {
     CStatus.run { () throws(StoreError) in
         let cstore = try CStore.from(store, in: "ts_store_dispatch")
@@ -139,6 +155,20 @@ public func ts_store_replace_reducer(
         let cstore = try CStore.from(store, in: "ts_store_replace_reducer")
         let key = try required(key, "key", in: "ts_store_replace_reducer")
         try cstore.replaceReducer(key: key, fn: try required(fn, "fn", in: "ts_store_replace_reducer"), context: context)
+    }
+}
+
+@c @implementation
+public func ts_store_replace_reducer_for(
+    _ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ types: UnsafePointer<UnsafePointer<CChar>?>?,
+    _ fn: ts_reducer_fn?, _ context: UnsafeMutableRawPointer?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_replace_reducer_for")
+        let key = try required(key, "key", in: "ts_store_replace_reducer_for")
+        let fn = try required(fn, "fn", in: "ts_store_replace_reducer_for")
+        let filter = try TypeFilter.make(types, function: "ts_store_replace_reducer_for")
+        try cstore.replaceReducer(key: key, fn: fn, context: context, types: filter, function: "ts_store_replace_reducer_for")
     }
 }
 

@@ -18,6 +18,52 @@ extension StaticString {
     var cString: UnsafePointer<CChar> { UnsafeRawPointer(utf8Start).assumingMemoryBound(to: CChar.self) }
 }
 
+/// The action types a reducer handles (ts_store_add_reducer_for): exact
+/// types and prefix patterns ("todos/*"), checked and precomputed once.
+final class TypeFilter: @unchecked Sendable {
+    let filter: OpaquePointer
+    /// The patterns, as given (for messages and tests).
+    let patterns: [String]
+
+    private init(filter: OpaquePointer, patterns: [String]) {
+        self.filter = filter
+        self.patterns = patterns
+    }
+
+    deinit { tsi_type_filter_free(filter) }
+
+    /// The filter for a NULL-terminated array of patterns; nil (every
+    /// action) for NULL or an empty array. Each pattern must be non-empty
+    /// UTF-8, with "*" only as its last character after a "/" ("todos/*").
+    static func make(_ types: UnsafePointer<UnsafePointer<CChar>?>?, function: StaticString) throws(StoreError) -> TypeFilter? {
+        guard let types else { return nil }
+        var patterns: [String] = []
+        var raw: [UnsafePointer<CChar>?] = []
+        var index = 0
+        while let pattern = types[index] {
+            guard let text = String(validatingCString: pattern) else {
+                throw StoreError(.badArgument, "\(function): types[\(index)] is not valid UTF-8")
+            }
+            guard !text.isEmpty else {
+                throw StoreError(.badArgument, "\(function): types[\(index)] is empty; give an action type (\"todos/add\") or a prefix pattern (\"todos/*\")")
+            }
+            let bytes = Array(text.utf8)
+            let star = UInt8(ascii: "*"), slash = UInt8(ascii: "/")
+            if let at = bytes.firstIndex(of: star),
+               at != bytes.count - 1 || bytes.count < 2 || bytes[at - 1] != slash {
+                throw StoreError(.badArgument, "\(function): types[\(index)] \"\(text)\" is neither an action type nor a prefix pattern: \"*\" may only end a pattern, after a \"/\" (\"todos/*\")")
+            }
+            patterns.append(text)
+            raw.append(pattern)
+            index += 1
+        }
+        guard !raw.isEmpty else { return nil }
+        let made = raw.withUnsafeBufferPointer { tsi_type_filter_make($0.baseAddress, $0.count) }
+        guard let made else { throw StoreError(.outOfMemory, "\(function): no memory for the filter of \(raw.count) types") }
+        return TypeFilter(filter: made, patterns: patterns)
+    }
+}
+
 /// The C reducers of one store, each owning a top-level key, and the
 /// all-or-nothing reduction over them. Read and changed only under the
 /// store's lock.
@@ -26,11 +72,24 @@ final class ReducerTable: @unchecked Sendable {
         let key: String
         let fn: ts_reducer_fn
         let context: UnsafeMutableRawPointer?
+        /// The action types the reducer is called for (besides the store's
+        /// own "@@turnstate/" actions), or nil for every action. `filter` is
+        /// `types.filter`, read without reference counting per dispatch.
+        let types: TypeFilter?
+        let filter: OpaquePointer?
         /// Where the key was last found among the state's members, and under
         /// which layout of the state (JSONState.layout): a hint that saves
         /// hashing the key on every dispatch.
         var memberIndex = 0
         var memberLayout: UInt64 = 0
+
+        init(key: String, fn: ts_reducer_fn, context: UnsafeMutableRawPointer?, types: TypeFilter? = nil) {
+            self.key = key
+            self.fn = fn
+            self.context = context
+            self.types = types
+            filter = types?.filter
+        }
     }
 
     @exclusivity(unchecked) private(set) var entries: [Entry] = []
@@ -69,7 +128,12 @@ final class ReducerTable: @unchecked Sendable {
         var first: (index: Int, slice: JSONSlice)?
         var more: [(index: Int, slice: JSONSlice)] = []
         var failure: StoreError?
+        let type = action.view.pointee.type!
         for position in entries.indices {
+            // A reducer that names its types skips the others before anything else.
+            if let filter = entries[position].filter, tsi_type_filter_match(filter, type, action.typeLength) == 0 {
+                continue
+            }
             let key = entries[position].key
             guard let index = state.index(of: key, hint: entries[position].memberIndex,
                                           hintLayout: entries[position].memberLayout) else { continue }

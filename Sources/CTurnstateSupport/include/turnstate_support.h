@@ -7,7 +7,8 @@
  *     cannot import a stringified macro);
  *   - ts_alloc / ts_strdup with their error messages, written without
  *     allocating;
- *   - the reducer calls under way on the calling thread, for ts_reducer_fail. */
+ *   - the reducer calls under way on the calling thread, for ts_reducer_fail;
+ *   - reducers' filters of action types. */
 #ifndef TURNSTATE_SUPPORT_H
 #define TURNSTATE_SUPPORT_H
 
@@ -87,5 +88,17 @@ void tsi_reducer_clear(tsi_reducer_call *call);
 /* ts_reducer_fail: 0 once recorded, -1 when no reducer call is under way on
  * this thread (the caller reports TS_E_MISUSE). */
 int tsi_reducer_fail(const char *message);
+
+/* A reducer's filter of action types (ts_store_add_reducer_for): exact
+ * types, hashed by their bytes, and prefix patterns ("todos/" then "*": every
+ * type that starts with "todos/" and has more after it). The patterns must
+ * have been checked (non-empty UTF-8, '*' only last, right after a '/'). The filter
+ * copies them. NULL when there is no memory. */
+typedef struct tsi_type_filter tsi_type_filter;
+tsi_type_filter *tsi_type_filter_make(const char *const *patterns, size_t count);
+/* 1 if `type[0..length)` matches a pattern or is one of the store's own
+ * ("@@turnstate/..."), else 0. */
+int tsi_type_filter_match(const tsi_type_filter *filter, const char *type, size_t length);
+void tsi_type_filter_free(tsi_type_filter *filter); /* NULL-safe */
 
 #endif
