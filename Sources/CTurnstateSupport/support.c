@@ -1,4 +1,5 @@
 #include "turnstate_support.h"
+#include "internal.h"
 
 /* The public header, for its version macros only (it is not part of this
  * module's interface: Swift imports it through CTurnstate). */
@@ -6,6 +7,7 @@
 
 #include <ffi.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,10 +105,21 @@ void tsi_set_last_error(const char *message, size_t length) {
 
 uint64_t tsi_last_error_serial(void) { return last_error_serial; }
 
-uint64_t tsi_begin_middleware_call(void) {
+/* The innermost middleware call under way on this thread, or NULL. */
+static _Thread_local tsi_middleware_frame *current_middleware;
+
+int32_t tsi_call_middleware(tsi_middleware_fn fn, const void *api, tsi_next_fn next, const void *action, void *ctx,
+                            uint64_t *errors_before) {
     has_refusal = 0;
-    return last_error_serial;
+    *errors_before = last_error_serial;
+    tsi_middleware_frame frame = {current_middleware, action};
+    current_middleware = &frame;
+    int32_t status = fn(api, next, action, ctx);
+    current_middleware = frame.outer;
+    return status;
 }
+
+const tsi_middleware_frame *tsi_innermost_middleware(void) { return current_middleware; }
 
 void tsi_set_refusal(const char *message) {
     if (message == NULL) message = "";
@@ -121,6 +134,26 @@ const char *tsi_take_refusal(void) {
 }
 
 const char *tsi_last_error(void) { return last_error; }
+
+void tsi_set_last_errorf(const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    int length = vsnprintf(last_error, sizeof last_error, format, args);
+    va_end(args);
+    if (length < 0) {
+        last_error[0] = '\0';
+    } else if ((size_t)length >= sizeof last_error) {
+        /* Cut before a UTF-8 sequence that did not fit whole. */
+        size_t end = sizeof last_error - 1, lead = end;
+        while (lead > 0 && ((unsigned char)last_error[lead - 1] & 0xC0) == 0x80) lead--;
+        if (lead > 0) {
+            unsigned char byte = (unsigned char)last_error[lead - 1];
+            size_t need = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+            if (lead - 1 + need > end) last_error[lead - 1] = '\0';
+        }
+    }
+    last_error_serial++;
+}
 
 /* ---- Version ---- */
 
@@ -174,6 +207,10 @@ char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *ac
     call->message = NULL;
     call->failed = 0;
     call->lost = 0;
+    call->patched = 0;
+    call->patch = NULL;
+    call->slice = slice_json;
+    call->action = action;
     *current = call;
     /* Back to the type the reducer was defined with before calling it. */
     char *output = ((ts_reducer_fn)fn)(slice_json, (const ts_action *)action, ctx);
@@ -181,9 +218,14 @@ char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *ac
     return output;
 }
 
+tsi_reducer_call *tsi_innermost_reducer(void) { return current_reducer; }
+
 void tsi_reducer_clear(tsi_reducer_call *call) {
     free(call->message);
     call->message = NULL;
+    free(call->patch);
+    call->patch = NULL;
+    call->patch_length = call->patch_capacity = 0;
 }
 
 int tsi_reducer_fail(const char *message) {

@@ -310,11 +310,18 @@ final class PointerWatcher: @unchecked Sendable {
     }
 
     /// Whether the value's source is the one last seen: an unchanged slice
-    /// (or state) holds an unchanged value, without a parse.
+    /// (or state) holds an unchanged value, without a parse. So does a
+    /// slice patched from the one last seen by a patch that changed nothing
+    /// at, above or below the pointer (it becomes the source last seen).
     private func unchanged(in state: JSONState) -> Bool {
         if let key = pointer.key {
-            guard let id = slice(key, in: state)?.id else { return false }
-            return id == lastSource
+            guard let slice = slice(key, in: state) else { return false }
+            if slice.id == lastSource { return true }
+            if let origin = slice.patchedFrom, origin.previousID == lastSource, !origin.mayChange(pointer.rest.utf8) {
+                lastSource = slice.id
+                return true
+            }
+            return false
         }
         return state.generation == lastSource
     }

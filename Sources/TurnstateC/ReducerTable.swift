@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CTurnstate
+import CTurnstateJSON
 import CTurnstateSupport
 import TurnstateCore
 
@@ -140,13 +141,28 @@ final class ReducerTable: @unchecked Sendable {
             entries[position].memberIndex = index
             entries[position].memberLayout = state.layout
             let entry = entries[position]
+            let slice = state.slice(at: index)
             var call = tsi_reducer_call()
+            // For ts_json_at: the slice's length and index.
+            call.slice_length = slice.length
+            call.slice_index = JSONSlice.indexProvider
+            call.slice_owner = Unmanaged.passUnretained(slice).toOpaque()
             let output = tsi_call_reducer(unsafeBitCast(entry.fn, to: tsi_reducer_fn.self),
-                                          state.slice(at: index).text, action.view, entry.context, &call)
+                                          slice.text, action.view, entry.context, &call)
             if call.failed != 0 {
                 free(output)
                 failure = Self.failure(of: &call, key: key, actionType: action.type)
                 break
+            }
+            if call.patched != 0 {
+                do {
+                    guard let patched = try Self.applyPatch(&call, to: slice, output: output, key: key, action: action) else { continue }
+                    if first == nil { first = (index, patched) } else { more.append((index, patched)) }
+                    continue
+                } catch {
+                    failure = error
+                    break
+                }
             }
             guard let output else { continue }
             defer { free(output) }
@@ -169,6 +185,45 @@ final class ReducerTable: @unchecked Sendable {
         guard let first else { return }
         state.setSlice(at: first.index, first.slice)
         for change in more { state.setSlice(at: change.index, change.slice) }
+    }
+
+    /// Applies the patch a reducer gave (ts_reducer_patch) to its slice:
+    /// the new slice, or nil when the patch changes nothing. Frees the
+    /// patch, and `output`, which must be NULL.
+    private static func applyPatch(_ call: inout tsi_reducer_call, to slice: JSONSlice, output: UnsafeMutablePointer<CChar>?,
+                                   key: String, action: JSONAction) throws(StoreError) -> JSONSlice? {
+        defer { tsi_reducer_clear(&call) }
+        if let output {
+            free(output)
+            throw StoreError(.reducerFailed, "the reducer for \"\(key)\" returned both a patch and a new slice for \"\(action.type)\": after ts_reducer_patch, return NULL")
+        }
+        var length = 0
+        let patch = tsi_reducer_patch_text(&call, &length)
+        final class Paths {
+            var paths: [String] = []
+        }
+        let paths = Paths()
+        var out: UnsafeMutablePointer<CChar>?
+        var outLength = 0
+        var error = tsj_error()
+        // The slice's index when it has one already: building one for a
+        // single look-up would cost more than stepping to the target.
+        let code = withExtendedLifetime(paths) {
+            tsj_patch_apply(slice.text, slice.length, slice.builtIndex, patch, length, Int(TS_MAX_DEPTH) - 1,
+                            &out, &outLength, { path, pathLength, context in
+                                let paths = Unmanaged<Paths>.fromOpaque(context!).takeUnretainedValue()
+                                paths.paths.append(String(decoding: UnsafeRawBufferPointer(start: path, count: pathLength), as: UTF8.self))
+                            }, Unmanaged.passUnretained(paths).toOpaque(), &error)
+        }
+        if code != 0 {
+            if code == Int32(TSJ_ERR_NOMEM.rawValue) {
+                throw StoreError(.outOfMemory, "no memory to apply the patch that the reducer for \"\(key)\" returned for \"\(action.type)\" to its \(slice.length) bytes")
+            }
+            throw StoreError(error, context: "the reducer for \"\(key)\" returned a patch that failed for \"\(action.type)\"", code: .reducerFailed)
+        }
+        guard let out else { return nil }
+        return JSONSlice(adoptingMinified: out, length: outLength,
+                         patchedFrom: PatchOrigin(previousID: slice.id, paths: paths.paths))
     }
 
     /// Gives a reducer whose key is missing its first slice: calls it with
