@@ -168,5 +168,6 @@ void run_big_tests(void);
 void run_big_tests(void);
 void run_replace_tests(void);
 void run_filters_tests(void);
+void run_patch_tests(void);
 
 #endif
