@@ -108,15 +108,13 @@ uint64_t tsi_last_error_serial(void) { return last_error_serial; }
 /* The innermost middleware call under way on this thread, or NULL. */
 static _Thread_local tsi_middleware_frame *current_middleware;
 
-int32_t tsi_call_middleware(tsi_middleware_fn fn, const void *api, tsi_next_fn next, const void *action, void *ctx,
-                            uint64_t *errors_before) {
+uint64_t tsi_begin_middleware_call(tsi_middleware_frame *frame, const void *action) {
     has_refusal = 0;
-    *errors_before = last_error_serial;
-    tsi_middleware_frame frame = {current_middleware, action};
-    current_middleware = &frame;
-    int32_t status = fn(api, next, action, ctx);
-    current_middleware = frame.outer;
-    return status;
+    frame->outer = current_middleware;
+    frame->action = action;
+    frame->innermost = &current_middleware;
+    current_middleware = frame;
+    return last_error_serial;
 }
 
 const tsi_middleware_frame *tsi_innermost_middleware(void) { return current_middleware; }
@@ -219,6 +217,12 @@ char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *ac
 }
 
 tsi_reducer_call *tsi_innermost_reducer(void) { return current_reducer; }
+
+static const void *(*slice_index)(void *owner);
+
+void tsi_set_slice_index(const void *(*index)(void *owner)) { slice_index = index; }
+
+const void *(*tsi_slice_index(void))(void *owner) { return slice_index; }
 
 void tsi_reducer_clear(tsi_reducer_call *call) {
     free(call->message);
