@@ -8,6 +8,7 @@
 #include <ffi.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,11 +219,16 @@ char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *ac
 
 tsi_reducer_call *tsi_innermost_reducer(void) { return current_reducer; }
 
-static const void *(*slice_index)(void *owner);
+/* Set by every store's creation (the same function each time), read by
+ * ts_json_at on any thread: atomic, so that neither is a data race. */
+typedef const void *(*slice_index_fn)(void *owner);
+static _Atomic(slice_index_fn) slice_index;
 
-void tsi_set_slice_index(const void *(*index)(void *owner)) { slice_index = index; }
+void tsi_set_slice_index(const void *(*index)(void *owner)) {
+    atomic_store_explicit(&slice_index, index, memory_order_release);
+}
 
-const void *(*tsi_slice_index(void))(void *owner) { return slice_index; }
+const void *(*tsi_slice_index(void))(void *owner) { return atomic_load_explicit(&slice_index, memory_order_acquire); }
 
 void tsi_reducer_clear(tsi_reducer_call *call) {
     free(call->message);
