@@ -79,7 +79,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
         test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults test-replicate lib-tsan bench coverage inspector-plugin test-inspector \
-        asan-lib asan-plugins fuzz-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs
+        asan-lib asan-plugins fuzz-build fuzz-json-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -393,7 +393,13 @@ ASAN_SWIFT_FLAGS := -Xswiftc -sanitize=address -Xswiftc -sanitize-coverage=edge,
                     -Xcc -fsanitize=address,fuzzer-no-link -Xcxx -fsanitize=address,fuzzer-no-link $(DWARF4)
 ASAN_CFLAGS := -std=c99 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pedantic -IInclude
 ASAN_LINK := -fuse-ld=lld -L$(ASAN)/lib -Wl,-rpath,$(ASAN)/lib -lturnstate -lpthread
-FUZZ_TARGETS := create dispatch pointer journal plugin_config
+# Harnesses of the library (linked with the ASan libturnstate.so), and of the
+# JSON layer alone (built from turnstate_json.cpp: libturnstate.so does not
+# export the tsj_ functions); make fuzz and test-fuzz-replay run both.
+FUZZ_LIB_TARGETS := create dispatch pointer journal plugin_config
+FUZZ_JSON_TARGETS := patch
+FUZZ_TARGETS := $(FUZZ_LIB_TARGETS) $(FUZZ_JSON_TARGETS)
+FUZZ_CXX ?= $(dir $(realpath $(shell command -v $(SWIFT))))clang++
 FUZZ_SECONDS ?= 60
 # Options for every fuzzer run and replay: inputs up to 64 KiB, 20 s per input
 # at most. Each harness runs as one plain libFuzzer process, one after the
@@ -430,12 +436,26 @@ asan-plugins: asan-lib
 	@install -m 0755 $(ASAN_SCRATCH)/release/libturnstate-logger.so $(ASAN)/plugins/logger.so
 
 ## fuzz-build: the libFuzzer harnesses (Tests/fuzz), in build/asan/bin
-fuzz-build: asan-plugins
+fuzz-build: asan-plugins fuzz-json-build
 	@mkdir -p $(ASAN)/bin
-	@for t in $(FUZZ_TARGETS); do \
+	@for t in $(FUZZ_LIB_TARGETS); do \
 	  echo "clang(fuzzer) fuzz_$$t"; \
 	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address,fuzzer Tests/fuzz/fuzz_$$t.c -o $(ASAN)/bin/fuzz_$$t $(ASAN_LINK); \
 	done
+
+## fuzz-json-build: the JSON layer's harnesses (Tests/fuzz/fuzz_patch.c) with
+## turnstate_json.cpp compiled in (ASan, libFuzzer coverage), in build/asan/bin; no Swift build
+fuzz-json-build: $(FUZZ_JSON_TARGETS:%=$(ASAN)/bin/fuzz_%)
+
+$(ASAN)/obj/turnstate_json.o: Sources/CTurnstateJSON/turnstate_json.cpp Sources/CTurnstateJSON/include/turnstate_json.h
+	@mkdir -p $(ASAN)/obj
+	$(FUZZ_CXX) -std=c++17 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -fsanitize=address,fuzzer-no-link \
+	  -ISources/CTurnstateJSON/include -c $< -o $@
+
+$(FUZZ_JSON_TARGETS:%=$(ASAN)/bin/fuzz_%): $(ASAN)/bin/fuzz_%: Tests/fuzz/fuzz_%.c $(ASAN)/obj/turnstate_json.o
+	@mkdir -p $(ASAN)/bin
+	$(FUZZ_CC) $(ASAN_CFLAGS) -ISources/CTurnstateJSON/include -fsanitize=address,fuzzer $< $(ASAN)/obj/turnstate_json.o \
+	  -o $@ -fuse-ld=lld -lsimdjson -lstdc++ -lpthread
 
 ## fuzz: each harness for FUZZ_SECONDS (default 60), one after the other; new
 ## inputs go to build/asan/corpus/NAME (the committed seeds in Tests/fuzz/corpus
@@ -444,7 +464,7 @@ fuzz: fuzz-build
 	@Tests/fuzz/run.sh fuzz $(ASAN) $(FUZZ_SECONDS) $(FUZZ_OPTS) -- $(FUZZ_TARGETS)
 
 ## test-fuzz-replay: every committed corpus through its harness (no new fuzzing)
-test-fuzz-replay: $(call prebuilt,fuzz-build)
+test-fuzz-replay: $(call prebuilt,fuzz-build) fuzz-json-build
 	@Tests/checks.sh Tests/fuzz/run.sh replay $(ASAN) 0 $(FUZZ_OPTS) -- $(FUZZ_TARGETS)
 
 ## test-c-asan: the C suite against the ASan library, with leak checks

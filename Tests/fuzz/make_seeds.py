@@ -108,3 +108,55 @@ config = {
 }
 for k, v in config.items():
     write("plugin_config", k, v)
+
+# fuzz_patch: the document on the first line, the patch after it.
+def op(kind, path, value=None, frm=None):
+    o = '{"op":"%s","path":"%s"' % (kind, path)
+    if frm is not None:
+        o += ',"from":"%s"' % frm
+    if value is not None:
+        o += ',"value":%s' % value
+    return o + "}"
+
+todos = '{"todos":[' + ",".join('{"id":%d,"done":false}' % i for i in range(20)) + '],"n":20}'
+wide = "{" + ",".join('"k%d":[%d]' % (i, i) for i in range(40)) + "}"
+patch = {
+    "rfc_add_member": ('{"foo":"bar"}', "[" + op("add", "/baz", '"qux"') + "]"),
+    "rfc_add_element": ('{"foo":["bar","baz"]}', "[" + op("add", "/foo/1", '"qux"') + "]"),
+    "rfc_remove": ('{"baz":"qux","foo":"bar"}', "[" + op("remove", "/baz") + "]"),
+    "rfc_remove_element": ('{"foo":["bar","qux","baz"]}', "[" + op("remove", "/foo/1") + "]"),
+    "rfc_replace": ('{"baz":"qux","foo":"bar"}', "[" + op("replace", "/baz", '"boo"') + "]"),
+    "rfc_move": ('{"foo":{"bar":"baz","waldo":"fred"},"qux":{"corge":"grault"}}', "[" + op("move", "/qux/thud", frm="/foo/waldo") + "]"),
+    "rfc_move_element": ('{"foo":["all","grass","cows","eat"]}', "[" + op("move", "/foo/3", frm="/foo/1") + "]"),
+    "rfc_test": ('{"baz":"qux","foo":["a",2,"c"]}', "[" + op("test", "/baz", '"qux"') + "," + op("test", "/foo/1", "2") + "]"),
+    "rfc_test_fails": ('{"baz":"qux"}', "[" + op("test", "/baz", '"bar"') + "]"),
+    "rfc_escapes": ('{"/":9,"~1":10}', "[" + op("test", "/~01", "10") + "]"),
+    "rfc_append_array": ('{"foo":["bar"]}', "[" + op("add", "/foo/-", '["abc","def"]') + "]"),
+    "copy": ('{"a":{"b":[1,{"c":2}]}}', "[" + op("copy", "/d", frm="/a/b") + "," + op("copy", "/a/b/0", frm="/a") + "]"),
+    "move_into_child": ('{"a":{"b":1}}', "[" + op("move", "/a/b/c", frm="/a") + "]"),
+    "root": ('[1,2]', "[" + op("replace", "", '{"x":[]}') + "," + op("add", "/x/-", "1") + "," + op("test", "", '{"x":[1.0]}') + "]"),
+    "remove_root": ('{}', "[" + op("remove", "") + "]"),
+    "bad_index": ('[0,1,2]', "[" + op("add", "/01", "1") + "," + op("add", "/4", "1") + "]"),
+    "dash": ('{"a":[],"-":1}', "[" + op("add", "/a/-", "1") + "," + op("remove", "/-") + "," + op("replace", "/a/-", "1") + "]"),
+    "numbers": ('{"n":1,"m":100,"z":-0}', "[" + op("test", "/n", "1.0") + "," + op("test", "/m", "1e2") + "," + op("test", "/z", "0") + "," + op("add", "/big", "123456789012345678901234567890") + "]"),
+    "strings": ('{"\\u0041":"\\u00e9"}', "[" + op("test", "/A", '"\\u00e9"') + "," + op("add", "/a~1b~0", '"\\n"') + "," + op("add", "/\\u0000", "0") + "]"),
+    "unordered_test": ('{"o":{"a":1,"b":[1,{"c":null}]}}', "[" + op("test", "/o", '{"b":[1,{"c":null}],"a":1}') + "]"),
+    "todos_toggle": (todos, "[" + op("test", "/todos/7/id", "7") + "," + op("replace", "/todos/7/done", "true") + "]"),
+    "todos_append": (todos, "[" + op("add", "/todos/-", '{"id":20,"done":false}') + "," + op("replace", "/n", "21") + "]"),
+    "todos_remove": (todos, "[" + op("remove", "/todos/0") + "," + op("remove", "/todos/18") + "]"),
+    "wide_object": (wide, "[" + op("replace", "/k33/0", '"x"') + "," + op("remove", "/k0") + "," + op("add", "/new", "{}") + "]"),
+    "deep": ('{"d":' + "[" * 250 + "]" * 250 + "}", "[" + op("add", "/d/0/0/0", "[[[[[[[[]]]]]]]]") + "]"),
+    "ws_patch": ('{"a":1}', ' [ { "op" : "test" , "path" : "/a" , "value" : 1 } ,\n { "op" : "remove" , "path" : "/a" } ] '),
+    "not_array": ('{"a":1}', op("remove", "/a")),
+    "missing_members": ('{"a":1}', '[{"op":"add","path":"/b"},{"path":"/a"},{"op":"move","path":"/c"},{"op":1,"path":"/a"}]'),
+    "extra_members": ('{"a":1}', '[{"op":"remove","path":"/a","value":[1],"from":2,"x":null}]'),
+    "unknown_op": ('{"a":1}', '[{"op":"delete","path":"/a"}]'),
+    "bad_pointer": ('{"a":1}', '[{"op":"add","path":"a","value":1},{"op":"add","path":"/~2","value":1}]'),
+    "dup_key": ('{"a":1}', '[{"op":"add","path":"/b","value":1,"op":"remove"}]'),
+    "bad_json": ('{"a":1}', '[{"op":"add","path":"/b","value":01}]'),
+    "bad_utf8": ('{"a":1}', b'[{"op":"add","path":"/b","value":"\xc3\x28"}]'),
+    "scalar_doc": ('"s"', "[" + op("test", "", '"s"') + "," + op("add", "/x", "1") + "]"),
+    "empty": ('{}', "[]"),
+}
+for k, (d, p) in patch.items():
+    write("patch", k, (d.encode() if isinstance(d, str) else d) + b"\n" + (p.encode() if isinstance(p, str) else p))
