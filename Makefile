@@ -244,7 +244,8 @@ test-json: $(call prebuilt,setup)
 # its run_*_tests() in Tests/c/main.c).
 C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_reducers.c Tests/c/test_dispatch.c \
            Tests/c/test_state.c Tests/c/test_subscribe.c Tests/c/test_middleware.c Tests/c/test_threads.c \
-           Tests/c/test_errors.c Tests/c/test_big.c Tests/c/test_replace.c
+           Tests/c/test_errors.c Tests/c/test_big.c Tests/c/test_replace.c Tests/c/test_filters.c \
+           Tests/c/test_patch.c Tests/c/test_getters.c
 # Extra C test programs, each one file with its own main() that prints
 # "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
 # on failure; they may use check.h (check.c is linked in as an archive).
@@ -523,7 +524,7 @@ test-plugins-asan: $(call prebuilt,asan-plugins)
 	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
 	Tests/checks.sh $(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
-## bench: release benchmarks (Swift W1-W5 and their floors, C C1-C6 and C1i (the inspector plugin),
+## bench: release benchmarks (Swift W1-W5 and their floors, C C1-C6, C1i (the inspector plugin), CP, CA, CU (patches, appends, unhandled actions),
 ## Python P1, Rust R1, replicate.so REP, start-up, memory, a 100 MB state), printed as one table with
 ## callgrind's instructions per operation; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look,
 ## BENCH_ARGS=--big for the 1 GB state too

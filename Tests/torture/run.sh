@@ -62,7 +62,7 @@ run() {
   "$@" >"$log" 2>&1
   status=$?
   end=$(date +%s)
-  grep -E '^(torture|shared|shutdown):' "$log" | sed "s/^/$name: /"
+  grep -E '^(torture|shared|patch|shutdown):' "$log" | sed "s/^/$name: /"
   local counts p=0 f=0
   counts=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -n1)
   [ -n "$counts" ] && read -r p f <<<"$counts"
