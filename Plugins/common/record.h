@@ -112,6 +112,7 @@ typedef struct ts_record {
     size_t end;    /* the offset after its newline: where the next record starts */
 } ts_record;
 
+/* How the reasons about a record's header start. */
 #define TS_RECORD_SHAPE "not a journal record (\"A|S <length> <crc32> <json>\"): "
 
 /* Reads the record that starts at text[offset] (offset < size; the text
