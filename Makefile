@@ -128,11 +128,14 @@ plugins: setup
 
 ## inspector-plugin: build/plugins/inspector.so, the page of Plugins/inspector/web embedded (embed.py), over libmicrohttpd
 INSPECTOR_WEB := $(sort $(wildcard Plugins/inspector/web/*))
+# Its sources, one job each (Plugins/inspector/README.md: Source map).
+INSPECTOR_SOURCES := $(addprefix Plugins/inspector/,inspector.c config.c history.c travel.c http.c sse.c api.c)
 inspector-plugin: setup
 	@mkdir -p $(BUILD)/plugins $(BUILD)/inspector
 	@python3 Plugins/inspector/embed.py $(BUILD)/inspector/inspector_web.h $(INSPECTOR_WEB)
 	@echo "cc inspector.so"
-	@$(CC) $(PLUGIN_CFLAGS) -I$(BUILD)/inspector Plugins/inspector/inspector.c -o $(BUILD)/plugins/inspector.so -lpthread -lmicrohttpd
+	@$(CC) $(PLUGIN_CFLAGS) -fvisibility=hidden -I$(BUILD)/inspector $(INSPECTOR_SOURCES) -o $(BUILD)/plugins/inspector.so \
+	  -lpthread -lmicrohttpd
 
 ## demo-plugins: the demo's plugin folder, build/demo/plugins (guard, logger,
 ## delay, journal), made anew; the journal and the log beside it, in

@@ -12,13 +12,16 @@
  *                                      action record before it
  * <length> is the decimal byte length of <json>; <crc32> is 8 lowercase hex
  * digits of the CRC-32 (IEEE 802.3) of the record letter followed by <json>.
- * <json> is minified, so it holds no newline. See README.md.
+ * <json> is minified, so it holds no newline. The records are written and
+ * read by ../common/record.h, which the inspector's export and import use
+ * too. See README.md.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "turnstate_plugin.h"
 
 #include "../common/pjson.h"
+#include "../common/record.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +36,7 @@
 #include <unistd.h>
 
 #define JOURNAL_VERSION "1.0.0"
-#define HEADER_ROOM 40 /* "A " + up to 20 digits + " " + 8 hex + " " */
+#define HEADER_ROOM TS_RECORD_HEADER_MAX /* the longest record header */
 
 /* Taking the lock (see take_lock): how long create() waits for a holder that
  * is exiting, and for one that /proc/locks does not name; how often it looks. */
@@ -66,28 +69,7 @@ typedef struct journal {
     size_t depth, stack_capacity;
     char *record;            /* buffer for building records */
     size_t record_capacity;
-    uint32_t crc_table[256];
 } journal;
-
-/* ---- CRC-32 ------------------------------------------------------------- */
-
-static void crc_init(uint32_t table[256]) {
-    uint32_t i, k;
-    for (i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (k = 0; k < 8; k++) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        table[i] = c;
-    }
-}
-
-/* CRC-32 of the record letter followed by json[0..length). */
-static uint32_t record_crc(const uint32_t table[256], char letter, const char *json, size_t length) {
-    uint32_t c = 0xFFFFFFFFu;
-    size_t i;
-    c = table[(c ^ (unsigned char)letter) & 0xFFu] ^ (c >> 8);
-    for (i = 0; i < length; i++) c = table[(c ^ (unsigned char)json[i]) & 0xFFu] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
 
 /* ---- Small helpers -------------------------------------------------------- */
 
@@ -120,7 +102,7 @@ static int write_all(int fd, const char *data, size_t length) {
  * is returned. */
 static int append_record(journal *j, char letter, const char *json) {
     size_t raw = strlen(json), length, header_length;
-    char header[HEADER_ROOM];
+    char header[HEADER_ROOM + 1];
     char *start;
     int err;
     if (raw > (size_t)-1 - HEADER_ROOM - 2) return ENOMEM;
@@ -131,8 +113,7 @@ static int append_record(journal *j, char letter, const char *json) {
         j->record_capacity = HEADER_ROOM + raw + 2;
     }
     length = pj_minify(json, json + raw, j->record + HEADER_ROOM);
-    header_length = (size_t)snprintf(header, sizeof header, "%c %zu %08lx ", letter, length,
-                                     (unsigned long)record_crc(j->crc_table, letter, j->record + HEADER_ROOM, length));
+    header_length = ts_record_header(header, letter, j->record + HEADER_ROOM, length);
     start = j->record + HEADER_ROOM - header_length;
     memcpy(start, header, header_length);
     j->record[HEADER_ROOM + length] = '\n';
@@ -403,73 +384,20 @@ static int take_lock(journal *j, char *why, size_t why_size) {
 
 /* ---- Loading -------------------------------------------------------------- */
 
+/* A record found in the file: where it starts, and what record.h read. */
 typedef struct record_ref {
-    char letter;
-    size_t offset;      /* of the record */
-    size_t json_offset; /* of its JSON */
-    size_t json_length;
+    size_t offset; /* of the record */
+    ts_record r;   /* its letter, and its JSON and end as offsets in the file */
 } record_ref;
-
-/* Parses the record at buf[off]. On success fills *r and returns 1; else
- * writes why into why[] and returns 0. */
-static int parse_record(const journal *j, const char *buf, size_t size, size_t off, record_ref *r, char *why,
-                        size_t why_size) {
-    size_t p = off, length = 0, digits = 0, k;
-    uint32_t stored = 0, computed;
-    if (buf[p] != 'A' && buf[p] != 'S') {
-        snprintf(why, why_size, "it does not start with \"A \" or \"S \"");
-        return 0;
-    }
-    r->letter = buf[p];
-    if (p + 1 >= size || buf[p + 1] != ' ') goto header;
-    p += 2;
-    while (p < size && buf[p] >= '0' && buf[p] <= '9') {
-        if (digits++ >= 18) goto header;
-        length = length * 10 + (size_t)(buf[p] - '0');
-        p++;
-    }
-    if (digits == 0 || p >= size || buf[p] != ' ') goto header;
-    p++;
-    for (k = 0; k < 8; k++, p++) {
-        char c = p < size ? buf[p] : '\0';
-        stored <<= 4;
-        if (c >= '0' && c <= '9') stored |= (uint32_t)(c - '0');
-        else if (c >= 'a' && c <= 'f') stored |= (uint32_t)(c - 'a' + 10);
-        else goto header;
-    }
-    if (p >= size || buf[p] != ' ') goto header;
-    p++;
-    if (length > size - p || size - p - length < 1) {
-        snprintf(why, why_size, "its %zu bytes of JSON run past the end of the file", length);
-        return 0;
-    }
-    if (buf[p + length] != '\n') {
-        snprintf(why, why_size, "no newline after its %zu bytes of JSON", length);
-        return 0;
-    }
-    computed = record_crc(j->crc_table, r->letter, buf + p, length);
-    if (computed != stored) {
-        snprintf(why, why_size, "CRC-32 mismatch (recorded %08lx, computed %08lx)", (unsigned long)stored,
-                 (unsigned long)computed);
-        return 0;
-    }
-    r->offset = off;
-    r->json_offset = p;
-    r->json_length = length;
-    return 1;
-header:
-    snprintf(why, why_size, "malformed record header");
-    return 0;
-}
 
 /* The offset of the first well-formed record that starts after off, or 0 if
  * there is none: then the bad record at off is the torn tail of the file. */
-static size_t valid_record_after(const journal *j, const char *buf, size_t size, size_t off) {
+static size_t valid_record_after(const char *buf, size_t size, size_t off) {
     size_t q;
-    char why[160];
+    char why[256];
     for (q = off + 1; q + 1 < size; q++) {
-        record_ref r;
-        if ((buf[q] == 'A' || buf[q] == 'S') && buf[q + 1] == ' ' && parse_record(j, buf, size, q, &r, why, sizeof why))
+        ts_record r;
+        if ((buf[q] == 'A' || buf[q] == 'S') && buf[q + 1] == ' ' && ts_record_read(buf, size, q, &r, why, sizeof why))
             return q;
     }
     return 0;
@@ -478,7 +406,7 @@ static size_t valid_record_after(const journal *j, const char *buf, size_t size,
 /* Fails create: formats the message into *error_message. */
 static ts_status create_error(char **error_message, ts_status status, const char *format, const char *path,
                               const char *detail) {
-    char msg[900];
+    char msg[1200];
     snprintf(msg, sizeof msg, format, path, detail);
     if (error_message) *error_message = dup_text(msg);
     return status;
@@ -629,7 +557,7 @@ static void sync_parent(const char *path) {
 }
 
 static ts_status journal_create(const char *config_json, const ts_store_api *store, void **self, char **error_message) {
-    char err[600], why[160], detail[400];
+    char err[600], why[256], detail[600];
     journal *j;
     char *buf = NULL, *original = NULL;
     size_t size = 0, off = 0, good_end = 0, count = 0, capacity = 0, i, last_snapshot = (size_t)-1;
@@ -658,7 +586,6 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     j->store = store;
     j->fsync_mode = FSYNC_ALWAYS;
     j->snapshot_every = 1000;
-    crc_init(j->crc_table);
     if (!parse_config(j, config_json, err, sizeof err)) {
         journal_free(j);
         if (error_message) *error_message = dup_text(err);
@@ -684,8 +611,9 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     /* Scan the records. */
     while (off < size) {
         record_ref r;
-        if (!parse_record(j, buf, size, off, &r, why, sizeof why)) {
-            size_t later = valid_record_after(j, buf, size, off);
+        r.offset = off;
+        if (!ts_record_read(buf, size, off, &r.r, why, sizeof why)) {
+            size_t later = valid_record_after(buf, size, off);
             if (later == 0) {
                 torn = 1; /* the last record: a write that did not finish */
                 break;
@@ -707,9 +635,9 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
             records = grown;
             capacity = c;
         }
-        if (r.letter == 'S') last_snapshot = count;
+        if (r.r.letter == 'S') last_snapshot = count;
         records[count++] = r;
-        off = r.json_offset + r.json_length + 1;
+        off = r.r.end;
         good_end = off;
     }
 
@@ -743,8 +671,8 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     }
     if (last_snapshot != (size_t)-1) {
         record_ref *r = &records[last_snapshot];
-        buf[r->json_offset + r->json_length] = '\0';
-        status = store->replace_state(buf + r->json_offset);
+        buf[r->r.json + r->r.length] = '\0';
+        status = store->replace_state(buf + r->r.json);
         if (status != TS_OK) {
             snprintf(detail, sizeof detail, "restoring the snapshot at byte %zu failed with %s", r->offset,
                      store->status_name(status));
@@ -755,8 +683,8 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     }
     for (i = last_snapshot == (size_t)-1 ? 0 : last_snapshot + 1; i < count; i++) {
         record_ref *r = &records[i];
-        buf[r->json_offset + r->json_length] = '\0';
-        status = store->dispatch(buf + r->json_offset);
+        buf[r->r.json + r->r.length] = '\0';
+        status = store->dispatch(buf + r->r.json);
         restored = 1;
         if (status != TS_OK) {
             snprintf(detail, sizeof detail,

@@ -1,9 +1,11 @@
 /*
  * fuzz_inspector_import - the inspector's reader of an imported session
- * (POST /api/import): Plugins/inspector/session.h, the very code the plugin
- * runs before it changes anything, without its HTTP server or a store; and
- * the JSON strings the plugin makes of what it read (an imported action the
- * store refused is shown as one), and the "type" it reads from an action.
+ * (POST /api/import): Plugins/inspector/session.h over
+ * Plugins/common/record.h (the journal's own record reader), the very code
+ * the plugin runs before it changes anything, without its HTTP server or a
+ * store; and the JSON strings the plugin makes of what it read (an imported
+ * action the store refused is shown as one, Plugins/inspector/text.h), and
+ * the "type" it reads from an action.
  *
  * The input is the body of an import, copied into a buffer of exactly its
  * size (no terminating NUL, as the plugin may get it), so that ASan sees any
@@ -32,13 +34,6 @@
 
 #include "../../Plugins/common/pjson.h"
 #include "../../Plugins/inspector/session.h"
-
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc;
-    (void)argv;
-    crc_init();
-    return 0;
-}
 
 /* ---- The model ------------------------------------------------------------ */
 
