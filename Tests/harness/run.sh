@@ -18,6 +18,9 @@
 # Ends with "harness: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
+# What the scripts under test read from the environment, as a caller may
+# have set it (make V=1, make check's run-suites.sh): the checks set their own.
+unset TS_BUILD_STEP TS_PROGRESS_FD TS_VERBOSE
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok: $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL: $1"; }

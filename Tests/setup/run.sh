@@ -86,7 +86,7 @@ check "the dry runs called neither apt-get nor a test command" test ! -e "$work/
 
 # --- 2. What make run, make install and make build would run.
 for target in run install build; do
-  make -n --no-print-directory "$target" PREFIX="$work/n-prefix" >"$work/n-$target" 2>&1
+  make -n --no-print-directory V= "$target" PREFIX="$work/n-prefix" >"$work/n-$target" 2>&1
   check "make -n $target runs .ci/setup.sh build" grep -q '\.ci/setup\.sh build' "$work/n-$target"
   check "make -n $target never reaches the test or deb setup" \
     bash -c "! grep -nE 'setup\.sh (--dry-run )?(test|deb)|setup-(test|deb)' '$work/n-$target'"
@@ -124,7 +124,7 @@ quiet_and_local() { # LOG: no package resolution in it or in build/logs/{lib,log
   [ -n "$long" ] && echo "    long lines: $long"
   return 1
 }
-if PATH=$fakepath FAKE_MISSING="${test_debs[*]}" make --no-print-directory run >"$work/run.log" 2>&1; then
+if PATH=$fakepath FAKE_MISSING="${test_debs[*]}" make --no-print-directory V= run >"$work/run.log" 2>&1; then
   ok "make run without the test toolchain"
 else
   bad "make run without the test toolchain:"; sed 's/^/    | /' "$work/run.log"
@@ -132,7 +132,7 @@ fi
 check "make run: the demo ran to its end (done.)" grep -qx 'done.' "$work/run.log"
 check "make run: one short line per build step, no package resolved" quiet_and_local "$work/run.log"
 sed '/^run build\/bin\/todo/,$d' "$work/run.log" | sed 's/^/    | /'
-if PATH=$fakepath FAKE_MISSING="${test_debs[*]}" make --no-print-directory install PREFIX="$work/prefix" \
+if PATH=$fakepath FAKE_MISSING="${test_debs[*]}" make --no-print-directory V= install PREFIX="$work/prefix" \
      >"$work/install.log" 2>&1; then
   ok "make install PREFIX=<scratch> without the test toolchain"
 else
