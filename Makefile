@@ -83,14 +83,26 @@ LOGS = $(BUILD)/logs
 # A path as the step lines show it: relative to the checkout when inside it.
 show = $(patsubst $(CURDIR)/%,%,$(1))
 
+# ---- C flags: the one place ----
+# The test scripts get them from the environment (exported below), or, run
+# alone, from `make flags` (Tests/flags.sh); Benchmarks/Makefile likewise.
+C_STD := -std=c99
+C_WARN := -Wall -Wextra -Werror -pedantic
 CC ?= cc
-CFLAGS ?= -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic
+# Test programs and examples.
+CFLAGS ?= $(C_STD) -O2 -g $(C_WARN)
+# Programs and plugins built with a sanitizer (ASan, TSan) or for libFuzzer.
+SAN_CFLAGS := $(C_STD) -O1 -g -fno-omit-frame-pointer $(C_WARN)
+export TS_C_STD := $(C_STD)
+export TS_C_WARN := $(C_WARN)
+export TS_CFLAGS = $(CFLAGS)
+export TS_SAN_CFLAGS := $(SAN_CFLAGS)
 C_LINK := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lturnstate -lpthread
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
             --show-leak-kinds=definite,indirect --suppressions=$(CURDIR)/Tests/c/valgrind.supp
 
 # Hardened as Debian builds (lintian: hardening-no-fortify-functions, -no-bindnow).
-PLUGIN_CFLAGS := -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -shared -fPIC -IInclude -D_FORTIFY_SOURCE=2 \
+PLUGIN_CFLAGS := $(C_STD) -O2 -g $(C_WARN) -shared -fPIC -IInclude -D_FORTIFY_SOURCE=2 \
                  -fstack-protector-strong -Wl,-z,relro,-z,now
 C_PLUGINS := guard delay journal
 # replicate.so (issue 14): the plugin and its log engine (Redis Streams).
@@ -103,7 +115,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
         test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults test-replicate lib-tsan bench coverage inspector-plugin test-inspector \
         asan-lib asan-plugins fuzz-build fuzz-json-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs \
-        setup-test setup-deb check check-build test-setup
+        setup-test setup-deb check check-build flags test-setup
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -226,6 +238,12 @@ check-build: setup-test lib plugins
 test-build: check-build lib-tsan asan-plugins fuzz-build
 	@$(STEP) $(LOGS)/swift-tests-tsan.log "swift build --build-tests (TSan)" \
 	  $(SWIFT) build --build-tests --scratch-path .build-tsan --sanitize=thread
+
+## flags: the C flags of this Makefile as shell assignments (Tests/flags.sh reads them when a test
+## script runs without make)
+flags:
+	@printf "TS_C_STD='%s'\nTS_C_WARN='%s'\nTS_CFLAGS='%s'\nTS_SAN_CFLAGS='%s'\n" \
+	  '$(TS_C_STD)' '$(TS_C_WARN)' '$(TS_CFLAGS)' '$(TS_SAN_CFLAGS)'
 
 ## test-harness: the test machinery: Tests/checks.sh's counts, Tests/run-suites.sh, .ci/step.sh, make help
 test-harness: $(call prebuilt,setup-test)
@@ -389,9 +407,9 @@ test-model: $(call prebuilt,setup-test)
 FAULTS_CC ?= $(CC)
 test-faults: $(call prebuilt,setup-test lib plugins)
 	@mkdir -p $(BUILD)/tests
-	$(FAULTS_CC) -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -shared -fPIC Tests/faults/inject.c \
+	$(FAULTS_CC) $(CFLAGS) -shared -fPIC Tests/faults/inject.c \
 	  -o $(BUILD)/tests/inject.so -ldl
-	$(FAULTS_CC) -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude -ITests/faults Tests/faults/test_faults.c \
+	$(FAULTS_CC) $(CFLAGS) -IInclude -ITests/faults Tests/faults/test_faults.c \
 	  -o $(BUILD)/tests/test_faults $(C_LINK) -ldl
 	Tests/checks.sh env SWIFT_BACKTRACE=enable=no LD_PRELOAD=$(BUILD)/tests/inject.so \
 	  $(BUILD)/tests/test_faults --plugins $(BUILD)/plugins $(FAULTS_ARGS)
@@ -455,7 +473,7 @@ ASAN := $(BUILD)/asan
 ASAN_SCRATCH := .build-asan
 ASAN_SWIFT_FLAGS := -Xswiftc -sanitize=address -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table,trace-cmp \
                     -Xcc -fsanitize=address,fuzzer-no-link -Xcxx -fsanitize=address,fuzzer-no-link $(DWARF4)
-ASAN_CFLAGS := -std=c99 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pedantic -IInclude
+ASAN_CFLAGS := $(SAN_CFLAGS) -IInclude
 ASAN_LINK := -fuse-ld=lld -L$(ASAN)/lib -Wl,-rpath,$(ASAN)/lib -lturnstate -lpthread
 # Harnesses of the library (linked with the ASan libturnstate.so), and of the
 # JSON layer alone (built from turnstate_json.cpp: libturnstate.so does not
