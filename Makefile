@@ -160,7 +160,7 @@ lib: setup
 	$(Q)ln -sf libturnstate.so.$(SOVERSION) $(BUILD)/lib/libturnstate.so
 
 ## plugins: build/plugins/NAME.so; C plugins need only the headers (no libturnstate)
-plugins: setup
+plugins: setup inspector-plugin
 	$(Q)mkdir -p $(BUILD)/plugins
 	@for p in $(C_PLUGINS); do \
 	  $(STEP) $(LOGS)/$$p.log "cc $$p.so" $(CC) $(PLUGIN_CFLAGS) Plugins/$$p/$$p.c -o $(BUILD)/plugins/$$p.so -lpthread; \
@@ -168,7 +168,6 @@ plugins: setup
 	@# replicate.so links hiredis (Redis Streams is its log), never libturnstate.
 	@$(STEP) $(LOGS)/replicate.log "cc replicate.so" \
 	  $(CC) $(PLUGIN_CFLAGS) -fvisibility=hidden $(REPLICATE_SOURCES) -o $(BUILD)/plugins/replicate.so -lhiredis -lpthread
-	@$(MAKE) --no-print-directory inspector-plugin
 	@$(STEP) $(LOGS)/logger.log "swift build logger.so ($(LIB_CONFIG))" \
 	  $(LIBRARY_ONLY) $(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger \
 	  $(PLUGIN_SHIP_FLAGS) $(PLUGIN_SWIFTFLAGS)
