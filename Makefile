@@ -602,7 +602,7 @@ install: lib plugins
 	  $(STEP) $(LOGS)/install-$$p.log "install $$p.so (stripped) in $(DESTDIR)$(PLUGINSDIR)" \
 	    pkgconfig/install-stripped.sh $(BUILD)/plugins/$$p.so $(DESTDIR)$(PLUGINSDIR) $$p.so; \
 	done
-	@echo "install the headers in $(DESTDIR)$(PREFIX)/include, turnstate.pc in $(DESTDIR)$(LIBDIR)/pkgconfig"
+	@echo "install the headers and turnstate.pc"
 	$(Q)install -m 0644 Include/turnstate.h Include/turnstate_plugin.h Include/turnstate.hpp $(DESTDIR)$(PREFIX)/include/
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    pkgconfig/turnstate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
