@@ -361,7 +361,7 @@ def c_workloads(args, samples, units, notes):
                        what="replicate.so REP")
             parse_results(text, samples, units, notes)
         else:
-            notes.append("REP not run: redis-server or %s is missing (make plugins; .ci/setup.sh)" % plugin)
+            notes.append("REP not run: redis-server or %s is missing (make plugins; .ci/setup.sh test)" % plugin)
     if not args.only or re.search(args.only, "R1 R1-c R1-sys"):
         r1 = os.path.join(ROOT, "build", "rust", "release", "examples", "bench_r1")
         if os.path.exists(r1):

@@ -24,6 +24,8 @@
 # found below).
 set -u
 cd "$(dirname "$0")/../.."
+# The C flags (TS_C_STD): the Makefile's.
+. Tests/flags.sh
 build=$(realpath "${1:-build}")
 cxx=${CXX:-c++}
 valgrind=${VALGRIND:-valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect --suppressions=$PWD/Tests/c/valgrind.supp}
@@ -70,8 +72,8 @@ cxx14_refused() { # compiler
 # SwiftPM compiles every header of Include/ as C into the module CTurnstate
 # (Sources/CTurnstate/include): as C, turnstate.hpp must be empty and quiet.
 printf '#include "turnstate.hpp"\n#include "turnstate.h"\nint main(void) { return TS_OK; }\n' >"$work/c.c"
-step "cc -std=c99: turnstate.hpp compiled as C is empty (SwiftPM's module CTurnstate)" \
-  "${CC:-cc}" -std=c99 "${strict[@]}" -IInclude -fsyntax-only "$work/c.c"
+step "cc $TS_C_STD: turnstate.hpp compiled as C is empty (SwiftPM's module CTurnstate)" \
+  "${CC:-cc}" $TS_C_STD "${strict[@]}" -IInclude -fsyntax-only "$work/c.c"
 for c in "$cxx" ${clangxx:+"$clangxx"}; do
   name=$(basename "$c")
   for std in c++17 c++20; do

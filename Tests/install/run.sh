@@ -12,6 +12,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
+# The C flags (TS_C_STD, TS_C_WARN): the Makefile's.
+. Tests/flags.sh
 CC=${CC:-cc}
 passed=0 failed=0
 pass() { passed=$((passed + 1)); echo "  ok   $*"; }
@@ -87,7 +89,7 @@ check "man -M PREFIX/share/man 3 ts_store_dispatch shows its synopsis" \
 
 # 3. A consumer from pkg-config's flags; a private prefix adds its own rpath.
 flags=$(pkg-config --cflags --libs turnstate)
-if $CC -std=c99 -Wall -Wextra -Werror -pedantic Tests/install/app.c -o "$tmp/app" $flags \
+if $CC $TS_C_STD $TS_C_WARN Tests/install/app.c -o "$tmp/app" $flags \
      -Wl,-rpath,"$(pkg-config --variable=libdir turnstate)" 2>"$tmp/cc.log"; then
   pass "cc app.c \$(pkg-config --cflags --libs turnstate) -Wl,-rpath,LIBDIR"
 else

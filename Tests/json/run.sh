@@ -28,11 +28,13 @@ else
   trap 'rm -rf "$BUILD"' EXIT INT TERM
 fi
 CC=${TSJ_CC:-gcc} CXX=${TSJ_CXX:-g++} EXTRA=${TSJ_EXTRA_FLAGS:-}
+# The C flags (TS_CFLAGS): the Makefile's.
+. "$ROOT/Tests/flags.sh"
 
 # shellcheck disable=SC2086 # EXTRA is a list of flags
 "$CXX" -O2 -g -std=c++17 -Wall -Wextra $EXTRA -I"$SRC/include" -c "$SRC/turnstate_json.cpp" -o "$BUILD/turnstate_json.o"
-# shellcheck disable=SC2086
-"$CC" -O2 -g -std=c99 -Wall -Wextra -pthread $EXTRA -I"$SRC/include" -c "$TEST/tsj_test.c" -o "$BUILD/tsj_test.o"
+# shellcheck disable=SC2086 # TS_CFLAGS too
+"$CC" $TS_CFLAGS -pthread $EXTRA -I"$SRC/include" -c "$TEST/tsj_test.c" -o "$BUILD/tsj_test.o"
 # shellcheck disable=SC2086
 "$CC" -pthread $EXTRA "$BUILD/tsj_test.o" "$BUILD/turnstate_json.o" -lsimdjson -lstdc++ -o "$BUILD/tsj_test"
 

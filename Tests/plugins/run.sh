@@ -16,7 +16,9 @@ cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
 BUILD=${TS_BUILD:-$ROOT/build}
 CC=${CC:-cc}
-WARN="-std=c99 -O2 -g -Wall -Wextra -Werror -pedantic ${TS_EXTRA_CFLAGS:-}"
+# The C flags (TS_CFLAGS): the Makefile's.
+. "$ROOT/Tests/flags.sh"
+WARN="$TS_CFLAGS ${TS_EXTRA_CFLAGS:-}"
 PLUGINS=(guard delay journal)
 TESTS=(guard delay journal loader shutdown)
 

@@ -7,6 +7,8 @@
 # start's), and its plugin example must build with only the headers.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# The C flags (TS_C_STD, TS_C_WARN): the Makefile's.
+. Tests/flags.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 chmod 700 "$work"
@@ -53,7 +55,7 @@ check swiftc -typecheck -swift-version 6 -I .build/debug/Modules "$work/teststor
 check diff <(sed -n '/^import /,$p' Tests/TurnstateTestingTests/ReadmeExampleTests.swift) <(sed '${/^$/d}' "$work/teststore.swift")
 
 extract "## C quick start" c > "$work/app.c"
-cc -std=c99 -Wall -Wextra -Werror -IInclude "$work/app.c" -o "$work/app" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
+cc $TS_C_STD $TS_C_WARN -IInclude "$work/app.c" -o "$work/app" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
 "$work/app" > "$work/app.out"
 expected=$(extract "## C quick start" sh | sed -n 's/^# //p')
 check diff <(echo "$expected") "$work/app.out"
@@ -93,7 +95,7 @@ cpp_commands() { # (a description, for check's line)
 check cpp_commands "the C++ section's commands, run after the C quick start's (HOME=$work/home)"
 
 extract "### Write a plugin" c > "$work/plugin.c"
-cc -std=c99 -Wall -Wextra -Werror -shared -fPIC -IInclude "$work/plugin.c" -o "$work/counter.so"
+cc $TS_C_STD $TS_C_WARN -shared -fPIC -IInclude "$work/plugin.c" -o "$work/counter.so"
 check bash -c "! readelf -d '$work/counter.so' | grep -q libturnstate"
 
 # ## Install: the shipped plugins one by one, each with its config, as the

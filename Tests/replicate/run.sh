@@ -22,6 +22,8 @@
 # Env: TS_BUILD (build/), REDIS_SERVER (redis-server).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+# The C flags (TS_CFLAGS): the Makefile's.
+. Tests/flags.sh
 BUILD=${TS_BUILD:-$PWD/build}
 PLUGIN=$BUILD/plugins/replicate.so
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
@@ -34,7 +36,7 @@ fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 
 for tool in "$REDIS_SERVER" redis-cli; do
-  command -v "$tool" >/dev/null || { echo "FAIL: $tool not found (.ci/setup.sh installs redis-server)"; echo "checks: 0 passed, 1 failed"; exit 1; }
+  command -v "$tool" >/dev/null || { echo "FAIL: $tool not found (.ci/setup.sh test installs redis-server)"; echo "checks: 0 passed, 1 failed"; exit 1; }
 done
 [ -f "$PLUGIN" ] || { echo "FAIL: $PLUGIN not built (make plugins)"; echo "checks: 0 passed, 1 failed"; exit 1; }
 
@@ -49,9 +51,9 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$BUILD/tests"
-cc -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude Tests/replicate/replica.c -o "$BUILD/tests/replicate_replica" \
+cc $TS_CFLAGS -IInclude Tests/replicate/replica.c -o "$BUILD/tests/replicate_replica" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate -lpthread || exit 1
-cc -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude Tests/replicate/faults.c -o "$BUILD/tests/replicate_faults" \
+cc $TS_CFLAGS -IInclude Tests/replicate/faults.c -o "$BUILD/tests/replicate_faults" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate || exit 1
 cc -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude Tests/replicate/tamper.c -o "$BUILD/tests/replicate_tamper" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate -lhiredis || exit 1
