@@ -625,7 +625,7 @@ INSTALL_PLUGINS := $(C_PLUGINS) replicate logger
 PLUGINSDIR = $(LIBDIR)/turnstate/plugins
 # Under TS_PREBUILT (test-install and test-deb in `make test`, after test-build)
 # the library and plugins already built are installed as they are.
-install: $(call prebuilt,lib plugins) man
+install: setup $(call prebuilt,lib plugins) man
 	$(Q)install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PLUGINSDIR)
 	@$(STEP) $(LOGS)/install-lib.log "install libturnstate.so.$(VERSION) (stripped) in $(DESTDIR)$(LIBDIR)" \
 	  pkgconfig/install-stripped.sh $(BUILD)/lib/libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR) libturnstate.so.$(VERSION)
