@@ -39,8 +39,9 @@ let package = Package(
         .target(name: "CTurnstate"),
         // A thin C API over simdjson, the JSON parser of the C face.
         .target(name: "CTurnstateJSON", linkerSettings: [.linkedLibrary("simdjson")]),
-        // libffi closures and thread-local error text.
-        .target(name: "CTurnstateSupport", linkerSettings: [.linkedLibrary("ffi")]),
+        // libffi closures, thread-local error text, reducer calls, and the
+        // C API's JSON getters (over CTurnstateJSON).
+        .target(name: "CTurnstateSupport", dependencies: ["CTurnstateJSON"], linkerSettings: [.linkedLibrary("ffi")]),
         // The C face: implements Include/turnstate.h over the core store.
         // It links TurnstateCore only: libturnstate.so needs no Foundation.
         .target(name: "TurnstateC", dependencies: ["TurnstateCore", "CTurnstate", "CTurnstateJSON", "CTurnstateSupport"],

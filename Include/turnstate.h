@@ -257,10 +257,12 @@ typedef struct ts_action {
 /* ---- Reducers ----------------------------------------------------------- */
 
 /* A reducer owns one top-level key of the state (Redux's keyed
- * combineReducers). It is called for every action that reaches the reducers,
+ * combineReducers). It is called for every action that reaches the reducers
+ * (or, added with ts_store_add_reducer_for, for those of the types it names),
  * on the dispatching thread, with the JSON text of its slice, and returns one
  * of:
  * - NULL: "unchanged";
+ * - NULL after ts_reducer_patch(): the change, as an RFC 6902 JSON Patch;
  * - the new slice as JSON text, in memory that the store takes over and frees
  *   with free(): from ts_alloc() or ts_strdup(), or from the C library's
  *   malloc() (see Memory above);
@@ -302,6 +304,61 @@ typedef char *(*ts_reducer_fn)(const char *slice_json, const ts_action *action, 
  * ts_last_error(), and fails nothing. */
 TS_API ts_status ts_reducer_fail(const char *message);
 
+/* Called by a reducer, while the store is calling it, to answer with a
+ * change to its slice instead of the whole new slice: `patch_json` is an
+ * RFC 6902 JSON Patch, an array of operations whose paths are JSON Pointers
+ * relative to the slice ("" is the slice itself). The reducer then returns
+ * NULL:
+ *     ts_reducer_patch("[{\"op\":\"replace\",\"path\":\"/3/done\",\"value\":true}]");
+ *     return NULL;
+ * The six operations of RFC 6902 (add, remove, replace, move, copy, test),
+ * with its rules: "-" appends to an array, "add" of an existing member
+ * replaces it, "test" compares as JSON values (1 equals 1.0; members in any
+ * order), unknown members of an operation are ignored.
+ * `patch_json` is validated as JSON (strictly, as everywhere) and copied
+ * when this is called; the operations themselves are checked when the patch
+ * is applied. Several calls during one reducer call append their operations
+ * in order, as one patch.
+ * After the reducer returns, the store applies the patch to its slice: all
+ * of it or nothing, before any reducer's result is applied. If the patch is
+ * not a valid JSON Patch or an operation fails (a path that names nothing, a
+ * "test" that does not hold, a result nested deeper than TS_MAX_DEPTH - 1
+ * as a top-level value may be), the dispatch fails with TS_E_REDUCER as if
+ * the reducer had failed: the state is exactly as it was, the reducers
+ * after it are not called and no listener runs; ts_last_error() reads
+ *     the reducer for "KEY" returned a patch that failed for "TYPE": op 2
+ *     ("test" at "/items/3/done"): the value differs (found false)
+ * (operations counted from 0). A patch that changes nothing (no operation,
+ * or only "test" operations that hold) leaves the slice unchanged, as NULL
+ * does. A reducer that patches and also returns text fails the dispatch
+ * with TS_E_REDUCER ("returned both a patch and a new slice"; the text is
+ * freed).
+ * Cost: the slice is not parsed or validated again; the first changing
+ * operation finds its target through the slice's index when the store has
+ * one (see ts_json_at) and the new slice is the old one spliced: one copy
+ * of its text. Pointer listeners (ts_store_subscribe) whose pointer is
+ * neither at, above nor below a path that the patch changed (for "move",
+ * its "from" too; a path ending in an array index or "-" counts as its
+ * array, since the elements after it move) are known unchanged without a
+ * look at their value; the others are compared as after any change.
+ * Thread-safety: only the thread the store calls the reducer on.
+ * Errors (the status is returned at once; the failures marked * also fail
+ * the reducer's call, as ts_reducer_fail would, so that a patch that was
+ * refused is never taken for "unchanged": the dispatch fails with
+ * TS_E_REDUCER and a message that begins "the reducer for "KEY" failed for
+ * "TYPE": ts_reducer_patch: "):
+ * - TS_E_JSON*: `patch_json` is not valid JSON;
+ * - TS_E_ARGUMENT*: `patch_json` is NULL, or valid JSON that is not an array;
+ * - TS_E_MISUSE*: called during the init call of a reducer, which has no
+ *   slice to patch (slice_json is NULL: return the first value);
+ * - TS_E_NOMEM*: no memory to copy the patch;
+ * - TS_E_MISUSE: called outside a reducer (on a thread where no store is
+ *   calling a reducer: from a middleware, a listener, or after the reducer
+ *   returned); nothing fails.
+ * After ts_reducer_fail in the same reducer call it records nothing and
+ * returns TS_OK (the failure holds). */
+TS_API ts_status ts_reducer_patch(const char *patch_json);
+
 /* Adds the reducer that owns the top-level key `key`. Reducers run in the
  * order they were added. If the state has no `key` yet, the reducer is called
  * at once with slice_json NULL and the action {"type": "@@turnstate/init"} and
@@ -323,13 +380,56 @@ TS_API ts_status ts_store_add_reducer(ts_store *store, const char *key, ts_reduc
  * reducer is put back and the status is that failure; a middleware that
  * swallows the action does not undo the swap. Once this returns TS_OK (from
  * outside the store's callbacks), the old `fn` is not called again, and its
- * ctx may be freed.
+ * ctx may be freed. The new reducer is called for every action (whatever
+ * the old one named with ts_store_add_reducer_for; ts_store_replace_reducer_for
+ * gives it a filter).
  * Thread-safety: any thread; waits for dispatches under way on others.
  * Errors: TS_E_ARGUMENT (NULL store, key or fn; key not valid UTF-8),
  * TS_E_NOT_FOUND (key has no reducer: add it with ts_store_add_reducer),
  * TS_E_REENTRANT (called from inside a reducer), TS_E_STORE_GONE, or the
  * replace action's failure (TS_E_REDUCER, a middleware's status). */
 TS_API ts_status ts_store_replace_reducer(ts_store *store, const char *key, ts_reducer_fn fn, void *ctx);
+
+/* Adds the reducer that owns `key`, as ts_store_add_reducer, but called
+ * only for the action types it names (Redux Toolkit's case reducers).
+ * `types` is an array of patterns ended by NULL, each of them either
+ * - an action type, matched byte for byte ("todos/add"), or
+ * - a prefix pattern: a prefix that ends in "/", then "*" (in C, the string
+ *   "todos/edit/" "*"; this comment cannot spell it in one piece), which
+ *   matches every type that starts with the prefix and has at least one
+ *   byte more ("todos/edit/title", "todos/edit/x/y"; not "todos/edit" nor
+ *   "todos/edit/").
+ * The store's own actions, whose types start with "@@turnstate/" (the init
+ * call, TS_REPLACE_ACTION_TYPE), reach the reducer whatever it names. For
+ * any other action, a reducer whose patterns do not match its type is not
+ * called and its slice stays as it is, as if it had returned NULL. The type
+ * matched is that of the action that reaches the reducers, after the
+ * middleware: a middleware that passes on another action to `next` (a
+ * rewritten type) has that one matched. Matching costs one hash of the type
+ * and one comparison per prefix pattern, however big the slice (the
+ * patterns are checked and hashed here, once). NULL `types`, or an array
+ * whose first element is NULL, means every action, as ts_store_add_reducer.
+ * The patterns are copied: the array may be freed when this returns.
+ * Thread-safety, order and the init call: as ts_store_add_reducer.
+ * Errors: as ts_store_add_reducer, and TS_E_ARGUMENT for a pattern that is
+ * empty, not valid UTF-8, or has a "*" anywhere but as its last character
+ * right after a "/" (the message names its index in `types`); TS_E_NOMEM. */
+TS_API ts_status ts_store_add_reducer_for(ts_store *store, const char *key, const char *const *types,
+                                          ts_reducer_fn fn, void *ctx);
+
+/* Replaces the reducer that owns `key`, as ts_store_replace_reducer, with
+ * one called only for `types` (patterns as in ts_store_add_reducer_for; NULL
+ * or an empty array: every action). The filter belongs to the new reducer:
+ * ts_store_replace_reducer gives its new reducer every action, whatever the
+ * old one named, and this one sets the new filter whatever the old one had.
+ * The replace action that follows ("@@turnstate/replace") reaches the new
+ * reducer either way. If that action fails, the old reducer comes back with
+ * its old filter.
+ * Thread-safety: as ts_store_replace_reducer.
+ * Errors: as ts_store_replace_reducer, and the pattern errors of
+ * ts_store_add_reducer_for (TS_E_ARGUMENT; nothing is replaced). */
+TS_API ts_status ts_store_replace_reducer_for(ts_store *store, const char *key, const char *const *types,
+                                              ts_reducer_fn fn, void *ctx);
 
 /* Removes the reducer that owns `key`. Its slice stays in the state,
  * unchanged from then on (ts_store_add_reducer can give the key a reducer
@@ -576,6 +676,149 @@ TS_API ts_status ts_store_load_plugin(ts_store *store, const char *path, const c
  * Errors: as ts_store_load_plugin, and TS_E_NOT_FOUND / TS_E_IO for the
  * folder itself. */
 TS_API ts_status ts_store_load_plugins(ts_store *store, const char *dir);
+
+/* ---- Reading JSON ------------------------------------------------------- */
+
+/* Typed getters by JSON Pointer, so that a reducer or middleware reads its
+ * slice and its action's payload without a parser of its own:
+ *
+ *     int64_t id;
+ *     if (ts_json_get_int(action->payload, "/id", &id) != TS_OK) { ... }
+ *
+ *     ts_json items, item;
+ *     size_t cursor = 0;
+ *     ts_json_at(slice_json, "/items", &items);
+ *     while (ts_json_next(&items, &cursor, NULL, &item) == TS_OK) { ... }
+ *
+ * A ts_json is a value inside a JSON text: `text` points at its first byte
+ * in that text (no copy is made) and `length` is the length of its JSON
+ * text there (a string's includes its quotes; text[length] is not a NUL).
+ * It is valid as long as the text it points into, unchanged: for the
+ * texts a callback gets, during the callback. It is a plain struct: copy it
+ * freely. The fields after `kind` are the library's; do not change them.
+ *
+ * Which texts, and what it costs. `json` may be any NUL-terminated JSON
+ * text; ts_json_at and the ts_json_get_* shortcuts then validate it fully
+ * and strictly first, as everywhere (O(its size); TS_E_JSON). But the
+ * texts the library hands to the calling thread's callbacks under way are
+ * known valid, and are recognised (by their address, not their content)
+ * and read without validation:
+ * - slice_json of a reducer that the store is calling: read through the
+ *   index the store keeps of the slice (made on the first look-up of a
+ *   slice and kept while the slice is unchanged), so each look-up costs
+ *   O(tokens of the pointer x log(size)), however large the slice;
+ * - action->payload of a reducer or middleware call under way: minified,
+ *   read by stepping over the values before the one named;
+ * - action->json of such a call: read as the payload when it has no white
+ *   space, else as any text.
+ * A pointer into such a text (slice_json + 1) is not recognised. Answers
+ * never depend on recognition: the same text elsewhere gives the same
+ * values, statuses and messages. On text with white space between its
+ * tokens, a value's `text` keeps that white space, and ts_json_find and
+ * ts_json_count on such a value cost its size each call.
+ *
+ * Errors (each sets ts_last_error(), naming the function and, for a
+ * missing value, the token that was not found and the path up to it, as
+ * ts_store_get_state does):
+ * - TS_E_ARGUMENT: a NULL argument, a malformed JSON Pointer; a value of
+ *   another kind than the getter reads ("ts_json_int: expected an integer,
+ *   found string"); a number outside the range of the C type (an integer
+ *   beyond int64_t or uint64_t, a negative one for uint64_t, a number too
+ *   large for a double: never a wrapped value, a cut one or an infinity);
+ * - TS_E_NOT_FOUND: no value at the pointer (and at the end of ts_json_next);
+ * - TS_E_JSON: `json` is not valid JSON (not for recognised texts);
+ * - TS_E_NOMEM.
+ * On failure nothing is written to the output parameters. Any thread may
+ * call any of them; a ts_json may be read from several threads at once. */
+
+/* The kinds of JSON values (ts_json.kind). */
+#define TS_JSON_NULL   0
+#define TS_JSON_FALSE  1
+#define TS_JSON_TRUE   2
+#define TS_JSON_NUMBER 3
+#define TS_JSON_STRING 4
+#define TS_JSON_ARRAY  5
+#define TS_JSON_OBJECT 6
+
+typedef struct ts_json {
+    const char *text; /* the value's first byte in the text it was found in */
+    size_t length;    /* the length of its JSON text */
+    int32_t kind;     /* TS_JSON_NULL ... TS_JSON_OBJECT */
+    /* The library's own, for look-ups below this value: do not change. */
+    const void *doc_;
+    size_t base_;
+    size_t reserved_[2];
+} ts_json;
+
+/* Finds the value at the RFC 6901 JSON Pointer `pointer` ("" or NULL: the
+ * whole text; "/items/0/title") in the JSON text `json` and writes it to
+ * *out. Array indices are decimal without leading zeros; "-" names nothing.
+ * Errors: TS_E_ARGUMENT (json or out NULL, malformed pointer),
+ * TS_E_NOT_FOUND, TS_E_JSON, TS_E_NOMEM. */
+TS_API ts_status ts_json_at(const char *json, const char *pointer, ts_json *out);
+
+/* As ts_json_at, with `pointer` relative to `value` (a value that one of
+ * these functions wrote): "" or NULL is `value` itself. The text is not
+ * validated again. Messages name paths relative to `value`. */
+TS_API ts_status ts_json_find(const ts_json *value, const char *pointer, ts_json *out);
+
+/* The integer `value` holds. A number is an integer when its exact decimal
+ * value is one: 42, -0, 1.0, 1e2 and 2.50E1 are (42, 0, 1, 100, 25); 1.5
+ * and 1e-1 are not (TS_E_ARGUMENT). Out of the range of int64_t:
+ * TS_E_ARGUMENT. */
+TS_API ts_status ts_json_int(const ts_json *value, int64_t *out);
+
+/* As ts_json_int, for uint64_t (up to 18446744073709551615; a negative
+ * integer other than -0 is out of range). */
+TS_API ts_status ts_json_uint(const ts_json *value, uint64_t *out);
+
+/* The double nearest to the number `value` holds (correctly rounded,
+ * whatever the C locale). A number too large for a double is
+ * TS_E_ARGUMENT (never an infinity); one too small rounds to a subnormal or
+ * to a (signed) zero. */
+TS_API ts_status ts_json_double(const ts_json *value, double *out);
+
+/* 1 for true, 0 for false; another kind is TS_E_ARGUMENT. */
+TS_API ts_status ts_json_bool(const ts_json *value, int *out);
+
+/* 1 if `value` is JSON null, 0 otherwise (also for a NULL `value`).
+ * Sets no error. */
+TS_API int ts_json_is_null(const ts_json *value);
+
+/* The content of the string `value`, unescaped, UTF-8, with its byte length
+ * in *out_len; it is NOT NUL-terminated when it points into the text, and
+ * may hold NUL bytes (from \u0000). When the string has no escapes, *out
+ * points into the JSON text (no copy: valid as long as the text). When it
+ * has escapes, *out is an unescaped copy that the library keeps for the
+ * calling thread until its next call of ts_json_string or
+ * ts_json_get_string (then NUL-terminated too); copy it to keep it longer.
+ * Do not free it. out_len may be NULL. Another kind is TS_E_ARGUMENT. */
+TS_API ts_status ts_json_string(const ts_json *value, const char **out, size_t *out_len);
+
+/* The number of elements of an array or members of an object. Another kind
+ * is TS_E_ARGUMENT. O(log size) for a recognised slice; otherwise one pass
+ * over the container's text. */
+TS_API ts_status ts_json_count(const ts_json *value, size_t *out);
+
+/* Iterates the elements of an array or the members of an object, in order:
+ * set *cursor to 0, then call until it returns TS_E_NOT_FOUND (after the
+ * last child; not an error to report). Each TS_OK writes the next child to
+ * *value and, for an object, its key (a TS_JSON_STRING value; read it with
+ * ts_json_string) to *key; for an array *key is set to {NULL, 0,
+ * TS_JSON_NULL}. key may be NULL. *cursor is an opaque position: pass back
+ * what the call before wrote; a cursor that does not belong to the
+ * container is TS_E_ARGUMENT. Each call costs the size of the child it
+ * steps over. Another kind than array or object is TS_E_ARGUMENT. */
+TS_API ts_status ts_json_next(const ts_json *container, size_t *cursor, ts_json *key, ts_json *value);
+
+/* Shortcuts: ts_json_at(json, pointer), then the getter of that name. The
+ * message names the pointer: "ts_json_get_int: the value at \"/id\":
+ * expected an integer, found string". */
+TS_API ts_status ts_json_get_int(const char *json, const char *pointer, int64_t *out);
+TS_API ts_status ts_json_get_uint(const char *json, const char *pointer, uint64_t *out);
+TS_API ts_status ts_json_get_double(const char *json, const char *pointer, double *out);
+TS_API ts_status ts_json_get_bool(const char *json, const char *pointer, int *out);
+TS_API ts_status ts_json_get_string(const char *json, const char *pointer, const char **out, size_t *out_len);
 
 #ifdef __cplusplus
 }

@@ -39,11 +39,14 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <clocale>
+#include <cmath>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <locale.h>
 #include <memory>
 #include <new>
 #include <pthread.h>
@@ -1038,6 +1041,56 @@ bool minify_into(const char *s, size_t n, char *dst, size_t &out_len) {
          simdjson::SUCCESS;
 }
 
+// ---------------------------------------------------------------------------
+// Quoting (tsj_quote, and new keys in tsj_patch_apply)
+
+// Extra output bytes per input byte: 1 for \" \\ \b \f \n \r \t, 5 for \u00XX.
+const u8 kQuoteExtra[256] = {
+    5, 5, 5, 5, 5, 5, 5, 5, 1, 1, 1, 5, 1, 1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+
+// Length of s[0..len) written as a JSON string literal (quotes included).
+size_t quoted_len(const char *s, size_t len) {
+  size_t olen = len + 2;
+  for (size_t i = 0; i < len; i++) olen += kQuoteExtra[u8(s[i])];
+  return olen;
+}
+
+// Writes s[0..len) as a JSON string literal at o (quoted_len bytes); returns its end.
+char *quote_into(const char *s, size_t len, char *o) {
+  static const char hex[] = "0123456789abcdef";
+  *o++ = '"';
+  size_t i = 0;
+  while (i < len) {
+    size_t run = i;
+    while (run < len && kQuoteExtra[u8(s[run])] == 0) run++;
+    std::memcpy(o, s + i, run - i);
+    o += run - i;
+    if (run == len) break;
+    u8 c = u8(s[run]);
+    *o++ = '\\';
+    switch (c) {
+      case '"': *o++ = '"'; break;
+      case '\\': *o++ = '\\'; break;
+      case '\b': *o++ = 'b'; break;
+      case '\f': *o++ = 'f'; break;
+      case '\n': *o++ = 'n'; break;
+      case '\r': *o++ = 'r'; break;
+      case '\t': *o++ = 't'; break;
+      default:
+        *o++ = 'u';
+        *o++ = '0';
+        *o++ = '0';
+        *o++ = hex[c >> 4];
+        *o++ = hex[c & 15];
+    }
+    i = run + 1;
+  }
+  *o++ = '"';
+  return o;
+}
+
 int internal_error(tsj_error *err, const char *what) {
   return set_err(err, TSJ_ERR_SYNTAX, -1, "internal error: %s", what);
 }
@@ -1197,41 +1250,8 @@ long long find_member(const tsj_doc &d, const Container &c, const char *tok, siz
   return -1;
 }
 
-// Without an index (tsj_text_at_pointer): the members and elements of the
-// container at m[v] found by stepping over the values before them.
+// "No such position" for the scanners below.
 constexpr size_t kNone = SIZE_MAX;
-
-// Start of the value of member tok in the object at m[v], or kNone.
-size_t scan_member(const char *m, size_t n, size_t v, const char *tok, size_t tlen) {
-  size_t i = v + 1;
-  if (m[i] == '}') return kNone;
-  for (;;) {
-    size_t ke = string_end(m, i, n);
-    bool ws = false;
-    if (key_equals(m, i, tok, tlen)) return ke + 2;
-    i = value_end(m, ke + 2, n, &ws);
-    if (i >= n || m[i] != ',') return kNone;
-    i++;
-  }
-}
-
-// Start of element idx of the array at m[v], or kNone with *count set to
-// the number of elements.
-size_t scan_element(const char *m, size_t n, size_t v, uint64_t idx, size_t *count) {
-  size_t i = v + 1;
-  *count = 0;
-  if (m[i] == ']') return kNone;
-  for (uint64_t k = 0;; k++) {
-    if (k == idx) return i;
-    bool ws = false;
-    i = value_end(m, i, n, &ws);
-    if (i >= n || m[i] != ',') {
-      *count = size_t(k + 1);
-      return kNone;
-    }
-    i++;
-  }
-}
 
 }  // namespace
 
@@ -1401,6 +1421,9 @@ const char *tsj_code_name(int code) {
     case TSJ_ERR_DUPLICATE_KEY: return "TSJ_ERR_DUPLICATE_KEY";
     case TSJ_ERR_TOO_LARGE: return "TSJ_ERR_TOO_LARGE";
     case TSJ_ERR_INVALID_ARG: return "TSJ_ERR_INVALID_ARG";
+    case TSJ_ERR_PATCH: return "TSJ_ERR_PATCH";
+    case TSJ_ERR_TYPE: return "TSJ_ERR_TYPE";
+    case TSJ_ERR_RANGE: return "TSJ_ERR_RANGE";
     default: return "TSJ_UNKNOWN";
   }
 }
@@ -1654,114 +1677,224 @@ tsj_doc *tsj_doc_parse(const char *buf, size_t len, tsj_error *err) {
 }  // extern "C"
 
 namespace {
-// The JSON Pointer walk of tsj_doc_at_pointer (doc set: the index finds each
-// child) and tsj_text_at_pointer (doc NULL: children are found by stepping
-// over the values before them), over the minified text m[0..n).
+// ---------------------------------------------------------------------------
+// JSON Pointer walk, shared by tsj_doc_at_pointer, tsj_text_at_pointer,
+// tsj_find, tsj_find_in and tsj_patch_apply, over minified text m[0..n).
+// With an index (doc), each child is found through it (array indices O(1),
+// large objects hashed, each container by binary search); without one, by
+// stepping over the values before it.
+
+enum class Want {
+  Value,  // the pointer must name a value
+  Add     // RFC 6902 "add": the last token may name a new member, or an array index up to the length, or "-"
+};
+
+// Where a pointer leads.
+struct Target {
+  size_t vs = 0, ve = 0;  // the value [vs, ve) (found)
+  size_t ps = kNone;      // the container of the last token; kNone for the pointer ""
+  size_t pe = kNone;      // its closing bracket (append), or kNone when not known
+  size_t ks = 0;          // start of the member (its key's quote) or element named by the last token
+  size_t tokens = 0;      // tokens in the pointer: the containers around the value
+  bool found = false;     // the last token names an existing member or element
+  bool append = false;    // Want::Add: insert before pe (a new member, or at the end of an array)
+  std::string key;        // Want::Add of a new member: its key (unescaped)
+};
+
+// End of the value that starts at m[v].
+size_t end_of(const tsj_doc *doc, const char *m, size_t n, size_t v) {
+  if (doc && (m[v] == '{' || m[v] == '[')) {
+    if (const Container *ct = find_container(*doc, uint32_t(v))) return size_t(ct->end) + 1;
+  }
+  bool ws = false;
+  return value_end(m, v, n, &ws);
+}
+
+// Checks the syntax of a JSON Pointer (RFC 6901): TSJ_ERR_POINTER, offset in the pointer.
+int check_pointer(const char *p, size_t plen, tsj_error *err) {
+  if (plen && p[0] != '/') return set_err(err, TSJ_ERR_POINTER, 0, "JSON pointer must be empty or start with '/'");
+  for (size_t i = 0; i < plen; i++) {
+    if (p[i] == '~' && (i + 1 >= plen || (p[i + 1] != '0' && p[i + 1] != '1')))
+      return set_err(err, TSJ_ERR_POINTER, (long long)i,
+                     "invalid escape in JSON pointer at byte %zu ('~' must be followed by '0' or '1')", i);
+  }
+  long long bad = first_invalid_utf8(reinterpret_cast<const u8 *>(p), plen);
+  if (bad >= 0) return set_err(err, TSJ_ERR_POINTER, bad, "JSON pointer is not valid UTF-8 at byte %lld", bad);
+  return TSJ_OK;
+}
+
+// Walks pointer p[0..plen) from the value at m[v0]. TSJ_ERR_POINTER (bad
+// syntax) or TSJ_ERR_NOT_FOUND (messages name the token and the path up to
+// it, offset = its '/' in the pointer); t says where the pointer leads.
+int walk(const tsj_doc *doc, const char *m, size_t n, size_t v0, const char *p, size_t plen, Want want, Target &t,
+         tsj_error *err) {
+  if (int rc = check_pointer(p, plen, err)) return rc;
+  std::string tokbuf;  // a token with ~0 / ~1 escapes, unescaped
+  size_t v = v0;       // start of the current value in m
+  size_t pos = 0;
+  t = Target();
+  if (plen == 0) {
+    t.vs = v0;
+    t.ve = end_of(doc, m, n, v0);
+    t.found = true;
+    return TSJ_OK;
+  }
+  while (pos < plen) {
+    size_t ts = pos + 1;
+    const char *slash = static_cast<const char *>(std::memchr(p + ts, '/', plen - ts));
+    size_t te = slash ? size_t(slash - p) : plen;
+    const bool last = te == plen;
+    const char *tok = p + ts;
+    size_t tlen = te - ts;
+    t.tokens++;
+    if (std::memchr(tok, '~', tlen)) {
+      tokbuf.clear();
+      for (size_t k = 0; k < tlen; k++) {
+        if (tok[k] == '~') {
+          tokbuf.push_back(tok[k + 1] == '1' ? '/' : '~');
+          k++;
+        } else {
+          tokbuf.push_back(tok[k]);
+        }
+      }
+      tok = tokbuf.data();
+      tlen = tokbuf.size();
+    }
+    const char c = m[v];
+    if (c != '{' && c != '[') {
+      Shown tk(tok, tlen), at(p, pos);
+      return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "cannot look up %s in the %s at %s", tk.buf,
+                     kind_name(c), at.buf);
+    }
+    const Container *ct = nullptr;
+    if (doc) {
+      ct = find_container(*doc, uint32_t(v));
+      if (!ct) return internal_error(err, "container not indexed");
+    }
+    size_t ks = kNone, ve = kNone, pe = kNone;  // the child (member or element) and its end; the closing bracket
+    if (c == '{') {
+      size_t vs = kNone;
+      if (ct) {
+        pe = ct->end;
+        long long k = find_member(*doc, *ct, tok, tlen);
+        if (k >= 0) {
+          const uint32_t *kids = doc->children.data() + ct->first;
+          ks = kids[k];
+          vs = string_end(m, ks, n) + 2;
+          ve = uint32_t(k) + 1 < ct->count ? size_t(kids[k + 1]) - 1 : size_t(ct->end);
+        }
+      } else if (m[v + 1] == '}') {
+        pe = v + 1;
+      } else {
+        for (size_t i = v + 1;;) {
+          size_t ke = string_end(m, i, n);
+          bool ws = false;
+          size_t e = value_end(m, ke + 2, n, &ws);
+          if (key_equals(m, i, tok, tlen)) {
+            ks = i, vs = ke + 2, ve = e;
+            break;
+          }
+          if (e >= n || m[e] != ',') {
+            pe = e;
+            break;
+          }
+          i = e + 1;
+        }
+      }
+      if (ks == kNone) {
+        if (last && want == Want::Add) {
+          t.ps = v, t.pe = pe, t.append = true;
+          t.key.assign(tok, tlen);
+          return TSJ_OK;
+        }
+        Shown tk(tok, tlen), at(p, pos);
+        return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "no member %s in the object at %s", tk.buf, at.buf);
+      }
+      if (last) {
+        t.ps = v, t.pe = pe, t.ks = ks, t.vs = vs, t.ve = ve, t.found = true;
+        return TSJ_OK;
+      }
+      v = vs;
+    } else {
+      const bool dash = tlen == 1 && tok[0] == '-';
+      uint64_t idx = UINT64_MAX;  // "-", or too big for any array
+      if (!dash) {
+        Shown tk(tok, tlen), at(p, pos);
+        bool digits = tlen > 0;
+        for (size_t k = 0; k < tlen && digits; k++) digits = is_digit(u8(tok[k]));
+        if (!digits)
+          return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "%s is not an array index in the array at %s",
+                         tk.buf, at.buf);
+        if (tlen > 1 && tok[0] == '0')
+          return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                         "%s is not an array index (leading zero) in the array at %s", tk.buf, at.buf);
+        if (tlen <= 10) {
+          idx = 0;
+          for (size_t k = 0; k < tlen; k++) idx = idx * 10 + uint64_t(tok[k] - '0');
+        }
+      } else if (!(last && want == Want::Add)) {
+        Shown at(p, pos);
+        return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                       "\"-\" (the end of the array) is never found in the array at %s", at.buf);
+      }
+      size_t count = 0;
+      if (ct) {
+        pe = ct->end;
+        count = ct->count;
+        if (idx < count) {
+          const uint32_t *kids = doc->children.data() + ct->first;
+          ks = kids[idx];
+          ve = idx + 1 < count ? size_t(kids[idx + 1]) - 1 : size_t(ct->end);
+        }
+      } else if (m[v + 1] == ']') {
+        pe = v + 1;
+      } else {
+        size_t i = v + 1;
+        for (uint64_t k = 0;; k++) {
+          bool ws = false;
+          size_t e = value_end(m, i, n, &ws);
+          if (k == idx) {
+            ks = i, ve = e;
+            break;
+          }
+          if (e >= n || m[e] != ',') {
+            count = size_t(k + 1);
+            pe = e;
+            break;
+          }
+          i = e + 1;
+        }
+      }
+      if (ks == kNone) {
+        if (last && want == Want::Add && (dash || idx == count)) {
+          t.ps = v, t.pe = pe, t.append = true;
+          return TSJ_OK;
+        }
+        Shown tk(tok, tlen), at(p, pos);
+        return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                       "index %s is out of range for the array of %zu elements at %s", tk.buf, count, at.buf);
+      }
+      if (last) {
+        t.ps = v, t.pe = pe, t.ks = ks, t.vs = ks, t.ve = ve, t.found = true;
+        return TSJ_OK;
+      }
+      v = ks;
+    }
+    pos = te;
+  }
+  return internal_error(err, "pointer walk");  // not reached: the last token returns
+}
+
+// tsj_doc_at_pointer and tsj_text_at_pointer: the value's text, copied.
 int walk_pointer(const tsj_doc *doc, const char *m, size_t n, const char *pointer, size_t pointer_len, char **out,
                  size_t *out_len, tsj_error *err) {
   try {
-    const char *p = pointer;
-    const size_t plen = pointer_len;
-    if (plen && p[0] != '/')
-      return set_err(err, TSJ_ERR_POINTER, 0, "JSON pointer must be empty or start with '/'");
-    for (size_t i = 0; i < plen; i++) {
-      if (p[i] == '~' && (i + 1 >= plen || (p[i + 1] != '0' && p[i + 1] != '1')))
-        return set_err(err, TSJ_ERR_POINTER, (long long)i,
-                       "invalid escape in JSON pointer at byte %zu ('~' must be followed by '0' or '1')", i);
-    }
-    long long bad = first_invalid_utf8(reinterpret_cast<const u8 *>(p), plen);
-    if (bad >= 0) return set_err(err, TSJ_ERR_POINTER, bad, "JSON pointer is not valid UTF-8 at byte %lld", bad);
-
-    std::string tokbuf;  // a token with ~0 / ~1 escapes, unescaped
-    size_t v = 0;  // start of the current value in m
-    size_t pos = 0;
-    while (pos < plen) {
-      size_t ts = pos + 1;
-      const char *slash = static_cast<const char *>(std::memchr(p + ts, '/', plen - ts));
-      size_t te = slash ? size_t(slash - p) : plen;
-      const char *tok = p + ts;
-      size_t tlen = te - ts;
-      if (std::memchr(tok, '~', tlen)) {
-        tokbuf.clear();
-        for (size_t k = 0; k < tlen; k++) {
-          if (tok[k] == '~') {
-            tokbuf.push_back(tok[k + 1] == '1' ? '/' : '~');
-            k++;
-          } else {
-            tokbuf.push_back(tok[k]);
-          }
-        }
-        tok = tokbuf.data();
-        tlen = tokbuf.size();
-      }
-      char c = m[v];
-      if (c == '{' || c == '[') {
-        const Container *ct = nullptr;
-        if (doc) {
-          ct = find_container(*doc, uint32_t(v));
-          if (!ct) return internal_error(err, "container not indexed");
-        }
-        if (c == '{') {
-          size_t found = kNone;
-          if (ct) {
-            long long k = find_member(*doc, *ct, tok, tlen);
-            if (k >= 0) found = string_end(m, doc->children[ct->first + size_t(k)], n) + 2;
-          } else {
-            found = scan_member(m, n, v, tok, tlen);
-          }
-          if (found == kNone) {
-            Shown t(tok, tlen), at(p, pos);
-            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "no member %s in the object at %s", t.buf, at.buf);
-          }
-          v = found;
-        } else {
-          Shown t(tok, tlen), at(p, pos);
-          if (tlen == 1 && tok[0] == '-')
-            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
-                           "\"-\" (the end of the array) is never found in the array at %s", at.buf);
-          bool digits = tlen > 0;
-          for (size_t k = 0; k < tlen && digits; k++) digits = is_digit(u8(tok[k]));
-          if (!digits)
-            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "%s is not an array index in the array at %s",
-                           t.buf, at.buf);
-          if (tlen > 1 && tok[0] == '0')
-            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
-                           "%s is not an array index (leading zero) in the array at %s", t.buf, at.buf);
-          uint64_t idx = 0;
-          bool big = tlen > 10;
-          for (size_t k = 0; k < tlen && !big; k++) idx = idx * 10 + uint64_t(tok[k] - '0');
-          size_t count = 0, found = kNone;
-          if (ct) {
-            count = ct->count;
-            if (!big && idx < ct->count) found = doc->children[ct->first + size_t(idx)];
-          } else {
-            found = scan_element(m, n, v, big ? UINT64_MAX : idx, &count);
-          }
-          if (found == kNone)
-            return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
-                           "index %s is out of range for the array of %zu elements at %s", t.buf, count, at.buf);
-          v = found;
-        }
-      } else {
-        Shown t(tok, tlen), at(p, pos);
-        return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "cannot look up %s in the %s at %s", t.buf,
-                       kind_name(c), at.buf);
-      }
-      pos = te;
-    }
-    size_t ve;
-    if (doc && (m[v] == '{' || m[v] == '[')) {
-      const Container *ct = find_container(*doc, uint32_t(v));
-      if (!ct) return internal_error(err, "container not indexed");
-      ve = size_t(ct->end) + 1;
-    } else {
-      bool ws = false;
-      ve = value_end(m, v, n, &ws);
-    }
-    size_t vlen = ve - v;
+    Target t;
+    if (int rc = walk(doc, m, n, 0, pointer, pointer_len, Want::Value, t, err)) return rc;
+    size_t vlen = t.ve - t.vs;
     char *res = static_cast<char *>(std::malloc(vlen + 1));
     if (!res) return nomem(err);
-    std::memcpy(res, m + v, vlen);
+    std::memcpy(res, m + t.vs, vlen);
     return give_text(res, vlen, out, out_len, err);
   } catch (const std::bad_alloc &) {
     return nomem(err);
@@ -1851,46 +1984,10 @@ int tsj_quote(const char *s, size_t len, char **out, size_t *out_len, tsj_error 
     long long bad = first_invalid_utf8(reinterpret_cast<const u8 *>(s), len);
     return set_err(err, TSJ_ERR_UTF8, bad, "invalid UTF-8 at byte %lld", bad);
   }
-  // Extra output bytes per input byte: 1 for \" \\ \b \f \n \r \t, 5 for \u00XX.
-  static const u8 extra[256] = {
-      5, 5, 5, 5, 5, 5, 5, 5, 1, 1, 1, 5, 1, 1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
-      0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
-  size_t olen = len + 2;
-  for (size_t i = 0; i < len; i++) olen += extra[u8(s[i])];
+  const size_t olen = quoted_len(s, len);
   char *res = static_cast<char *>(std::malloc(olen + 1));
   if (!res) return nomem(err);
-  static const char hex[] = "0123456789abcdef";
-  char *o = res;
-  *o++ = '"';
-  size_t i = 0;
-  while (i < len) {
-    size_t run = i;
-    while (run < len && extra[u8(s[run])] == 0) run++;
-    std::memcpy(o, s + i, run - i);
-    o += run - i;
-    if (run == len) break;
-    u8 c = u8(s[run]);
-    *o++ = '\\';
-    switch (c) {
-      case '"': *o++ = '"'; break;
-      case '\\': *o++ = '\\'; break;
-      case '\b': *o++ = 'b'; break;
-      case '\f': *o++ = 'f'; break;
-      case '\n': *o++ = 'n'; break;
-      case '\r': *o++ = 'r'; break;
-      case '\t': *o++ = 't'; break;
-      default:
-        *o++ = 'u';
-        *o++ = '0';
-        *o++ = '0';
-        *o++ = hex[c >> 4];
-        *o++ = hex[c & 15];
-    }
-    i = run + 1;
-  }
-  *o++ = '"';
-  return give_text(res, size_t(o - res), out, out_len, err);
+  return give_text(res, size_t(quote_into(s, len, res) - res), out, out_len, err);
 }
 
 size_t tsj_depth(const char *text, size_t len) {
@@ -1911,6 +2008,778 @@ size_t tsj_depth(const char *text, size_t len) {
     }
   }
   return deepest;
+}
+
+}  // extern "C"
+
+// ---------------------------------------------------------------------------
+// JSON Patch (RFC 6902) and getters over validated minified text
+
+namespace {
+
+int kind_of(char c) {
+  switch (c) {
+    case '{': return TSJ_OBJECT;
+    case '[': return TSJ_ARRAY;
+    case '"': return TSJ_STRING;
+    case 't': return TSJ_TRUE;
+    case 'f': return TSJ_FALSE;
+    case 'n': return TSJ_NULL;
+    default: return TSJ_NUMBER;
+  }
+}
+
+// A validated JSON number s[0..n) as sign, significant digits and exponent:
+// value = (-1)^neg * digits * 10^exp, where digits has no leading or
+// trailing zeros (positions first..last of the integer digits followed by
+// the fraction digits). Exponents written with more than 18 digits (after
+// leading zeros) are kept as text (big_exp; exp then holds only the
+// adjustment for fraction and trailing zeros).
+struct Decimal {
+  bool neg = false, zero = true, big_exp = false, eneg = false;
+  const char *ip = nullptr, *fp = nullptr, *ep = nullptr;
+  size_t il = 0, fl = 0, el = 0, first = 0, last = 0;
+  long long exp = 0;
+  char digit(size_t k) const { return k < il ? ip[k] : fp[k - il]; }
+  size_t ndigits() const { return zero ? 0 : last - first + 1; }
+};
+
+Decimal parse_decimal(const char *s, size_t n) {
+  Decimal d;
+  size_t i = 0;
+  if (i < n && s[i] == '-') d.neg = true, i++;
+  d.ip = s + i;
+  while (i < n && is_digit(u8(s[i]))) i++;
+  d.il = size_t(s + i - d.ip);
+  d.fp = s + i;
+  if (i < n && s[i] == '.') {
+    d.fp = s + ++i;
+    while (i < n && is_digit(u8(s[i]))) i++;
+    d.fl = size_t(s + i - d.fp);
+  }
+  long long e = 0;
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    if (i < n && (s[i] == '+' || s[i] == '-')) d.eneg = s[i++] == '-';
+    while (i < n && s[i] == '0') i++;
+    d.ep = s + i;
+    d.el = n - i;
+    if (d.el > 18) d.big_exp = true;
+    else
+      for (size_t k = 0; k < d.el; k++) e = e * 10 + (d.ep[k] - '0');
+  }
+  const size_t total = d.il + d.fl;
+  size_t k = 0;
+  while (k < total && d.digit(k) == '0') k++;
+  if (k == total) return d;  // zero (of any sign, fraction or exponent)
+  d.zero = false;
+  d.first = k;
+  d.last = total - 1;
+  while (d.digit(d.last) == '0') d.last--;
+  d.exp = (d.big_exp ? 0 : (d.eneg ? -e : e)) - (long long)d.fl + (long long)(total - 1 - d.last);
+  return d;
+}
+
+bool decimal_equal(const Decimal &a, const Decimal &b) {
+  if (a.zero || b.zero) return a.zero && b.zero;
+  if (a.neg != b.neg || a.big_exp != b.big_exp || a.exp != b.exp || a.ndigits() != b.ndigits()) return false;
+  if (a.big_exp && (a.eneg != b.eneg || a.el != b.el || std::memcmp(a.ep, b.ep, a.el) != 0)) return false;
+  for (size_t k = 0; k < a.ndigits(); k++)
+    if (a.digit(a.first + k) != b.digit(b.first + k)) return false;
+  return true;
+}
+
+// Do the strings with opening quotes at a[x] and b[y] unescape to the same bytes?
+bool strings_equal(const char *a, size_t x, const char *b, size_t y) {
+  KeyReader r(a, x), q(b, y);
+  for (;;) {
+    int c = r.next(), d = q.next();
+    if (c != d) return false;
+    if (c < 0) return true;
+  }
+}
+
+// RFC 6902 "test": are the values at a[x] (text a[0..an)) and b[y] (text
+// b[0..bn)), both validated and minified, equal as JSON values? Iterative:
+// pairs still to compare wait in a stack.
+bool json_equal(const char *a, size_t an, size_t x0, const char *b, size_t bn, size_t y0) {
+  struct Member {
+    uint64_t hash;
+    size_t kq, vs;
+  };
+  std::vector<std::pair<size_t, size_t>> todo{{x0, y0}};
+  std::vector<Member> mem;
+  while (!todo.empty()) {
+    const size_t x = todo.back().first, y = todo.back().second;
+    todo.pop_back();
+    const int kind = kind_of(a[x]);
+    if (kind != kind_of(b[y])) return false;
+    bool ws = false;
+    switch (kind) {
+      case TSJ_NUMBER: {
+        const size_t xe = value_end(a, x, an, &ws), ye = value_end(b, y, bn, &ws);
+        if (!decimal_equal(parse_decimal(a + x, xe - x), parse_decimal(b + y, ye - y))) return false;
+        break;
+      }
+      case TSJ_STRING:
+        if (!strings_equal(a, x, b, y)) return false;
+        break;
+      case TSJ_ARRAY: {
+        size_t i = x + 1, j = y + 1;
+        if (a[i] == ']' || b[j] == ']') {
+          if (a[i] != b[j]) return false;
+          break;
+        }
+        for (;;) {
+          todo.emplace_back(i, j);
+          i = value_end(a, i, an, &ws);
+          j = value_end(b, j, bn, &ws);
+          if (a[i] != b[j]) return false;  // one array has more elements
+          if (a[i] == ']') break;
+          i++, j++;
+        }
+        break;
+      }
+      case TSJ_OBJECT: {
+        mem.clear();
+        size_t j = y + 1;
+        if (b[j] != '}') {
+          for (;;) {
+            const size_t ke = string_end(b, j, bn);
+            mem.push_back(Member{0, j, ke + 2});
+            j = value_end(b, ke + 2, bn, &ws);
+            if (b[j] != ',') break;
+            j++;
+          }
+        }
+        const bool hashed = mem.size() >= kHashThreshold;
+        if (hashed) {
+          for (Member &m : mem) m.hash = hash_key(b, m.kq);
+          std::sort(mem.begin(), mem.end(), [](const Member &p, const Member &q) { return p.hash < q.hash; });
+        }
+        size_t count = 0, i = x + 1;
+        if (a[i] != '}') {
+          for (;;) {
+            if (++count > mem.size()) return false;
+            const size_t ke = string_end(a, i, an);
+            const Member *match = nullptr;
+            if (hashed) {
+              const uint64_t h = hash_key(a, i);
+              auto it = std::lower_bound(mem.begin(), mem.end(), h,
+                                         [](const Member &m, uint64_t v) { return m.hash < v; });
+              for (; it != mem.end() && it->hash == h && !match; ++it)
+                if (strings_equal(a, i, b, it->kq)) match = &*it;
+            } else {
+              for (const Member &m : mem)
+                if (strings_equal(a, i, b, m.kq)) {
+                  match = &m;
+                  break;
+                }
+            }
+            if (!match) return false;
+            todo.emplace_back(ke + 2, match->vs);
+            i = value_end(a, ke + 2, an, &ws);
+            if (a[i] != ',') break;
+            i++;
+          }
+        }
+        if (count != mem.size()) return false;
+        break;
+      }
+      default:  // null, true, false: the kind says it all
+        break;
+    }
+  }
+  return true;
+}
+
+// Up to 40 bytes of a value's text for a message (cut on a UTF-8 boundary, then "...").
+struct Excerpt {
+  char buf[48];
+  Excerpt(const char *s, size_t n) {
+    size_t lim = n;
+    bool cut = false;
+    if (lim > 40) {
+      lim = 40;
+      while (lim > 0 && (u8(s[lim]) & 0xC0) == 0x80) lim--;
+      cut = true;
+    }
+    std::memcpy(buf, s, lim);
+    std::memcpy(buf + lim, cut ? "..." : "", cut ? 4 : 1);
+  }
+};
+
+// The document being patched: the caller's text until the first change,
+// then a buffer of ours that later changes splice in place.
+struct Piece {
+  const char *p;
+  size_t n;
+};
+
+class Work {
+ public:
+  Work(const char *base, size_t len) : base_(base), base_len_(len) {}
+  ~Work() { std::free(buf_); }
+  Work(const Work &) = delete;
+  Work &operator=(const Work &) = delete;
+  const char *text() const { return buf_ ? buf_ : base_; }
+  size_t size() const { return buf_ ? len_ : base_len_; }
+  bool changed() const { return buf_ != nullptr; }
+  char *release(size_t *len) {
+    char *b = buf_;
+    *len = len_;
+    buf_ = nullptr;
+    if (cap_ > len_ + 1 + len_ / 8)
+      if (char *shrunk = static_cast<char *>(std::realloc(b, len_ + 1))) b = shrunk;
+    return b;
+  }
+  // Replaces [off, off + del) with the pieces (which must not point into
+  // our buffer). False when out of memory (nothing changed then).
+  bool splice(size_t off, size_t del, std::initializer_list<Piece> pieces) {
+    size_t ins = 0;
+    for (const Piece &pc : pieces) ins += pc.n;
+    const size_t old = size(), nl = old - del + ins, tail = old - off - del;
+    char *o;
+    if (!buf_) {
+      char *nb = static_cast<char *>(std::malloc(nl + 1));
+      if (!nb) return false;
+      std::memcpy(nb, base_, off);
+      std::memcpy(nb + off + ins, base_ + off + del, tail);
+      buf_ = nb, cap_ = nl + 1;
+      o = nb + off;
+    } else {
+      if (nl + 1 > cap_) {
+        size_t nc = std::max(nl + 1, cap_ + cap_ / 2);
+        char *nb = static_cast<char *>(std::realloc(buf_, nc));
+        if (!nb) return false;
+        buf_ = nb, cap_ = nc;
+      }
+      std::memmove(buf_ + off + ins, buf_ + off + del, tail);
+      o = buf_ + off;
+    }
+    for (const Piece &pc : pieces) {
+      if (pc.n) std::memcpy(o, pc.p, pc.n);
+      o += pc.n;
+    }
+    len_ = nl;
+    buf_[len_] = '\0';
+    return true;
+  }
+
+ private:
+  const char *base_;
+  size_t base_len_;
+  char *buf_ = nullptr;
+  size_t len_ = 0, cap_ = 0;
+};
+
+enum OpKind { OP_ADD, OP_REMOVE, OP_REPLACE, OP_MOVE, OP_COPY, OP_TEST };
+const char *const kOpNames[] = {"add", "remove", "replace", "move", "copy", "test"};
+
+struct PatchOp {
+  int kind = -1;
+  size_t index = 0;      // position in the patch
+  long long off = -1;    // byte offset of the operation in the caller's patch text
+  std::string path, from;
+  size_t vs = 0, ve = 0; // "value" in the minified patch
+};
+
+// An error about operation op: "op N (\"name\" at \"path\"): detail".
+__attribute__((format(printf, 4, 5))) int op_err(tsj_error *err, int code, const PatchOp &op, const char *fmt, ...) {
+  char detail[sizeof err->message];
+  va_list ap;
+  va_start(ap, fmt);
+  int w = std::vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  if (w < 0) detail[0] = '\0';
+  if (op.kind < 0) return set_err(err, code, op.off, "op %zu: %s", op.index, detail);
+  Shown path(op.path.data(), op.path.size());
+  return set_err(err, code, op.off, "op %zu (\"%s\" at %s): %s", op.index, kOpNames[op.kind], path.buf, detail);
+}
+
+// The same, with the name known but no path yet.
+__attribute__((format(printf, 4, 5))) int op_err_nopath(tsj_error *err, int code, const PatchOp &op, const char *fmt,
+                                                        ...) {
+  char detail[sizeof err->message];
+  va_list ap;
+  va_start(ap, fmt);
+  int w = std::vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  if (w < 0) detail[0] = '\0';
+  return set_err(err, code, op.off, "op %zu (\"%s\"): %s", op.index, kOpNames[op.kind], detail);
+}
+
+// Reads the string member value at m[vs] (a string: the caller checked) into out (unescaped).
+void read_string(const char *m, size_t n, size_t vs, std::string &out) {
+  const size_t e = string_end(m, vs, n);
+  out.resize(e - vs - 1);
+  out.resize(unescape(m + vs + 1, m + e, &out[0]));
+}
+
+// Parses the minified patch m[0..n) into ops (offsets from the caller's
+// text t[0..tn), which may have white space). TSJ_ERR_PATCH on any fault.
+int parse_patch(const char *m, size_t n, const char *t, size_t tn, std::vector<PatchOp> &ops, tsj_error *err) {
+  const size_t t0 = skip_ws(t, 0, tn);
+  if (m[0] != '[')
+    return set_err(err, TSJ_ERR_PATCH, (long long)t0, "a JSON Patch must be an array of operations, found %s",
+                   kind_name(m[0]));
+  // The offset of each operation in the caller's text.
+  std::vector<size_t> offs;
+  size_t i = skip_ws(t, t0 + 1, tn);
+  if (t[i] != ']') {
+    for (;;) {
+      offs.push_back(i);
+      bool ws = false;
+      i = skip_ws(t, value_end(t, i, tn, &ws), tn);
+      if (t[i] != ',') break;
+      i = skip_ws(t, i + 1, tn);
+    }
+  }
+  i = 1;
+  if (m[i] == ']') return TSJ_OK;
+  for (size_t k = 0;; k++) {
+    PatchOp op;
+    op.index = k;
+    op.off = k < offs.size() ? (long long)offs[k] : -1;
+    bool ws = false;
+    const size_t end = value_end(m, i, n, &ws);
+    if (m[i] != '{')
+      return op_err(err, TSJ_ERR_PATCH, op, "an operation must be an object, found %s", kind_name(m[i]));
+    size_t at_op = kNone, at_path = kNone, at_value = kNone, at_from = kNone;
+    if (m[i + 1] != '}') {
+      for (size_t j = i + 1;;) {
+        const size_t ke = string_end(m, j, n), vs = ke + 2;
+        if (key_equals(m, j, "op", 2)) at_op = vs;
+        else if (key_equals(m, j, "path", 4)) at_path = vs;
+        else if (key_equals(m, j, "value", 5)) at_value = vs;
+        else if (key_equals(m, j, "from", 4)) at_from = vs;
+        j = value_end(m, vs, n, &ws);
+        if (m[j] != ',') break;
+        j++;
+      }
+    }
+    if (at_op == kNone) return op_err(err, TSJ_ERR_PATCH, op, "\"op\" is missing");
+    if (m[at_op] != '"')
+      return op_err(err, TSJ_ERR_PATCH, op, "\"op\" must be a string, found %s", kind_name(m[at_op]));
+    for (int kd = OP_ADD; kd <= OP_TEST; kd++)
+      if (key_equals(m, at_op, kOpNames[kd], std::strlen(kOpNames[kd]))) op.kind = kd;
+    if (op.kind < 0) {
+      std::string name;
+      read_string(m, n, at_op, name);
+      Shown shown(name.data(), name.size());
+      return op_err(err, TSJ_ERR_PATCH, op,
+                    "unknown op %s (expected add, remove, replace, move, copy or test)", shown.buf);
+    }
+    if (at_path == kNone) return op_err_nopath(err, TSJ_ERR_PATCH, op, "\"path\" is missing");
+    if (m[at_path] != '"')
+      return op_err_nopath(err, TSJ_ERR_PATCH, op, "\"path\" must be a string, found %s", kind_name(m[at_path]));
+    read_string(m, n, at_path, op.path);
+    tsj_error perr;
+    if (check_pointer(op.path.data(), op.path.size(), &perr))
+      return op_err(err, TSJ_ERR_PATCH, op, "\"path\" is not a JSON pointer: %s", perr.message);
+    if (op.kind == OP_ADD || op.kind == OP_REPLACE || op.kind == OP_TEST) {
+      if (at_value == kNone) return op_err(err, TSJ_ERR_PATCH, op, "\"value\" is missing");
+      op.vs = at_value;
+      op.ve = value_end(m, at_value, n, &ws);
+    }
+    if (op.kind == OP_MOVE || op.kind == OP_COPY) {
+      if (at_from == kNone) return op_err(err, TSJ_ERR_PATCH, op, "\"from\" is missing");
+      if (m[at_from] != '"')
+        return op_err(err, TSJ_ERR_PATCH, op, "\"from\" must be a string, found %s", kind_name(m[at_from]));
+      read_string(m, n, at_from, op.from);
+      if (check_pointer(op.from.data(), op.from.size(), &perr))
+        return op_err(err, TSJ_ERR_PATCH, op, "\"from\" is not a JSON pointer: %s", perr.message);
+      if (op.kind == OP_MOVE && op.path.size() > op.from.size() && op.path[op.from.size()] == '/' &&
+          op.path.compare(0, op.from.size(), op.from) == 0) {
+        Shown from(op.from.data(), op.from.size());
+        return op_err(err, TSJ_ERR_PATCH, op,
+                      "\"from\" (%s) is a proper prefix of \"path\": a value cannot move into itself", from.buf);
+      }
+    }
+    ops.push_back(std::move(op));
+    if (m[end] != ',') break;
+    i = end + 1;
+  }
+  return TSJ_OK;
+}
+
+// Walks op's pointer over the current document, as an error about op.
+int op_walk(const Work &w, const tsj_doc *index, const PatchOp &op, const std::string &ptr, Want want, Target &t,
+            tsj_error *err) {
+  const tsj_doc *doc = w.changed() ? nullptr : index;  // the index describes the caller's text only
+  tsj_error werr;
+  int rc = walk(doc, w.text(), w.size(), 0, ptr.data(), ptr.size(), want, t, &werr);
+  if (rc == TSJ_ERR_NOT_FOUND || rc == TSJ_ERR_POINTER) {
+    if (&ptr == &op.from) return op_err(err, TSJ_ERR_PATCH, op, "\"from\": %s", werr.message);
+    return op_err(err, TSJ_ERR_PATCH, op, "%s", werr.message);
+  }
+  if (rc && err) *err = werr;
+  return rc;
+}
+
+// Adds value v[0..vn) at op.path (RFC 6902 "add").
+int patch_add(Work &w, const tsj_doc *index, const PatchOp &op, const char *v, size_t vn, tsj_error *err) {
+  if (op.path.empty()) return w.splice(0, w.size(), {{v, vn}}) ? TSJ_OK : nomem(err);
+  Target t;
+  if (int rc = op_walk(w, index, op, op.path, Want::Add, t, err)) return rc;
+  const char *m = w.text();
+  if (m[t.ps] == '{') {
+    if (t.found) return w.splice(t.vs, t.ve - t.vs, {{v, vn}}) ? TSJ_OK : nomem(err);
+    if (t.pe == kNone) t.pe = end_of(nullptr, m, w.size(), t.ps) - 1;
+    std::string key(quoted_len(t.key.data(), t.key.size()), '\0');
+    quote_into(t.key.data(), t.key.size(), &key[0]);
+    const bool empty = m[t.ps + 1] == '}';
+    return w.splice(t.pe, 0, {{",", empty ? 0u : 1u}, {key.data(), key.size()}, {":", 1}, {v, vn}}) ? TSJ_OK
+                                                                                                    : nomem(err);
+  }
+  if (t.found) return w.splice(t.ks, 0, {{v, vn}, {",", 1}}) ? TSJ_OK : nomem(err);
+  const bool empty = m[t.ps + 1] == ']';
+  return w.splice(t.pe, 0, {{",", empty ? 0u : 1u}, {v, vn}}) ? TSJ_OK : nomem(err);
+}
+
+// Removes the value at ptr (must exist; not "").
+int patch_remove(Work &w, const tsj_doc *index, const PatchOp &op, const std::string &ptr, tsj_error *err) {
+  Target t;
+  if (int rc = op_walk(w, index, op, ptr, Want::Value, t, err)) return rc;
+  const char *m = w.text();
+  size_t from = t.ks, to = t.ve;
+  if (m[t.ve] == ',') to++;                   // and the comma after it
+  else if (t.ks > t.ps + 1) from--;           // or the one before it (the last child)
+  return w.splice(from, to - from, {}) ? TSJ_OK : nomem(err);
+}
+
+int too_deep(tsj_error *err, const PatchOp &op, size_t tokens, size_t vdepth, size_t max_depth) {
+  return op_err(err, TSJ_ERR_DEPTH, op, "the result would be nested %zu deep (a value %zu deep under %zu containers), more than %zu",
+                tokens + vdepth, vdepth, tokens, max_depth);
+}
+
+size_t pointer_tokens(const std::string &p) { return size_t(std::count(p.begin(), p.end(), '/')); }
+
+int patch_apply(const char *doc, size_t len, const tsj_doc *index, const char *patch, size_t patch_len,
+                size_t max_depth, char **out, size_t *out_len, tsj_path_cb on_path, void *ctx, tsj_error *err) {
+  Lease lease(patch_len);
+  Ctx &c = lease.ctx();
+  const char *in;
+  if (patch_len >= tsj_lean_input_bytes) {
+    if (int rc = validate_lean(patch, patch_len, err)) return rc;
+    in = patch;
+  } else {
+    if (int rc = load(c, patch, patch_len, lease.temporary(), err)) return rc;
+    in = c.in;
+  }
+  if (!grow(c.out, c.out_cap, patch_len + kPadding + 1, lease.temporary())) return nomem(err);
+  size_t pn = 0;
+  if (!minify_into(in, patch_len, c.out, pn)) return internal_error(err, "minify failed");
+  const char *pm = c.out;
+  c.out[pn] = '\0';
+  std::vector<PatchOp> ops;
+  if (int rc = parse_patch(pm, pn, in, patch_len, ops, err)) return rc;
+  if (max_depth > TSJ_MAX_DEPTH) max_depth = TSJ_MAX_DEPTH;
+
+  Work w(doc, len);
+  std::string moved;  // move / copy: the value at "from"
+  for (const PatchOp &op : ops) {
+    Target t;
+    switch (op.kind) {
+      case OP_TEST: {
+        if (int rc = op_walk(w, index, op, op.path, Want::Value, t, err)) return rc;
+        if (!json_equal(w.text(), w.size(), t.vs, pm, pn, op.vs)) {
+          Excerpt found(w.text() + t.vs, t.ve - t.vs);
+          return op_err(err, TSJ_ERR_PATCH, op, "the value differs (found %s)", found.buf);
+        }
+        break;
+      }
+      case OP_REMOVE:
+        if (op.path.empty()) return op_err(err, TSJ_ERR_PATCH, op, "the whole document cannot be removed");
+        if (int rc = patch_remove(w, index, op, op.path, err)) return rc;
+        break;
+      case OP_REPLACE: {
+        const size_t tokens = pointer_tokens(op.path), vd = tsj_depth(pm + op.vs, op.ve - op.vs);
+        if (tokens + vd > max_depth) return too_deep(err, op, tokens, vd, max_depth);
+        if (int rc = op_walk(w, index, op, op.path, Want::Value, t, err)) return rc;
+        if (!w.splice(t.vs, t.ve - t.vs, {{pm + op.vs, op.ve - op.vs}})) return nomem(err);
+        break;
+      }
+      case OP_ADD: {
+        const size_t tokens = pointer_tokens(op.path), vd = tsj_depth(pm + op.vs, op.ve - op.vs);
+        if (tokens + vd > max_depth) return too_deep(err, op, tokens, vd, max_depth);
+        if (int rc = patch_add(w, index, op, pm + op.vs, op.ve - op.vs, err)) return rc;
+        break;
+      }
+      case OP_MOVE:
+      case OP_COPY: {
+        if (int rc = op_walk(w, index, op, op.from, Want::Value, t, err)) return rc;
+        if (op.kind == OP_MOVE && op.from == op.path) break;  // moves nothing
+        moved.assign(w.text() + t.vs, t.ve - t.vs);
+        const size_t tokens = pointer_tokens(op.path), vd = tsj_depth(moved.data(), moved.size());
+        if (tokens + vd > max_depth) return too_deep(err, op, tokens, vd, max_depth);
+        // ("from" "" moves into its own child unless "path" is "" too: refused above.)
+        if (op.kind == OP_MOVE)
+          if (int rc = patch_remove(w, index, op, op.from, err)) return rc;
+        if (int rc = patch_add(w, index, op, moved.data(), moved.size(), err)) return rc;
+        break;
+      }
+    }
+  }
+  if (on_path) {
+    for (const PatchOp &op : ops) {
+      if (op.kind == OP_TEST) continue;
+      if (op.kind == OP_MOVE) on_path(op.from.c_str(), op.from.size(), ctx);
+      on_path(op.path.c_str(), op.path.size(), ctx);
+    }
+  }
+  clear_err(err);
+  if (!w.changed()) return TSJ_OK;  // nothing changed: *out stays NULL
+  *out = w.release(out_len ? out_len : &pn);
+  return TSJ_OK;
+}
+
+const char *const kKindNames[] = {"null", "false", "true", "number", "string", "array", "object"};
+
+// "an integer", "a string", ... for "expected X, found Y" messages.
+const char *found_name(int kind) {
+  switch (kind) {
+    case TSJ_FALSE:
+    case TSJ_TRUE: return "boolean";
+    default: return kKindNames[kind];
+  }
+}
+
+// Checks that v's kind matches the text (TSJ_ERR_INVALID_ARG) and is one of
+// the wanted kinds (TSJ_ERR_TYPE, "expected <what>, found <kind>").
+int check_span(const char *text, const tsj_span &v, unsigned kinds, const char *what, tsj_error *err) {
+  if (!text) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "text is NULL");
+  if (v.length == 0 || v.kind < TSJ_NULL || v.kind > TSJ_OBJECT || kind_of(text[v.offset]) != v.kind)
+    return set_err(err, TSJ_ERR_INVALID_ARG, (long long)v.offset, "the span does not match the text");
+  if (!(kinds & (1u << v.kind)))
+    return set_err(err, TSJ_ERR_TYPE, (long long)v.offset, "expected %s, found %s", what, found_name(v.kind));
+  return TSJ_OK;
+}
+
+// An integer's magnitude (at most UINT64_MAX), or a TSJ_ERR_TYPE / TSJ_ERR_RANGE error.
+int span_integer(const char *text, const tsj_span &v, const char *type, bool *neg, uint64_t *mag, tsj_error *err) {
+  if (int rc = check_span(text, v, 1u << TSJ_NUMBER, "an integer", err)) return rc;
+  const char *s = text + v.offset;
+  const Decimal d = parse_decimal(s, v.length);
+  Excerpt shown(s, v.length);
+  *neg = d.neg && !d.zero;
+  *mag = 0;
+  if (d.zero) return TSJ_OK;
+  if ((d.big_exp && d.eneg) || (!d.big_exp && d.exp < 0))
+    return set_err(err, TSJ_ERR_TYPE, (long long)v.offset, "expected an integer, found the number %s", shown.buf);
+  if (d.big_exp || d.ndigits() + size_t(d.exp) > 20)
+    return set_err(err, TSJ_ERR_RANGE, (long long)v.offset, "the number %s is out of range for %s", shown.buf, type);
+  uint64_t x = 0;
+  for (size_t k = 0; k < d.ndigits() + size_t(d.exp); k++) {
+    const unsigned dg = k < d.ndigits() ? unsigned(d.digit(d.first + k) - '0') : 0;
+    if (x > (UINT64_MAX - dg) / 10)
+      return set_err(err, TSJ_ERR_RANGE, (long long)v.offset, "the number %s is out of range for %s", shown.buf,
+                     type);
+    x = x * 10 + dg;
+  }
+  *mag = x;
+  return TSJ_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+int tsj_patch_apply(const char *doc, size_t len, const tsj_doc *index, const char *patch, size_t patch_len,
+                    size_t max_depth, char **out, size_t *out_len, tsj_path_cb on_path, void *ctx,
+                    tsj_error *err) {
+  if (out) *out = nullptr;
+  if (out_len) *out_len = 0;
+  if (!out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "out is NULL");
+  if (!doc || !len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "the document is NULL or empty");
+  if (!patch && patch_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "patch is NULL");
+  if (index && (index->text != doc || index->len != len))
+    return set_err(err, TSJ_ERR_INVALID_ARG, -1, "the index is not over this document");
+  try {
+    return patch_apply(doc, len, index, patch, patch_len, max_depth, out, out_len, on_path, ctx, err);
+  } catch (const std::bad_alloc &) {
+    return nomem(err);
+  } catch (...) {
+    return internal_error(err, "unexpected exception");
+  }
+}
+
+const char *tsj_kind_name(int kind) { return kind >= TSJ_NULL && kind <= TSJ_OBJECT ? kKindNames[kind] : "unknown"; }
+
+int tsj_find_in(const char *text, size_t len, const tsj_doc *index, tsj_span base, const char *pointer,
+                size_t pointer_len, tsj_span *out, tsj_error *err) {
+  if (out) *out = tsj_span{0, 0, TSJ_NULL};
+  if (!text || !len || !out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "text or out is NULL");
+  if (!pointer && pointer_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "pointer is NULL");
+  if (index && (index->text != text || index->len != len))
+    return set_err(err, TSJ_ERR_INVALID_ARG, -1, "the index is not over this text");
+  if (base.length == 0 || base.offset >= len || base.length > len - base.offset ||
+      base.kind != kind_of(text[base.offset]))
+    return set_err(err, TSJ_ERR_INVALID_ARG, -1, "the base span does not match the text");
+  try {
+    Target t;
+    if (int rc = walk(index, text, len, base.offset, pointer, pointer_len, Want::Value, t, err)) return rc;
+    *out = tsj_span{t.vs, t.ve - t.vs, kind_of(text[t.vs])};
+    clear_err(err);
+    return TSJ_OK;
+  } catch (const std::bad_alloc &) {
+    return nomem(err);
+  } catch (...) {
+    return internal_error(err, "unexpected exception");
+  }
+}
+
+int tsj_find(const char *text, size_t len, const tsj_doc *index, const char *pointer, size_t pointer_len,
+             tsj_span *out, tsj_error *err) {
+  if (!text || !len) {
+    if (out) *out = tsj_span{0, 0, TSJ_NULL};
+    return set_err(err, TSJ_ERR_INVALID_ARG, -1, "text or out is NULL");
+  }
+  return tsj_find_in(text, len, index, tsj_span{0, len, kind_of(text[0])}, pointer, pointer_len, out, err);
+}
+
+int tsj_span_int64(const char *text, tsj_span v, int64_t *out, tsj_error *err) {
+  if (!out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "out is NULL");
+  *out = 0;
+  bool neg;
+  uint64_t mag;
+  if (int rc = span_integer(text, v, "int64", &neg, &mag, err)) return rc;
+  if (mag > (neg ? uint64_t(INT64_MAX) + 1 : uint64_t(INT64_MAX))) {
+    Excerpt shown(text + v.offset, v.length);
+    return set_err(err, TSJ_ERR_RANGE, (long long)v.offset, "the number %s is out of range for int64", shown.buf);
+  }
+  *out = neg ? int64_t(0 - mag) : int64_t(mag);
+  clear_err(err);
+  return TSJ_OK;
+}
+
+int tsj_span_uint64(const char *text, tsj_span v, uint64_t *out, tsj_error *err) {
+  if (!out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "out is NULL");
+  *out = 0;
+  bool neg;
+  uint64_t mag;
+  if (int rc = span_integer(text, v, "uint64", &neg, &mag, err)) return rc;
+  if (neg) {
+    Excerpt shown(text + v.offset, v.length);
+    return set_err(err, TSJ_ERR_RANGE, (long long)v.offset, "the number %s is out of range for uint64", shown.buf);
+  }
+  *out = mag;
+  clear_err(err);
+  return TSJ_OK;
+}
+
+int tsj_span_double(const char *text, tsj_span v, double *out, tsj_error *err) {
+  if (!out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "out is NULL");
+  *out = 0;
+  if (int rc = check_span(text, v, 1u << TSJ_NUMBER, "a number", err)) return rc;
+  try {
+    static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", locale_t(0));
+    if (!c_locale) return nomem(err);
+    std::string num(text + v.offset, v.length);  // strtod needs a NUL
+    double d = strtod_l(num.c_str(), nullptr, c_locale);
+    if (std::isinf(d)) {
+      Excerpt shown(text + v.offset, v.length);
+      return set_err(err, TSJ_ERR_RANGE, (long long)v.offset, "the number %s is out of range for a double",
+                     shown.buf);
+    }
+    *out = d;
+    clear_err(err);
+    return TSJ_OK;
+  } catch (const std::bad_alloc &) {
+    return nomem(err);
+  }
+}
+
+int tsj_span_bool(const char *text, tsj_span v, int *out, tsj_error *err) {
+  if (!out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "out is NULL");
+  *out = 0;
+  if (int rc = check_span(text, v, 1u << TSJ_TRUE | 1u << TSJ_FALSE, "a boolean", err)) return rc;
+  *out = v.kind == TSJ_TRUE;
+  clear_err(err);
+  return TSJ_OK;
+}
+
+int tsj_span_string(const char *text, tsj_span v, const char **out, size_t *out_len, char **owned,
+                    tsj_error *err) {
+  if (out) *out = nullptr;
+  if (out_len) *out_len = 0;
+  if (owned) *owned = nullptr;
+  if (!out || !out_len || !owned) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "out, out_len or owned is NULL");
+  if (int rc = check_span(text, v, 1u << TSJ_STRING, "a string", err)) return rc;
+  const char *b = text + v.offset + 1, *e = text + v.offset + v.length - 1;
+  if (!std::memchr(b, '\\', size_t(e - b))) {
+    *out = b;
+    *out_len = size_t(e - b);
+    clear_err(err);
+    return TSJ_OK;
+  }
+  char *res = static_cast<char *>(std::malloc(size_t(e - b) + 1));
+  if (!res) return nomem(err);
+  const size_t n = unescape(b, e, res);
+  res[n] = '\0';
+  *out = *owned = res;
+  *out_len = n;
+  clear_err(err);
+  return TSJ_OK;
+}
+
+int tsj_span_count(const char *text, const tsj_doc *index, tsj_span v, size_t *out, tsj_error *err) {
+  if (!out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "out is NULL");
+  *out = 0;
+  if (int rc = check_span(text, v, 1u << TSJ_ARRAY | 1u << TSJ_OBJECT, "an array or an object", err)) return rc;
+  if (index && index->text != text) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "the index is not over this text");
+  const size_t n = v.offset + v.length;
+  if (index) {
+    const Container *ct = find_container(*index, uint32_t(v.offset));
+    if (!ct) return set_err(err, TSJ_ERR_INVALID_ARG, (long long)v.offset, "the span does not match the index");
+    *out = ct->count;
+    clear_err(err);
+    return TSJ_OK;
+  }
+  size_t count = 0, i = v.offset + 1;
+  const bool obj = v.kind == TSJ_OBJECT;
+  if (text[i] != ']' && text[i] != '}') {
+    for (;;) {
+      count++;
+      bool ws = false;
+      if (obj) i = string_end(text, i, n) + 2;
+      i = value_end(text, i, n, &ws);
+      if (text[i] != ',') break;
+      i++;
+    }
+  }
+  *out = count;
+  clear_err(err);
+  return TSJ_OK;
+}
+
+int tsj_span_next(const char *text, tsj_span container, size_t *cursor, tsj_span *key, tsj_span *value,
+                  tsj_error *err) {
+  if (key) *key = tsj_span{0, 0, TSJ_NULL};
+  if (value) *value = tsj_span{0, 0, TSJ_NULL};
+  if (!cursor || !value) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "cursor or value is NULL");
+  if (int rc = check_span(text, container, 1u << TSJ_ARRAY | 1u << TSJ_OBJECT, "an array or an object", err))
+    return rc;
+  const size_t n = container.offset + container.length;
+  size_t i = *cursor ? *cursor : container.offset + 1;
+  if (i <= container.offset || i >= n) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "the cursor is not in the container");
+  const bool obj = container.kind == TSJ_OBJECT;
+  if (i == n - 1) {
+    *cursor = i;
+    return set_err(err, TSJ_ERR_NOT_FOUND, -1, obj ? "no more members" : "no more elements");
+  }
+  bool ws = false;
+  if (obj) {
+    if (text[i] != '"') return set_err(err, TSJ_ERR_INVALID_ARG, -1, "the cursor is not in the container");
+    const size_t ke = string_end(text, i, n);
+    if (key) *key = tsj_span{i, ke + 1 - i, TSJ_STRING};
+    i = ke + 2;
+  }
+  const size_t e = value_end(text, i, n, &ws);
+  *value = tsj_span{i, e - i, kind_of(text[i])};
+  *cursor = text[e] == ',' ? e + 1 : e;
+  clear_err(err);
+  return TSJ_OK;
 }
 
 }  // extern "C"

@@ -1,4 +1,5 @@
 #include "turnstate_support.h"
+#include "internal.h"
 
 /* The public header, for its version macros only (it is not part of this
  * module's interface: Swift imports it through CTurnstate). */
@@ -6,6 +7,7 @@
 
 #include <ffi.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,10 +105,21 @@ void tsi_set_last_error(const char *message, size_t length) {
 
 uint64_t tsi_last_error_serial(void) { return last_error_serial; }
 
-uint64_t tsi_begin_middleware_call(void) {
+/* The innermost middleware call under way on this thread, or NULL. */
+static _Thread_local tsi_middleware_frame *current_middleware;
+
+int32_t tsi_call_middleware(tsi_middleware_fn fn, const void *api, tsi_next_fn next, const void *action, void *ctx,
+                            uint64_t *errors_before) {
     has_refusal = 0;
-    return last_error_serial;
+    *errors_before = last_error_serial;
+    tsi_middleware_frame frame = {current_middleware, action};
+    current_middleware = &frame;
+    int32_t status = fn(api, next, action, ctx);
+    current_middleware = frame.outer;
+    return status;
 }
+
+const tsi_middleware_frame *tsi_innermost_middleware(void) { return current_middleware; }
 
 void tsi_set_refusal(const char *message) {
     if (message == NULL) message = "";
@@ -121,6 +134,26 @@ const char *tsi_take_refusal(void) {
 }
 
 const char *tsi_last_error(void) { return last_error; }
+
+void tsi_set_last_errorf(const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    int length = vsnprintf(last_error, sizeof last_error, format, args);
+    va_end(args);
+    if (length < 0) {
+        last_error[0] = '\0';
+    } else if ((size_t)length >= sizeof last_error) {
+        /* Cut before a UTF-8 sequence that did not fit whole. */
+        size_t end = sizeof last_error - 1, lead = end;
+        while (lead > 0 && ((unsigned char)last_error[lead - 1] & 0xC0) == 0x80) lead--;
+        if (lead > 0) {
+            unsigned char byte = (unsigned char)last_error[lead - 1];
+            size_t need = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+            if (lead - 1 + need > end) last_error[lead - 1] = '\0';
+        }
+    }
+    last_error_serial++;
+}
 
 /* ---- Version ---- */
 
@@ -174,6 +207,10 @@ char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *ac
     call->message = NULL;
     call->failed = 0;
     call->lost = 0;
+    call->patched = 0;
+    call->patch = NULL;
+    call->slice = slice_json;
+    call->action = action;
     *current = call;
     /* Back to the type the reducer was defined with before calling it. */
     char *output = ((ts_reducer_fn)fn)(slice_json, (const ts_action *)action, ctx);
@@ -181,9 +218,14 @@ char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *ac
     return output;
 }
 
+tsi_reducer_call *tsi_innermost_reducer(void) { return current_reducer; }
+
 void tsi_reducer_clear(tsi_reducer_call *call) {
     free(call->message);
     call->message = NULL;
+    free(call->patch);
+    call->patch = NULL;
+    call->patch_length = call->patch_capacity = 0;
 }
 
 int tsi_reducer_fail(const char *message) {
@@ -205,4 +247,107 @@ int tsi_reducer_fail(const char *message) {
     memcpy(call->message, message, length);
     call->message[length] = '\0';
     return 0;
+}
+
+/* ---- Type filters ---- */
+
+/* The store's own actions ("@@turnstate/init", "@@turnstate/replace") reach
+ * every reducer, whatever its filter. */
+static const char own_prefix[] = "@@turnstate/";
+
+typedef struct {
+    uint64_t hash;
+    const char *bytes;
+    size_t length;
+} filter_word;
+
+struct tsi_type_filter {
+    /* Exact types: open addressing, a power of two, at most half full; a
+     * NULL `bytes` is an empty slot. */
+    filter_word *exact;
+    size_t exact_mask;
+    /* Prefix patterns ("todos/" then "*"), kept without their "*". */
+    filter_word *prefixes;
+    size_t prefix_count;
+    /* The patterns' bytes, one block. */
+    char *text;
+};
+
+static uint64_t filter_hash(const char *bytes, size_t length) {
+    /* FNV-1a, 64 bits: enough for a few dozen short types. */
+    uint64_t hash = 14695981039346656037u;
+    for (size_t i = 0; i < length; i++) {
+        hash ^= (unsigned char)bytes[i];
+        hash *= 1099511628211u;
+    }
+    return hash;
+}
+
+tsi_type_filter *tsi_type_filter_make(const char *const *patterns, size_t count) {
+    size_t bytes = 0, exact_count = 0, prefix_count = 0;
+    for (size_t i = 0; i < count; i++) {
+        size_t length = strlen(patterns[i]);
+        bytes += length + 1;
+        if (length >= 2 && patterns[i][length - 1] == '*') prefix_count++;
+        else exact_count++;
+    }
+    size_t slots = 4;
+    while (slots < 2 * exact_count) slots *= 2;
+    tsi_type_filter *filter = calloc(1, sizeof *filter);
+    if (filter == NULL) return NULL;
+    filter->exact = calloc(slots, sizeof *filter->exact);
+    filter->prefixes = calloc(prefix_count ? prefix_count : 1, sizeof *filter->prefixes);
+    filter->text = malloc(bytes ? bytes : 1);
+    if (filter->exact == NULL || filter->prefixes == NULL || filter->text == NULL) {
+        tsi_type_filter_free(filter);
+        return NULL;
+    }
+    filter->exact_mask = slots - 1;
+    char *at = filter->text;
+    for (size_t i = 0; i < count; i++) {
+        size_t length = strlen(patterns[i]);
+        memcpy(at, patterns[i], length + 1);
+        if (length >= 2 && patterns[i][length - 1] == '*') {
+            /* The pattern matches what starts with "todos/" and has more. */
+            filter->prefixes[filter->prefix_count++] = (filter_word){0, at, length - 1};
+        } else {
+            uint64_t hash = filter_hash(at, length);
+            size_t slot = (size_t)hash & filter->exact_mask;
+            for (;;) {
+                filter_word *word = &filter->exact[slot];
+                if (word->bytes == NULL) {
+                    *word = (filter_word){hash, at, length};
+                    break;
+                }
+                if (word->hash == hash && word->length == length && memcmp(word->bytes, at, length) == 0) break;
+                slot = (slot + 1) & filter->exact_mask;
+            }
+        }
+        at += length + 1;
+    }
+    return filter;
+}
+
+int tsi_type_filter_match(const tsi_type_filter *filter, const char *type, size_t length) {
+    if (length >= sizeof own_prefix - 1 && memcmp(type, own_prefix, sizeof own_prefix - 1) == 0) return 1;
+    for (size_t i = 0; i < filter->prefix_count; i++) {
+        const filter_word *prefix = &filter->prefixes[i];
+        if (length > prefix->length && memcmp(type, prefix->bytes, prefix->length) == 0) return 1;
+    }
+    uint64_t hash = filter_hash(type, length);
+    size_t slot = (size_t)hash & filter->exact_mask;
+    for (;;) {
+        const filter_word *word = &filter->exact[slot];
+        if (word->bytes == NULL) return 0;
+        if (word->hash == hash && word->length == length && memcmp(word->bytes, type, length) == 0) return 1;
+        slot = (slot + 1) & filter->exact_mask;
+    }
+}
+
+void tsi_type_filter_free(tsi_type_filter *filter) {
+    if (filter == NULL) return;
+    free(filter->exact);
+    free(filter->prefixes);
+    free(filter->text);
+    free(filter);
 }

@@ -81,10 +81,11 @@ struct CMiddleware<State: Sendable>: Middleware {
     @_specialize(where State == JSONState)
     private func call(_ foreign: JSONAction, _ binding: CMiddlewareHost<State>.NextBinding) throws(StoreError) {
         binding.failure = nil
-        // Forgets a reason left over from an earlier call; one thread-local
-        // access for both.
-        let errorsBefore = tsi_begin_middleware_call()
-        let status = fn(host.api.table, binding.function, foreign.view, context.pointer)
+        // Forgets a reason left over from an earlier call, and registers the
+        // action for ts_json_at during the call.
+        var errorsBefore: UInt64 = 0
+        let status = tsi_call_middleware(unsafeBitCast(fn, to: tsi_middleware_fn.self), host.api.table,
+                                         binding.function, foreign.view, context.pointer, &errorsBefore)
         if status == TS_OK { return }
         // The reason, best first: what the middleware gave with fail(); the
         // failure of the rest of the chain it passed back; the error of a

@@ -112,14 +112,15 @@ final class CStore: StoreFace, @unchecked Sendable {
         return copy
     }
 
-    func addReducer(key: UnsafePointer<CChar>, fn: ts_reducer_fn, context: UnsafeMutableRawPointer?) throws(StoreError) {
+    func addReducer(key: UnsafePointer<CChar>, fn: ts_reducer_fn, context: UnsafeMutableRawPointer?,
+                    types: TypeFilter? = nil, function: StaticString = "ts_store_add_reducer") throws(StoreError) {
         guard let key = String(validatingCString: key) else {
-            throw StoreError(.badArgument, "ts_store_add_reducer: the key is not valid UTF-8")
+            throw StoreError(.badArgument, "\(function): the key is not valid UTF-8")
         }
-        let entry = ReducerTable.Entry(key: key, fn: fn, context: context)
+        let entry = ReducerTable.Entry(key: key, fn: fn, context: context, types: types)
         try store.mutateState(.addReducer, notify: false) { state throws(StoreError) in
             guard !reducers.contains(key: key) else {
-                throw StoreError(.badArgument, "ts_store_add_reducer: the key \"\(key)\" already has a reducer")
+                throw StoreError(.badArgument, "\(function): the key \"\(key)\" already has a reducer")
             }
             if state[key] == nil {
                 try state.set(key, try reducers.initialSlice(for: entry))
@@ -129,13 +130,15 @@ final class CStore: StoreFace, @unchecked Sendable {
     }
 
     /// Replaces the reducer of `key`, then dispatches {"type":"@@turnstate/replace"}.
-    func replaceReducer(key: UnsafePointer<CChar>, fn: ts_reducer_fn, context: UnsafeMutableRawPointer?) throws(StoreError) {
-        let key = try Self.reducerKey(key, "ts_store_replace_reducer")
-        let entry = ReducerTable.Entry(key: key, fn: fn, context: context)
+    /// `types` is the new reducer's filter (nil: every action).
+    func replaceReducer(key: UnsafePointer<CChar>, fn: ts_reducer_fn, context: UnsafeMutableRawPointer?,
+                        types: TypeFilter? = nil, function: StaticString = "ts_store_replace_reducer") throws(StoreError) {
+        let key = try Self.reducerKey(key, function)
+        let entry = ReducerTable.Entry(key: key, fn: fn, context: context, types: types)
         let action = try JSONAction(parsing: replaceAction.cString)
         try store.replaceReducer(.replaceReducer, announcing: action) { () throws(StoreError) -> (() -> Void) in
             guard let index = reducers.index(of: key) else {
-                throw StoreError(.notFound, "ts_store_replace_reducer: the key \"\(key)\" has no reducer (add one with ts_store_add_reducer)")
+                throw StoreError(.notFound, "\(function): the key \"\(key)\" has no reducer (add one with ts_store_add_reducer)")
             }
             let old = reducers.entries[index]
             reducers.replace(at: index, with: entry)
@@ -307,11 +310,18 @@ final class PointerWatcher: @unchecked Sendable {
     }
 
     /// Whether the value's source is the one last seen: an unchanged slice
-    /// (or state) holds an unchanged value, without a parse.
+    /// (or state) holds an unchanged value, without a parse. So does a
+    /// slice patched from the one last seen by a patch that changed nothing
+    /// at, above or below the pointer (it becomes the source last seen).
     private func unchanged(in state: JSONState) -> Bool {
         if let key = pointer.key {
-            guard let id = slice(key, in: state)?.id else { return false }
-            return id == lastSource
+            guard let slice = slice(key, in: state) else { return false }
+            if slice.id == lastSource { return true }
+            if let origin = slice.patchedFrom, origin.previousID == lastSource, !origin.mayChange(pointer.rest.utf8) {
+                lastSource = slice.id
+                return true
+            }
+            return false
         }
         return state.generation == lastSource
     }

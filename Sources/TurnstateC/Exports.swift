@@ -66,6 +66,11 @@ public func ts_reducer_fail(_ message: UnsafePointer<CChar>?) -> ts_status {
     return TS_OK
 }
 
+@c @implementation
+public func ts_reducer_patch(_ patch: UnsafePointer<CChar>?) -> ts_status {
+    tsi_reducer_patch(patch)
+}
+
 // MARK: Stores
 
 @c @implementation
@@ -113,6 +118,22 @@ public func ts_store_add_reducer(
 }
 
 @c @implementation
+public func ts_store_add_reducer_for(
+    _ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ types: UnsafePointer<UnsafePointer<CChar>?>?,
+    _ fn: ts_reducer_fn?, _ context: UnsafeMutableRawPointer?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_add_reducer_for")
+        let key = try required(key, "key", in: "ts_store_add_reducer_for")
+        guard let fn else {
+            throw StoreError(.badArgument, "ts_store_add_reducer_for: fn is NULL for the key \"\(String(cString: key))\"")
+        }
+        let filter = try TypeFilter.make(types, function: "ts_store_add_reducer_for")
+        try cstore.addReducer(key: key, fn: fn, context: context, types: filter, function: "ts_store_add_reducer_for")
+    }
+}
+
+@c @implementation
 public func ts_store_dispatch(_ store: OpaquePointer?, _ action: UnsafePointer<CChar>?) -> ts_status {
     CStatus.run { () throws(StoreError) in
         let cstore = try CStore.from(store, in: "ts_store_dispatch")
@@ -139,6 +160,20 @@ public func ts_store_replace_reducer(
         let cstore = try CStore.from(store, in: "ts_store_replace_reducer")
         let key = try required(key, "key", in: "ts_store_replace_reducer")
         try cstore.replaceReducer(key: key, fn: try required(fn, "fn", in: "ts_store_replace_reducer"), context: context)
+    }
+}
+
+@c @implementation
+public func ts_store_replace_reducer_for(
+    _ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ types: UnsafePointer<UnsafePointer<CChar>?>?,
+    _ fn: ts_reducer_fn?, _ context: UnsafeMutableRawPointer?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_replace_reducer_for")
+        let key = try required(key, "key", in: "ts_store_replace_reducer_for")
+        let fn = try required(fn, "fn", in: "ts_store_replace_reducer_for")
+        let filter = try TypeFilter.make(types, function: "ts_store_replace_reducer_for")
+        try cstore.replaceReducer(key: key, fn: fn, context: context, types: filter, function: "ts_store_replace_reducer_for")
     }
 }
 
@@ -213,4 +248,88 @@ public func ts_store_load_plugins(_ store: OpaquePointer?, _ folder: UnsafePoint
         let cstore = try CStore.from(store, in: "ts_store_load_plugins")
         try cstore.loadPlugins(folder: try required(folder, "dir", in: "ts_store_load_plugins"))
     }
+}
+
+// MARK: Reading JSON
+
+// The getters are C (CTurnstateSupport/json_api.c): they recognise the texts
+// of the callbacks under way on the calling thread and read them through
+// the JSON layer.
+
+@c @implementation
+public func ts_json_at(_ json: UnsafePointer<CChar>?, _ pointer: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<ts_json>?) -> ts_status {
+    tsi_json_at(json, pointer, out)
+}
+
+@c @implementation
+public func ts_json_find(_ value: UnsafePointer<ts_json>?, _ pointer: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<ts_json>?) -> ts_status {
+    tsi_json_find(value, pointer, out)
+}
+
+@c @implementation
+public func ts_json_int(_ value: UnsafePointer<ts_json>?, _ out: UnsafeMutablePointer<Int64>?) -> ts_status {
+    tsi_json_int(value, out)
+}
+
+@c @implementation
+public func ts_json_uint(_ value: UnsafePointer<ts_json>?, _ out: UnsafeMutablePointer<UInt64>?) -> ts_status {
+    tsi_json_uint(value, out)
+}
+
+@c @implementation
+public func ts_json_double(_ value: UnsafePointer<ts_json>?, _ out: UnsafeMutablePointer<Double>?) -> ts_status {
+    tsi_json_double(value, out)
+}
+
+@c @implementation
+public func ts_json_bool(_ value: UnsafePointer<ts_json>?, _ out: UnsafeMutablePointer<Int32>?) -> ts_status {
+    tsi_json_bool(value, out)
+}
+
+@c @implementation
+public func ts_json_is_null(_ value: UnsafePointer<ts_json>?) -> Int32 {
+    tsi_json_is_null(value)
+}
+
+@c @implementation
+public func ts_json_string(_ value: UnsafePointer<ts_json>?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
+                           _ length: UnsafeMutablePointer<Int>?) -> ts_status {
+    tsi_json_string(value, out, length)
+}
+
+@c @implementation
+public func ts_json_count(_ value: UnsafePointer<ts_json>?, _ out: UnsafeMutablePointer<Int>?) -> ts_status {
+    tsi_json_count(value, out)
+}
+
+@c @implementation
+public func ts_json_next(_ container: UnsafePointer<ts_json>?, _ cursor: UnsafeMutablePointer<Int>?,
+                         _ key: UnsafeMutablePointer<ts_json>?, _ value: UnsafeMutablePointer<ts_json>?) -> ts_status {
+    tsi_json_next(container, cursor, key, value)
+}
+
+@c @implementation
+public func ts_json_get_int(_ json: UnsafePointer<CChar>?, _ pointer: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<Int64>?) -> ts_status {
+    tsi_json_get_int(json, pointer, out)
+}
+
+@c @implementation
+public func ts_json_get_uint(_ json: UnsafePointer<CChar>?, _ pointer: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<UInt64>?) -> ts_status {
+    tsi_json_get_uint(json, pointer, out)
+}
+
+@c @implementation
+public func ts_json_get_double(_ json: UnsafePointer<CChar>?, _ pointer: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<Double>?) -> ts_status {
+    tsi_json_get_double(json, pointer, out)
+}
+
+@c @implementation
+public func ts_json_get_bool(_ json: UnsafePointer<CChar>?, _ pointer: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<Int32>?) -> ts_status {
+    tsi_json_get_bool(json, pointer, out)
+}
+
+@c @implementation
+public func ts_json_get_string(_ json: UnsafePointer<CChar>?, _ pointer: UnsafePointer<CChar>?,
+                               _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?, _ length: UnsafeMutablePointer<Int>?) -> ts_status {
+    tsi_json_get_string(json, pointer, out, length)
 }

@@ -16,6 +16,9 @@ package final class JSONAction: Action, @unchecked Sendable {
     /// The type and payload, unescaped and minified, in one block.
     private let block: UnsafeMutablePointer<CChar>
     package let view: UnsafeMutablePointer<ts_action>
+    /// The byte length of the unescaped type (`view.pointee.type`), for
+    /// reducers' type filters.
+    let typeLength: Int
     /// The action's text when the action owns it (made from Swift).
     private var ownedText: UnsafeMutablePointer<CChar>?
 
@@ -39,6 +42,7 @@ package final class JSONAction: Action, @unchecked Sendable {
         try checkJSON("action") { tsj_parse_action(json, strlen(json), &block, &type, &typeLength, &payload, $0) }
         guard let block else { throw StoreError(.outOfMemory, "no memory for the action") }
         self.block = block
+        self.typeLength = typeLength
         view = .allocate(capacity: 1)
         view.initialize(to: ts_action(type: type, payload: payload, json: json))
     }

@@ -7,6 +7,15 @@ import CTurnstateJSON
 import TurnstateCore
 
 extension StoreError {
+    /// Converts a JSON layer error, prefixing `context` ("action", "state of
+    /// \"todos\""), with the status `code` whatever the JSON layer's code was.
+    init(_ error: tsj_error, context: String, code: StoreError.Code) {
+        let message = withUnsafeBytes(of: error.message) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        self.init(code, "\(context): \(message)")
+    }
+
     /// Converts a JSON layer error, prefixing `context` ("action", "state of \"todos\"").
     init(_ error: tsj_error, context: String) {
         let message = withUnsafeBytes(of: error.message) { raw in

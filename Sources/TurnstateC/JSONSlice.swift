@@ -44,6 +44,7 @@ package final class JSONSlice: @unchecked Sendable {
         guard let out else { throw StoreError(.outOfMemory, "\(context()): no memory for the text") }
         text = out
         self.length = outLength
+        patchedFrom = nil
         id = Self.lastID.add(1, ordering: .relaxed).newValue
     }
 
@@ -63,12 +64,19 @@ package final class JSONSlice: @unchecked Sendable {
         }
     }
 
-    /// Takes over text that is already minified JSON (from the JSON layer).
-    init(adoptingMinified text: UnsafeMutablePointer<CChar>, length: Int) {
+    /// Takes over text that is already minified JSON (from the JSON layer);
+    /// `patchedFrom` when it is another slice with a patch applied.
+    init(adoptingMinified text: UnsafeMutablePointer<CChar>, length: Int, patchedFrom: PatchOrigin? = nil) {
         self.text = text
         self.length = length
+        self.patchedFrom = patchedFrom
         id = Self.lastID.add(1, ordering: .relaxed).newValue
     }
+
+    /// The slice this one was patched from and where the patch changed it
+    /// (nil for a slice made any other way): pointer listeners whose value
+    /// the patch cannot have changed skip comparing texts.
+    let patchedFrom: PatchOrigin?
 
     deinit {
         tsj_doc_free(document)
@@ -106,10 +114,21 @@ package final class JSONSlice: @unchecked Sendable {
         return (out, outLength)
     }
 
+    /// The index if it was built already (nil otherwise: nothing is built).
+    var builtIndex: OpaquePointer? { document }
+
+    /// What ts_json_at calls (through tsi_reducer_call.slice_index) for the
+    /// index of the slice a reducer got: `indexed()` of the JSONSlice that
+    /// `owner` is (unretained; the reducer call holds the slice).
+    static let indexProvider: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeRawPointer? = { owner in
+        guard let owner else { return nil }
+        return Unmanaged<JSONSlice>.fromOpaque(owner)._withUnsafeGuaranteedRef { $0.indexed() }.map { UnsafeRawPointer($0) }
+    }
+
     /// The index, built on first use; nil if it cannot be had (too big for
     /// `indexBudget`, or no memory now: the look-up walks the text, and a
     /// later one tries again after a failure for want of memory).
-    private func indexed() -> OpaquePointer? {
+    func indexed() -> OpaquePointer? {
         if let document { return document }
         if unindexable.load(ordering: .relaxed) { return nil }
         var error = tsj_error()
@@ -126,4 +145,45 @@ package final class JSONSlice: @unchecked Sendable {
 
     /// Bytes the index holds (0 before the first look-up), for tests.
     package var indexBytes: Int { tsj_doc_index_bytes(document) }
+}
+
+/// Where a patch changed a slice: the id of the slice it was applied to,
+/// and the JSON Pointers (relative to the slice) of what its operations
+/// changed, each cut back to its array when it ends in an array index or
+/// "-" (an insertion or removal there moves the elements after it).
+struct PatchOrigin: Sendable {
+    let previousID: UInt64
+    let paths: [String]
+
+    init(previousID: UInt64, paths: [String]) {
+        self.previousID = previousID
+        self.paths = paths.map(Self.affected)
+    }
+
+    /// What a change at `path` can change: the path itself, or its array
+    /// when its last token is an index or "-".
+    static func affected(_ path: String) -> String {
+        let bytes = Array(path.utf8)
+        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return path }
+        let token = bytes[(slash + 1)...]
+        let isIndex = token == [UInt8(ascii: "-")] || (!token.isEmpty && token.allSatisfy { $0 >= 0x30 && $0 <= 0x39 })
+        return isIndex ? String(decoding: bytes[..<slash], as: UTF8.self) : path
+    }
+
+    /// Whether the value at `pointer` (relative to the slice) may differ
+    /// after the patch: some changed path is at, above or below it.
+    func mayChange(_ pointer: Substring.UTF8View) -> Bool {
+        paths.contains { path in
+            let path = path.utf8[...]
+            return Self.isPrefix(path, of: pointer) || Self.isPrefix(pointer, of: path)
+        }
+    }
+
+    /// Whether `a` names `b` or a value that holds it (token by token:
+    /// "/items/1" holds "/items/1/done", not "/items/10").
+    static func isPrefix(_ a: Substring.UTF8View, of b: Substring.UTF8View) -> Bool {
+        guard b.starts(with: a) else { return false }
+        let end = b.index(b.startIndex, offsetBy: a.count)
+        return end == b.endIndex || b[end] == UInt8(ascii: "/")
+    }
 }

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CTurnstate
+import CTurnstateJSON
 import CTurnstateSupport
 import TurnstateCore
 
@@ -18,6 +19,52 @@ extension StaticString {
     var cString: UnsafePointer<CChar> { UnsafeRawPointer(utf8Start).assumingMemoryBound(to: CChar.self) }
 }
 
+/// The action types a reducer handles (ts_store_add_reducer_for): exact
+/// types and prefix patterns ("todos/*"), checked and precomputed once.
+final class TypeFilter: @unchecked Sendable {
+    let filter: OpaquePointer
+    /// The patterns, as given (for messages and tests).
+    let patterns: [String]
+
+    private init(filter: OpaquePointer, patterns: [String]) {
+        self.filter = filter
+        self.patterns = patterns
+    }
+
+    deinit { tsi_type_filter_free(filter) }
+
+    /// The filter for a NULL-terminated array of patterns; nil (every
+    /// action) for NULL or an empty array. Each pattern must be non-empty
+    /// UTF-8, with "*" only as its last character after a "/" ("todos/*").
+    static func make(_ types: UnsafePointer<UnsafePointer<CChar>?>?, function: StaticString) throws(StoreError) -> TypeFilter? {
+        guard let types else { return nil }
+        var patterns: [String] = []
+        var raw: [UnsafePointer<CChar>?] = []
+        var index = 0
+        while let pattern = types[index] {
+            guard let text = String(validatingCString: pattern) else {
+                throw StoreError(.badArgument, "\(function): types[\(index)] is not valid UTF-8")
+            }
+            guard !text.isEmpty else {
+                throw StoreError(.badArgument, "\(function): types[\(index)] is empty; give an action type (\"todos/add\") or a prefix pattern (\"todos/*\")")
+            }
+            let bytes = Array(text.utf8)
+            let star = UInt8(ascii: "*"), slash = UInt8(ascii: "/")
+            if let at = bytes.firstIndex(of: star),
+               at != bytes.count - 1 || bytes.count < 2 || bytes[at - 1] != slash {
+                throw StoreError(.badArgument, "\(function): types[\(index)] \"\(text)\" is neither an action type nor a prefix pattern: \"*\" may only end a pattern, after a \"/\" (\"todos/*\")")
+            }
+            patterns.append(text)
+            raw.append(pattern)
+            index += 1
+        }
+        guard !raw.isEmpty else { return nil }
+        let made = raw.withUnsafeBufferPointer { tsi_type_filter_make($0.baseAddress, $0.count) }
+        guard let made else { throw StoreError(.outOfMemory, "\(function): no memory for the filter of \(raw.count) types") }
+        return TypeFilter(filter: made, patterns: patterns)
+    }
+}
+
 /// The C reducers of one store, each owning a top-level key, and the
 /// all-or-nothing reduction over them. Read and changed only under the
 /// store's lock.
@@ -26,11 +73,24 @@ final class ReducerTable: @unchecked Sendable {
         let key: String
         let fn: ts_reducer_fn
         let context: UnsafeMutableRawPointer?
+        /// The action types the reducer is called for (besides the store's
+        /// own "@@turnstate/" actions), or nil for every action. `filter` is
+        /// `types.filter`, read without reference counting per dispatch.
+        let types: TypeFilter?
+        let filter: OpaquePointer?
         /// Where the key was last found among the state's members, and under
         /// which layout of the state (JSONState.layout): a hint that saves
         /// hashing the key on every dispatch.
         var memberIndex = 0
         var memberLayout: UInt64 = 0
+
+        init(key: String, fn: ts_reducer_fn, context: UnsafeMutableRawPointer?, types: TypeFilter? = nil) {
+            self.key = key
+            self.fn = fn
+            self.context = context
+            self.types = types
+            filter = types?.filter
+        }
     }
 
     @exclusivity(unchecked) private(set) var entries: [Entry] = []
@@ -69,20 +129,40 @@ final class ReducerTable: @unchecked Sendable {
         var first: (index: Int, slice: JSONSlice)?
         var more: [(index: Int, slice: JSONSlice)] = []
         var failure: StoreError?
+        let type = action.view.pointee.type!
         for position in entries.indices {
+            // A reducer that names its types skips the others before anything else.
+            if let filter = entries[position].filter, tsi_type_filter_match(filter, type, action.typeLength) == 0 {
+                continue
+            }
             let key = entries[position].key
             guard let index = state.index(of: key, hint: entries[position].memberIndex,
                                           hintLayout: entries[position].memberLayout) else { continue }
             entries[position].memberIndex = index
             entries[position].memberLayout = state.layout
             let entry = entries[position]
+            let slice = state.slice(at: index)
             var call = tsi_reducer_call()
+            // For ts_json_at: the slice's length and index.
+            call.slice_length = slice.length
+            call.slice_index = JSONSlice.indexProvider
+            call.slice_owner = Unmanaged.passUnretained(slice).toOpaque()
             let output = tsi_call_reducer(unsafeBitCast(entry.fn, to: tsi_reducer_fn.self),
-                                          state.slice(at: index).text, action.view, entry.context, &call)
+                                          slice.text, action.view, entry.context, &call)
             if call.failed != 0 {
                 free(output)
                 failure = Self.failure(of: &call, key: key, actionType: action.type)
                 break
+            }
+            if call.patched != 0 {
+                do {
+                    guard let patched = try Self.applyPatch(&call, to: slice, output: output, key: key, action: action) else { continue }
+                    if first == nil { first = (index, patched) } else { more.append((index, patched)) }
+                    continue
+                } catch {
+                    failure = error
+                    break
+                }
             }
             guard let output else { continue }
             defer { free(output) }
@@ -105,6 +185,45 @@ final class ReducerTable: @unchecked Sendable {
         guard let first else { return }
         state.setSlice(at: first.index, first.slice)
         for change in more { state.setSlice(at: change.index, change.slice) }
+    }
+
+    /// Applies the patch a reducer gave (ts_reducer_patch) to its slice:
+    /// the new slice, or nil when the patch changes nothing. Frees the
+    /// patch, and `output`, which must be NULL.
+    private static func applyPatch(_ call: inout tsi_reducer_call, to slice: JSONSlice, output: UnsafeMutablePointer<CChar>?,
+                                   key: String, action: JSONAction) throws(StoreError) -> JSONSlice? {
+        defer { tsi_reducer_clear(&call) }
+        if let output {
+            free(output)
+            throw StoreError(.reducerFailed, "the reducer for \"\(key)\" returned both a patch and a new slice for \"\(action.type)\": after ts_reducer_patch, return NULL")
+        }
+        var length = 0
+        let patch = tsi_reducer_patch_text(&call, &length)
+        final class Paths {
+            var paths: [String] = []
+        }
+        let paths = Paths()
+        var out: UnsafeMutablePointer<CChar>?
+        var outLength = 0
+        var error = tsj_error()
+        // The slice's index when it has one already: building one for a
+        // single look-up would cost more than stepping to the target.
+        let code = withExtendedLifetime(paths) {
+            tsj_patch_apply(slice.text, slice.length, slice.builtIndex, patch, length, Int(TS_MAX_DEPTH) - 1,
+                            &out, &outLength, { path, pathLength, context in
+                                let paths = Unmanaged<Paths>.fromOpaque(context!).takeUnretainedValue()
+                                paths.paths.append(String(decoding: UnsafeRawBufferPointer(start: path, count: pathLength), as: UTF8.self))
+                            }, Unmanaged.passUnretained(paths).toOpaque(), &error)
+        }
+        if code != 0 {
+            if code == Int32(TSJ_ERR_NOMEM.rawValue) {
+                throw StoreError(.outOfMemory, "no memory to apply the patch that the reducer for \"\(key)\" returned for \"\(action.type)\" to its \(slice.length) bytes")
+            }
+            throw StoreError(error, context: "the reducer for \"\(key)\" returned a patch that failed for \"\(action.type)\"", code: .reducerFailed)
+        }
+        guard let out else { return nil }
+        return JSONSlice(adoptingMinified: out, length: outLength,
+                         patchedFrom: PatchOrigin(previousID: slice.id, paths: paths.paths))
     }
 
     /// Gives a reducer whose key is missing its first slice: calls it with

@@ -167,5 +167,8 @@ void run_errors_tests(void);
 void run_big_tests(void);
 void run_big_tests(void);
 void run_replace_tests(void);
+void run_filters_tests(void);
+void run_patch_tests(void);
+void run_getters_tests(void);
 
 #endif

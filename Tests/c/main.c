@@ -36,6 +36,9 @@ int main(int argc, char **argv) {
     run_big_tests();
     run_big_tests();
     run_replace_tests();
+    run_filters_tests();
+    run_patch_tests();
+    run_getters_tests();
 
     printf("%d passed, %d failed\n", passed, failed);
     return failed > 0 ? 1 : 0;

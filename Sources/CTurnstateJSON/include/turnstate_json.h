@@ -50,6 +50,7 @@
 #define TURNSTATE_JSON_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,7 +73,10 @@ typedef enum tsj_code {
   TSJ_ERR_NOT_FOUND = 8,     /* JSON Pointer names no value */
   TSJ_ERR_DUPLICATE_KEY = 9, /* an object has a key twice (at any depth) */
   TSJ_ERR_TOO_LARGE = 10,    /* input of 4 GiB or more */
-  TSJ_ERR_INVALID_ARG = 11   /* NULL where a pointer is required */
+  TSJ_ERR_INVALID_ARG = 11,  /* NULL where a pointer is required, or arguments that do not belong together */
+  TSJ_ERR_PATCH = 12,        /* tsj_patch_apply: not a valid JSON Patch, or an operation failed */
+  TSJ_ERR_TYPE = 13,         /* getters: the value is not of the kind asked for */
+  TSJ_ERR_RANGE = 14         /* getters: a number outside the range of the C type */
 } tsj_code;
 
 typedef struct tsj_error {
@@ -204,6 +208,186 @@ int tsj_text_at_pointer(const char *minified, size_t len, const char *pointer, s
                         size_t *out_len, tsj_error *err);
 
 void tsj_doc_free(tsj_doc *doc); /* NULL-safe */
+
+/* ------------------------------------------------------------------------
+ * JSON Patch (RFC 6902)
+ *
+ * Applies `patch[0..patch_len)` to `doc[0..len)`, which must be validated,
+ * minified JSON text (tsj_minify's output, a slice of the state; it is not
+ * checked), and returns the new document's minified text in *out
+ * (malloc'ed, NUL-terminated, length in *out_len; out_len may be NULL).
+ * `index` is NULL or a tsj_doc over exactly this text (tsj_doc_index(doc,
+ * len, ...), or tsj_doc_parse's document with doc = tsj_doc_text(index));
+ * an index over other text is refused with TSJ_ERR_INVALID_ARG.
+ *
+ * The patch is untrusted JSON text, validated fully and strictly like every
+ * input (invalid JSON, UTF-8, nesting deeper than TSJ_MAX_DEPTH and keys
+ * that appear twice keep their codes: TSJ_ERR_SYNTAX, TSJ_ERR_UTF8,
+ * TSJ_ERR_DEPTH, TSJ_ERR_DUPLICATE_KEY). It must be an array of operation
+ * objects; every operation is checked before the first one is applied:
+ *   {"op":"add",     "path":P, "value":V}
+ *   {"op":"remove",  "path":P}
+ *   {"op":"replace", "path":P, "value":V}
+ *   {"op":"move",    "from":F, "path":P}   F must not be a proper prefix of P
+ *   {"op":"copy",    "from":F, "path":P}
+ *   {"op":"test",    "path":P, "value":V}
+ * "op", "path" and "from" are strings (member names and the op name are
+ * compared after unescaping: "\u006fp" is "op"); P and F are RFC 6901 JSON
+ * Pointers relative to the document. Other members are ignored (RFC 6902
+ * section 4), e.g. "value" in a remove or "from" in an add.
+ * Anything else (not an array, an operation that is not an object, "op"
+ * missing, not a string or unknown, a member missing or of the wrong type, a
+ * malformed pointer, a move into its own child) is TSJ_ERR_PATCH.
+ *
+ * Operations apply in order, each to the result of the one before; the
+ * whole patch applies or nothing does: on any failure *out is NULL. The
+ * semantics are RFC 6902's:
+ * - add: "" replaces the whole document; a new member is appended at the end
+ *   of its object; an existing member's value is replaced in place (its
+ *   position is kept); in an array, index i (0 <= i <= length) inserts
+ *   before element i, and i == length or "-" appends; i > length fails.
+ *   The parent of the target must exist.
+ * - remove: the member or element must exist ("" cannot be removed).
+ * - replace: the target must exist; its value is replaced in place ("" is
+ *   the whole document).
+ * - move: remove at F, then add at P (P is evaluated after the removal, so
+ *   moving element 0 to "/arr/2" of a 3-element array appends it). F must
+ *   exist. A move with F == P changes nothing (the member keeps its place).
+ * - copy: add at P of the value at F (which must exist).
+ * - test: the value at P must equal V as JSON values: same kind; strings
+ *   equal after unescaping ("\u0041" == "A"); numbers equal by exact
+ *   decimal value, never through a double (1 == 1.0 == 1e0 == 10E-1,
+ *   0 == -0 == 0.0, but 0.1 != 0.10000000000000001 and
+ *   9007199254740993 != 9007199254740992; exponents of more than 18
+ *   digits compare by their digits); arrays element by element; objects
+ *   with the same members, in any order. true is not 1, null is not 0.
+ * Failures are TSJ_ERR_PATCH with a message that names the operation (its
+ * index from 0), its name and path, and what went wrong; err->offset is the
+ * byte offset in the patch text of the failing operation (its '{'), or -1
+ * when the patch itself is not an array of operations. For example:
+ *   op 2 ("test" at "/items/3/done"): the value differs (found false)
+ *   op 0 ("remove" at "/a/x"): no member "x" in the object at "/a"
+ *   op 1 ("add" at "/list/9"): index "9" is out of range for the array of 3 elements at "/list"
+ *   op 1: "op" is missing
+ *   op 0: unknown op "delete" (expected add, remove, replace, move, copy or test)
+ *   op 3 ("move" at "/a/b"): "from" ("/a") is a proper prefix of "path": a value cannot move into itself
+ *   a JSON Patch must be an array of operations, found object
+ *
+ * The result is the new document's minified text, exactly as tsj_minify
+ * would give it: bytes that no operation touched are kept as they are, and
+ * inserted values are the patch's values minified verbatim (numbers keep
+ * their digits, strings their escapes). A new member's key is written as
+ * tsj_quote writes it (from the unescaped pointer token). No operation may
+ * make the result nest deeper than `max_depth` (values larger than
+ * TSJ_MAX_DEPTH count as TSJ_MAX_DEPTH, so that every function here can read
+ * the result): an inserted value's depth plus the number of tokens of its
+ * path is checked; the document's own depth is taken to be within
+ * max_depth. Too deep is TSJ_ERR_DEPTH with a message that names the
+ * operation.
+ *
+ * Success with nothing to change: when the patch has no operation that
+ * changes the document (it is [] or has only "test" operations), the result
+ * is TSJ_OK with *out NULL and *out_len 0: the document is unchanged, keep
+ * using `doc` (no copy is made).
+ *
+ * Cost: the patch and the values it inserts are validated (O(patch)); the
+ * document is never parsed or validated again. The first operation that
+ * changes the document finds its target through `index` when given (the
+ * pointer's tokens, each O(1) or O(log containers)), otherwise by stepping
+ * through the text, and builds the result by splicing: prefix, new bytes,
+ * suffix (one copy of the document). Every later operation works on that
+ * result, without an index (its target by stepping through the text, its
+ * splice in place). "test" operations before the first change read `doc`
+ * through `index`, so a patch whose first "test" fails costs O(patch + path),
+ * never O(document).
+ *
+ * on_path (may be NULL) is called only when the whole patch succeeded,
+ * before tsj_patch_apply returns, once per changing operation in patch
+ * order, with the pointer (unescaped from its JSON string, still in RFC 6901
+ * form, NUL-terminated, valid during the call) of what it changed: add,
+ * remove, replace and copy with "path"; move with "from" and then "path".
+ * "test" operations are not reported. `ctx` is passed through.
+ *
+ * TSJ_ERR_INVALID_ARG for doc NULL or len 0, out NULL, or patch NULL with
+ * patch_len > 0. */
+typedef void (*tsj_path_cb)(const char *path, size_t path_len, void *ctx);
+int tsj_patch_apply(const char *doc, size_t len, const tsj_doc *index, const char *patch, size_t patch_len,
+                    size_t max_depth, char **out, size_t *out_len, tsj_path_cb on_path, void *ctx,
+                    tsj_error *err);
+
+/* ------------------------------------------------------------------------
+ * Reading values without copies
+ *
+ * Over validated minified text (as tsj_patch_apply's `doc`), optionally with
+ * its index, a value is a span: its bytes in the text and its kind. Spans
+ * come from tsj_find, tsj_find_in and tsj_span_next over the same text; the
+ * functions taking a span trust it (they check only that its kind matches
+ * the text's byte at its offset, TSJ_ERR_INVALID_ARG otherwise), so a span
+ * must be used with the text it came from, unchanged.
+ *
+ * Wrong kinds are TSJ_ERR_TYPE with a message such as
+ * "expected an integer, found string"; numbers outside a C type's range are
+ * TSJ_ERR_RANGE ("the number 1e30 is out of range for int64"). */
+typedef enum tsj_kind { TSJ_NULL, TSJ_FALSE, TSJ_TRUE, TSJ_NUMBER, TSJ_STRING, TSJ_ARRAY, TSJ_OBJECT } tsj_kind;
+typedef struct tsj_span {
+  size_t offset; /* first byte of the value in the text */
+  size_t length; /* its length in bytes (a string's includes its quotes) */
+  int kind;      /* a tsj_kind */
+} tsj_span;
+
+/* "null", "false", "true", "number", "string", "array", "object"; "unknown" for others. */
+const char *tsj_kind_name(int kind);
+
+/* The value at JSON Pointer `pointer` (same syntax, errors and messages as
+ * tsj_doc_at_pointer) in text[0..len), found through `index` when given (a
+ * tsj_doc over exactly this text, else TSJ_ERR_INVALID_ARG), otherwise by
+ * stepping through the text. Copies nothing. */
+int tsj_find(const char *text, size_t len, const tsj_doc *index, const char *pointer, size_t pointer_len,
+             tsj_span *out, tsj_error *err);
+
+/* As tsj_find, with the pointer relative to the value `base` (a span of the
+ * same text, e.g. an element from tsj_span_next): "" is base itself, and
+ * messages name paths relative to base. */
+int tsj_find_in(const char *text, size_t len, const tsj_doc *index, tsj_span base, const char *pointer,
+                size_t pointer_len, tsj_span *out, tsj_error *err);
+
+/* Numbers. A number is an integer when its exact decimal value is one:
+ * 42, -0, 1.0, 1e2 and 2.50E1 are integers (42, 0, 1, 100, 25); 1.5 and
+ * 1e-1 are not (TSJ_ERR_TYPE, "expected an integer, found the number 1.5").
+ * Integers outside int64 / uint64 are TSJ_ERR_RANGE (uint64: any negative
+ * integer but -0). */
+int tsj_span_int64(const char *text, tsj_span v, int64_t *out, tsj_error *err);
+int tsj_span_uint64(const char *text, tsj_span v, uint64_t *out, tsj_error *err);
+/* The double nearest to the number (correctly rounded, whatever the C
+ * locale). A number too large for a double is TSJ_ERR_RANGE (never inf);
+ * one too small rounds to a subnormal or to (signed) zero. */
+int tsj_span_double(const char *text, tsj_span v, double *out, tsj_error *err);
+/* true -> 1, false -> 0; anything else is TSJ_ERR_TYPE. */
+int tsj_span_bool(const char *text, tsj_span v, int *out, tsj_error *err);
+
+/* A string's content, unescaped. When the string has no escapes, *out
+ * points into text (just past the opening quote; not NUL-terminated) and
+ * *owned is NULL. Otherwise *owned is a malloc'ed NUL-terminated copy
+ * (free() it) and *out == *owned. *out_len is the byte length; a string
+ * with \u0000 has NUL bytes inside. On failure *out and *owned are NULL. */
+int tsj_span_string(const char *text, tsj_span v, const char **out, size_t *out_len, char **owned,
+                    tsj_error *err);
+
+/* Elements of an array or members of an object: O(log containers) with
+ * `index` (NULL or a tsj_doc over this text), else one pass over the
+ * container's text. */
+int tsj_span_count(const char *text, const tsj_doc *index, tsj_span v, size_t *out, tsj_error *err);
+
+/* Iterates the children of an array or object in order. *cursor starts at
+ * 0 and is advanced by each call (an opaque position; pass back what you
+ * got). Returns TSJ_OK with the next child in *value (and for objects its
+ * key, a string span with quotes, in *key; key may be NULL; for arrays *key
+ * is set to {0, 0, TSJ_NULL}), or TSJ_ERR_NOT_FOUND after the last child
+ * (message "no more elements" / "no more members"). A cursor that cannot
+ * belong to the container is TSJ_ERR_INVALID_ARG. Each call costs the size
+ * of the child it steps over. */
+int tsj_span_next(const char *text, tsj_span container, size_t *cursor, tsj_span *key, tsj_span *value,
+                  tsj_error *err);
 
 /* Write `s[0..len)` as a JSON string literal (with quotes) into a malloc'ed
  * NUL-terminated buffer (*out, length in *out_len; out_len may be NULL).

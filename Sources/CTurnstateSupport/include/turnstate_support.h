@@ -7,7 +7,11 @@
  *     cannot import a stringified macro);
  *   - ts_alloc / ts_strdup with their error messages, written without
  *     allocating;
- *   - the reducer calls under way on the calling thread, for ts_reducer_fail. */
+ *   - the reducer calls under way on the calling thread, for ts_reducer_fail
+ *     and ts_reducer_patch;
+ *   - the JSON getters (ts_json_*), which recognise the texts that the
+ *     reducer and middleware calls under way on the thread were given;
+ *   - reducers' filters of action types. */
 #ifndef TURNSTATE_SUPPORT_H
 #define TURNSTATE_SUPPORT_H
 
@@ -46,9 +50,6 @@ uint64_t tsi_last_error_serial(void);
  * the middleware returns. tsi_take_refusal returns NULL if none was given. */
 void tsi_set_refusal(const char *message);
 const char *tsi_take_refusal(void);
-/* Before a middleware runs: forgets a reason left over from an earlier call
- * and returns tsi_last_error_serial() (one thread-local access for both). */
-uint64_t tsi_begin_middleware_call(void);
 
 /* TS_VERSION and TS_VERSION_NUMBER of Include/turnstate.h. */
 const char *tsi_version(void);
@@ -64,13 +65,29 @@ char *tsi_strdup(const char *text);
  * reducer may dispatch to another store). A ts_reducer_fail during the call sets failed
  * and message (malloc'ed, at most TSI_REDUCER_MESSAGE_MAX bytes cut at a
  * UTF-8 boundary; NULL for no reason or when there was no memory for it, then
- * lost is 1). The caller reads the message and frees it with
- * tsi_reducer_clear. */
+ * lost is 1). A ts_reducer_patch sets patched and appends its operations to
+ * patch (malloc'ed "[op,op,..." without the closing bracket, see
+ * tsi_reducer_patch_text). The caller reads them and frees both with
+ * tsi_reducer_clear.
+ * The caller sets slice_length, slice_index and slice_owner before the call
+ * (zero for a call with no slice): ts_json_at reads a slice it recognises
+ * through the index that slice_index(slice_owner) gives (NULL: none). */
 typedef struct tsi_reducer_call {
     struct tsi_reducer_call *outer;
     char *message;
     int failed;
     int lost;
+    int patched;
+    char *patch;
+    size_t patch_length;
+    size_t patch_capacity;
+    /* What the reducer was called with (set by tsi_call_reducer). */
+    const char *slice;
+    const void *action;
+    /* Set by the caller. */
+    size_t slice_length;
+    const void *(*slice_index)(void *owner);
+    void *slice_owner;
 } tsi_reducer_call;
 
 #define TSI_REDUCER_MESSAGE_MAX 1024
@@ -87,5 +104,50 @@ void tsi_reducer_clear(tsi_reducer_call *call);
 /* ts_reducer_fail: 0 once recorded, -1 when no reducer call is under way on
  * this thread (the caller reports TS_E_MISUSE). */
 int tsi_reducer_fail(const char *message);
+/* ts_reducer_patch: a ts_status, with the last error set on failure. */
+int32_t tsi_reducer_patch(const char *patch_json);
+/* The patch of `call` as one JSON array (the closing bracket added), or NULL
+ * when there is no memory for it. Owned by `call`. */
+const char *tsi_reducer_patch_text(tsi_reducer_call *call, size_t *length);
+
+/* A C middleware's call: ts_middleware_fn with plain pointers. */
+typedef int32_t (*tsi_next_fn)(const char *action_json);
+typedef int32_t (*tsi_middleware_fn)(const void *api, tsi_next_fn next, const void *action, void *ctx);
+/* Calls fn(api, next, action, ctx) with `action` registered for ts_json_at
+ * (its payload and json are recognised during the call). Before the call it
+ * forgets a refusal left over from an earlier call and stores
+ * tsi_last_error_serial() in *errors_before. */
+int32_t tsi_call_middleware(tsi_middleware_fn fn, const void *api, tsi_next_fn next, const void *action, void *ctx,
+                            uint64_t *errors_before);
+
+/* The JSON getters of turnstate.h (ts_json_*), with ts_json as a plain
+ * pointer: each returns a ts_status and sets the last error on failure. */
+int32_t tsi_json_at(const char *json, const char *pointer, void *out);
+int32_t tsi_json_find(const void *value, const char *pointer, void *out);
+int32_t tsi_json_int(const void *value, int64_t *out);
+int32_t tsi_json_uint(const void *value, uint64_t *out);
+int32_t tsi_json_double(const void *value, double *out);
+int32_t tsi_json_bool(const void *value, int *out);
+int tsi_json_is_null(const void *value);
+int32_t tsi_json_string(const void *value, const char **out, size_t *out_length);
+int32_t tsi_json_count(const void *value, size_t *out);
+int32_t tsi_json_next(const void *container, size_t *cursor, void *key, void *value);
+int32_t tsi_json_get_int(const char *json, const char *pointer, int64_t *out);
+int32_t tsi_json_get_uint(const char *json, const char *pointer, uint64_t *out);
+int32_t tsi_json_get_double(const char *json, const char *pointer, double *out);
+int32_t tsi_json_get_bool(const char *json, const char *pointer, int *out);
+int32_t tsi_json_get_string(const char *json, const char *pointer, const char **out, size_t *out_length);
+
+/* A reducer's filter of action types (ts_store_add_reducer_for): exact
+ * types, hashed by their bytes, and prefix patterns ("todos/" then "*": every
+ * type that starts with "todos/" and has more after it). The patterns must
+ * have been checked (non-empty UTF-8, '*' only last, right after a '/'). The filter
+ * copies them. NULL when there is no memory. */
+typedef struct tsi_type_filter tsi_type_filter;
+tsi_type_filter *tsi_type_filter_make(const char *const *patterns, size_t count);
+/* 1 if `type[0..length)` matches a pattern or is one of the store's own
+ * ("@@turnstate/..."), else 0. */
+int tsi_type_filter_match(const tsi_type_filter *filter, const char *type, size_t length);
+void tsi_type_filter_free(tsi_type_filter *filter); /* NULL-safe */
 
 #endif

@@ -1,0 +1,28 @@
+/* What the files of CTurnstateSupport share besides turnstate_support.h. */
+#ifndef TURNSTATE_SUPPORT_INTERNAL_H
+#define TURNSTATE_SUPPORT_INTERNAL_H
+
+#include "turnstate_support.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One middleware call under way on this thread (tsi_call_middleware). */
+typedef struct tsi_middleware_frame {
+    struct tsi_middleware_frame *outer;
+    const void *action; /* a ts_action */
+} tsi_middleware_frame;
+
+/* The innermost reducer and middleware calls under way on this thread, or
+ * NULL; each links to the ones around it (`outer`). */
+tsi_reducer_call *tsi_innermost_reducer(void);
+const tsi_middleware_frame *tsi_innermost_middleware(void);
+
+/* Sets the calling thread's last error from a printf format. */
+void tsi_set_last_errorf(const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+#endif
