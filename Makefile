@@ -220,7 +220,7 @@ test-json: $(call prebuilt,setup)
 C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_reducers.c Tests/c/test_dispatch.c \
            Tests/c/test_state.c Tests/c/test_subscribe.c Tests/c/test_middleware.c Tests/c/test_threads.c \
            Tests/c/test_errors.c Tests/c/test_big.c Tests/c/test_replace.c Tests/c/test_filters.c \
-           Tests/c/test_patch.c Tests/c/test_getters.c
+           Tests/c/test_patch.c Tests/c/test_getters.c Tests/c/test_slice_ids.c
 # Extra C test programs, each one file with its own main() that prints
 # "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
 # on failure; they may use check.h (check.c is linked in as an archive).
