@@ -97,6 +97,10 @@ static PyObject *str_ops;
  * looks for recorded exceptions only when it changed. Guarded by the GIL. */
 static unsigned long long error_seq;
 
+/* How often JSON went through the stdlib json module instead of orjson
+ * (counters(): for tests and benchmarks). Guarded by the GIL. */
+static unsigned long long dumps_fallbacks, exact_parses;
+
 /* ---- Calls into the library and the GIL ---------------------------------- */
 
 /* One call into the library from Python, on the calling thread's stack. */
@@ -566,6 +570,7 @@ static PyObject *parse(const char *text, size_t length, int frozen) {
     if (needs_exact(text, length)) {
         PyObject *bytes = PyBytes_FromStringAndSize(text, (Py_ssize_t)length);
         if (bytes == NULL) return NULL;
+        exact_parses++;
         result = PyObject_CallOneArg(hooks.loads_exact, bytes);
         Py_DECREF(bytes);
     } else {
@@ -616,8 +621,16 @@ static PyObject *dumps(PyObject *value) {
         }
     }
     if (value == hooks.json_null || value == Py_None) return PyBytes_FromStringAndSize("null", 4);
+    /* orjson matches keyword names by identity: the interned "option". */
     static PyObject *names;
-    if (names == NULL && (names = Py_BuildValue("(s)", "option")) == NULL) return NULL;
+    if (names == NULL) {
+        PyObject *option = PyUnicode_InternFromString("option");
+        if (option == NULL || (names = PyTuple_Pack(1, option)) == NULL) {
+            Py_XDECREF(option);
+            return NULL;
+        }
+        Py_DECREF(option);
+    }
     PyObject *args[2] = {value, orjson_options};
     PyObject *text = PyObject_Vectorcall(orjson_dumps, args, 1, names);
     if (text != NULL) {
@@ -629,6 +642,7 @@ static PyObject *dumps(PyObject *value) {
         if (!PyErr_ExceptionMatches(PyExc_TypeError)) return NULL; /* orjson.JSONEncodeError is a TypeError */
         PyErr_Clear();
     }
+    dumps_fallbacks++;
     return PyObject_CallOneArg(hooks.dumps_std, value);
 }
 
@@ -1218,6 +1232,11 @@ static int diff_value(diff_ctx *d, PyObject *old, PyObject *new_, int depth);
 /* A changed member: diffs it when both are containers of a kind and the old
  * one is read-only (kept), else replaces it. */
 static int diff_member(diff_ctx *d, PyObject *old, PyObject *new_, int depth) {
+    /* An equal str or int (another object, the same text) is no change. */
+    if (Py_TYPE(old) == Py_TYPE(new_) && (PyUnicode_CheckExact(old) || PyLong_CheckExact(old))) {
+        int equal = PyObject_RichCompareBool(old, new_, Py_EQ);
+        if (equal != 0) return equal < 0 ? -1 : 1;
+    }
     if (--d->budget < 0) return 0;
     if (IS_FROZEN(old) && is_container(new_) && PyList_Check(old) == PyList_Check(new_)) {
         size_t mark = d->ops.length, path = d->path.length;
@@ -2445,6 +2464,12 @@ static PyObject *mod_next_seq(PyObject *module, PyObject *unused) {
     return PyLong_FromUnsignedLongLong(++error_seq);
 }
 
+static PyObject *mod_counters(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    return Py_BuildValue("{sKsK}", "dumps_fallbacks", dumps_fallbacks, "exact_parses", exact_parses);
+}
+
 static PyObject *mod_loads(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs < 1 || nargs > 2 || !PyBytes_Check(args[0])) {
@@ -2507,6 +2532,8 @@ static PyMethodDef module_methods[] = {
     {"has", mod_has, METH_O, "has(name): whether the loaded library has an optional function."},
     {"configure", (PyCFunction)(void (*)(void))mod_configure, METH_VARARGS | METH_KEYWORDS, NULL},
     {"seq", mod_seq, METH_NOARGS, NULL},
+    {"counters", mod_counters, METH_NOARGS,
+     "How often JSON was written (dumps_fallbacks) or read (exact_parses) by the json module instead of orjson."},
     {"next_seq", mod_next_seq, METH_NOARGS, NULL},
     {"loads", (PyCFunction)(void (*)(void))mod_loads, METH_FASTCALL, NULL},
     {"dumps", mod_dumps, METH_O, NULL},
