@@ -2,6 +2,10 @@
 on PyPI), the same reducer code, in interleaved rounds of one process.
 
     build/bench-venv/bin/python bench_pydux.py [--runs R] [--scale F] [--only REGEX]
+    build/bench-venv/bin/python bench_pydux.py --count N --impl ours|pydux --only NAME
+
+The second form (for callgrind, see report.py) sets up one store of one
+workload, warms it up, and dispatches N actions, untimed.
 
 Runs in the bench's own venv (report.py makes build/bench-venv: pydux==0.2.2
 from PyPI and this repository's package, bundling build/lib). Workloads:
@@ -147,7 +151,17 @@ def main():
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--only", help="regex of workload names")
+    parser.add_argument("--count", type=int, help="dispatch this many actions once, untimed (with --impl)")
+    parser.add_argument("--impl", choices=("ours", "pydux"))
     args = parser.parse_args()
+    if args.count is not None:
+        name = args.only
+        ours, theirs, initial, listeners, actions = workloads(1.0)[name]
+        state = {"count": 0, "todos": initial_todos()} if initial == "big" else dict(initial)
+        impl = Turnstate(ours, state, listeners) if args.impl == "ours" else Pydux(theirs, state, listeners)
+        impl.run(actions[:64])
+        impl.run((actions * (args.count // len(actions) + 1))[:args.count])
+        return
     chosen = {name: spec for name, spec in workloads(args.scale).items()
               if not args.only or re.search(args.only, name)}
     failed = False
