@@ -108,6 +108,7 @@ typedef struct call_frame {
     struct call_frame *outer;
     PyThreadState *released; /* the thread state to take the GIL back with; NULL while held */
     int keep;                /* a callback that takes the GIL back keeps it until the call returns */
+    int fast;                /* the GIL was not released at all (see core_begin) */
     /* An action dispatched from Python (dispatch("type", payload)): */
     const char *py_text;     /* the text handed to ts_store_dispatch */
     size_t py_text_len;
@@ -116,7 +117,9 @@ typedef struct call_frame {
     PyObject *action;        /* owned: the Action made for it, shared by the reducers */
 } call_frame;
 
-static _Thread_local call_frame *current_frame;
+/* initial-exec: one load from the thread pointer, no __tls_get_addr call
+ * (this module's TLS is one pointer: it fits the space the loader keeps). */
+static _Thread_local call_frame *current_frame __attribute__((tls_model("initial-exec")));
 
 static inline void call_begin(call_frame *f, int keep) {
     f->outer = current_frame;
@@ -125,6 +128,7 @@ static inline void call_begin(call_frame *f, int keep) {
     f->py_payload = NULL;
     f->py_type = NULL;
     f->action = NULL;
+    f->fast = 0;
     current_frame = f;
     f->released = PyEval_SaveThread();
 }
@@ -219,6 +223,24 @@ static inline int buffer_put(buffer *b, const char *text, size_t length) {
 }
 
 static inline int buffer_puts(buffer *b, const char *text) { return buffer_put(b, text, strlen(text)); }
+
+/* Writes a long long in decimal to `out` (at least 21 bytes); returns the
+ * length. (snprintf costs ten times more, and integers are the commonest
+ * payloads and slices.) */
+static int format_integer(char *out, long long value) {
+    char digits[24];
+    int n = 0;
+    unsigned long long magnitude = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+    do {
+        digits[n++] = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude != 0);
+    int length = 0;
+    if (value < 0) out[length++] = '-';
+    while (n > 0) out[length++] = digits[--n];
+    out[length] = '\0';
+    return length;
+}
 
 /* Appends `text` as the inside of a JSON string (no quotes). */
 static int buffer_put_escaped(buffer *b, const char *text, size_t length) {
@@ -616,7 +638,7 @@ static PyObject *dumps(PyObject *value) {
         long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
         if (!overflow) {
             char digits[32];
-            int n = snprintf(digits, sizeof digits, "%lld", number);
+            int n = format_integer(digits, number);
             return PyBytes_FromStringAndSize(digits, n);
         }
     }
@@ -841,8 +863,12 @@ static PyObject *action_address(ActionObject *self, void *closure) {
     return PyLong_FromVoidPtr((void *)self->lib_json);
 }
 
+static PyObject *str_type, *str_payload;
+
 static PyObject *action_item(ActionObject *self, PyObject *key, int *found) {
     *found = 1;
+    if (key == str_type) return action_get_type(self, NULL);
+    if (key == str_payload && self->has_payload) return action_payload(self, NULL);
     if (PyUnicode_Check(key)) {
         if (PyUnicode_CompareWithASCIIString(key, "type") == 0) return action_get_type(self, NULL);
         if (PyUnicode_CompareWithASCIIString(key, "payload") == 0) {
@@ -985,11 +1011,55 @@ typedef struct {
     ts_store *handle;
     int has_plugins;    /* once a plugin was loaded: callbacks give the GIL back after each call */
     PyObject *heads;    /* dict: type (str) -> b'{"type":"..."' */
+    /* The calls into the library under way on this store (any thread), the
+     * thread that made the first of them, and whether another thread made
+     * one meanwhile. Read and written under the GIL. */
+    Py_ssize_t entered;
+    unsigned long owner;
+    int shared;
+    /* The last types dispatched, by identity (their str held). */
+    struct { PyObject *type, *head; } recent[16];
 } CoreObject;
 
 static PyTypeObject Core_Type;
 
 #define KEEP(core) (!(core)->has_plugins)
+
+/* Enters the library for a call on this store. A call that may run Python
+ * callbacks must give the GIL up while it waits for the store's lock, or a
+ * thread holding that lock and waiting for the GIL (in a callback) would
+ * wait forever. The lock can be held by another thread only if that thread
+ * entered through here (no plugin is loaded: no code but this module calls
+ * the store) and has not left: so with no plugin and no other thread inside,
+ * the call keeps the GIL all along (callbacks then find it held), which
+ * saves two hand-overs of the GIL per dispatch. */
+static inline void core_begin(CoreObject *self, call_frame *f) {
+    unsigned long me = PyThread_get_thread_ident();
+    int fast = !self->has_plugins && (self->entered == 0 || (self->owner == me && !self->shared));
+    if (self->entered == 0) {
+        self->owner = me;
+        self->shared = 0;
+    } else if (self->owner != me) {
+        self->shared = 1;
+    }
+    self->entered++;
+    Py_INCREF(self);
+    f->outer = current_frame;
+    f->keep = KEEP(self);
+    f->fast = fast;
+    f->py_text = NULL;
+    f->py_payload = NULL;
+    f->py_type = NULL;
+    f->action = NULL;
+    current_frame = f;
+    f->released = fast ? NULL : PyEval_SaveThread();
+}
+
+static inline void core_end(CoreObject *self, call_frame *f) {
+    call_end(f);
+    self->entered--;
+    Py_DECREF(self);
+}
 
 static int core_live(CoreObject *self) {
     if (self->handle != NULL) return 1;
@@ -1048,6 +1118,10 @@ static void core_close_handle(CoreObject *self) {
 static void core_dealloc(CoreObject *self) {
     core_close_handle(self);
     Py_XDECREF(self->heads);
+    for (int i = 0; i < 16; i++) {
+        Py_XDECREF(self->recent[i].type);
+        Py_XDECREF(self->recent[i].head);
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1064,8 +1138,16 @@ static PyObject *core_closed(CoreObject *self, void *closure) {
 
 /* b'{"type":"<type>"' for a type, cached per store. */
 static PyObject *core_head(CoreObject *self, PyObject *type) {
+    size_t slot = ((uintptr_t)type >> 4) % 16;
+    if (self->recent[slot].type == type) return self->recent[slot].head; /* borrowed */
     PyObject *head = PyDict_GetItemWithError(self->heads, type);
-    if (head != NULL) return head; /* borrowed */
+    if (head != NULL) {
+        Py_INCREF(type);
+        Py_INCREF(head);
+        Py_XSETREF(self->recent[slot].type, type);
+        Py_XSETREF(self->recent[slot].head, head);
+        return head; /* borrowed */
+    }
     if (PyErr_Occurred()) return NULL;
     Py_ssize_t length;
     const char *text = PyUnicode_AsUTF8AndSize(type, &length);
@@ -1092,13 +1174,13 @@ static PyObject *core_dispatch_text(CoreObject *self, const char *text, size_t l
                                     PyObject *payload) {
     call_frame f;
     unsigned long long since = error_seq;
-    call_begin(&f, KEEP(self));
+    core_begin(self, &f);
     f.py_text = type != NULL ? text : NULL;
     f.py_text_len = length;
     f.py_type = type;
     f.py_payload = payload;
     ts_status status = lib.dispatch(self->handle, text);
-    call_end(&f);
+    core_end(self, &f);
     if (status != TS_OK || error_seq != since) return raise_for(status, since, "dispatch");
     Py_RETURN_NONE;
 }
@@ -1134,7 +1216,7 @@ static PyObject *core_dispatch(CoreObject *self, PyObject *const *args, Py_ssize
             long long number = PyLong_AsLongLongAndOverflow(payload, &overflow);
             if (!overflow) {
                 char digits[32];
-                int n = snprintf(digits, sizeof digits, "%lld", number);
+                int n = format_integer(digits, number);
                 failed = buffer_put(&b, digits, (size_t)n);
             } else {
                 payload_text = dumps(payload);
@@ -1178,9 +1260,9 @@ static PyObject *core_get_text(CoreObject *self, PyObject *path) {
     char *out = NULL;
     call_frame f;
     unsigned long long since = error_seq;
-    call_begin(&f, KEEP(self));
+    core_begin(self, &f);
     ts_status status = lib.get_state(self->handle, pointer, &out);
-    call_end(&f);
+    core_end(self, &f);
     if (status != TS_OK) return raise_for(status, since, "get");
     PyObject *text = PyBytes_FromString(out != NULL ? out : "null");
     lib.free_(out);
@@ -1257,8 +1339,9 @@ static int diff_member(diff_ctx *d, PyObject *old, PyObject *new_, int depth) {
 
 static int put_index(buffer *path, Py_ssize_t index) {
     char digits[32];
-    int n = snprintf(digits, sizeof digits, "/%zd", index);
-    return buffer_put(path, digits, (size_t)n);
+    digits[0] = '/';
+    int n = format_integer(digits + 1, (long long)index);
+    return buffer_put(path, digits, (size_t)n + 1);
 }
 
 /* Appends the operations that turn `old` (a read-only list or dict) into
@@ -1785,10 +1868,19 @@ static char *reducer_answer(ReducerObject *self, PyObject *state, PyObject *resu
         }
         diff_free(&d);
     }
-    PyObject *text = dumps(result);
-    if (text == NULL) return NULL;
-    char *out = lib.strdup_(PyBytes_AS_STRING(text));
-    Py_DECREF(text);
+    char *out;
+    int overflow = 1;
+    long long number = PyLong_CheckExact(result) ? PyLong_AsLongLongAndOverflow(result, &overflow) : 0;
+    if (!overflow) {
+        char digits[32];
+        format_integer(digits, number);
+        out = lib.strdup_(digits);
+    } else {
+        PyObject *text = dumps(result);
+        if (text == NULL) return NULL;
+        out = lib.strdup_(PyBytes_AS_STRING(text));
+        Py_DECREF(text);
+    }
     if (out == NULL) {
         PyErr_Format(PyExc_MemoryError, "no memory for the reducer's result");
         return NULL;
@@ -2045,9 +2137,15 @@ static PyObject *nextfn_call(NextFnObject *self, PyObject *const *args, Py_ssize
     }
     call_frame f;
     call_frame *outer = current_frame;
-    call_begin(&f, outer != NULL && outer->keep);
-    ts_status status = self->next(text);
-    call_end(&f);
+    ts_status status;
+    if (outer != NULL && outer->fast) {
+        /* Within a call that kept the GIL: the rest of the chain may too. */
+        status = self->next(text);
+    } else {
+        call_begin(&f, outer != NULL && outer->keep);
+        status = self->next(text);
+        call_end(&f);
+    }
     return PyLong_FromLong(status);
 }
 
@@ -2176,14 +2274,14 @@ static PyObject *core_add_reducer(CoreObject *self, PyObject *args) {
     PyObject_GC_Track(reducer);
     call_frame f;
     unsigned long long since = error_seq;
-    call_begin(&f, KEEP(self));
+    core_begin(self, &f);
     ts_status status;
     if (patterns != NULL)
         status = (replace ? lib.replace_reducer_for : lib.add_reducer_for)(self->handle, key_text, patterns,
                                                                           reducer_trampoline, reducer);
     else
         status = (replace ? lib.replace_reducer : lib.add_reducer)(self->handle, key_text, reducer_trampoline, reducer);
-    call_end(&f);
+    core_end(self, &f);
     PyMem_Free(patterns);
     Py_XDECREF(keep_types);
     /* The caller raises (it keeps the reducer alive first: the library may
@@ -2197,11 +2295,11 @@ static PyObject *core_simple(CoreObject *self, PyObject *args, int which) {
     if (!PyArg_ParseTuple(args, "s", &text) || !core_live(self)) return NULL;
     call_frame f;
     unsigned long long since = error_seq;
-    call_begin(&f, which == 2 ? 0 : KEEP(self));
+    core_begin(self, &f);
     ts_status status = which == 0 ? lib.remove_reducer(self->handle, text)
                      : which == 1 ? lib.remove_middleware(self->handle, text)
                                   : lib.load_plugins(self->handle, text);
-    call_end(&f);
+    core_end(self, &f);
     if (status != TS_OK || error_seq != since)
         return raise_for(status, since, which == 0 ? "remove_reducer()" : which == 1 ? "remove_middleware()"
                                                                                     : "load_plugins");
@@ -2228,9 +2326,9 @@ static PyObject *core_load_plugin(CoreObject *self, PyObject *args) {
     self->has_plugins = 1;
     call_frame f;
     unsigned long long since = error_seq;
-    call_begin(&f, 0);
+    core_begin(self, &f);
     ts_status status = lib.load_plugin(self->handle, path, config);
-    call_end(&f);
+    core_end(self, &f);
     if (status != TS_OK || error_seq != since) return raise_for(status, since, "load_plugin");
     Py_RETURN_NONE;
 }
@@ -2252,9 +2350,9 @@ static PyObject *core_subscribe(CoreObject *self, PyObject *args) {
     uint64_t token = 0;
     call_frame f;
     unsigned long long since = error_seq;
-    call_begin(&f, KEEP(self));
+    core_begin(self, &f);
     ts_status status = lib.subscribe(self->handle, pointer, listener_trampoline, listener, &token);
-    call_end(&f);
+    core_end(self, &f);
     return Py_BuildValue("(iKKN)", (int)status, since, (unsigned long long)token, (PyObject *)listener);
 }
 
@@ -2263,9 +2361,9 @@ static PyObject *core_unsubscribe(CoreObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "K", &token) || !core_live(self)) return NULL;
     call_frame f;
     unsigned long long since = error_seq;
-    call_begin(&f, KEEP(self));
+    core_begin(self, &f);
     ts_status status = lib.unsubscribe(self->handle, token);
-    call_end(&f);
+    core_end(self, &f);
     if (status != TS_OK || error_seq != since) return raise_for(status, since, "unsubscribe");
     Py_RETURN_NONE;
 }
@@ -2287,9 +2385,9 @@ static PyObject *core_add_middleware(CoreObject *self, PyObject *args) {
     PyObject_GC_Track(middleware);
     call_frame f;
     unsigned long long since = error_seq;
-    call_begin(&f, KEEP(self));
+    core_begin(self, &f);
     ts_status status = lib.add_middleware(self->handle, name, middleware_trampoline, middleware);
-    call_end(&f);
+    core_end(self, &f);
     return Py_BuildValue("(iKN)", (int)status, since, (PyObject *)middleware);
 }
 
@@ -2567,6 +2665,8 @@ PyMODINIT_FUNC PyInit__ext(void) {
     Py_DECREF(passthrough_datetime);
     if (orjson_options == NULL) return NULL;
     str_ops = PyUnicode_InternFromString("ops");
+    str_type = PyUnicode_InternFromString("type");
+    str_payload = PyUnicode_InternFromString("payload");
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
     ActionObject *init = action_alloc();
