@@ -481,3 +481,27 @@ def test_python_threads_and_a_store_without_plugins_keep_the_gil_safely(store):
     assert store.get("/n") == per_thread * count
     assert other.get("/n") == per_thread * count  # one "add" from each listener call
     other.close()
+
+
+def test_a_callback_that_gives_up_the_gil_does_not_block_other_threads(store):
+    """A listener that sleeps (giving the GIL up) while its dispatch holds
+    the store: another thread's dispatch meanwhile waits for the store
+    without holding the GIL, and both finish."""
+    store.reducer("n", lambda s, a: s + 1 if a.type == "add" else None, initial=0)
+    sleeping = threading.Event()
+
+    def listener(s):
+        if s.get("/n") == 1:
+            sleeping.set()
+            threading.Event().wait(0.2)  # gives the GIL up, the store still held
+
+    store.subscribe(listener)
+    first = threading.Thread(target=lambda: store.dispatch("add"))
+    first.start()
+    assert sleeping.wait(60)
+    second = threading.Thread(target=lambda: store.dispatch("add"))
+    second.start()
+    for thread in (first, second):
+        thread.join(60)
+        assert not thread.is_alive(), "deadlock"
+    assert store.get("/n") == 2
