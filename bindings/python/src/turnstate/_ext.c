@@ -2396,7 +2396,10 @@ static PyObject *core_dispatch_fast(CoreObject *self, PyObject *const *args, Py_
 }
 
 static PyMethodDef core_methods[] = {
-    {"dispatch", (PyCFunction)(void (*)(void))core_dispatch_fast, METH_FASTCALL, NULL},
+    {"dispatch", (PyCFunction)(void (*)(void))core_dispatch_fast, METH_FASTCALL,
+     "dispatch(action, payload=...): dispatches an action through the middleware to the reducers, then calls "
+     "the listeners: dispatch(\"todos/add\", {\"title\": \"x\"}), dispatch({\"type\": ..., \"payload\": ...}) "
+     "or dispatch(action) with an Action received earlier. See turnstate.Store.dispatch."},
     {"dispatch_json", (PyCFunction)core_dispatch_json, METH_O, NULL},
     {"get_text", (PyCFunction)core_get_text, METH_O, NULL},
     {"get", (PyCFunction)core_get, METH_O, NULL},
