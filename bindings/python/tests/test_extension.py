@@ -505,3 +505,32 @@ def test_a_callback_that_gives_up_the_gil_does_not_block_other_threads(store):
         thread.join(60)
         assert not thread.is_alive(), "deadlock"
     assert store.get("/n") == 2
+
+
+@needs_03
+def test_a_patchs_values_become_read_only_when_it_is_returned(store):
+    value = {"a": 1}
+
+    @store.reducer("items", initial=[])
+    def items(state, action):
+        if action.type == "add":
+            return Patch([{"op": "add", "path": "/-", "value": value}])
+        return None
+
+    store.dispatch("add")
+    with pytest.raises(TypeError, match="read-only"):
+        value["a"] = 2  # it is the store's now: changing it would leave the kept value behind the store's
+    store.dispatch("look")
+    assert store.get("/items") == [{"a": 1}] and stats(store)["parses"] == 1
+
+
+def test_a_replaced_or_removed_reducer_lets_its_kept_value_go(store):
+    store.reducer("doc", lambda state, action: None, initial={"big": list(range(1000))})
+    store.dispatch("look")
+    first = [ctx for ctx in store._keepalive if isinstance(ctx, _ext.Reducer)][-1]
+    assert first.stats()["kept"] == (1 if V03 else 0)
+    store.replace_reducer("doc", lambda state, action: None)
+    assert first.stats()["kept"] == 0
+    second = [ctx for ctx in store._keepalive if isinstance(ctx, _ext.Reducer)][-1]
+    store.remove_reducer("doc")
+    assert second.stats()["kept"] == 0 and store.get("/doc/big/999") == 999

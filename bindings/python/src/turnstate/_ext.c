@@ -1918,7 +1918,21 @@ static char *reducer_patch_answer(ReducerObject *self, PyObject *state, PyObject
         return NULL;
     }
     self->patches_sent++;
-    reducer_pend(self, NULL, state != NULL && state == self->kept && PyList_Check(ops) ? ops : NULL);
+    /* The operations' values become the store's, as a returned value does:
+     * read-only now, so that the caller cannot change them before the next
+     * call applies them to the kept value. */
+    int keep = state != NULL && state == self->kept && PyList_Check(ops);
+    for (Py_ssize_t i = 0; keep && i < PyList_GET_SIZE(ops); i++) {
+        PyObject *op = PyList_GET_ITEM(ops, i);
+        PyObject *value = PyDict_Check(op) ? PyDict_GetItemString(op, "value") : NULL;
+        if (value != NULL && !canonical(value, 1)) keep = 0;
+    }
+    for (Py_ssize_t i = 0; keep && i < PyList_GET_SIZE(ops); i++) {
+        PyObject *op = PyList_GET_ITEM(ops, i);
+        PyObject *value = PyDict_Check(op) ? PyDict_GetItemString(op, "value") : NULL;
+        if (value != NULL) freeze_canonical(value);
+    }
+    reducer_pend(self, NULL, keep ? ops : NULL);
     Py_DECREF(ops);
     return NULL;
 }
@@ -1990,13 +2004,23 @@ static char *reducer_trampoline(const char *slice, const ts_action *view, void *
 
 static PyObject *reducer_stats(ReducerObject *self, PyObject *unused) {
     (void)unused;
-    return Py_BuildValue("{sKsKsKsK}", "parses", self->parses, "reuses", self->reuses, "patches", self->patches_sent,
-                         "texts", self->texts_sent);
+    return Py_BuildValue("{sKsKsKsKsi}", "parses", self->parses, "reuses", self->reuses, "patches",
+                         self->patches_sent, "texts", self->texts_sent, "kept", self->kept != NULL);
+}
+
+/* forget(): drops the kept value (the reducer was replaced or removed: the
+ * store will not call it again, and its value may be big). */
+static PyObject *reducer_forget(ReducerObject *self, PyObject *unused) {
+    (void)unused;
+    reducer_keep(self, 0, NULL);
+    reducer_drop_pending(self);
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef reducer_methods[] = {
     {"stats", (PyCFunction)reducer_stats, METH_NOARGS,
      "Counters: slices parsed, kept values reused, answers given as a patch and as text."},
+    {"forget", (PyCFunction)reducer_forget, METH_NOARGS, "Drops the kept value."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -42,6 +42,7 @@ class Action:
 
 class Reducer:
     def stats(self) -> Dict[str, int]: ...
+    def forget(self) -> None: ...
 
 
 class Core:

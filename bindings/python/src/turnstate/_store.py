@@ -481,6 +481,7 @@ class Store:
     def __init__(self, initial: Optional[Mapping[str, JSON]] = None) -> None:
         ext = _capi.load_library()
         self._keepalive: List[Any] = []
+        self._reducers: Dict[str, Any] = {}
         if initial is not None and not isinstance(initial, dict) and isinstance(initial, Mapping):
             initial = dict(initial)
         self._core = ext.Core(None if initial is None else dumps(initial))
@@ -629,6 +630,11 @@ class Store:
         # Kept for the store's life: a replaced reducer may still be on the
         # stack of a dispatch under way on another thread.
         self._keepalive.append(ctx)
+        if status == 0:
+            old = self._reducers.get(key)
+            self._reducers[key] = ctx
+            if old is not None and replace:
+                old.forget()  # not called again: its kept value can go
         if status or _ext.seq() != since:
             _raise(status, _take(since), what)
 
@@ -653,6 +659,9 @@ class Store:
         replace_reducer() does (atomic). NotFoundError if ``key`` has no
         reducer."""
         self._core.remove_reducer(key)
+        old = self._reducers.pop(key, None)
+        if old is not None:
+            old.forget()
 
     # ---- listeners ----
 
