@@ -4,6 +4,17 @@ import PackageDescription
 // Linker options for the shipped libturnstate.so (SONAME, version script,
 // rpath) are passed by the Makefile, not here: unsafeFlags would stop other
 // packages from depending on this one by version.
+
+// TURNSTATE_LIBRARY_ONLY=1: the Makefile's library and plugin builds (make,
+// make run, make install, and the sanitizer builds of the library) set it, so
+// that building the C library resolves no package of the documentation or of
+// the tests: the manifest then leaves out TurnstateTesting (its dependencies
+// are xctest-dynamic-overlay and swift-custom-dump), the test targets, and
+// swift-docc-plugin. Without it (swift build, swift test, make test, make
+// docs, and every package that depends on this one) the manifest is whole:
+// a user's package gets TurnstateTesting.
+let libraryOnly = Context.environment["TURNSTATE_LIBRARY_ONLY"] == "1"
+
 let package = Package(
     name: "turnstate",
     products: [
@@ -15,13 +26,14 @@ let package = Package(
         .library(name: "TurnstatePlugins", targets: ["TurnstatePlugins"]),
         /// libturnstate.so: the C API for C and every language with a C FFI.
         .library(name: "turnstate", type: .dynamic, targets: ["TurnstateC"]),
+        /// The logger middleware plugin, written in Swift: load it with ts_store_load_plugin.
+        .library(name: "turnstate-logger", type: .dynamic, targets: ["TurnstateLoggerPlugin"]),
+    ] + (libraryOnly ? [] : [
         /// Exhaustive tests of a store in the style of TCA: `import TurnstateTesting`
         /// in a test target and use `TestStore`.
         .library(name: "TurnstateTesting", targets: ["TurnstateTesting"]),
-        /// The logger middleware plugin, written in Swift: load it with ts_store_load_plugin.
-        .library(name: "turnstate-logger", type: .dynamic, targets: ["TurnstateLoggerPlugin"]),
-    ],
-    dependencies: [
+    ]),
+    dependencies: libraryOnly ? [] : [
         // For TurnstateTesting only: reportIssue (swift-testing and XCTest)
         // and the state diffs of a failed expectation.
         .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.13.1"),
@@ -48,6 +60,10 @@ let package = Package(
                 exclude: ["exports.map", "ShutdownProtocol.pml"]),
         // Typed Swift stores load plugins through the C face's plugin host.
         .target(name: "TurnstatePlugins", dependencies: ["Turnstate", "TurnstateC", "CTurnstate"]),
+        .executableTarget(name: "turnstate-demo", dependencies: ["Turnstate"], path: "Examples/SwiftDemo"),
+        // The logger plugin (Plugins/logger): reaches the store only through ts_store_api.
+        .target(name: "TurnstateLoggerPlugin", dependencies: ["CTurnstate"], path: "Plugins/logger", exclude: ["README.md"]),
+    ] + (libraryOnly ? [] : [
         // TestStore: exhaustive tests of a store's state changes and received actions.
         .target(name: "TurnstateTesting", dependencies: [
             // TurnstateCore directly too: its documentation links into the core's.
@@ -58,13 +74,10 @@ let package = Package(
             .product(name: "IssueReportingTestSupport", package: "xctest-dynamic-overlay"),
             .product(name: "CustomDump", package: "swift-custom-dump"),
         ]),
-        .executableTarget(name: "turnstate-demo", dependencies: ["Turnstate"], path: "Examples/SwiftDemo"),
         .testTarget(name: "TurnstateTests", dependencies: ["Turnstate"]),
         .testTarget(name: "TurnstateTestingTests", dependencies: ["TurnstateTesting"]),
         .testTarget(name: "TurnstateCTests", dependencies: ["Turnstate", "TurnstateC", "TurnstatePlugins"]),
-        // The logger plugin (Plugins/logger): reaches the store only through ts_store_api.
-        .target(name: "TurnstateLoggerPlugin", dependencies: ["CTurnstate"], path: "Plugins/logger", exclude: ["README.md"]),
-    ],
+    ]),
     swiftLanguageModes: [.v6]
     // No cxxLanguageStandard: the toolchain's clang compiles C++ as gnu++17 by
     // default, as simdjson needs, and a package-wide standard also reaches

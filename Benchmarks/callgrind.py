@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 OUT = os.path.join(ROOT, "build", "bench")
 
-DEFAULT = ["c1", "c2", "c3", "c4", "c5", "c6"]
+DEFAULT = ["c1", "c2", "c3", "c4", "c5", "c6", "cpatch", "cappend", "cunhandled"]
 
 
 def instructions(path):

@@ -7,8 +7,10 @@ The pieces (built by `make bench` before this runs, release builds only):
   - the Swift workloads W1..W7: Benchmarks/Benchmarks/TurnstateBenchmarks, run
     with ordo-one's package-benchmark (`swift package benchmark`), exported as
     raw samples (histogramSamples) into .build-bench/results/;
-  - the C workloads C1..C6, memory and start-up: build/bench/bench (one process
-    per workload), which prints "RESULT <id> <value> <unit>" lines;
+  - the C workloads C1..C6, CP, CA, CU (issue 19: patch reducers, appends,
+    actions no reducer's filter matches), memory and start-up:
+    build/bench/bench (one process per workload), which prints
+    "RESULT <id> <value> <unit>" lines;
   - P1: Benchmarks/python/bench_package.py (the turnstate package, Python
     reducer and listener), and Benchmarks/python/bench_ctypes.py (bare
     ctypes: P1-ctypes, P1-raw), same RESULT lines. P1-add is P1 minus the
@@ -97,6 +99,15 @@ ROWS += [
     ("C5-count", "C5 get_state /count (small slice)", None),
     ("C5-whole", "C5 get_state whole 10 MB state", None),
     ("C5-whole-changed", "C5 get_state whole state after a change", None),
+    ("CP-10", "CP toggle 1 of 10 items: patch reducer, getters", None),
+    ("CP-100k", "CP toggle 1 of 100,000 items (8 MB slice)", ("ratio", 2.0, "CP-10")),
+    ("CP-ratio", "CP 100,000 / 10 items (pairs of runs)", ("max", 2.0)),
+    ("CA-10", "CA append (patch add /items/-) to 10 items", None),
+    ("CA-100k", "CA append to 100,000 items", ("ratio", 2.0, "CA-10")),
+    ("CA-ratio", "CA 100,000 / 10 items (pairs of runs)", ("max", 2.0)),
+    ("CU", "CU action no reducer's filter matches, 8 MB slice", ("ratio", 1.1, "CU-C1")),
+    ("CU-C1", "CU C1 shape, same process, alternating", None),
+    ("CU-ratio", "CU / C1 (pairs of runs)", ("max", 1.1)),
     ("C6", "C6 4 threads dispatching: throughput", None),
     ("C6-ns", "C6 4 threads: wall time per dispatch", None),
     ("C6-lost", "C6 4 threads: lost updates", ("eq", 0)),
@@ -321,6 +332,7 @@ def c_pieces(args):
     """The C program's workloads to run (one process each), then "P1" and
     "P1-package" (two Python processes: bare ctypes, then the package)."""
     ids = {"c1": "C1", "c1i": "C1i", "c1i-own": "C1i-own", "c2": "C2", "c3": "C3", "c4": "C4", "c5": "C5",
+           "cpatch": "CP", "cappend": "CA", "cunhandled": "CU",
            "c6": "C6", "memory": "MEM", "startup": "STARTUP", "big100": "BIG100"}
     if args.big:
         ids["big1024"] = "BIG1024"
@@ -375,7 +387,7 @@ def c_workloads(args, samples, units, notes):
                        what="replicate.so REP")
             parse_results(text, samples, units, notes)
         else:
-            notes.append("REP not run: redis-server or %s is missing (make plugins; .ci/setup.sh)" % plugin)
+            notes.append("REP not run: redis-server or %s is missing (make plugins; .ci/setup.sh test)" % plugin)
     if not args.only or re.search(args.only, "R1 R1-c R1-sys"):
         r1 = os.path.join(ROOT, "build", "rust", "release", "examples", "bench_r1")
         if os.path.exists(r1):

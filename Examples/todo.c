@@ -2,6 +2,7 @@
  * todo.c - the Turnstate demo: a todo list in C, driven through the store.
  *
  *   make run                 builds the library and this program, and runs it
+ *                            (again: the journal restores the state first)
  *   build/bin/todo [DIR]     DIR: a folder of plugins to load (*.so)
  *
  * The state is one JSON object with two keys, each owned by a reducer:
@@ -11,11 +12,13 @@
  *          {"type": "todos/toggle", "payload": {"id": 2}}
  *          {"type": "filter/set",   "payload": {"filter": "active"}}
  *
- * The reducers read the JSON they get with a few small helpers below (the
- * store hands them valid, minified JSON) and build their new slice with
- * snprintf into malloc'ed memory, which the store takes over. The store
- * checks what they return anyway: a reducer that returned broken JSON would
- * make the dispatch fail and leave the state as it was.
+ * The reducers read the JSON they get with the library's getters
+ * (ts_json_get_int, ts_json_next, ...: no JSON parser here), and answer with
+ * what changed, as an RFC 6902 JSON Patch (ts_reducer_patch), or with a new
+ * slice in malloc'ed memory that the store takes over. The store checks
+ * both: a patch that does not apply, or a slice that is not valid JSON, fails
+ * the dispatch and leaves the state as it was. Each reducer names the action
+ * types it handles (ts_store_add_reducer_for).
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <turnstate.h>
@@ -91,133 +94,15 @@ static char *copy_text(const char *s) {
     return text_finish(&t);
 }
 
-/* ---- Reading JSON ------------------------------------------------------------ */
+/* ---- Writing JSON ----------------------------------------------------------- */
 
-static const char *skip_space(const char *p) {
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-    return p;
-}
-
-/* p is at any JSON value; returns the character after it (NULL if malformed). */
-static const char *skip_value(const char *p) {
-    int depth = 0;
-    p = skip_space(p);
-    do {
-        if (*p == '"') {
-            for (p++; *p != '"'; p++) {
-                if (*p == '\0') return NULL;
-                if (*p == '\\' && *++p == '\0') return NULL;
-            }
-            p++;
-        } else if (*p == '[' || *p == '{') {
-            depth++;
-            p++;
-        } else if (*p == ']' || *p == '}') {
-            if (--depth < 0) return NULL;
-            p++;
-        } else if (*p == '\0') {
-            return NULL;
-        } else {
-            p++; /* numbers, true/false/null, ',' and ':' inside containers */
-            while (depth == 0 && *p != '\0' && strchr(",]} \t\r\n", *p) == NULL) p++;
-        }
-    } while (depth > 0);
-    return p;
-}
-
-static unsigned hex_digit(char c) {
-    if (c >= '0' && c <= '9') return (unsigned)(c - '0');
-    if (c >= 'a' && c <= 'f') return (unsigned)(c - 'a' + 10);
-    if (c >= 'A' && c <= 'F') return (unsigned)(c - 'A' + 10);
-    return 16;
-}
-
-static int read_hex4(const char *p, unsigned long *out) {
-    int i;
-    *out = 0;
-    for (i = 0; i < 4; i++) {
-        unsigned digit = hex_digit(p[i]);
-        if (digit > 15) return 0;
-        *out = *out * 16 + digit;
-    }
-    return 1;
-}
-
-static void append_utf8(text *t, unsigned long code) {
-    char bytes[4];
-    size_t count;
-    if (code < 0x80) {
-        bytes[0] = (char)code;
-        count = 1;
-    } else if (code < 0x800) {
-        bytes[0] = (char)(0xC0 | (code >> 6));
-        bytes[1] = (char)(0x80 | (code & 0x3F));
-        count = 2;
-    } else if (code < 0x10000) {
-        bytes[0] = (char)(0xE0 | (code >> 12));
-        bytes[1] = (char)(0x80 | ((code >> 6) & 0x3F));
-        bytes[2] = (char)(0x80 | (code & 0x3F));
-        count = 3;
-    } else {
-        bytes[0] = (char)(0xF0 | (code >> 18));
-        bytes[1] = (char)(0x80 | ((code >> 12) & 0x3F));
-        bytes[2] = (char)(0x80 | ((code >> 6) & 0x3F));
-        bytes[3] = (char)(0x80 | (code & 0x3F));
-        count = 4;
-    }
-    text_append(t, bytes, count);
-}
-
-/* p is at a JSON string: returns its value as malloc'ed UTF-8, or NULL if it
- * is not a string (or holds \u0000, which a C string cannot). */
-static char *read_string(const char *p) {
-    text t = {NULL, 0, 0, 0};
-    if (p == NULL || *(p = skip_space(p)) != '"') return NULL;
-    text_append(&t, "", 0); /* "" is a string too */
-    for (p++; *p != '"'; p++) {
-        unsigned long code, low;
-        if (*p == '\0') goto bad;
-        if (*p != '\\') {
-            text_append(&t, p, 1);
-            continue;
-        }
-        switch (*++p) {
-        case '"': text_append(&t, "\"", 1); break;
-        case '\\': text_append(&t, "\\", 1); break;
-        case '/': text_append(&t, "/", 1); break;
-        case 'b': text_append(&t, "\b", 1); break;
-        case 'f': text_append(&t, "\f", 1); break;
-        case 'n': text_append(&t, "\n", 1); break;
-        case 'r': text_append(&t, "\r", 1); break;
-        case 't': text_append(&t, "\t", 1); break;
-        case 'u':
-            if (!read_hex4(p + 1, &code) || code == 0) goto bad;
-            p += 4;
-            if (code >= 0xD800 && code <= 0xDBFF) { /* a surrogate pair */
-                if (p[1] != '\\' || p[2] != 'u' || !read_hex4(p + 3, &low) || low < 0xDC00 || low > 0xDFFF) goto bad;
-                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-                p += 6;
-            } else if (code >= 0xDC00 && code <= 0xDFFF) {
-                goto bad;
-            }
-            append_utf8(&t, code);
-            break;
-        default:
-            goto bad;
-        }
-    }
-    return text_finish(&t);
-bad:
-    free(t.data);
-    return NULL;
-}
-
-/* Appends `s` (UTF-8) as a JSON string: quotes, backslashes and control
- * characters escaped. */
-static void append_json_string(text *t, const char *s) {
+/* Appends `bytes[0..length)` (UTF-8) as a JSON string: quotes, backslashes
+ * and control characters escaped. */
+static void append_json_string(text *t, const char *bytes, size_t length) {
+    size_t i;
     text_append(t, "\"", 1);
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
+    for (i = 0; i < length; i++) {
+        unsigned char c = (unsigned char)bytes[i];
         switch (c) {
         case '"': text_append(t, "\\\"", 2); break;
         case '\\': text_append(t, "\\\\", 2); break;
@@ -226,166 +111,112 @@ static void append_json_string(text *t, const char *s) {
         case '\t': text_append(t, "\\t", 2); break;
         default:
             if (c < 0x20) text_printf(t, "\\u%04x", c);
-            else text_append(t, s, 1);
+            else text_append(t, bytes + i, 1);
         }
     }
     text_append(t, "\"", 1);
 }
 
-/* The value of member `key` of the JSON object at `object`, or NULL. */
-static const char *member(const char *object, const char *key) {
-    const char *p;
-    if (object == NULL || *(p = skip_space(object)) != '{') return NULL;
-    p = skip_space(p + 1);
-    while (*p == '"') {
-        char *name = read_string(p);
-        int found = name != NULL && strcmp(name, key) == 0;
-        free(name);
-        if ((p = skip_value(p)) == NULL) return NULL;
-        p = skip_space(p);
-        if (*p != ':') return NULL;
-        p = skip_space(p + 1);
-        if (found) return p;
-        if ((p = skip_value(p)) == NULL) return NULL;
-        p = skip_space(p);
-        if (*p != ',') return NULL;
-        p = skip_space(p + 1);
-    }
-    return NULL;
-}
-
-/* The integer at p (a JSON number without fraction), in *out; 0 if none. */
-static int read_integer(const char *p, long long *out) {
-    char *end;
-    if (p == NULL) return 0;
-    p = skip_space(p);
-    if (*p != '-' && (*p < '0' || *p > '9')) return 0;
-    *out = strtoll(p, &end, 10);
-    return *end == '\0' || strchr(".eE", *end) == NULL;
-}
-
-static int is_true(const char *p) {
-    return p != NULL && strncmp(skip_space(p), "true", 4) == 0;
-}
-
-/* Calls fn for each element of the JSON array at `array`; stops at the first
- * fn that returns 0. Returns 0 if the array is malformed. */
-typedef int (*element_fn)(const char *element, size_t length, void *ctx);
-
-static int for_each_element(const char *array, element_fn fn, void *ctx) {
-    const char *p, *end;
-    if (array == NULL || *(p = skip_space(array)) != '[') return 0;
-    p = skip_space(p + 1);
-    if (*p == ']') return 1;
-    for (;;) {
-        if ((end = skip_value(p)) == NULL) return 0;
-        if (!fn(p, (size_t)(end - p), ctx)) return 1;
-        p = skip_space(end);
-        if (*p == ']') return 1;
-        if (*p != ',') return 0;
-        p = skip_space(p + 1);
-    }
+/* Whether bytes[0..length) are `text`. */
+static int is_text(const char *bytes, size_t length, const char *text) {
+    return length == strlen(text) && memcmp(bytes, text, length) == 0;
 }
 
 /* ---- The reducers -------------------------------------------------------------- */
+
+/* They read the JSON they get with the library's getters (ts_json_*: no
+ * parser here) and answer with what changed: an RFC 6902 JSON Patch given
+ * to ts_reducer_patch, which the store applies to the slice. Each is added
+ * for the action types it handles (ts_store_add_reducer_for), so the store
+ * does not call it for the others. */
 
 static int is_type(const ts_action *action, const char *type) {
     return strcmp(action->type, type) == 0;
 }
 
-static int max_id(const char *todo, size_t length, void *ctx) {
-    long long id;
-    (void)length;
-    if (read_integer(member(todo, "id"), &id) && id > *(long long *)ctx) *(long long *)ctx = id;
-    return 1;
-}
-
-/* Appends one todo as JSON: {"id":1,"title":"...","done":false}. */
-static void append_todo(text *t, long long id, const char *title, int done) {
-    text_printf(t, "{\"id\":%lld,\"title\":", id);
-    append_json_string(t, title);
-    text_printf(t, ",\"done\":%s}", done ? "true" : "false");
-}
-
-typedef struct {
-    text out;
-    long long id;
-    int count;
-    int toggled;
-} toggle_job;
-
-static int toggle_one(const char *todo, size_t length, void *ctx) {
-    toggle_job *job = ctx;
-    long long id;
-    if (job->count++ > 0) text_append(&job->out, ",", 1);
-    if (read_integer(member(todo, "id"), &id) && id == job->id) {
-        char *title = read_string(member(todo, "title"));
-        append_todo(&job->out, id, title ? title : "", !is_true(member(todo, "done")));
-        free(title);
-        job->toggled = 1;
-    } else {
-        text_append(&job->out, todo, length); /* the other todos, as they were */
+/* The position of the todo whose "id" is `id` in the list, or -1; and the
+ * largest id in *max_id (0 for an empty list). */
+static long find_todo(const char *todos_json, int64_t id, int64_t *max_id) {
+    ts_json todos, todo, value;
+    size_t cursor = 0;
+    long position = 0, found = -1;
+    int64_t todo_id;
+    *max_id = 0;
+    if (ts_json_at(todos_json, "", &todos) != TS_OK) return -1;
+    while (ts_json_next(&todos, &cursor, NULL, &todo) == TS_OK) {
+        if (ts_json_find(&todo, "/id", &value) == TS_OK && ts_json_int(&value, &todo_id) == TS_OK) {
+            if (todo_id == id && found < 0) found = position;
+            if (todo_id > *max_id) *max_id = todo_id;
+        }
+        position++;
     }
-    return 1;
+    return found;
 }
 
-/* "todos": an array of {id, title, done}. */
+/* "todos": an array of {id, title, done}; "todos/add" and "todos/toggle". */
 static char *todos_reducer(const char *slice_json, const ts_action *action, void *ctx) {
     (void)ctx;
     if (slice_json == NULL) return copy_text("[]"); /* the first value */
 
     if (is_type(action, "todos/add")) {
-        text out = {NULL, 0, 0, 0};
-        long long id = 0;
-        const char *end = strrchr(slice_json, ']');
-        char *title = read_string(member(action->payload, "title"));
-        if (title == NULL || title[0] == '\0' || end == NULL) { /* no title: nothing to add */
-            free(title);
+        text patch = {NULL, 0, 0, 0};
+        const char *title;
+        size_t length;
+        int64_t max_id;
+        char *json;
+        /* No title, an empty one, or one with a NUL (\u0000): nothing to add. */
+        if (ts_json_get_string(action->payload, "/title", &title, &length) != TS_OK || length == 0 ||
+            memchr(title, '\0', length) != NULL)
             return NULL;
-        }
-        for_each_element(slice_json, max_id, &id);
-        text_append(&out, slice_json, (size_t)(end - slice_json)); /* "[...", without the "]" */
-        if (*skip_space(skip_space(slice_json) + 1) != ']') text_append(&out, ",", 1);
-        append_todo(&out, id + 1, title, 0);
-        text_append(&out, "]", 1);
-        free(title);
-        return text_finish(&out);
+        find_todo(slice_json, -1, &max_id);
+        /* [{"op":"add","path":"/-","value":{"id":N,"title":"...","done":false}}] */
+        text_printf(&patch, "[{\"op\":\"add\",\"path\":\"/-\",\"value\":{\"id\":%lld,\"title\":", (long long)max_id + 1);
+        append_json_string(&patch, title, length);
+        text_append(&patch, ",\"done\":false}}]", 16);
+        if ((json = text_finish(&patch)) == NULL || ts_reducer_patch(json) != TS_OK)
+            ts_reducer_fail(json ? ts_last_error() : "no memory for the patch");
+        free(json);
+        return NULL;
     }
 
     if (is_type(action, "todos/toggle")) {
-        toggle_job job = {{NULL, 0, 0, 0}, 0, 0, 0};
-        if (!read_integer(member(action->payload, "id"), &job.id)) return NULL;
-        text_append(&job.out, "[", 1);
-        for_each_element(slice_json, toggle_one, &job);
-        text_append(&job.out, "]", 1);
-        if (!job.toggled) { /* no such todo: unchanged */
-            free(job.out.data);
-            return NULL;
-        }
-        return text_finish(&job.out);
+        int64_t id, max_id;
+        int done;
+        long position;
+        char pointer[64], patch[160];
+        if (ts_json_get_int(action->payload, "/id", &id) != TS_OK) return NULL;
+        if ((position = find_todo(slice_json, id, &max_id)) < 0) return NULL; /* no such todo: unchanged */
+        snprintf(pointer, sizeof pointer, "/%ld/done", position);
+        if (ts_json_get_bool(slice_json, pointer, &done) != TS_OK) done = 0;
+        snprintf(patch, sizeof patch, "[{\"op\":\"replace\",\"path\":\"%s\",\"value\":%s}]", pointer,
+                 done ? "false" : "true");
+        if (ts_reducer_patch(patch) != TS_OK) ts_reducer_fail(ts_last_error());
+        return NULL;
     }
     return NULL; /* not ours: unchanged */
 }
 
-static int is_filter(const char *name) {
-    return strcmp(name, "all") == 0 || strcmp(name, "active") == 0 || strcmp(name, "done") == 0;
-}
+static const char *const todos_types[] = {"todos/add", "todos/toggle", NULL};
 
-/* "filter": which todos the list shows. */
+/* "filter": which todos the list shows; "filter/set" only. */
 static char *filter_reducer(const char *slice_json, const ts_action *action, void *ctx) {
-    char *filter, *out = NULL;
+    static const char *const filters[] = {"all", "active", "done"};
+    const char *filter;
+    size_t length, i;
     (void)ctx;
     if (slice_json == NULL) return copy_text("\"all\"");
-    if (!is_type(action, "filter/set")) return NULL;
-    filter = read_string(member(action->payload, "filter"));
-    if (filter != NULL && is_filter(filter)) {
-        text t = {NULL, 0, 0, 0};
-        append_json_string(&t, filter);
-        out = text_finish(&t);
+    if (ts_json_get_string(action->payload, "/filter", &filter, &length) != TS_OK) return NULL;
+    for (i = 0; i < sizeof filters / sizeof filters[0]; i++) {
+        if (is_text(filter, length, filters[i])) {
+            text t = {NULL, 0, 0, 0};
+            append_json_string(&t, filter, length);
+            return text_finish(&t);
+        }
     }
-    free(filter); /* an unknown filter: unchanged */
-    return out;
+    return NULL; /* an unknown filter: unchanged */
 }
+
+static const char *const filter_types[] = {"filter/set", NULL};
 
 /* ---- The middleware ------------------------------------------------------------- */
 
@@ -413,40 +244,34 @@ static char *read_state(ts_store *store, const char *pointer) {
     return json;
 }
 
-typedef struct {
-    const char *filter;
-    int shown;
-} print_job;
-
-static int print_todo(const char *todo, size_t length, void *ctx) {
-    print_job *job = ctx;
-    long long id = 0;
-    int done = is_true(member(todo, "done"));
-    char *title;
-    (void)length;
-    if ((strcmp(job->filter, "active") == 0 && done) || (strcmp(job->filter, "done") == 0 && !done)) return 1;
-    title = read_string(member(todo, "title"));
-    read_integer(member(todo, "id"), &id);
-    printf("      [%c] #%lld %s\n", done ? 'x' : ' ', id, title ? title : "?");
-    free(title);
-    job->shown++;
-    return 1;
-}
-
 /* Prints the todos that the current filter lets through. */
 static void print_visible(ts_store *store) {
-    char *todos = read_state(store, "/todos");
+    char *todos_json = read_state(store, "/todos");
     char *filter_json = read_state(store, "/filter");
-    char *filter = read_string(filter_json);
-    print_job job;
-    job.filter = filter ? filter : "all";
-    job.shown = 0;
-    printf("    todos (%s):\n", job.filter);
-    if (todos != NULL) for_each_element(todos, print_todo, &job);
-    if (job.shown == 0) printf("      (none)\n");
-    free(filter);
+    const char *filter = "all";
+    size_t filter_length = 3, cursor = 0;
+    int shown = 0;
+    ts_json todos, todo, title, value;
+    if (filter_json != NULL) ts_json_get_string(filter_json, "", &filter, &filter_length);
+    printf("    todos (%.*s):\n", (int)filter_length, filter);
+    if (todos_json != NULL && ts_json_at(todos_json, "", &todos) == TS_OK) {
+        while (ts_json_next(&todos, &cursor, NULL, &todo) == TS_OK) {
+            int64_t id = 0;
+            int done = 0;
+            const char *text = "?";
+            size_t length = 1;
+            if (ts_json_find(&todo, "/done", &value) == TS_OK) ts_json_bool(&value, &done);
+            if ((is_text(filter, filter_length, "active") && done) || (is_text(filter, filter_length, "done") && !done))
+                continue;
+            if (ts_json_find(&todo, "/id", &value) == TS_OK) ts_json_int(&value, &id);
+            if (ts_json_find(&todo, "/title", &title) == TS_OK) ts_json_string(&title, &text, &length);
+            printf("      [%c] #%lld %.*s\n", done ? 'x' : ' ', (long long)id, (int)length, text);
+            shown++;
+        }
+    }
+    if (shown == 0) printf("      (none)\n");
     ts_free(filter_json);
-    ts_free(todos);
+    ts_free(todos_json);
 }
 
 static void on_todos_changed(ts_store *store, void *ctx) {
@@ -482,7 +307,7 @@ static int add_todo(ts_store *store, const char *title) {
     char *json;
     int ok;
     text_printf(&action, "{\"type\":\"todos/add\",\"payload\":{\"title\":");
-    append_json_string(&action, title);
+    append_json_string(&action, title, strlen(title));
     text_append(&action, "}}", 2);
     if ((json = text_finish(&action)) == NULL) return 0;
     ok = dispatch(store, json);
@@ -500,14 +325,24 @@ static ts_status try_action(ts_store *store, const char *action_json) {
     return status;
 }
 
-/* Waits up to `ms` milliseconds for a todo titled `title` to appear (it is
- * dispatched from the delay plugin's thread). */
-static int wait_for_todo(ts_store *store, const char *title, int ms) {
+/* How many todos are titled `title` (the JSON text of the title, quoted). */
+static int count_todos(ts_store *store, const char *quoted_title) {
+    char *todos = read_state(store, "/todos");
+    int count = 0;
+    for (const char *at = todos; at != NULL && (at = strstr(at, quoted_title)) != NULL; at++) count++;
+    ts_free(todos);
+    return count;
+}
+
+/* Waits up to `ms` milliseconds for one more todo titled `title` than the
+ * `before` there were (it is dispatched from the delay plugin's thread; a
+ * state the journal restored may have one already). */
+static int wait_for_todo(ts_store *store, const char *title, int before, int ms) {
     struct timespec tick = {0, 10 * 1000 * 1000};
+    char quoted[128];
+    snprintf(quoted, sizeof quoted, "\"%s\"", title);
     for (int waited = 0; waited <= ms; waited += 10) {
-        char *todos = read_state(store, "/todos");
-        int found = todos != NULL && strstr(todos, title) != NULL;
-        ts_free(todos);
+        int found = count_todos(store, quoted) > before;
         if (found) {
             printf("  \"%s\" arrived after about %d ms\n", title, waited);
             return 1;
@@ -537,10 +372,10 @@ int main(int argc, char **argv) {
     if ((status = ts_store_create("{}", &store)) != TS_OK) return fail(NULL, "ts_store_create", status);
     if ((status = ts_store_add_middleware(store, "logger", logger, NULL)) != TS_OK)
         return fail(store, "ts_store_add_middleware", status);
-    if ((status = ts_store_add_reducer(store, "todos", todos_reducer, NULL)) != TS_OK)
-        return fail(store, "ts_store_add_reducer(\"todos\")", status);
-    if ((status = ts_store_add_reducer(store, "filter", filter_reducer, NULL)) != TS_OK)
-        return fail(store, "ts_store_add_reducer(\"filter\")", status);
+    if ((status = ts_store_add_reducer_for(store, "todos", todos_types, todos_reducer, NULL)) != TS_OK)
+        return fail(store, "ts_store_add_reducer_for(\"todos\")", status);
+    if ((status = ts_store_add_reducer_for(store, "filter", filter_types, filter_reducer, NULL)) != TS_OK)
+        return fail(store, "ts_store_add_reducer_for(\"filter\")", status);
 
     if (argc > 1) {
         /* After the reducers: a plugin that restores a saved state needs them. */
@@ -580,11 +415,12 @@ int main(int argc, char **argv) {
     ok &= dispatch(store, "{\"type\":\"filter/set\",\"payload\":{\"filter\":\"done\"}}");
 
     if (argc > 1) {
+        int before = count_todos(store, "\"Water the plants\"");
         step("Add a todo 200 ms from now, through the delay plugin");
         ok &= dispatch(store, "{\"type\":\"@@delay\",\"payload\":{\"ms\":200,\"action\":"
                               "{\"type\":\"todos/add\",\"payload\":{\"title\":\"Water the plants\"}}}}");
         printf("  dispatch returned at once; waiting for the delayed action...\n");
-        ok &= wait_for_todo(store, "Water the plants", 3000);
+        ok &= wait_for_todo(store, "Water the plants", before, 3000);
     }
 
     step("Try invalid actions (refused: the state does not change)");
@@ -603,8 +439,10 @@ int main(int argc, char **argv) {
     ts_store_destroy(store);
     if (argc > 1) {
         printf("\n  The logger plugin wrote one JSON line per action to the file named in its\n"
-               "  20-logger.json; the journal plugin recorded them. Run the demo again with\n"
-               "  the same folder and the journal restores this state before it starts.\n");
+               "  20-logger.json; the journal plugin recorded them in the file named in its\n"
+               "  90-journal.json. Run the demo again with the same folder (`make run` keeps\n"
+               "  that file, build/demo/todo.journal) and the journal restores this state\n"
+               "  before it starts; rm -rf build/demo to start afresh.\n");
     }
     printf("\n%s\n", ok ? "done." : "some steps failed.");
     return ok ? 0 : 1;

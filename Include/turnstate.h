@@ -26,9 +26,10 @@
  *   (keys compared after unescaping: {"a":1,"\u0061":2} is refused); the
  *   message names the key and its byte offset. This holds wherever the
  *   library reads JSON: initial states, actions (payloads included),
- *   reducer results (there the dispatch fails with TS_E_REDUCER),
- *   replace_state, and plugin configs (given to ts_store_load_plugin or
- *   read from NAME.json), so every reader of a text sees the same members.
+ *   reducer results and patches (there the dispatch fails with
+ *   TS_E_REDUCER), replace_state, plugin configs (given to
+ *   ts_store_load_plugin or read from NAME.json) and texts given to the
+ *   getters (ts_json_at), so every reader of a text sees the same members.
  *   Integers up to 64 bits (signed or unsigned) survive exactly.
  *   Text that the library returns is minified (no insignificant white space).
  * - Out of memory: where the library itself allocates (parsing and copying
@@ -146,7 +147,7 @@ typedef int32_t ts_status;
 #define TS_E_ABI           (-12)  /* a plugin built for an ABI this library does not speak */
 #define TS_E_UNKNOWN_ACTION (-13) /* a Swift store met an action type it cannot decode */
 #define TS_E_MISUSE        (-14)  /* a function used against its rules: a middleware's
-                                     next called twice, or after its run() returned */
+                                     next called twice, or outside its run() */
 
 /* The deepest nesting of arrays and objects that JSON text may have. */
 #define TS_MAX_DEPTH 256
@@ -273,7 +274,8 @@ typedef struct ts_action {
  * A reducer must be pure: it may not dispatch, read the state, subscribe or
  * unsubscribe. Such a call returns TS_E_REENTRANT and the whole dispatch then
  * fails with TS_E_REENTRANT, leaving the state as it was. If a reducer fails
- * (ts_reducer_fail) or returns text that is not valid JSON, the dispatch
+ * (ts_reducer_fail), returns text that is not valid JSON, or gives a patch
+ * that does not apply (ts_reducer_patch), the dispatch
  * fails with TS_E_REDUCER and the state is exactly as it was before it: no
  * reducer's result is applied, and the reducers after it are not called.
  * Text with an object that has a key twice, at any depth, is invalid JSON
@@ -542,12 +544,20 @@ TS_API ts_status ts_store_unsubscribe(ts_store *store, uint64_t token);
  * text to change it; passing action->json itself costs no new parse. Call it
  * at most once per action, and only during the run() it was given to (on
  * that thread); not calling it swallows the action. Returns the status of
- * the rest of the dispatch. A second call for the same action, or a call
- * after that run() returned (a kept `next`, from any thread), returns
- * TS_E_MISUSE and changes nothing; to act later, dispatch through the table.
- * Text that is not a tagged action is refused (TS_E_JSON, TS_E_NOT_ACTION)
- * without using up the one call. After the store is destroyed a kept `next`
- * must not be called at all (it is freed with the store). */
+ * the rest of the dispatch. A second call for the same action returns
+ * TS_E_MISUSE and changes nothing. Do not keep `next`: to act later,
+ * dispatch through the table. A kept `next` called when no run() of that
+ * middleware is under way on the calling thread (after the dispatch, from a
+ * listener of a later one, from another thread: that call first waits for
+ * the dispatch under way to end) returns TS_E_MISUSE and changes nothing.
+ * But a kept `next` called during a later run() of the same middleware on
+ * the same thread is not refused: `next` is one function per place in the
+ * chain (the same pointer in every run() while the chain is unchanged), so
+ * it cannot be told from that run's own. It acts as that run's `next` and
+ * uses up that run's one call. Text that is not a tagged action is refused
+ * (TS_E_JSON, TS_E_NOT_ACTION) without using up the one call. After the
+ * store is destroyed a kept `next` must not be called at all (it is freed
+ * with the store). */
 typedef ts_status (*ts_next_fn)(const char *action_json);
 
 /* The store as middleware sees it: plain C functions bound to one store.
@@ -734,12 +744,14 @@ TS_API ts_status ts_store_load_plugins(ts_store *store, const char *dir);
  * and read without validation:
  * - slice_json of a reducer that the store is calling: read through the
  *   index the store keeps of the slice (made on the first look-up of a
- *   slice and kept while the slice is unchanged), so each look-up costs
- *   O(tokens of the pointer x log(size)), however large the slice;
+ *   slice, in one pass over it, and kept while the slice is unchanged), so
+ *   each later look-up costs O(tokens of the pointer x log(size)), however
+ *   large the slice (a slice whose index would take more memory than its
+ *   text is read by stepping through it instead);
  * - action->payload of a reducer or middleware call under way: minified,
  *   read by stepping over the values before the one named;
  * - action->json of such a call: read as the payload when it has no white
- *   space, else as any text.
+ *   space, else through a minified copy, as any text with white space.
  * A pointer into such a text (slice_json + 1) is not recognised. Answers
  * never depend on recognition: the same text elsewhere gives the same
  * values, statuses and messages. On text with white space between its
@@ -835,7 +847,7 @@ TS_API ts_status ts_json_count(const ts_json *value, size_t *out);
  * *value and, for an object, its key (a TS_JSON_STRING value; read it with
  * ts_json_string) to *key; for an array *key is set to {NULL, 0,
  * TS_JSON_NULL}. key may be NULL. *cursor is an opaque position: pass back
- * what the call before wrote; a cursor that does not belong to the
+ * what the call before wrote; a cursor that cannot belong to the
  * container is TS_E_ARGUMENT. Each call costs the size of the child it
  * steps over. Another kind than array or object is TS_E_ARGUMENT. */
 TS_API ts_status ts_json_next(const ts_json *container, size_t *cursor, ts_json *key, ts_json *value);

@@ -68,10 +68,25 @@
  *   (ts_store_destroy). A Subscription may outlive its Store (its destructor
  *   then does nothing).
  *   A Store may be destroyed from inside one of its own callbacks (a
- *   listener resetting a std::optional<Store>): the C store closes at once
- *   and the callbacks' memory is freed when this thread's outermost call
- *   through this header returns (or when the thread exits, for a callback on
- *   a plugin's thread).
+ *   listener, middleware or reducer resetting a std::optional<Store>, on the
+ *   caller's thread or on a plugin's, such as the delay plugin's worker):
+ *   the C store closes at once - every later call through a StoreRef of it
+ *   throws store_gone_error, an Api's calls too - while the dispatch under
+ *   way finishes: its remaining middleware, reducers and listeners run (a
+ *   reducer's result is applied). Their callables are kept until then:
+ *   freed when a call through this header returns on that thread outside
+ *   every callback (the outermost one, for a dispatch made through this
+ *   header), or when the thread exits (a plugin's thread, whose dispatch
+ *   came from C, ends once its store is gone). Tests/cpp/misuse.cpp checks
+ *   each case under ASan. This header sees only the callbacks it
+ *   registered: code run by a callback registered through turnstate.h must
+ *   not destroy a Store that is busy on its thread, nor, after such a
+ *   destroy, call this header before that store's outermost call returned.
+ *
+ * - Empty callables: an empty std::function or a null pointer to a
+ *   function, given as a reducer, listener or middleware, is refused at the
+ *   call with argument_error, as the C API refuses a NULL fn with
+ *   TS_E_ARGUMENT; nothing is added.
  *
  * - Strings: inputs are `zstring` (a const char *, a std::string, or a
  *   std::string_view, which is copied to add the NUL); outputs are
@@ -296,6 +311,18 @@ struct ThreadState {
     /* Stores destroyed from inside their own callbacks on this thread,
      * freed when the outermost call returns (or the thread exits). */
     std::vector<std::shared_ptr<Core>> deferred;
+
+    /* Frees `deferred`, taken out first: a callable's destructor may call
+     * this header again (a CallScope ending, a Store destroyed). */
+    void free_deferred() noexcept {
+        std::vector<std::shared_ptr<Core>> doomed;
+        doomed.swap(deferred);
+    }
+    ThreadState() = default;
+    ThreadState(const ThreadState &) = delete;
+    ThreadState &operator=(const ThreadState &) = delete;
+    /* At thread exit: freed while this object is still whole. */
+    ~ThreadState() { free_deferred(); }
 };
 
 inline ThreadState &thread_state() noexcept {
@@ -333,7 +360,7 @@ public:
     CallScope &operator=(const CallScope &) = delete;
     ~CallScope() {
         ts_.slot = outer_;
-        if (--ts_.calls == 0 && ts_.in_callback.empty() && !ts_.deferred.empty()) ts_.deferred.clear();
+        if (--ts_.calls == 0 && ts_.in_callback.empty() && !ts_.deferred.empty()) ts_.free_deferred();
     }
     /* After the C call returned `status`. */
     void finish(ts_status status) {
@@ -416,9 +443,31 @@ char *reducer_trampoline(const char *slice, const ts_action *action, void *ctx) 
 void listener_trampoline(ts_store *store, void *ctx) noexcept;
 ts_status middleware_trampoline(const ts_store_api *api, ts_next_fn next, const ts_action *action, void *ctx) noexcept;
 
-/* Wraps a callable taking a StoreRef, or nothing, as a listener_fn. */
+template <class T>
+struct is_std_function : std::false_type {};
+template <class R, class... A>
+struct is_std_function<std::function<R(A...)>> : std::true_type {};
+
+/* Whether `fn` is a callable that holds nothing to call: an empty
+ * std::function, a null pointer to a function or member. */
+template <class F>
+bool is_empty_callable(const F &fn) noexcept {
+    using D = std::decay_t<F>;
+    if constexpr (std::is_function_v<std::remove_reference_t<F>>) {
+        return false; /* a function itself, never null */
+    } else if constexpr (std::is_pointer_v<D> || std::is_member_pointer_v<D> || is_std_function<D>::value) {
+        return fn == nullptr;
+    } else {
+        return false;
+    }
+}
+
+/* Wraps a callable taking a StoreRef, or nothing, as a listener_fn. An
+ * empty one is refused here, before anything is subscribed, as the C API
+ * refuses a NULL fn: argument_error. */
 template <class F>
 listener_fn make_listener(F &&fn) {
+    if (is_empty_callable(fn)) throw argument_error("subscribe: the listener is empty");
     if constexpr (std::is_invocable_v<F &, StoreRef>) {
         return listener_fn(std::forward<F>(fn));
     } else {
@@ -647,7 +696,10 @@ public:
     }
 
     /* The C store, for the functions of turnstate.h. Do not destroy it.
-     * Throws argument_error for a moved-from Store. */
+     * Throws argument_error for a moved-from Store, and store_gone_error (as
+     * every other call here) through the StoreRef of a store that was
+     * destroyed from inside one of its callbacks (a later callback of the
+     * same dispatch). */
     ts_store *handle() const { return core()->store; }
 
 protected:
@@ -658,6 +710,9 @@ protected:
 
     detail::Core *core() const {
         if (core_ == nullptr) throw argument_error("turnstate::Store: this store was moved from");
+        if (core_->closed)
+            throw store_gone_error("turnstate::Store: the store was destroyed (from inside one of its callbacks); "
+                                   "the dispatch under way finishes, and it takes no new calls");
         return core_;
     }
 
@@ -702,6 +757,7 @@ private:
     }
 
     Subscription subscribe_at(const char *pointer, listener_fn fn) const {
+        if (!fn) throw argument_error("subscribe: the listener is empty");
         detail::Core *c = core();
         auto entry = std::make_unique<detail::ListenerEntry>(detail::ListenerEntry{c, std::move(fn)});
         const detail::ListenerEntry *raw = entry.get();

@@ -20,10 +20,12 @@
  * status to refuse the action (set the reason with store->fail). run() is
  * called on the dispatching thread, with the store held: calls on one store
  * are serialized, but the plugin may be called from different threads over
- * time. `next` is valid only during that run() (a second call or a later one
- * returns TS_E_MISUSE). The table stays valid until destroy() returns, so a
- * plugin may keep it and dispatch from its own threads; stop them in
- * destroy(). create() runs with the store held.
+ * time. `next` is valid only during that run(): a second call returns
+ * TS_E_MISUSE, and so does a kept one called outside the plugin's run(); a
+ * kept one called during a later run() of the plugin on the same thread is
+ * that run's `next` (see ts_next_fn in turnstate.h). The table stays valid
+ * until destroy() returns, so a plugin may keep it and dispatch from its own
+ * threads; stop them in destroy(). create() runs with the store held.
  *
  * Shutdown (ts_store_destroy in turnstate.h): the store first closes - the
  * dispatches under way finish, and from then on every call through the

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Tests/run-suites.sh SUITE...   (what `make test` runs)
+# Tests/run-suites.sh SUITE...   (what `make test` and `make check` run)
 #
-# First `make test-build` (what the suites share, built once), then each named
+# First the build step, `make test-build` (what the suites share, built once;
+# TS_BUILD_STEP names another: `make check` gives check-build), then each named
 # make target as a suite with TS_PREBUILT=1 (so it does not remake what
-# test-build made). Goes on after a failure. Prints one line per step:
+# the build step made). Goes on after a failure. Prints one line per step:
 #
 #     PASS test-c               6944 checks                   12.3 s
 #     FAIL test-json            2508 checks, 2 failed          3.1 s
@@ -13,6 +14,12 @@
 # "N passed, M failed", counting checks. Each step's whole output goes to
 # build/test-logs/STEP.log; when a step fails, its last TEST_LOG_TAIL (60)
 # lines and the log's path are shown.
+#
+# What it is doing shows from the start: the build step's line "test-build:
+# ... (log: ...)" comes first, then the line of each of its steps as it starts
+# (.ci/step.sh writes them to TS_PROGRESS_FD as well), while their output goes
+# to the logs. On a terminal, "running SUITE (log: ...)" stands on the line
+# while a suite runs.
 #
 # Counting: a suite reports its checks in lines "checks: N passed, M failed"
 # (Tests/checks.sh prints one after each test program or script it wraps);
@@ -25,8 +32,11 @@ tail_lines=${TEST_LOG_TAIL:-60}
 mkdir -p "$logs"
 rm -f "$logs"/*.log
 
+build_step=${TS_BUILD_STEP:-test-build}
+live=0
+[ -t 1 ] && live=1
 width=10
-for s in test-build "$@"; do [ ${#s} -gt $width ] && width=${#s}; done
+for s in "$build_step" "$@"; do [ ${#s} -gt $width ] && width=${#s}; done
 
 total_passed=0 total_failed=0 failures=()
 started=$(date +%s.%N)
@@ -36,14 +46,23 @@ step() {
   local name=$1 log=$logs/$1.log start end status p f secs counts line
   shift
   start=$(date +%s.%N)
-  make --no-print-directory "$name" "$@" >"$log" 2>&1 </dev/null
-  status=$?
+  if [ "$name" = "$build_step" ]; then
+    echo "$name: building what the suites share (log: $log; each step's own log in build/logs)"
+    # fd 3: the terminal, for the steps' lines (TS_PROGRESS_FD, .ci/step.sh).
+    TS_PROGRESS_FD=3 make --no-print-directory "$name" "$@" 3>&1 >"$log" 2>&1 </dev/null
+    status=$?
+  else
+    [ "$live" = 1 ] && printf '     running %s (log: %s)' "$name" "$log"
+    make --no-print-directory "$name" "$@" >"$log" 2>&1 </dev/null
+    status=$?
+    [ "$live" = 1 ] && printf '\r\033[K'
+  fi
   end=$(date +%s.%N)
   secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
   read -r p f < <(awk '/^checks: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 } END { print p + 0, f + 0 }' "$log")
   if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
   total_passed=$((total_passed + p)) total_failed=$((total_failed + f))
-  if [ "$name" = test-build ]; then
+  if [ "$name" = "$build_step" ]; then
     counts=""
   elif [ "$f" -eq 0 ]; then
     counts=$(printf '%8s checks' "$p")
@@ -62,7 +81,7 @@ step() {
   fi
 }
 
-step test-build
+step "$build_step"
 export TS_PREBUILT=1
 for suite in "$@"; do
   step "$suite"

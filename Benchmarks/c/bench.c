@@ -3,6 +3,7 @@
  * of libturnstate, measured from a C program.
  *
  *   bench [options] [workload...]      workloads: c1 c2 c3 c4 c5 c6 memory startup big
+ *                                      cpatch cappend cunhandled
  *                                      (none: all of them)
  *   --runs R          timed runs per workload (default 7)
  *   --scale F         multiply every loop count by F (default 1; 0.01 for a smoke test)
@@ -491,6 +492,223 @@ static void c6(void) {
     ts_store_destroy(store);
 }
 
+/* ---- Patches, appends and actions no reducer handles (issue 19) --------- */
+
+/* A todo list {"items":[{"id":0,"title":"todo item number 0","done":false,
+ * "tags":["home","later"]}, ...]} of `items` items (about 80 bytes each, so
+ * 100,000 items are about 8 MB). malloc'ed. */
+static char *todo_slice(long items) {
+    size_t capacity = (size_t)items * 96 + 64;
+    char *text = malloc(capacity);
+    if (text == NULL) {
+        perror("malloc");
+        exit(1);
+    }
+    size_t at = (size_t)snprintf(text, capacity, "{\"items\":[");
+    for (long i = 0; i < items; i++) {
+        at += (size_t)snprintf(text + at, capacity - at,
+                               "%s{\"id\":%ld,\"title\":\"todo item number %ld\",\"done\":false,\"tags\":[\"home\",\"later\"]}",
+                               i ? "," : "", i, i);
+    }
+    snprintf(text + at, capacity - at, "]}");
+    return text;
+}
+
+/* The patch reducer of "todos" (added for "todos/" then "*"): at init, the
+ * list of *(long *)ctx items; "todos/toggle" {"id": N} reads the payload and
+ * the item's "done" with the getters and answers with one replace;
+ * "todos/add" {"title": ...} appends the payload with "add" at "/items/-". */
+static char *todo_patch_reducer(const char *slice, const ts_action *action, void *ctx) {
+    if (slice == NULL) return todo_slice(*(long *)ctx);
+    char patch[160];
+    if (strcmp(action->type, "todos/toggle") == 0) {
+        int64_t id;
+        int done;
+        char pointer[48];
+        if (ts_json_get_int(action->payload, "/id", &id) != TS_OK) goto fail;
+        snprintf(pointer, sizeof pointer, "/items/%lld/done", (long long)id);
+        if (ts_json_get_bool(slice, pointer, &done) != TS_OK) goto fail;
+        snprintf(patch, sizeof patch, "[{\"op\":\"replace\",\"path\":\"%s\",\"value\":%s}]", pointer,
+                 done ? "false" : "true");
+        if (ts_reducer_patch(patch) != TS_OK) goto fail;
+    } else if (strcmp(action->type, "todos/add") == 0) {
+        /* The payload is small and minified: one patch around it. */
+        static const char head[] = "[{\"op\":\"add\",\"path\":\"/items/-\",\"value\":";
+        size_t length = strlen(action->payload), head_length = sizeof head - 1;
+        char *text = malloc(head_length + length + 3);
+        if (text == NULL) return NULL;
+        memcpy(text, head, head_length);
+        memcpy(text + head_length, action->payload, length);
+        memcpy(text + head_length + length, "}]", 3);
+        ts_status status = ts_reducer_patch(text);
+        free(text);
+        if (status != TS_OK) goto fail;
+    }
+    return NULL;
+fail:
+    ts_reducer_fail(ts_last_error());
+    return NULL;
+}
+
+static const char *const todo_types[] = {"todos/" "*", NULL};
+
+/* A store of the C1 shape (the counter, one listener) plus "todos" of
+ * `items` items, owned by the patch reducer. */
+static ts_store *todo_store(long *items) {
+    ts_store *store = counter_store(NULL);
+    CHECK(ts_store_add_reducer_for(store, "todos", todo_types, todo_patch_reducer, items));
+    return store;
+}
+
+/* Times `n` dispatches of actions[i % count]; every one must succeed and
+ * call the listener. Returns ns per dispatch. */
+static double time_actions(ts_store *store, char **actions, int count, long n) {
+    unsigned long long calls_before = listener_calls;
+    count_start();
+    double start = now_ns();
+    for (long i = 0; i < n; i++) {
+        ts_status status = ts_store_dispatch(store, actions[i % count]);
+        if (status != TS_OK) die("ts_store_dispatch", status);
+    }
+    double elapsed = now_ns() - start;
+    count_stop(counted_id, n);
+    if (listener_calls - calls_before != (unsigned long long)n) {
+        fprintf(stderr, "bench: %ld dispatches called the listener %llu times\n", n, listener_calls - calls_before);
+        exit(1);
+    }
+    return elapsed / (double)n;
+}
+
+enum { TOGGLE_ACTIONS = 16 };
+
+/* The item that toggle action i names: ids spread over the list. */
+static long toggle_id(int i, long items) { return (long)((i * items) / TOGGLE_ACTIONS + i) % items; }
+
+static void toggle_actions(long items, char **actions) {
+    for (int i = 0; i < TOGGLE_ACTIONS; i++) {
+        actions[i] = malloc(64);
+        if (actions[i] == NULL) exit(1);
+        snprintf(actions[i], 64, "{\"type\":\"todos/toggle\",\"payload\":{\"id\":%ld}}", toggle_id(i, items));
+    }
+}
+
+/* After `runs` loops of `n` toggles, item toggle_id(0) is done if it was
+ * toggled an odd number of times: checks it. */
+static void check_toggled(ts_store *store, long items, long n) {
+    long id = toggle_id(0, items), times = 0;
+    for (int i = 0; i < TOGGLE_ACTIONS; i++) {
+        if (toggle_id(i, items) != id) continue;
+        times += n / TOGGLE_ACTIONS + (i < n % TOGGLE_ACTIONS ? 1 : 0);
+    }
+    times *= runs;
+    char pointer[64], *text;
+    snprintf(pointer, sizeof pointer, "/todos/items/%ld/done", id);
+    CHECK(ts_store_get_state(store, pointer, &text));
+    const char *want = (times % 2) ? "true" : "false";
+    if (strcmp(text, want) != 0) {
+        fprintf(stderr, "bench: %s is %s after %ld toggles, expected %s\n", pointer, text, times, want);
+        exit(1);
+    }
+    ts_free(text);
+}
+
+/* CP: toggling one item of a 10-item and of a 100,000-item list, runs
+ * alternating in one process (CP-ratio: pairs of runs). */
+static void cpatch(void) {
+    long small_items = 10, big_items = 100000;
+    ts_store *small = todo_store(&small_items);
+    ts_store *big = todo_store(&big_items);
+    char *small_actions[TOGGLE_ACTIONS], *big_actions[TOGGLE_ACTIONS];
+    toggle_actions(small_items, small_actions);
+    toggle_actions(big_items, big_actions);
+    char *text;
+    CHECK(ts_store_get_state(big, "/todos", &text));
+    info("CP: the 100,000-item slice is %zu bytes", strlen(text));
+    ts_free(text);
+    long n_small = scaled(100000), n_big = scaled(2000) < 16 ? 16 : scaled(2000);
+    for (int r = 0; r < runs; r++) {
+        counted_id = "CP-10";
+        double a = time_actions(small, small_actions, TOGGLE_ACTIONS, n_small);
+        counted_id = "CP-100k";
+        double b = time_actions(big, big_actions, TOGGLE_ACTIONS, n_big);
+        result("CP-10", a, "ns");
+        result("CP-100k", b, "ns");
+        result("CP-ratio", b / a, "x");
+    }
+    check_toggled(small, small_items, n_small);
+    check_toggled(big, big_items, n_big);
+    for (int i = 0; i < TOGGLE_ACTIONS; i++) {
+        free(small_actions[i]);
+        free(big_actions[i]);
+    }
+    ts_store_destroy(big);
+    ts_store_destroy(small);
+}
+
+/* CA: appending to a 10-item and to a 100,000-item list. Each run starts
+ * from fresh stores (made outside the timed loop) and appends n items. */
+static void cappend(void) {
+    long small_items = 10, big_items = 100000;
+    char *action[1] = {"{\"type\":\"todos/add\",\"payload\":{\"id\":-1,\"title\":\"a new todo\",\"done\":false,"
+                       "\"tags\":[]}}"};
+    long n_small = scaled(20000), n_big = scaled(2000) < 16 ? 16 : scaled(2000);
+    long n = n_small < n_big ? n_small : n_big;
+    for (int r = 0; r < runs; r++) {
+        ts_store *small = todo_store(&small_items);
+        ts_store *big = todo_store(&big_items);
+        counted_id = "CA-10";
+        double a = time_actions(small, action, 1, n);
+        counted_id = "CA-100k";
+        double b = time_actions(big, action, 1, n);
+        char *text;
+        CHECK(ts_store_get_state(big, "/todos/items/100000/title", &text));
+        if (strcmp(text, "\"a new todo\"") != 0) {
+            fprintf(stderr, "bench: the appended item reads %s\n", text);
+            exit(1);
+        }
+        ts_free(text);
+        result("CA-10", a, "ns");
+        result("CA-100k", b, "ns");
+        result("CA-ratio", b / a, "x");
+        ts_store_destroy(big);
+        ts_store_destroy(small);
+    }
+    info("CA: %ld appends per run to each list", n);
+}
+
+/* CU: an action that no reducer's filter matches (the counter reducer takes
+ * "counter/" then "*" only, the todos reducer "todos/" then "*"), with the
+ * 100,000-item slice present, against C1 in the same process. */
+static void cunhandled(void) {
+    long big_items = 100000;
+    ts_store *c1_store = counter_store(NULL);
+    ts_store *store;
+    uint64_t token;
+    static const char *const counter_types[] = {"counter/" "*", NULL};
+    CHECK(ts_store_create(NULL, &store));
+    CHECK(ts_store_add_reducer_for(store, "count", counter_types, bench_counter_reducer, NULL));
+    CHECK(ts_store_subscribe(store, NULL, bench_counting_listener, &listener_calls, &token));
+    CHECK(ts_store_add_reducer_for(store, "todos", todo_types, todo_patch_reducer, &big_items));
+    char *action[1] = {"{\"type\":\"session/ping\",\"payload\":1}"};
+    long n = scaled(200000);
+    for (int r = 0; r < runs; r++) {
+        counting = 0;
+        double base = time_dispatches(c1_store, n);
+        counting = 1;
+        counted_id = "CU";
+        double unhandled = time_actions(store, action, 1, n);
+        result("CU-C1", base, "ns");
+        result("CU", unhandled, "ns");
+        result("CU-ratio", unhandled / base, "x");
+    }
+    if (read_count(store) != 0) {
+        fprintf(stderr, "bench: CU: an unhandled action changed the count\n");
+        exit(1);
+    }
+    ts_store_destroy(store);
+    ts_store_destroy(c1_store);
+}
+
 /* ---- Memory ------------------------------------------------------------- */
 
 static double max_rss_mb(void) {
@@ -698,7 +916,8 @@ static const struct {
     void (*run)(void);
 } workloads[] = {
     {"c1", c1}, {"c1i", c1i}, {"c1i-own", c1i_own}, {"c2", c2}, {"c3", c3}, {"c4", c4}, {"c5", c5}, {"c6", c6},
-    {"memory", memory}, {"startup", startup}, {"big", big},
+    {"memory", memory}, {"startup", startup}, {"big", big}, {"cpatch", cpatch}, {"cappend", cappend},
+    {"cunhandled", cunhandled},
 };
 
 #define WORKLOAD_COUNT (sizeof workloads / sizeof workloads[0])

@@ -12,13 +12,16 @@
  *                                      action record before it
  * <length> is the decimal byte length of <json>; <crc32> is 8 lowercase hex
  * digits of the CRC-32 (IEEE 802.3) of the record letter followed by <json>.
- * <json> is minified, so it holds no newline. See README.md.
+ * <json> is minified, so it holds no newline. The records are written and
+ * read by ../common/record.h, which the inspector's export and import use
+ * too. See README.md.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "turnstate_plugin.h"
 
 #include "../common/pjson.h"
+#include "../common/record.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,10 +32,20 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #define JOURNAL_VERSION "1.0.0"
-#define HEADER_ROOM 40 /* "A " + up to 20 digits + " " + 8 hex + " " */
+#define HEADER_ROOM TS_RECORD_HEADER_MAX /* the longest record header */
+
+/* Taking the lock (see take_lock): how long create() waits for a holder that
+ * is exiting, and for one that /proc/locks does not name; how often it looks. */
+#define LOCK_WAIT_EXITING_MS 10000
+#define LOCK_WAIT_UNKNOWN_MS 1000
+#define LOCK_POLL_MS 10
+#ifndef JOURNAL_PROC_LOCKS
+#define JOURNAL_PROC_LOCKS "/proc/locks" /* the tests build a variant without it */
+#endif
 
 enum fsync_mode { FSYNC_NEVER, FSYNC_ALWAYS, FSYNC_EVERY };
 
@@ -56,28 +69,7 @@ typedef struct journal {
     size_t depth, stack_capacity;
     char *record;            /* buffer for building records */
     size_t record_capacity;
-    uint32_t crc_table[256];
 } journal;
-
-/* ---- CRC-32 ------------------------------------------------------------- */
-
-static void crc_init(uint32_t table[256]) {
-    uint32_t i, k;
-    for (i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (k = 0; k < 8; k++) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        table[i] = c;
-    }
-}
-
-/* CRC-32 of the record letter followed by json[0..length). */
-static uint32_t record_crc(const uint32_t table[256], char letter, const char *json, size_t length) {
-    uint32_t c = 0xFFFFFFFFu;
-    size_t i;
-    c = table[(c ^ (unsigned char)letter) & 0xFFu] ^ (c >> 8);
-    for (i = 0; i < length; i++) c = table[(c ^ (unsigned char)json[i]) & 0xFFu] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
 
 /* ---- Small helpers -------------------------------------------------------- */
 
@@ -110,7 +102,7 @@ static int write_all(int fd, const char *data, size_t length) {
  * is returned. */
 static int append_record(journal *j, char letter, const char *json) {
     size_t raw = strlen(json), length, header_length;
-    char header[HEADER_ROOM];
+    char header[HEADER_ROOM + 1];
     char *start;
     int err;
     if (raw > (size_t)-1 - HEADER_ROOM - 2) return ENOMEM;
@@ -121,8 +113,7 @@ static int append_record(journal *j, char letter, const char *json) {
         j->record_capacity = HEADER_ROOM + raw + 2;
     }
     length = pj_minify(json, json + raw, j->record + HEADER_ROOM);
-    header_length = (size_t)snprintf(header, sizeof header, "%c %zu %08lx ", letter, length,
-                                     (unsigned long)record_crc(j->crc_table, letter, j->record + HEADER_ROOM, length));
+    header_length = ts_record_header(header, letter, j->record + HEADER_ROOM, length);
     start = j->record + HEADER_ROOM - header_length;
     memcpy(start, header, header_length);
     j->record[HEADER_ROOM + length] = '\n';
@@ -253,75 +244,160 @@ static ts_status journal_run(const ts_store_api *store, ts_next_fn next, const t
     return TS_OK;
 }
 
-/* ---- Loading -------------------------------------------------------------- */
+/* ---- The lock ------------------------------------------------------------- */
 
-typedef struct record_ref {
-    char letter;
-    size_t offset;      /* of the record */
-    size_t json_offset; /* of its JSON */
-    size_t json_length;
-} record_ref;
+/* Who holds the flock of the journal, as far as /proc (Linux) tells. */
+enum holder { HOLDER_UNKNOWN, HOLDER_EXITING, HOLDER_LIVE, HOLDER_SELF };
 
-/* Parses the record at buf[off]. On success fills *r and returns 1; else
- * writes why into why[] and returns 0. */
-static int parse_record(const journal *j, const char *buf, size_t size, size_t off, record_ref *r, char *why,
-                        size_t why_size) {
-    size_t p = off, length = 0, digits = 0, k;
-    uint32_t stored = 0, computed;
-    if (buf[p] != 'A' && buf[p] != 'S') {
-        snprintf(why, why_size, "it does not start with \"A \" or \"S \"");
-        return 0;
+/* Whether process pid is on its way out: gone already, a zombie (its other
+ * threads may still be closing its files), exiting (PF_EXITING), or with
+ * SIGKILL pending (a fatal signal was delivered; the kernel marks every
+ * thread so, even one that finishes an fsync first). */
+static int process_exiting(long pid) {
+    char name[64], text[1024], *p;
+    unsigned long flags = 0;
+    char state = '?';
+    FILE *f;
+    size_t n;
+    snprintf(name, sizeof name, "/proc/%ld/stat", pid);
+    f = fopen(name, "r");
+    if (f == NULL) return 1;
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    p = strrchr(text, ')'); /* after the command name, which may hold anything */
+    if (p == NULL || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2) return 1;
+    if (state == 'Z' || state == 'X' || state == 'x' || (flags & 0x4ul) != 0) return 1;
+    snprintf(name, sizeof name, "/proc/%ld/status", pid);
+    f = fopen(name, "r");
+    if (f == NULL) return 1;
+    while (fgets(text, sizeof text, f) != NULL) {
+        unsigned long long pending;
+        if ((sscanf(text, "SigPnd: %llx", &pending) == 1 || sscanf(text, "ShdPnd: %llx", &pending) == 1) &&
+            (pending & (1ull << (9 - 1))) != 0) { /* SIGKILL is 9 on Linux */
+            fclose(f);
+            return 1;
+        }
     }
-    r->letter = buf[p];
-    if (p + 1 >= size || buf[p + 1] != ' ') goto header;
-    p += 2;
-    while (p < size && buf[p] >= '0' && buf[p] <= '9') {
-        if (digits++ >= 18) goto header;
-        length = length * 10 + (size_t)(buf[p] - '0');
-        p++;
-    }
-    if (digits == 0 || p >= size || buf[p] != ' ') goto header;
-    p++;
-    for (k = 0; k < 8; k++, p++) {
-        char c = p < size ? buf[p] : '\0';
-        stored <<= 4;
-        if (c >= '0' && c <= '9') stored |= (uint32_t)(c - '0');
-        else if (c >= 'a' && c <= 'f') stored |= (uint32_t)(c - 'a' + 10);
-        else goto header;
-    }
-    if (p >= size || buf[p] != ' ') goto header;
-    p++;
-    if (length > size - p || size - p - length < 1) {
-        snprintf(why, why_size, "its %zu bytes of JSON run past the end of the file", length);
-        return 0;
-    }
-    if (buf[p + length] != '\n') {
-        snprintf(why, why_size, "no newline after its %zu bytes of JSON", length);
-        return 0;
-    }
-    computed = record_crc(j->crc_table, r->letter, buf + p, length);
-    if (computed != stored) {
-        snprintf(why, why_size, "CRC-32 mismatch (recorded %08lx, computed %08lx)", (unsigned long)stored,
-                 (unsigned long)computed);
-        return 0;
-    }
-    r->offset = off;
-    r->json_offset = p;
-    r->json_length = length;
-    return 1;
-header:
-    snprintf(why, why_size, "malformed record header");
+    fclose(f);
     return 0;
 }
 
+/* Looks up the holders of a flock on inode `inode` in /proc/locks. Any live
+ * holder wins (*pid names it); else an exiting one; else unknown (no
+ * /proc/locks, a holder outside our PID namespace, or the lock just went).
+ * Only the inode is compared, not the device (whose numbers some file
+ * systems show differently): a lock on another file with the same inode
+ * number can only make the answer "live", that is refuse sooner. */
+static enum holder find_holder(unsigned long long inode, long *pid) {
+    char line[256];
+    enum holder found = HOLDER_UNKNOWN;
+    FILE *f = fopen(JOURNAL_PROC_LOCKS, "r");
+    if (f == NULL) return HOLDER_UNKNOWN;
+    while (fgets(line, sizeof line, f) != NULL) {
+        /* "1: FLOCK  ADVISORY  WRITE 1234 fe:00:16221093 0 EOF"; a waiter's
+         * line has "->" after the number. */
+        char type[16], mode[16], access[16];
+        long holder_pid;
+        unsigned int major, minor;
+        unsigned long long holder_inode;
+        char *p = strchr(line, ':');
+        if (p == NULL || strstr(line, "->") != NULL) continue;
+        if (sscanf(p + 1, "%15s %15s %15s %ld %x:%x:%llu", type, mode, access, &holder_pid, &major, &minor,
+                   &holder_inode) != 7)
+            continue;
+        if (strcmp(type, "FLOCK") != 0 || holder_inode != inode || holder_pid <= 0) continue;
+        if (holder_pid == (long)getpid()) {
+            found = HOLDER_SELF;
+            *pid = holder_pid;
+            break;
+        }
+        if (!process_exiting(holder_pid)) {
+            found = HOLDER_LIVE;
+            *pid = holder_pid;
+            break;
+        }
+        found = HOLDER_EXITING;
+        *pid = holder_pid;
+    }
+    fclose(f);
+    return found;
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1000.0 + (double)t.tv_nsec / 1e6;
+}
+
+/* Takes the exclusive flock of j->fd. A store that holds it is refused at
+ * once; a process that is exiting (killed mid-dispatch: it keeps the lock
+ * until the kernel has closed its files, which can be after its parent, or
+ * `timeout -s KILL`, has already gone on) is waited for, up to
+ * LOCK_WAIT_EXITING_MS; a holder /proc/locks does not name, up to
+ * LOCK_WAIT_UNKNOWN_MS. 0, or the reason in why[] and -1. */
+static int take_lock(journal *j, char *why, size_t why_size) {
+    struct stat st;
+    double start = now_ms();
+    if (fstat(j->fd, &st) != 0) {
+        snprintf(why, why_size, "cannot be locked (fstat failed: %s)", strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        long pid = 0;
+        enum holder holder;
+        double waited;
+        struct timespec tick = {0, LOCK_POLL_MS * 1000000L};
+        if (flock(j->fd, LOCK_EX | LOCK_NB) == 0) return 0;
+        if (errno == EINTR) continue;
+        if (errno != EWOULDBLOCK) {
+            snprintf(why, why_size, "cannot be locked: %s", strerror(errno));
+            return -1;
+        }
+        holder = find_holder((unsigned long long)st.st_ino, &pid);
+        waited = now_ms() - start;
+        if (holder == HOLDER_SELF) {
+            snprintf(why, why_size, "is in use by another store of this process (it is locked): one journal, one store");
+            return -1;
+        }
+        if (holder == HOLDER_LIVE) {
+            snprintf(why, why_size, "is in use by another store (process %ld holds its lock): one journal, one store",
+                     pid);
+            return -1;
+        }
+        if (holder == HOLDER_EXITING && waited >= LOCK_WAIT_EXITING_MS) {
+            snprintf(why, why_size,
+                     "is in use by another store (process %ld, which is exiting, still held its lock after %d s)", pid,
+                     LOCK_WAIT_EXITING_MS / 1000);
+            return -1;
+        }
+        if (holder == HOLDER_UNKNOWN && waited >= LOCK_WAIT_UNKNOWN_MS) {
+            snprintf(why, why_size,
+                     "is in use by another store (it stayed locked for %d s, and %s does not say by whom): one journal, "
+                     "one store",
+                     LOCK_WAIT_UNKNOWN_MS / 1000, JOURNAL_PROC_LOCKS);
+            return -1;
+        }
+        nanosleep(&tick, NULL);
+    }
+}
+
+/* ---- Loading -------------------------------------------------------------- */
+
+/* A record found in the file: where it starts, and what record.h read. */
+typedef struct record_ref {
+    size_t offset; /* of the record */
+    ts_record r;   /* its letter, and its JSON and end as offsets in the file */
+} record_ref;
+
 /* The offset of the first well-formed record that starts after off, or 0 if
  * there is none: then the bad record at off is the torn tail of the file. */
-static size_t valid_record_after(const journal *j, const char *buf, size_t size, size_t off) {
+static size_t valid_record_after(const char *buf, size_t size, size_t off) {
     size_t q;
-    char why[160];
+    char why[256];
     for (q = off + 1; q + 1 < size; q++) {
-        record_ref r;
-        if ((buf[q] == 'A' || buf[q] == 'S') && buf[q + 1] == ' ' && parse_record(j, buf, size, q, &r, why, sizeof why))
+        ts_record r;
+        if ((buf[q] == 'A' || buf[q] == 'S') && buf[q + 1] == ' ' && ts_record_read(buf, size, q, &r, why, sizeof why))
             return q;
     }
     return 0;
@@ -330,7 +406,7 @@ static size_t valid_record_after(const journal *j, const char *buf, size_t size,
 /* Fails create: formats the message into *error_message. */
 static ts_status create_error(char **error_message, ts_status status, const char *format, const char *path,
                               const char *detail) {
-    char msg[900];
+    char msg[1200];
     snprintf(msg, sizeof msg, format, path, detail);
     if (error_message) *error_message = dup_text(msg);
     return status;
@@ -481,7 +557,7 @@ static void sync_parent(const char *path) {
 }
 
 static ts_status journal_create(const char *config_json, const ts_store_api *store, void **self, char **error_message) {
-    char err[600], why[160], detail[400];
+    char err[600], why[256], detail[600];
     journal *j;
     char *buf = NULL, *original = NULL;
     size_t size = 0, off = 0, good_end = 0, count = 0, capacity = 0, i, last_snapshot = (size_t)-1;
@@ -510,7 +586,6 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     j->store = store;
     j->fsync_mode = FSYNC_ALWAYS;
     j->snapshot_every = 1000;
-    crc_init(j->crc_table);
     if (!parse_config(j, config_json, err, sizeof err)) {
         journal_free(j);
         if (error_message) *error_message = dup_text(err);
@@ -522,10 +597,8 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
         status = create_error(error_message, TS_E_IO, "journal: cannot open \"%.300s\": %s", j->path, strerror(errno));
         goto fail;
     }
-    if (flock(j->fd, LOCK_EX | LOCK_NB) != 0) {
-        status = create_error(error_message, TS_E_IO,
-                              "journal: \"%.300s\" is in use by another store (%s): one journal, one store", j->path,
-                              errno == EWOULDBLOCK ? "it is locked" : strerror(errno));
+    if (take_lock(j, detail, sizeof detail) != 0) {
+        status = create_error(error_message, TS_E_IO, "journal: \"%.300s\" %s", j->path, detail);
         goto fail;
     }
     e = read_file(j->fd, &buf, &size);
@@ -538,8 +611,9 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     /* Scan the records. */
     while (off < size) {
         record_ref r;
-        if (!parse_record(j, buf, size, off, &r, why, sizeof why)) {
-            size_t later = valid_record_after(j, buf, size, off);
+        r.offset = off;
+        if (!ts_record_read(buf, size, off, &r.r, why, sizeof why)) {
+            size_t later = valid_record_after(buf, size, off);
             if (later == 0) {
                 torn = 1; /* the last record: a write that did not finish */
                 break;
@@ -561,9 +635,9 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
             records = grown;
             capacity = c;
         }
-        if (r.letter == 'S') last_snapshot = count;
+        if (r.r.letter == 'S') last_snapshot = count;
         records[count++] = r;
-        off = r.json_offset + r.json_length + 1;
+        off = r.r.end;
         good_end = off;
     }
 
@@ -597,8 +671,8 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     }
     if (last_snapshot != (size_t)-1) {
         record_ref *r = &records[last_snapshot];
-        buf[r->json_offset + r->json_length] = '\0';
-        status = store->replace_state(buf + r->json_offset);
+        buf[r->r.json + r->r.length] = '\0';
+        status = store->replace_state(buf + r->r.json);
         if (status != TS_OK) {
             snprintf(detail, sizeof detail, "restoring the snapshot at byte %zu failed with %s", r->offset,
                      store->status_name(status));
@@ -609,8 +683,8 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     }
     for (i = last_snapshot == (size_t)-1 ? 0 : last_snapshot + 1; i < count; i++) {
         record_ref *r = &records[i];
-        buf[r->json_offset + r->json_length] = '\0';
-        status = store->dispatch(buf + r->json_offset);
+        buf[r->r.json + r->r.length] = '\0';
+        status = store->dispatch(buf + r->r.json);
         restored = 1;
         if (status != TS_OK) {
             snprintf(detail, sizeof detail,

@@ -14,12 +14,14 @@ struct LoggerConfig {
     var changed = true
 }
 
-/// Why a config was refused; `message` names the field.
+/// Why a config was refused; `message` names the field. A config the logger
+/// cannot use (a wrong field, text that is no JSON object) is TS_E_PLUGIN,
+/// as for the other plugins; a file it cannot open, TS_E_IO.
 struct ConfigError: Error {
     let status: ts_status
     let message: String
 
-    init(_ message: String, status: ts_status = TS_E_ARGUMENT) {
+    init(_ message: String, status: ts_status = TS_E_PLUGIN) {
         self.status = status
         self.message = message
     }
@@ -40,16 +42,16 @@ extension LoggerConfig {
         var config = LoggerConfig()
         var cursor = JSONCursor(bytes, count: count)
         guard cursor.take(UInt8(ascii: "{")) else {
-            throw ConfigError("the config must be a JSON object, such as {\"path\": \"/tmp/app.log\"}", status: TS_E_JSON)
+            throw ConfigError("the config must be a JSON object, such as {\"path\": \"/tmp/app.log\"}")
         }
         if !cursor.take(UInt8(ascii: "}")) {
             while true {
                 guard let keyBytes = cursor.string() else {
-                    throw ConfigError("the config is not valid JSON (near byte \(cursor.index))", status: TS_E_JSON)
+                    throw ConfigError("the config is not valid JSON (near byte \(cursor.index))")
                 }
                 let key = String(decoding: keyBytes, as: UTF8.self)
                 guard cursor.take(UInt8(ascii: ":")) else {
-                    throw ConfigError("the config is not valid JSON (near byte \(cursor.index))", status: TS_E_JSON)
+                    throw ConfigError("the config is not valid JSON (near byte \(cursor.index))")
                 }
                 switch key {
                 case "path":
@@ -69,12 +71,12 @@ extension LoggerConfig {
                 }
                 if cursor.take(UInt8(ascii: ",")) { continue }
                 if cursor.take(UInt8(ascii: "}")) { break }
-                throw ConfigError("the config is not valid JSON (near byte \(cursor.index))", status: TS_E_JSON)
+                throw ConfigError("the config is not valid JSON (near byte \(cursor.index))")
             }
         }
         cursor.skipSpace()
         guard cursor.atEnd else {
-            throw ConfigError("the config is not valid JSON: trailing text at byte \(cursor.index)", status: TS_E_JSON)
+            throw ConfigError("the config is not valid JSON: trailing text at byte \(cursor.index)")
         }
         return config
     }
@@ -113,7 +115,7 @@ extension LoggerConfig {
             position += 1
             if cursor.take(UInt8(ascii: ",")) { continue }
             if cursor.take(UInt8(ascii: "]")) { return (exact, prefixes) }
-            throw ConfigError("\"exclude\" is not a valid JSON array (near byte \(cursor.index))", status: TS_E_JSON)
+            throw ConfigError("\"exclude\" is not a valid JSON array (near byte \(cursor.index))")
         }
     }
 }

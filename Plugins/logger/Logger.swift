@@ -72,7 +72,7 @@ func loggerCreate(
         if let errorMessage { errorMessage.pointee = error.message.withCString { strdup($0) } }
         return error.status
     }
-    guard let instance else { return fail(ConfigError("create: self is NULL")) }
+    guard let instance else { return fail(ConfigError("create: self is NULL", status: TS_E_ARGUMENT)) }
     let parsed: LoggerConfig
     do {
         parsed = try LoggerConfig.parse(config ?? cStringLiteral("{}"))
@@ -80,8 +80,13 @@ func loggerCreate(
         return fail(error)
     }
     if parsed.changed {
-        guard let store, Int(store.pointee.struct_size) >= tableSizeForState else {
-            return fail(ConfigError("\"changed\": true needs the store's get_state, which this host's table lacks; set \"changed\": false"))
+        guard let store else {
+            return fail(ConfigError("create: the store table is NULL (\"changed\": true reads the state through it)",
+                                    status: TS_E_ARGUMENT))
+        }
+        guard Int(store.pointee.struct_size) >= tableSizeForState else {
+            return fail(ConfigError("\"changed\": true needs the store's get_state, which this host's table lacks; set \"changed\": false",
+                                    status: TS_E_ABI))
         }
     }
     var fd: Int32 = 2

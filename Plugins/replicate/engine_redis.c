@@ -7,9 +7,16 @@
  *            and "a" (the action's JSON text)
  *   S:seq    the last sequence number given out (INCR)
  *   S:snap   a hash: "state", "pos" (stream id), "n" (sequence number)
- * Appending is one Lua script (atomic on the server): INCR S:seq, XADD, and
- * XRANGE from the caller's position to the new entry, so that the caller
- * learns, in one round trip, everything it must apply before its own entry.
+ * Appending is one Lua script (atomic on the server): it checks the log
+ * (the keys' types; the counter against the last entry's number; the
+ * caller's position and number against the stream; the entries after that
+ * position, well formed and numbered on by one) and refuses to write into a
+ * damaged log ("TSDAMAGED ..." error, RP_DAMAGED); then XADD, INCR S:seq (a
+ * failed XADD uses no number), and XRANGE from the caller's position to the
+ * new entry, so that the caller learns, in one round trip, everything it
+ * must apply before its own entry. Reads come with the counter (pipelined
+ * after them): no entry may be numbered past it. A reply that takes longer
+ * than the timeout is reported as such ("did not answer within N ms").
  * Durability is Redis's: with appendonly yes and appendfsync always, an
  * append that was answered is on disk.
  * A URL with user information (redis://USER:PASSWORD@HOST or
@@ -22,6 +29,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,20 +42,139 @@ struct rp_engine {
     char *user, *password;
     int port;
     char *stream, *seq_key, *snap_key;
+    char *append_script; /* APPEND_HELPERS and APPEND_BODY */
     int timeout_ms;
     int current_timeout_ms;
     redisContext *c;
     int backoff_ms;
     struct timespec next_attempt;
-    char append_sha[41]; /* the append script's SHA1 once the server has it */
+    /* The scripts' SHA1s once the server has them (this connection). */
+    char append_sha[41], snapshot_get_sha[41];
 };
 
-static const char APPEND_SCRIPT[] =
-    "local n = redis.call('INCR', KEYS[2])\n"
-    "local id = redis.call('XADD', KEYS[1], '*', 'n', n, 'a', ARGV[1])\n"
-    "local from = '-'\n"
-    "if ARGV[2] ~= '' then from = '(' .. ARGV[2] end\n"
-    "return redis.call('XRANGE', KEYS[1], from, id)\n";
+/* KEYS: the stream, its counter, its snapshot. ARGV: the action, the
+ * caller's position ('' = none), its number ('0' = none), 'append' or 'check'. Lua numbers are
+ * doubles: sequence numbers up to 2^53 - 1 are exact (RP_SEQ_MAX). */
+/* In two parts (a C99 string literal holds at most 4095 characters), joined
+ * by rp_open: the helpers, then the checks and the append. */
+static const char APPEND_HELPERS[] =
+    "local S, C, P, pos = KEYS[1], KEYS[2], KEYS[3], ARGV[2]\n"
+    "local function damaged(m) return redis.error_reply('TSDAMAGED ' .. m) end\n"
+    "local function show(v) if #v > 40 then v = string.sub(v, 1, 40) .. '...' end return '\"' .. v .. '\"' end\n"
+    "local INT = 'not an integer from 1 to 9007199254740991'\n"
+    "local function int(n) return string.format('%.0f', n) end\n"
+    "local function num(v)\n"
+    "  if type(v) ~= 'string' or #v > 16 or not string.match(v, '^[1-9]%d*$') then return nil end\n"
+    "  local n = tonumber(v)\n"
+    "  if n > 9007199254740991 then return nil end\n"
+    "  return n\n"
+    "end\n"
+    "local function bad(e, why) return nil, 'entry ' .. e[1] .. ' was not written by replicate.so: ' .. why end\n"
+    "local function number(e)\n"
+    "  local f = e[2]\n"
+    "  if type(f) ~= 'table' or #f ~= 4 or f[1] ~= 'n' or f[3] ~= 'a' then return bad(e, 'its fields are not \"n\" and \"a\"') end\n"
+    "  local n = num(f[2])\n"
+    "  if not n then return bad(e, 'its number ' .. show(f[2]) .. ' is ' .. INT) end\n"
+    "  if #f[4] == 0 or string.find(f[4], '\\0', 1, true) then return bad(e, 'its action is empty or contains a NUL byte') end\n"
+    "  return n\n"
+    "end\n"
+    /* A key of another type: WRONGTYPE, told with the type it holds. */
+    "local function call(key, what, ...)\n"
+    "  local r = redis.pcall(...)\n"
+    "  if type(r) == 'table' and r.err then\n"
+    "    if string.sub(r.err, 1, 9) ~= 'WRONGTYPE' then return nil, redis.error_reply(r.err) end\n"
+    "    return nil, damaged('key \"' .. key .. '\" holds a ' .. redis.call('TYPE', key)['ok'] .. ', not ' .. what)\n"
+    "  end\n"
+    "  return r\n"
+    "end\n";
+static const char APPEND_BODY[] =
+    "local raw, e = call(C, 'a number (its counter)', 'GET', C)\n"
+    "if e then return e end\n"
+    "local counter = 0\n"
+    "if raw then\n"
+    "  counter = num(raw)\n"
+    "  if not counter then\n"
+    "    return damaged('its counter \"' .. C .. '\" holds ' .. show(raw) .. ', ' .. INT) end\n"
+    "end\n"
+    /* The entry at the caller's position (then the first of range), and what
+     * follows it; the entry before a position that the stream does not hold. */
+    "local from, at = '-', nil\n"
+    "if pos ~= '' then from = pos end\n"
+    "local range, e = call(S, 'a stream', 'XRANGE', S, from, '+')\n"
+    "if e then return e end\n"
+    "if pos ~= '' then\n"
+    "  if range[1] and range[1][1] == pos then at = table.remove(range, 1)\n"
+    "  else at = redis.call('XREVRANGE', S, pos, '-', 'COUNT', 1)[1] end\n"
+    "end\n"
+    "local last = range[#range] or at\n"
+    "if not last then\n"
+    "  if counter ~= 0 then\n"
+    "    return damaged('it holds no entry but its counter \"' .. C .. '\" is at ' .. int(counter) .. ' (the stream was deleted)') end\n"
+    "else\n"
+    "  local n, why = number(last)\n"
+    "  if not n then return damaged(why) end\n"
+    "  if not raw then\n"
+    "    return damaged('its last entry ' .. last[1] .. ' is number ' .. int(n) .. ' but its counter \"' .. C ..\n"
+    "                   '\" is missing (deleted)') end\n"
+    "  if n ~= counter then\n"
+    "    return damaged('its last entry ' .. last[1] .. ' is number ' .. int(n) .. ' but its counter \"' .. C ..\n"
+    "                   '\" is at ' .. int(counter) .. ' (an entry was added without the counter, or the counter was changed)') end\n"
+    "end\n"
+    "local mine = tonumber(ARGV[3])\n"
+    "local reset = ': the log was reset (FLUSHALL, or its keys deleted) or a number was used twice'\n"
+    "if mine > counter then\n"
+    "  return damaged('this replica has applied entry ' .. int(mine) .. ' but its counter \"' .. C .. '\" is at ' ..\n"
+    "                 int(counter) .. ': the log was reset (FLUSHALL, or its keys deleted or rewritten)') end\n"
+    /* Trimmed: the stream no longer holds the caller's entry nor any before it. */
+    "local trimmed = true\n"
+    "if at then\n"
+    "  if at[1] ~= pos then\n"
+    "    return damaged('entry ' .. pos .. ' (number ' .. int(mine) ..\n"
+    "                   '), the last this replica applied, was deleted from the middle of the stream') end\n"
+    "  local n, why = number(at)\n"
+    "  if not n then return damaged(why) end\n"
+    "  if n ~= mine then\n"
+    "    return damaged('entry ' .. pos .. ' is number ' .. int(n) .. ' but this replica applied it as number ' ..\n"
+    "                   int(mine) .. reset) end\n"
+    "  trimmed = false\n"
+    "end\n"
+    "local expect = mine + 1\n"
+    "for i, e in ipairs(range) do\n"
+    "  local n, why = number(e)\n"
+    "  if not n then return damaged(why) end\n"
+    /* The oldest entries trimmed: the snapshot must cover those before it. */
+    "  if n > expect and i == 1 and trimmed then\n"
+    "    local covered, failed = call(P, 'a hash (its snapshot)', 'HGET', P, 'n')\n"
+    "    if failed then return failed end\n"
+    "    covered = num(covered)\n"
+    "    if not covered or covered < n - 1 then\n"
+    "      return damaged('it no longer holds entry ' .. int(expect) .. ' (trimmed before ' .. e[1] ..\n"
+    "                     ') and no snapshot covers it') end\n"
+    "  elseif n ~= expect then\n"
+    "    return damaged('entry ' .. e[1] .. ' is number ' .. int(n) .. ' where number ' .. int(expect) ..\n"
+    "                   ' comes next' .. (n < expect and reset or ' (entries are missing)')) end\n"
+    "  expect = n + 1\n"
+    "end\n"
+    "if ARGV[4] == 'check' then return 0 end\n"
+    "local n = int(counter + 1)\n"
+    "local id = redis.call('XADD', S, '*', 'n', n, 'a', ARGV[1])\n"
+    "redis.call('INCR', C)\n"
+    "range[#range + 1] = {id, {'n', n, 'a', ARGV[1]}}\n"
+    "return range\n";
+
+/* KEYS: the snapshot, the stream, its counter. The snapshot's fields, the
+ * counter, the entry at the snapshot's position and the one after it (empty
+ * lists when there are none, or the position is not a stream id). */
+static const char SNAPSHOT_GET_SCRIPT[] =
+    "local s = redis.call('HMGET', KEYS[1], 'state', 'pos', 'n')\n"
+    "local at, after = {}, {}\n"
+    "if s[2] then\n"
+    "  local r = redis.pcall('XRANGE', KEYS[2], s[2], s[2])\n"
+    "  if type(r) == 'table' and r.err == nil then at = r end\n"
+    "  r = redis.pcall('XRANGE', KEYS[2], '(' .. s[2], '+', 'COUNT', 1)\n"
+    "  if type(r) == 'table' and r.err == nil then after = r end\n"
+    "end\n"
+    "return {s[1] or false, s[2] or false, s[3] or false, redis.call('GET', KEYS[3]) or false, at, after}\n";
 
 static const char SNAPSHOT_SCRIPT[] =
     "local current = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')\n"
@@ -136,7 +263,7 @@ rp_engine *rp_open(const char *url, const char *stream, int timeout_ms, char *er
         long port = strtol(colon + 1, &end, 10);
         if (*end != '\0' || end == colon + 1 || port < 1 || port > 65535) {
             fail(err, "replicate: the port in \"url\" must be a number from 1 to 65535, not \"%.50s\"", colon + 1);
-            free(e);
+            rp_close(e); /* and the user and password copied above */
             return NULL;
         }
         e->port = (int)port;
@@ -144,7 +271,8 @@ rp_engine *rp_open(const char *url, const char *stream, int timeout_ms, char *er
     e->stream = concat(stream, "");
     e->seq_key = concat(stream, ":seq");
     e->snap_key = concat(stream, ":snap");
-    if (!e->stream || !e->seq_key || !e->snap_key) {
+    e->append_script = concat(APPEND_HELPERS, APPEND_BODY);
+    if (!e->stream || !e->seq_key || !e->snap_key || !e->append_script) {
         fail(err, "replicate: out of memory");
         rp_close(e);
         return NULL;
@@ -166,6 +294,7 @@ void rp_close(rp_engine *e) {
     free(e->stream);
     free(e->seq_key);
     free(e->snap_key);
+    free(e->append_script);
     free(e);
 }
 
@@ -227,123 +356,249 @@ static int connected(rp_engine *e, char *err) {
     return 0;
 }
 
-/* One command; NULL with a message on failure (an error reply is freed). */
-static redisReply *command(rp_engine *e, int timeout_ms, int argc, const char **argv, const size_t *lengths,
-                           char *err) {
-    redisReply *r;
-    if (connected(e, err) != 0) return NULL;
+/* Text from the server for a message: at most `max` bytes, bytes outside
+ * printable ASCII as '?'. */
+static void clean(char *out, size_t size, const char *text, size_t max) {
+    size_t i;
+    for (i = 0; text[i] && i < max && i + 1 < size; i++) {
+        unsigned char c = (unsigned char)text[i];
+        out[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    out[i] = '\0';
+}
+
+/* The message and result of a failed exchange (r NULL: no reply). */
+static int failure(rp_engine *e, int timeout_ms, char *err) {
+    int timed_out = e->c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK ||
+                                                  strcmp(e->c->errstr, strerror(EAGAIN)) == 0);
+    if (timed_out) {
+        fail(err, "replicate: redis://%s:%d did not answer within %d ms (timeout_ms)", e->host, e->port, timeout_ms);
+    } else {
+        fail(err, "replicate: redis://%s:%d: %s", e->host, e->port,
+             e->c->errstr[0] ? e->c->errstr : "connection lost");
+    }
+    /* The reply may still come: drop the connection. Reconnect at once on
+     * the next call; backoff only if that fails. */
+    drop(e);
+    return RP_FAILED;
+}
+
+/* An error reply: RP_DAMAGED for the scripts' "TSDAMAGED ..." and for
+ * WRONGTYPE (a key of the log holds another type), else RP_FAILED. */
+static int error_reply(rp_engine *e, const redisReply *r, char *err) {
+    char text[400];
+    clean(text, sizeof text, r->str ? r->str : "", 380);
+    if (strncmp(text, "TSDAMAGED ", 10) == 0) {
+        fail(err, "replicate: stream \"%.200s\" is damaged: %s", e->stream, text + 10);
+        return RP_DAMAGED;
+    }
+    if (strncmp(text, "WRONGTYPE", 9) == 0) {
+        fail(err, "replicate: stream \"%.200s\" is damaged: a key of it (\"%.100s\", \"%.100s\" or \"%.100s\") holds "
+                  "another type (redis://%s:%d answered: %.200s)",
+             e->stream, e->stream, e->seq_key, e->snap_key, e->host, e->port, text);
+        return RP_DAMAGED;
+    }
+    fail(err, "replicate: redis://%s:%d answered: %s", e->host, e->port, text);
+    return RP_FAILED;
+}
+
+static void set_timeout(rp_engine *e, int timeout_ms) {
     if (timeout_ms != e->current_timeout_ms) {
         redisSetTimeout(e->c, tv_of(timeout_ms));
         e->current_timeout_ms = timeout_ms;
     }
+}
+
+/* One command; NULL with *rc and a message on failure (an error reply is
+ * freed). */
+static redisReply *command(rp_engine *e, int timeout_ms, int argc, const char **argv, const size_t *lengths, int *rc,
+                           char *err) {
+    redisReply *r;
+    *rc = RP_FAILED;
+    if (connected(e, err) != 0) return NULL;
+    set_timeout(e, timeout_ms);
     r = redisCommandArgv(e->c, argc, argv, lengths);
     if (r == NULL) {
-        fail(err, "replicate: redis://%s:%d: %s", e->host, e->port,
-             e->c->err == REDIS_ERR_IO || e->c->err == REDIS_ERR_EOF ? (e->c->errstr[0] ? e->c->errstr : "connection lost")
-                                                                   : e->c->errstr);
-        drop(e);
-        /* Reconnect at once on the next call; backoff only if that fails. */
+        failure(e, timeout_ms, err);
         return NULL;
     }
     if (r->type == REDIS_REPLY_ERROR) {
-        fail(err, "replicate: redis://%s:%d answered: %.300s", e->host, e->port, r->str);
+        *rc = error_reply(e, r, err);
         freeReplyObject(r);
         return NULL;
     }
+    *rc = 0;
     return r;
 }
 
-/* Entries of an XRANGE reply into *out. */
-static int parse_entries(rp_engine *e, redisReply *r, rp_batch *out, char *err) {
+/* A command and then GET of the counter, pipelined: the server runs the GET
+ * right after the command (after a blocking command, once it returns). 0 with
+ * both replies (*counter may be an error reply), or a failure. */
+static int with_counter(rp_engine *e, int timeout_ms, int argc, const char **argv, const size_t *lengths,
+                        redisReply **reply, redisReply **counter, char *err) {
+    const char *get[2] = {"GET", e->seq_key};
+    size_t get_lengths[2] = {3, strlen(e->seq_key)};
+    void *r = NULL, *c = NULL;
+    int rc;
+    *reply = *counter = NULL;
+    if (connected(e, err) != 0) return RP_FAILED;
+    set_timeout(e, timeout_ms);
+    if (redisAppendCommandArgv(e->c, argc, argv, lengths) != REDIS_OK ||
+        redisAppendCommandArgv(e->c, 2, get, get_lengths) != REDIS_OK || redisGetReply(e->c, &r) != REDIS_OK ||
+        redisGetReply(e->c, &c) != REDIS_OK) {
+        if (r) freeReplyObject(r);
+        return failure(e, timeout_ms, err);
+    }
+    *reply = r;
+    *counter = c;
+    if ((*reply)->type == REDIS_REPLY_ERROR || (*counter)->type == REDIS_REPLY_ERROR) {
+        rc = error_reply(e, (*reply)->type == REDIS_REPLY_ERROR ? *reply : *counter, err);
+        freeReplyObject(*reply);
+        freeReplyObject(*counter);
+        *reply = *counter = NULL;
+        return rc;
+    }
+    return 0;
+}
+
+static int unexpected(rp_engine *e, const char *what, char *err) {
+    fail(err, "replicate: redis://%s:%d: unexpected answer to %s", e->host, e->port, what);
+    return RP_FAILED;
+}
+
+/* Entries of an XRANGE reply into *out (entry.h checks each). On RP_DAMAGED
+ * *out keeps the entries before the damaged one; on RP_FAILED it is empty. */
+static int parse_entries(rp_engine *e, const redisReply *r, rp_batch *out, char *err) {
     size_t i, k;
     out->items = NULL;
     out->count = 0;
     if (r->type == REDIS_REPLY_NIL) return 0;
-    if (r->type != REDIS_REPLY_ARRAY) goto malformed;
+    if (r->type != REDIS_REPLY_ARRAY) return unexpected(e, "XRANGE", err);
     if (r->elements == 0) return 0;
     out->items = calloc(r->elements, sizeof *out->items);
     if (out->items == NULL) {
         fail(err, "replicate: out of memory");
-        return -1;
+        return RP_FAILED;
     }
     for (i = 0; i < r->elements; i++) {
-        redisReply *entry = r->element[i], *fields;
-        rp_entry *item = &out->items[out->count];
-        if (entry->type != REDIS_REPLY_ARRAY || entry->elements != 2 || entry->element[0]->type != REDIS_REPLY_STRING ||
-            entry->element[0]->len >= RP_POS_SIZE || entry->element[1]->type != REDIS_REPLY_ARRAY)
-            goto malformed;
-        memcpy(item->pos, entry->element[0]->str, entry->element[0]->len + 1);
+        const redisReply *entry = r->element[i], *fields;
+        rp_text id, *texts = NULL;
+        size_t count = 0;
+        int rc;
+        if (entry->type != REDIS_REPLY_ARRAY || entry->elements != 2 || entry->element[0]->type != REDIS_REPLY_STRING) {
+            rp_batch_free(out);
+            return unexpected(e, "XRANGE", err);
+        }
+        id.str = entry->element[0]->str;
+        id.len = entry->element[0]->len;
         fields = entry->element[1];
-        for (k = 0; k + 1 < fields->elements; k += 2) {
-            redisReply *key = fields->element[k], *value = fields->element[k + 1];
-            if (key->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING) goto malformed;
-            if (strcmp(key->str, "n") == 0) {
-                item->seq = strtoull(value->str, NULL, 10);
-            } else if (strcmp(key->str, "a") == 0) {
-                item->action = malloc(value->len + 1);
-                if (item->action == NULL) {
-                    fail(err, "replicate: out of memory");
-                    out->count++; /* this one too */
-                    rp_batch_free(out);
-                    return -1;
-                }
-                memcpy(item->action, value->str, value->len + 1);
+        if (fields->type == REDIS_REPLY_ARRAY && fields->elements > 0) {
+            count = fields->elements;
+            texts = calloc(count, sizeof *texts);
+            if (texts == NULL) {
+                rp_batch_free(out);
+                fail(err, "replicate: out of memory");
+                return RP_FAILED;
+            }
+            for (k = 0; k < count; k++) {
+                if (fields->element[k]->type != REDIS_REPLY_STRING) continue; /* str NULL: not text */
+                texts[k].str = fields->element[k]->str;
+                texts[k].len = fields->element[k]->len;
             }
         }
-        if (item->action == NULL || item->seq == 0) goto malformed;
+        rc = rp_parse_entry(e->stream, id, texts, count, &out->items[out->count], err);
+        free(texts);
+        if (rc == RP_FAILED) rp_batch_free(out);
+        if (rc != 0) return rc;
         out->count++;
     }
     return 0;
-malformed:
-    fail(err, "replicate: stream \"%.200s\" holds an entry that replicate.so did not write", e->stream);
-    if (out->items && out->count < r->elements) out->count++; /* a half-read entry (calloc'ed) */
-    rp_batch_free(out);
-    return -1;
 }
 
-/* Loads the append script (SCRIPT LOAD) once per connection: then EVALSHA
- * sends 40 bytes instead of the script. */
-static int load_append_script(rp_engine *e, char *err) {
-    const char *argv[3] = {"SCRIPT", "LOAD", APPEND_SCRIPT};
+/* parse_entries, then rp_check_counter: the earlier damage is the one told. */
+static int parse_counted(rp_engine *e, const redisReply *r, const redisReply *counter, rp_batch *out, char *err) {
+    char counter_err[RP_ERR_SIZE];
+    rp_text c = {NULL, 0};
+    int rc = parse_entries(e, r, out, err);
+    if (rc == RP_FAILED) return rc;
+    if (counter->type == REDIS_REPLY_STRING) {
+        c.str = counter->str;
+        c.len = counter->len;
+    } else if (counter->type != REDIS_REPLY_NIL) {
+        rp_batch_free(out);
+        return unexpected(e, "GET", err);
+    }
+    if (rp_check_counter(e->stream, out, c, counter_err) != 0) {
+        memcpy(err, counter_err, RP_ERR_SIZE);
+        return RP_DAMAGED;
+    }
+    return rc;
+}
+
+/* Loads a script (SCRIPT LOAD) once per connection: then EVALSHA sends 40
+ * bytes instead of the script. */
+static int load_script(rp_engine *e, const char *script, char sha[41], char *err) {
+    const char *argv[3] = {"SCRIPT", "LOAD", script};
     size_t lengths[3];
-    int i;
+    int i, rc;
     redisReply *r;
     for (i = 0; i < 3; i++) lengths[i] = strlen(argv[i]);
-    r = command(e, e->timeout_ms, 3, argv, lengths, err);
-    if (r == NULL) return -1;
+    r = command(e, e->timeout_ms, 3, argv, lengths, &rc, err);
+    if (r == NULL) return rc;
     if (r->type != REDIS_REPLY_STRING || r->len != 40) {
-        fail(err, "replicate: unexpected answer to SCRIPT LOAD");
         freeReplyObject(r);
-        return -1;
+        return unexpected(e, "SCRIPT LOAD", err);
     }
-    memcpy(e->append_sha, r->str, 41);
+    memcpy(sha, r->str, 41);
     freeReplyObject(r);
     return 0;
 }
 
-int rp_append(rp_engine *e, const char *action, const char *after, rp_batch *out, char *err) {
-    const char *argv[7] = {"EVALSHA", NULL, "2", e->stream, e->seq_key, action, after};
-    size_t lengths[7];
-    int i, rc;
+/* EVALSHA of a script (argv[1] is filled in). */
+static redisReply *script(rp_engine *e, const char *text, char sha[41], int argc, const char **argv, int *rc,
+                          char *err) {
+    size_t lengths[12];
+    int i;
     redisReply *r;
-    if (e->c == NULL) e->append_sha[0] = '\0'; /* a new connection: maybe a new server */
-    if (e->append_sha[0] == '\0' && load_append_script(e, err) != 0) return -1;
-    argv[1] = e->append_sha;
-    for (i = 0; i < 7; i++) lengths[i] = strlen(argv[i]);
-    r = command(e, e->timeout_ms, 7, argv, lengths, err);
-    if (r == NULL) {
-        /* NOSCRIPT (the server restarted without its script cache): load it
-         * again next time. Not retried here: the caller sees the failure. */
-        if (strstr(err, "NOSCRIPT")) e->append_sha[0] = '\0';
-        return -1;
+    if (e->c == NULL) e->append_sha[0] = e->snapshot_get_sha[0] = '\0'; /* a new connection: maybe a new server */
+    if (sha[0] == '\0' && (*rc = load_script(e, text, sha, err)) != 0) return NULL;
+    argv[1] = sha;
+    for (i = 0; i < argc; i++) lengths[i] = strlen(argv[i]);
+    r = command(e, e->timeout_ms, argc, argv, lengths, rc, err);
+    /* NOSCRIPT (the server restarted without its script cache): load it
+     * again next time. Not retried here: the caller sees the failure. */
+    if (r == NULL && strstr(err, "NOSCRIPT")) sha[0] = '\0';
+    return r;
+}
+
+static int append_or_check(rp_engine *e, const char *action, const char *after, uint64_t seq, const char *mode,
+                           rp_batch *out, char *err) {
+    char n[24];
+    const char *argv[10] = {"EVALSHA", NULL, "3", e->stream, e->seq_key, e->snap_key, action, after, n, mode};
+    int rc;
+    redisReply *r;
+    out->items = NULL;
+    out->count = 0;
+    snprintf(n, sizeof n, "%llu", (unsigned long long)seq);
+    r = script(e, e->append_script, e->append_sha, 10, argv, &rc, err);
+    if (r == NULL) return rc;
+    if (strcmp(mode, "check") == 0) {
+        rc = r->type == REDIS_REPLY_INTEGER && r->integer == 0 ? 0 : unexpected(e, "the check script", err);
+    } else {
+        rc = parse_entries(e, r, out, err);
+        if (rc == 0 && out->count == 0) rc = unexpected(e, "the append script (no entry)", err);
     }
-    rc = parse_entries(e, r, out, err);
     freeReplyObject(r);
-    if (rc == 0 && out->count == 0) {
-        fail(err, "replicate: the append script returned no entry");
-        return -1;
-    }
     return rc;
+}
+
+int rp_append(rp_engine *e, const char *action, const char *after, uint64_t seq, rp_batch *out, char *err) {
+    return append_or_check(e, action, after, seq, "append", out, err);
+}
+
+int rp_check(rp_engine *e, const char *after, uint64_t seq, char *err) {
+    rp_batch none;
+    return append_or_check(e, "", after, seq, "check", &none, err);
 }
 
 int rp_read(rp_engine *e, const char *after, size_t max, rp_batch *out, char *err) {
@@ -351,16 +606,19 @@ int rp_read(rp_engine *e, const char *after, size_t max, rp_batch *out, char *er
     const char *argv[6];
     size_t lengths[6];
     int i, rc;
-    redisReply *r;
+    redisReply *r, *counter;
+    out->items = NULL;
+    out->count = 0;
     if (after[0]) snprintf(from, sizeof from, "(%s", after);
     else snprintf(from, sizeof from, "-");
     snprintf(count, sizeof count, "%zu", max);
     argv[0] = "XRANGE"; argv[1] = e->stream; argv[2] = from; argv[3] = "+"; argv[4] = "COUNT"; argv[5] = count;
     for (i = 0; i < 6; i++) lengths[i] = strlen(argv[i]);
-    r = command(e, e->timeout_ms, 6, argv, lengths, err);
-    if (r == NULL) return -1;
-    rc = parse_entries(e, r, out, err);
+    rc = with_counter(e, e->timeout_ms, 6, argv, lengths, &r, &counter, err);
+    if (rc != 0) return rc;
+    rc = parse_counted(e, r, counter, out, err);
     freeReplyObject(r);
+    freeReplyObject(counter);
     return rc;
 }
 
@@ -369,7 +627,7 @@ int rp_wait(rp_engine *e, const char *after, int block_ms, size_t max, rp_batch 
     const char *argv[8];
     size_t lengths[8];
     int i, rc = 0;
-    redisReply *r;
+    redisReply *r, *counter;
     out->items = NULL;
     out->count = 0;
     snprintf(block, sizeof block, "%d", block_ms);
@@ -377,73 +635,91 @@ int rp_wait(rp_engine *e, const char *after, int block_ms, size_t max, rp_batch 
     argv[0] = "XREAD"; argv[1] = "COUNT"; argv[2] = count; argv[3] = "BLOCK"; argv[4] = block;
     argv[5] = "STREAMS"; argv[6] = e->stream; argv[7] = after[0] ? after : "0-0";
     for (i = 0; i < 8; i++) lengths[i] = strlen(argv[i]);
-    r = command(e, block_ms + e->timeout_ms, 8, argv, lengths, err);
-    if (r == NULL) return -1;
+    rc = with_counter(e, block_ms + e->timeout_ms, 8, argv, lengths, &r, &counter, err);
+    if (rc != 0) return rc;
     /* [[stream, entries]] or nil when the time ran out. */
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->type == REDIS_REPLY_ARRAY &&
         r->element[0]->elements == 2) {
-        rc = parse_entries(e, r->element[0]->element[1], out, err);
+        rc = parse_counted(e, r->element[0]->element[1], counter, out, err);
     } else if (r->type != REDIS_REPLY_NIL) {
-        fail(err, "replicate: unexpected answer to XREAD");
-        rc = -1;
+        rc = unexpected(e, "XREAD", err);
     }
     freeReplyObject(r);
+    freeReplyObject(counter);
     return rc;
 }
 
-int rp_snapshot_get(rp_engine *e, int *found, char **state, char pos[RP_POS_SIZE], uint64_t *seq, char *err) {
-    const char *argv[5] = {"HMGET", e->snap_key, "state", "pos", "n"};
-    size_t lengths[5];
-    int i;
-    redisReply *r;
-    for (i = 0; i < 5; i++) lengths[i] = strlen(argv[i]);
-    r = command(e, e->timeout_ms, 5, argv, lengths, err);
-    if (r == NULL) return -1;
-    *found = 0;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
-        fail(err, "replicate: unexpected answer to HMGET %.200s", e->snap_key);
-        freeReplyObject(r);
-        return -1;
+static rp_text text_of(const redisReply *r) {
+    rp_text t = {NULL, 0};
+    if (r->type == REDIS_REPLY_STRING) {
+        t.str = r->str;
+        t.len = r->len;
     }
-    if (r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
-        r->element[2]->type == REDIS_REPLY_STRING && r->element[1]->len < RP_POS_SIZE) {
-        *state = malloc(r->element[0]->len + 1);
-        if (*state == NULL) {
-            fail(err, "replicate: out of memory");
-            freeReplyObject(r);
-            return -1;
-        }
-        memcpy(*state, r->element[0]->str, r->element[0]->len + 1);
-        memcpy(pos, r->element[1]->str, r->element[1]->len + 1);
-        *seq = strtoull(r->element[2]->str, NULL, 10);
-        *found = 1;
+    return t;
+}
+
+/* The first entry of a list reply (XRANGE), parsed into *out: 1, 0 when the
+ * list is empty, or a failure. */
+static int first_entry(rp_engine *e, const redisReply *list, rp_entry *out, char *err) {
+    rp_batch b;
+    int rc = parse_entries(e, list, &b, err);
+    if (rc != 0) {
+        rp_batch_free(&b);
+        return rc;
+    }
+    if (b.count == 0) return 0;
+    *out = b.items[0];
+    b.items[0].action = NULL;
+    rp_batch_free(&b);
+    return 1;
+}
+
+int rp_snapshot_get(rp_engine *e, int *found, char **state, char pos[RP_POS_SIZE], uint64_t *seq, char *err) {
+    const char *argv[6] = {"EVALSHA", NULL, "3", e->snap_key, e->stream, e->seq_key};
+    rp_entry at, after;
+    int rc, has_at = 0, has_after = 0;
+    redisReply *r;
+    *found = 0;
+    *state = NULL;
+    r = script(e, SNAPSHOT_GET_SCRIPT, e->snapshot_get_sha, 6, argv, &rc, err);
+    if (r == NULL) return rc;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6) {
+        freeReplyObject(r);
+        return unexpected(e, "the snapshot script", err);
+    }
+    rc = rp_parse_snapshot(e->stream, text_of(r->element[0]), text_of(r->element[1]), text_of(r->element[2]), found,
+                           state, pos, seq, err);
+    if (rc == 0 && *found) {
+        has_at = first_entry(e, r->element[4], &at, err);
+        has_after = has_at < 0 ? 0 : first_entry(e, r->element[5], &after, err);
+        if (has_at < 0 || has_after < 0) rc = has_at < 0 ? has_at : has_after;
+        else rc = rp_check_snapshot(e->stream, *seq, pos, text_of(r->element[3]), has_at ? &at : NULL,
+                                    has_after ? &after : NULL, err);
+        if (has_at > 0) free(at.action);
+        if (has_after > 0) free(after.action);
     }
     freeReplyObject(r);
-    return 0;
+    if (rc != 0) {
+        free(*state);
+        *state = NULL;
+        *found = 0;
+    }
+    return rc;
 }
 
 int rp_snapshot_put(rp_engine *e, const char *state, const char *pos, uint64_t seq, int *stored, char *err) {
     char n[24];
     const char *argv[8];
     size_t lengths[8];
-    int i;
+    int i, rc;
     redisReply *r;
     snprintf(n, sizeof n, "%llu", (unsigned long long)seq);
     argv[0] = "EVAL"; argv[1] = SNAPSHOT_SCRIPT; argv[2] = "2"; argv[3] = e->snap_key; argv[4] = e->stream;
     argv[5] = state; argv[6] = pos; argv[7] = n;
     for (i = 0; i < 8; i++) lengths[i] = strlen(argv[i]);
-    r = command(e, e->timeout_ms, 8, argv, lengths, err);
-    if (r == NULL) return -1;
+    r = command(e, e->timeout_ms, 8, argv, lengths, &rc, err);
+    if (r == NULL) return rc;
     *stored = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
     freeReplyObject(r);
     return 0;
-}
-
-void rp_batch_free(rp_batch *b) {
-    size_t i;
-    if (b == NULL || b->items == NULL) return;
-    for (i = 0; i < b->count; i++) free(b->items[i].action);
-    free(b->items);
-    b->items = NULL;
-    b->count = 0;
 }

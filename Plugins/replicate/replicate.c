@@ -21,7 +21,13 @@
  * applies entry N only right after N-1, so each entry is applied exactly
  * once; a gap (entries trimmed away) loads the snapshot instead. Middleware
  * before the plugin runs once, at the origin; after it, on every replica.
- * See README.md.
+ * A damaged log (an entry replicate.so did not write, numbers that do not go
+ * on by one, a counter or stream deleted or reset, a key of another type, a
+ * snapshot that does not fit its entries) is refused, never applied: a
+ * dispatch or a join fails with TS_E_PLUGIN and a message saying what is
+ * wrong, and the reader applies what comes before the damage, writes one
+ * line on stderr and looks again every second (it goes on once the log is
+ * repaired). See README.md.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -30,7 +36,9 @@
 #include "../common/pjson.h"
 #include "engine.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +48,8 @@
 #define REPLICATE_VERSION "1.0.0"
 #define READ_BATCH 1000
 #define WAIT_BLOCK_MS 250
+/* How long the reader waits before it looks at a damaged log again. */
+#define DAMAGED_RETRY_MS 1000
 
 typedef struct replica {
     const ts_store_api *store;
@@ -55,9 +65,11 @@ typedef struct replica {
     pthread_t reader;
     int reader_started;
     pthread_mutex_t mutex; /* guards shared_pos, stop and free_on_exit */
+    pthread_cond_t wake;   /* signalled when stop is set */
     char shared_pos[RP_POS_SIZE];
     int stop;
     int free_on_exit; /* destroy() ran on the reader thread itself */
+    char reported[RP_ERR_SIZE]; /* the reader's last line on stderr (its own) */
 } replica;
 
 /* What run() waits for: its own entry. */
@@ -73,12 +85,24 @@ static void publish(replica *r) {
     pthread_mutex_unlock(&r->mutex);
 }
 
-static void sleep_ms(long ms) {
-    struct timespec t;
-    t.tv_sec = ms / 1000;
-    t.tv_nsec = (ms % 1000) * 1000000L;
-    nanosleep(&t, NULL);
+/* The reader waits `ms`, or less when destroy() stops it. */
+static void rest(replica *r, long ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&r->mutex);
+    while (!r->stop && pthread_cond_timedwait(&r->wake, &r->mutex, &until) != ETIMEDOUT) {
+    }
+    pthread_mutex_unlock(&r->mutex);
 }
+
+/* The status a failure of the log gives: damage is not the log's silence. */
+static ts_status status_of(int rc) { return rc == RP_DAMAGED ? TS_E_PLUGIN : TS_E_IO; }
 
 /* Takes a snapshot (the state after entry r->seq) if this is the replica
  * that appended entry r->seq and it is a multiple of snapshot_every. Best
@@ -93,13 +117,14 @@ static void maybe_snapshot(replica *r) {
 }
 
 /* Loads the snapshot if it is ahead of this replica. 1 loaded, 0 none ahead,
- * -1 on failure (message in err). With the store held. */
+ * RP_FAILED or RP_DAMAGED (message in err). With the store held. */
 static int load_snapshot(replica *r, char *err) {
-    int found;
+    int found, rc;
     char *state = NULL, pos[RP_POS_SIZE];
     uint64_t seq = 0;
     ts_status status;
-    if (rp_snapshot_get(r->log, &found, &state, pos, &seq, err) != 0) return -1;
+    /* Checked against the log (rp_check_snapshot) before it replaces anything. */
+    if ((rc = rp_snapshot_get(r->log, &found, &state, pos, &seq, err)) != 0) return rc;
     if (!found || seq <= r->seq) {
         free(state);
         return 0;
@@ -109,7 +134,7 @@ static int load_snapshot(replica *r, char *err) {
     if (status != TS_OK) {
         snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu) was refused: %s",
                  r->stream, (unsigned long long)seq, r->store->status_name(status));
-        return -1;
+        return RP_FAILED;
     }
     memcpy(r->pos, pos, RP_POS_SIZE);
     r->seq = seq;
@@ -117,23 +142,46 @@ static int load_snapshot(replica *r, char *err) {
     return 1;
 }
 
-/* Applies a batch in order. Returns 0, or 1 when an entry is missing before
- * one of them (trimmed: the caller loads the snapshot and reads again). */
-static int apply_batch(replica *r, const rp_batch *batch, own_entry *own) {
+static void damaged(replica *r, char *err, const char *format, ...) {
+    va_list args;
+    int n = snprintf(err, RP_ERR_SIZE, "replicate: stream \"%.200s\" is damaged: ", r->stream);
+    if (n < 0 || n >= RP_ERR_SIZE) return;
+    va_start(args, format);
+    vsnprintf(err + n, RP_ERR_SIZE - (size_t)n, format, args);
+    va_end(args);
+}
+
+/* Applies a batch in order (rp_step_of says what to do with each entry).
+ * Returns 0; 1 when entries are missing before items[*gap_at] (the caller
+ * tells trimming from damage: after_gap); RP_DAMAGED when an entry after
+ * this replica's position is numbered at or below the last it applied
+ * (nothing from it on is applied). */
+static int apply_batch(replica *r, const rp_batch *batch, own_entry *own, size_t *gap_at, char *err) {
     size_t i;
     for (i = 0; i < batch->count; i++) {
         const rp_entry *e = &batch->items[i];
         ts_status status;
         int mine = own->pos != NULL && strcmp(e->pos, own->pos) == 0;
-        if (e->seq <= r->seq) {
-            /* Already applied (by a dispatch nested in a listener). */
+        switch (rp_step_of(r->pos, r->seq, e)) {
+        case RP_SKIP:
+            /* Read before a dispatch nested in a listener applied it. */
             if (mine && !own->done) {
                 own->done = 1;
                 own->status = TS_OK;
             }
             continue;
+        case RP_BACKWARD:
+            damaged(r, err,
+                    "entry %s is number %llu, after entry %llu (%s), the last this replica applied: the log was "
+                    "reset (FLUSHALL, or its keys deleted) or a number was used twice",
+                    e->pos, (unsigned long long)e->seq, (unsigned long long)r->seq, r->pos[0] ? r->pos : "none");
+            return RP_DAMAGED;
+        case RP_GAP:
+            *gap_at = i;
+            return 1;
+        case RP_APPLY:
+            break;
         }
-        if (e->seq != r->seq + 1) return 1;
         /* Counted before it runs: a listener's nested dispatch must see it as
          * applied, not apply it again. */
         memcpy(r->pos, e->pos, RP_POS_SIZE);
@@ -153,25 +201,65 @@ static int apply_batch(replica *r, const rp_batch *batch, own_entry *own) {
     return 0;
 }
 
-/* Applies everything the log holds after r->pos. With the store held. */
+/* Entry e, after this replica's position, is numbered past r->seq + 1.
+ * Trimmed (e is the stream's first entry: the entries before it went with a
+ * snapshot, which is loaded) or damaged (entries deleted from the middle).
+ * 0 when the snapshot was loaded, else RP_FAILED or RP_DAMAGED. */
+static int after_gap(replica *r, const rp_entry *e, char *err) {
+    rp_batch first;
+    int rc = rp_read(r->log, "", 1, &first, err), trimmed, loaded;
+    if (rc != 0) {
+        rp_batch_free(&first);
+        return rc;
+    }
+    trimmed = first.count == 1 && strcmp(first.items[0].pos, e->pos) == 0;
+    rp_batch_free(&first);
+    if (!trimmed) {
+        if (e->seq == r->seq + 2) {
+            damaged(r, err, "entry %llu is missing: entry %llu (%s) is followed by entry %llu (%s)",
+                    (unsigned long long)(r->seq + 1), (unsigned long long)r->seq, r->pos, (unsigned long long)e->seq,
+                    e->pos);
+        } else {
+            damaged(r, err, "entries %llu to %llu are missing: entry %llu (%s) is followed by entry %llu (%s)",
+                    (unsigned long long)(r->seq + 1), (unsigned long long)(e->seq - 1), (unsigned long long)r->seq,
+                    r->pos, (unsigned long long)e->seq, e->pos);
+        }
+        return RP_DAMAGED;
+    }
+    loaded = load_snapshot(r, err);
+    if (loaded < 0) return loaded;
+    if (loaded == 0) {
+        damaged(r, err, "it no longer holds entry %llu (trimmed before %s) and no snapshot covers it",
+                (unsigned long long)(r->seq + 1), e->pos);
+        return RP_DAMAGED;
+    }
+    return 0;
+}
+
+/* Applies everything the log holds after r->pos. With the store held.
+ * 0, RP_FAILED or RP_DAMAGED (what comes before the damage is applied).
+ * Ends: every round applies an entry, loads a snapshot further on, or stops. */
 static int catch_up(replica *r, own_entry *own, char *err) {
     for (;;) {
         rp_batch batch;
-        int gap;
-        if (rp_read(r->log, r->pos, READ_BATCH, &batch, err) != 0) return -1;
-        if (batch.count == 0) return 0;
-        gap = apply_batch(r, &batch, own);
-        rp_batch_free(&batch);
-        if (gap) {
-            int loaded = load_snapshot(r, err);
-            if (loaded < 0) return -1;
-            if (loaded == 0) {
-                snprintf(err, RP_ERR_SIZE,
-                         "replicate: stream \"%.200s\" no longer holds entry %llu (trimmed) and no snapshot covers it",
-                         r->stream, (unsigned long long)(r->seq + 1));
-                return -1;
-            }
+        char read_err[RP_ERR_SIZE];
+        size_t at = 0;
+        int rc, step;
+        rc = rp_read(r->log, r->pos, READ_BATCH, &batch, read_err);
+        if (rc == RP_FAILED || batch.count == 0) {
+            rp_batch_free(&batch);
+            if (rc != 0) memcpy(err, read_err, RP_ERR_SIZE);
+            return rc;
         }
+        step = apply_batch(r, &batch, own, &at, err);
+        if (step == 1) step = after_gap(r, &batch.items[at], err);
+        else if (step == 0 && rc == RP_DAMAGED) {
+            /* Everything before the damage is applied: now the damage. */
+            memcpy(err, read_err, RP_ERR_SIZE);
+            step = RP_DAMAGED;
+        }
+        rp_batch_free(&batch);
+        if (step != 0) return step;
     }
 }
 
@@ -180,29 +268,49 @@ static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const
     rp_batch batch;
     own_entry own;
     char err[RP_ERR_SIZE], own_pos[RP_POS_SIZE];
-    int gap;
+    size_t at = 0;
+    int rc;
     (void)next; /* log first: the action reaches the reducers through apply */
-    if (rp_append(r->log, action->json, r->pos, &batch, err) != 0) return store->fail(TS_E_IO, err);
+    rc = rp_append(r->log, action->json, r->pos, r->seq, &batch, err);
+    if (rc != 0) {
+        /* Nothing was appended (or, after a timeout, maybe it was: then it is
+         * applied everywhere when it is read back). */
+        rp_batch_free(&batch);
+        return store->fail(status_of(rc), err);
+    }
     memcpy(own_pos, batch.items[batch.count - 1].pos, RP_POS_SIZE);
     own.pos = own_pos;
     own.done = 0;
     own.status = TS_OK;
-    gap = apply_batch(r, &batch, &own);
+    rc = apply_batch(r, &batch, &own, &at, err);
+    /* This replica was further behind than the log keeps: the snapshot,
+     * then the rest (its own entry included). */
+    if (rc == 1) rc = after_gap(r, &batch.items[at], err);
     rp_batch_free(&batch);
-    if (gap || !own.done) {
-        /* This replica was further behind than the log keeps: the snapshot,
-         * then the rest (its own entry included). */
-        if (load_snapshot(r, err) < 0 || catch_up(r, &own, err) != 0) {
-            return store->fail(TS_E_IO, err);
-        }
-        if (!own.done) return TS_OK; /* the snapshot already covered it */
+    if (rc == 0 && !own.done) rc = catch_up(r, &own, err);
+    if (rc == 0 && !own.done && rp_compare_pos(own_pos, r->pos) > 0) {
+        /* Not read back, and not behind what this replica applied: gone. */
+        damaged(r, err, "it no longer holds entry %s", own_pos);
+        rc = RP_DAMAGED;
     }
+    if (rc != 0) {
+        size_t n = strlen(err);
+        if (!own.done && n + 80 < RP_ERR_SIZE) {
+            snprintf(err + n, RP_ERR_SIZE - n, " (this action was appended as %s, and is not applied here)", own_pos);
+        }
+        return store->fail(status_of(rc), err);
+    }
+    if (!own.done) return TS_OK; /* the snapshot already covered it */
     return own.status;
 }
 
 typedef struct reader_work {
     replica *r;
     const rp_batch *batch;
+    int read_rc;                 /* the read's result: 0 or RP_DAMAGED (after the batch) */
+    const char *read_err;        /* its message */
+    int rc;                      /* the step's result */
+    char err[RP_ERR_SIZE];       /* its message */
 } reader_work;
 
 /* With the store held: what the reader read, then (after a gap: the entries
@@ -210,9 +318,25 @@ typedef struct reader_work {
 static ts_status reader_step(void *self) {
     reader_work *w = self;
     own_entry none = {NULL, 0, TS_OK};
-    char err[RP_ERR_SIZE];
-    if (apply_batch(w->r, w->batch, &none) == 0) return TS_OK;
-    return catch_up(w->r, &none, err) == 0 ? TS_OK : TS_E_IO;
+    size_t at = 0;
+    w->rc = apply_batch(w->r, w->batch, &none, &at, w->err);
+    if (w->rc == 1) {
+        w->rc = after_gap(w->r, &w->batch->items[at], w->err);
+        if (w->rc == 0) w->rc = catch_up(w->r, &none, w->err);
+    } else if (w->rc == 0 && w->read_rc != 0) {
+        w->rc = w->read_rc;
+        memcpy(w->err, w->read_err, RP_ERR_SIZE);
+    }
+    return TS_OK;
+}
+
+/* A damaged log, told once on stderr (the reader has no caller), until it
+ * changes or the reader gets past it. */
+static void report(replica *r, const char *err) {
+    if (strcmp(r->reported, err) == 0) return;
+    snprintf(r->reported, sizeof r->reported, "%s", err);
+    fprintf(stderr, "%s (this replica's reader stops there and looks again every second)\n", err);
+    fflush(stderr);
 }
 
 static void free_replica(replica *r);
@@ -222,7 +346,7 @@ static void *reader_main(void *self) {
     int free_it;
     for (;;) {
         char pos[RP_POS_SIZE], err[RP_ERR_SIZE];
-        int stop;
+        int stop, rc;
         ts_status status;
         rp_batch batch;
         reader_work work;
@@ -231,17 +355,32 @@ static void *reader_main(void *self) {
         memcpy(pos, r->shared_pos, RP_POS_SIZE);
         pthread_mutex_unlock(&r->mutex);
         if (stop) break;
-        if (rp_wait(r->waiter, pos, WAIT_BLOCK_MS, READ_BATCH, &batch, err) != 0) {
-            sleep_ms(50); /* the engine backs off between reconnections */
-            continue;
+        rc = rp_wait(r->waiter, pos, WAIT_BLOCK_MS, READ_BATCH, &batch, err);
+        if (batch.count > 0) {
+            work.r = r;
+            work.batch = &batch;
+            work.read_rc = rc;
+            work.read_err = err;
+            work.rc = 0;
+            status = r->store->exclusive(reader_step, &work);
+            rp_batch_free(&batch);
+            if (status == TS_E_STORE_GONE) break;
+            if (status != TS_OK) {
+                rest(r, 50);
+                continue;
+            }
+            rc = work.rc;
+            memcpy(err, work.err, RP_ERR_SIZE);
         }
-        if (batch.count == 0) continue;
-        work.r = r;
-        work.batch = &batch;
-        status = r->store->exclusive(reader_step, &work);
         rp_batch_free(&batch);
-        if (status == TS_E_STORE_GONE) break;
-        if (status != TS_OK) sleep_ms(50);
+        if (rc == RP_DAMAGED) {
+            report(r, err);
+            rest(r, DAMAGED_RETRY_MS);
+        } else if (rc != 0) {
+            rest(r, 50); /* the engine backs off between reconnections */
+        } else {
+            r->reported[0] = '\0'; /* past the damage, if there was any */
+        }
     }
     /* When a listener this thread called destroyed the store, destroy() ran
      * on this thread and left the instance to it. */
@@ -331,6 +470,7 @@ static void free_replica(replica *r) {
     rp_close(r->waiter);
     free(r->url);
     free(r->stream);
+    pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->mutex);
     free(r);
 }
@@ -341,6 +481,8 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     replica *r;
     ts_status status = TS_E_PLUGIN;
     own_entry none = {NULL, 0, TS_OK};
+    pthread_condattr_t clock;
+    int rc;
     err[0] = '\0';
     if (store == NULL || self == NULL) return TS_E_ARGUMENT;
     if (store->struct_size < offsetof(ts_store_api, exclusive) + sizeof store->exclusive) {
@@ -356,6 +498,11 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
         goto fail_early;
     }
     pthread_mutex_init(&r->mutex, NULL);
+    /* rest() waits on the monotonic clock. */
+    pthread_condattr_init(&clock);
+    pthread_condattr_setclock(&clock, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->wake, &clock);
+    pthread_condattr_destroy(&clock);
     r->store = store;
     /* dispatch_after: middleware after the plugin runs on every replica.
      * A table without it (not a plugin's own): apply, and nothing after. */
@@ -369,9 +516,15 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     if (r->log == NULL) goto fail;
     r->waiter = rp_open(r->url, r->stream, (int)r->timeout_ms, err);
     if (r->waiter == NULL) goto fail;
-    /* Join: the snapshot, then the log after it (the store is held). */
-    status = TS_E_IO;
-    if (load_snapshot(r, err) < 0 || catch_up(r, &none, err) != 0) goto fail;
+    /* Join: the snapshot, then the log after it (the store is held), then
+     * the log's own checks (rp_check): a damaged log is not joined. */
+    rc = load_snapshot(r, err);
+    if (rc >= 0) rc = catch_up(r, &none, err);
+    if (rc == 0) rc = rp_check(r->log, r->pos, r->seq, err);
+    if (rc != 0) {
+        status = status_of(rc);
+        goto fail;
+    }
     publish(r);
     if (pthread_create(&r->reader, NULL, reader_main, r) != 0) {
         snprintf(err, sizeof err, "replicate: cannot start the reader thread");
@@ -408,6 +561,7 @@ static void replicate_destroy(void *self) {
     }
     pthread_mutex_lock(&r->mutex);
     r->stop = 1;
+    pthread_cond_broadcast(&r->wake);
     pthread_mutex_unlock(&r->mutex);
     /* The store is closed: the reader's exclusive step answers
      * TS_E_STORE_GONE, and a wait ends within WAIT_BLOCK_MS. */

@@ -7,16 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One middleware call under way on this thread (tsi_call_middleware). */
-typedef struct tsi_middleware_frame {
-    struct tsi_middleware_frame *outer;
-    const void *action; /* a ts_action */
-} tsi_middleware_frame;
-
 /* The innermost reducer and middleware calls under way on this thread, or
  * NULL; each links to the ones around it (`outer`). */
 tsi_reducer_call *tsi_innermost_reducer(void);
 const tsi_middleware_frame *tsi_innermost_middleware(void);
+/* The function set with tsi_set_slice_index, or NULL. */
+const void *(*tsi_slice_index(void))(void *owner);
 
 /* Sets the calling thread's last error from a printf format. */
 void tsi_set_last_errorf(const char *format, ...)

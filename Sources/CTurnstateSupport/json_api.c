@@ -230,7 +230,8 @@ static int recognise(const char *json, place *p) {
         if (call->slice != NULL && json == call->slice) {
             p->text = json;
             p->length = call->slice_length;
-            p->index = call->slice_index ? call->slice_index(call->slice_owner) : NULL;
+            const void *(*index)(void *) = tsi_slice_index();
+            p->index = index != NULL && call->slice_owner != NULL ? index(call->slice_owner) : NULL;
             p->minified = 1;
             return 1;
         }

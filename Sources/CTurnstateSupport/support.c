@@ -8,6 +8,7 @@
 #include <ffi.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,15 +109,13 @@ uint64_t tsi_last_error_serial(void) { return last_error_serial; }
 /* The innermost middleware call under way on this thread, or NULL. */
 static _Thread_local tsi_middleware_frame *current_middleware;
 
-int32_t tsi_call_middleware(tsi_middleware_fn fn, const void *api, tsi_next_fn next, const void *action, void *ctx,
-                            uint64_t *errors_before) {
+uint64_t tsi_begin_middleware_call(tsi_middleware_frame *frame, const void *action) {
     has_refusal = 0;
-    *errors_before = last_error_serial;
-    tsi_middleware_frame frame = {current_middleware, action};
-    current_middleware = &frame;
-    int32_t status = fn(api, next, action, ctx);
-    current_middleware = frame.outer;
-    return status;
+    frame->outer = current_middleware;
+    frame->action = action;
+    frame->innermost = &current_middleware;
+    current_middleware = frame;
+    return last_error_serial;
 }
 
 const tsi_middleware_frame *tsi_innermost_middleware(void) { return current_middleware; }
@@ -220,6 +219,17 @@ char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *ac
 }
 
 tsi_reducer_call *tsi_innermost_reducer(void) { return current_reducer; }
+
+/* Set by every store's creation (the same function each time), read by
+ * ts_json_at on any thread: atomic, so that neither is a data race. */
+typedef const void *(*slice_index_fn)(void *owner);
+static _Atomic(slice_index_fn) slice_index;
+
+void tsi_set_slice_index(const void *(*index)(void *owner)) {
+    atomic_store_explicit(&slice_index, index, memory_order_release);
+}
+
+const void *(*tsi_slice_index(void))(void *owner) { return atomic_load_explicit(&slice_index, memory_order_acquire); }
 
 void tsi_reducer_clear(tsi_reducer_call *call) {
     free(call->message);

@@ -82,10 +82,14 @@ struct CMiddleware<State: Sendable>: Middleware {
     private func call(_ foreign: JSONAction, _ binding: CMiddlewareHost<State>.NextBinding) throws(StoreError) {
         binding.failure = nil
         // Forgets a reason left over from an earlier call, and registers the
-        // action for ts_json_at during the call.
-        var errorsBefore: UInt64 = 0
-        let status = tsi_call_middleware(unsafeBitCast(fn, to: tsi_middleware_fn.self), host.api.table,
-                                         binding.function, foreign.view, context.pointer, &errorsBefore)
+        // action for ts_json_at during the call (one thread-local access).
+        var frame = tsi_middleware_frame()
+        let (errorsBefore, status) = withUnsafeMutablePointer(to: &frame) { frame in
+            let errorsBefore = tsi_begin_middleware_call(frame, foreign.view)
+            let status = fn(host.api.table, binding.function, foreign.view, context.pointer)
+            tsi_end_middleware_call(frame)
+            return (errorsBefore, status)
+        }
         if status == TS_OK { return }
         // The reason, best first: what the middleware gave with fail(); the
         // failure of the rest of the chain it passed back; the error of a

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CTurnstate
+import CTurnstateSupport
 import TurnstateCore
 
 /// The C face of one store: a `Store<JSONState>` whose reducers, listeners
@@ -25,6 +26,9 @@ final class CStore: StoreFace, @unchecked Sendable {
         let state = if let json { try JSONState(parsing: json, context: "initial state") } else { JSONState() }
         let reducers = ReducerTable()
         self.reducers = reducers
+        // How ts_json_at reaches a reducer's slice's index (the same
+        // function every time).
+        tsi_set_slice_index(JSONSlice.indexProvider)
         store = Store(initialState: state, failableReducer: { state, action throws(StoreError) in
             try reducers.reduce(&state, action)
         })

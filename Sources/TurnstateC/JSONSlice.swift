@@ -126,10 +126,12 @@ package final class JSONSlice: @unchecked Sendable {
     /// What ts_json_at calls (through tsi_reducer_call.slice_index) for the
     /// index of the slice a reducer got: `indexed()` of the JSONSlice that
     /// `owner` is (unretained; the reducer call holds the slice).
+    /// Handed to CTurnstateSupport once (tsi_set_slice_index), not per call.
     static let indexProvider: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeRawPointer? = { owner in
         guard let owner else { return nil }
         return Unmanaged<JSONSlice>.fromOpaque(owner)._withUnsafeGuaranteedRef { $0.indexed() }.map { UnsafeRawPointer($0) }
     }
+
 
     /// The index, built on first use; nil if it cannot be had (too big for
     /// `indexBudget`, or no memory now: the look-up walks the text, and a
@@ -157,7 +159,9 @@ package final class JSONSlice: @unchecked Sendable {
 /// and the JSON Pointers (relative to the slice) of what its operations
 /// changed, each cut back to its array when it ends in an array index or
 /// "-" (an insertion or removal there moves the elements after it).
-struct PatchOrigin: Sendable {
+/// A class: a slice without one releases a nil reference, which costs less
+/// per slice than destroying an optional struct with an array inside.
+final class PatchOrigin: Sendable {
     let previousID: UInt64
     let paths: [String]
 
@@ -169,11 +173,12 @@ struct PatchOrigin: Sendable {
     /// What a change at `path` can change: the path itself, or its array
     /// when its last token is an index or "-".
     static func affected(_ path: String) -> String {
-        let bytes = Array(path.utf8)
-        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return path }
-        let token = bytes[(slash + 1)...]
-        let isIndex = token == [UInt8(ascii: "-")] || (!token.isEmpty && token.allSatisfy { $0 >= 0x30 && $0 <= 0x39 })
-        return isIndex ? String(decoding: bytes[..<slash], as: UTF8.self) : path
+        let utf8 = path.utf8
+        guard let slash = utf8.lastIndex(of: UInt8(ascii: "/")) else { return path }
+        let token = utf8[utf8.index(after: slash)...]
+        let isIndex = (token.count == 1 && token.first == UInt8(ascii: "-"))
+            || (!token.isEmpty && token.allSatisfy { $0 >= 0x30 && $0 <= 0x39 })
+        return isIndex ? String(path[..<slash]) : path
     }
 
     /// Whether the value at `pointer` (relative to the slice) may differ

@@ -135,29 +135,30 @@ final class ReducerTable: @unchecked Sendable {
             if let filter = entries[position].filter, tsi_type_filter_match(filter, type, action.typeLength) == 0 {
                 continue
             }
-            let key = entries[position].key
-            guard let index = state.index(of: key, hint: entries[position].memberIndex,
+            // Fields read one by one: a copy of the entry would retain its
+            // key and filter on every dispatch.
+            guard let index = state.index(of: entries[position].key, hint: entries[position].memberIndex,
                                           hintLayout: entries[position].memberLayout) else { continue }
             entries[position].memberIndex = index
             entries[position].memberLayout = state.layout
-            let entry = entries[position]
+            let fn = entries[position].fn
+            let context = entries[position].context
             let slice = state.slice(at: index)
             var call = tsi_reducer_call()
             // For ts_json_at: the slice's length and index.
             call.slice_length = slice.length
-            call.slice_index = JSONSlice.indexProvider
             call.slice_owner = Unmanaged.passUnretained(slice).toOpaque()
             call.slice_id = slice.id
-            let output = tsi_call_reducer(unsafeBitCast(entry.fn, to: tsi_reducer_fn.self),
-                                          slice.text, action.view, entry.context, &call)
+            let output = tsi_call_reducer(unsafeBitCast(fn, to: tsi_reducer_fn.self), slice.text, action.view, context, &call)
             if call.failed != 0 {
                 free(output)
-                failure = Self.failure(of: &call, key: key, actionType: action.type)
+                failure = Self.failure(of: &call, key: entries[position].key, actionType: action.type)
                 break
             }
             if call.patched != 0 {
                 do {
-                    guard let patched = try Self.applyPatch(&call, to: slice, output: output, key: key, action: action) else { continue }
+                    guard let patched = try Self.applyPatch(&call, to: slice, output: output, key: entries[position].key,
+                                                            action: action) else { continue }
                     if first == nil { first = (index, patched) } else { more.append((index, patched)) }
                     continue
                 } catch {
@@ -169,12 +170,12 @@ final class ReducerTable: @unchecked Sendable {
             defer { free(output) }
             do {
                 let slice = try JSONSlice(validatingSlice: output, length: strlen(output), id: call.answer_id,
-                                          context: "the reducer for \"\(key)\" returned invalid JSON for \"\(action.type)\"")
+                                          context: "the reducer for \"\(entries[position].key)\" returned invalid JSON for \"\(action.type)\"")
                 if first == nil { first = (index, slice) } else { more.append((index, slice)) }
             } catch {
                 // No memory to check the output is the library's fault, not the reducer's.
                 failure = error.code == .outOfMemory
-                    ? StoreError(.outOfMemory, "no memory to check the \(strlen(output)) bytes that the reducer for \"\(key)\" returned for \"\(action.type)\"")
+                    ? StoreError(.outOfMemory, "no memory to check the \(strlen(output)) bytes that the reducer for \"\(entries[position].key)\" returned for \"\(action.type)\"")
                     : StoreError(.reducerFailed, error.message)
                 break
             }

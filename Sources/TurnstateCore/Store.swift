@@ -492,6 +492,11 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         subscription.ended = true
         subscribers.remove(token: subscription.token)
         subscription.onEnd?()
+        // An object subscriber's: forget the object too, unless it has been
+        // subscribed again since (a new token) or is gone.
+        if let object = subscription.object, objectTokens[object]?.token == subscription.token {
+            objectTokens.removeValue(forKey: object)?.onEnd?()
+        }
         return nil
     }
 

@@ -42,8 +42,13 @@ extension Store {
     /// The store holds `subscriber` weakly and forgets it once it is released
     /// (at the next dispatch). Subscribing the same object again replaces its
     /// subscription, with its new selection. ``unsubscribe(_:)`` ends it.
+    ///
+    /// - Returns: the subscription, which follows the object: releasing it
+    ///   does not end the subscription (so it may be discarded);
+    ///   ``StoreSubscription/cancel()`` ends it, as ``unsubscribe(_:)`` does.
+    @discardableResult
     public func subscribe<S: StoreSubscriber>(_ subscriber: S, receiveCurrent: Bool = true) throws(StoreError)
-    where S.SubscribedState == State {
+        -> StoreSubscription where S.SubscribedState == State {
         try subscribeObject(subscriber, receiveCurrent: receiveCurrent, skipsRepeats: true) { [weak subscriber] state in
             guard let subscriber else { return false }
             subscriber.newState(state)
@@ -54,30 +59,32 @@ extension Store {
     /// Subscribes `subscriber` to the part of the state that `select` picks:
     /// `newState(_:)` gets the current selection at once (unless
     /// `receiveCurrent: false`), then each selection that differs from the
-    /// last one it got. Otherwise as ``subscribe(_:receiveCurrent:)-5hw5o``.
+    /// last one it got. Otherwise as ``subscribe(_:receiveCurrent:)-3s5fm``.
     ///
     /// ```swift
     /// try store.subscribe(self, select: { $0.todos.count })
     /// ```
+    @discardableResult
     public func subscribe<S: StoreSubscriber>(
         _ subscriber: S,
         select: @escaping @Sendable (State) -> S.SubscribedState,
         receiveCurrent: Bool = true
-    ) throws(StoreError) where S.SubscribedState: Equatable {
+    ) throws(StoreError) -> StoreSubscription where S.SubscribedState: Equatable {
         try subscribe(subscriber, select: select, isDuplicate: { $0 == $1 }, receiveCurrent: receiveCurrent)
     }
 
-    /// As ``subscribe(_:select:receiveCurrent:)-9nd16``, with `isDuplicate` telling
+    /// As ``subscribe(_:select:receiveCurrent:)-6nobk``, with `isDuplicate` telling
     /// repeats apart (see ``subscribe(select:isDuplicate:receiveCurrent:_:)``).
+    @discardableResult
     public func subscribe<S: StoreSubscriber>(
         _ subscriber: S,
         select: @escaping @Sendable (State) -> S.SubscribedState,
         isDuplicate: @escaping @Sendable (S.SubscribedState, S.SubscribedState) -> Bool,
         receiveCurrent: Bool = true
-    ) throws(StoreError) {
-        try exclusively(.subscribe) { () throws(StoreError) in
+    ) throws(StoreError) -> StoreSubscription {
+        try exclusively(.subscribe) { () throws(StoreError) -> StoreSubscription in
             let last = LastValue(select(current))
-            try subscribeObject(subscriber, receiveCurrent: false, skipsRepeats: false) { [weak subscriber] state in
+            let subscription = try subscribeObject(subscriber, receiveCurrent: false, skipsRepeats: false) { [weak subscriber] state in
                 guard let subscriber else { return false }
                 let value = select(state)
                 if !isDuplicate(last.value, value) {
@@ -87,39 +94,43 @@ extension Store {
                 return true
             }
             if receiveCurrent { subscriber.newState(last.value) }
+            return subscription
         }
     }
 
     /// Subscribes a main-actor object to the whole state: `newState(_:)`
     /// runs on the main actor, coalesced (see ``subscribe(on:receiveCurrent:_:)``),
     /// first with the current state unless `receiveCurrent: false`.
-    /// Otherwise as ``subscribe(_:receiveCurrent:)``.
+    /// Otherwise as ``subscribe(_:receiveCurrent:)-3s5fm``.
+    @discardableResult
     public func subscribe<S: MainActorStoreSubscriber>(_ subscriber: S, receiveCurrent: Bool = true) throws(StoreError)
-    where S.SubscribedState == State {
+        -> StoreSubscription where S.SubscribedState == State {
         try subscribe(subscriber, select: { $0 }, isDuplicate: { _, _ in false }, receiveCurrent: receiveCurrent)
     }
 
     /// Subscribes a main-actor object to a selection: `newState(_:)` runs on
     /// the main actor with each new selection, coalesced, never twice with
-    /// equal values. Otherwise as ``subscribe(_:select:receiveCurrent:)-9nd16``.
+    /// equal values. Otherwise as ``subscribe(_:select:receiveCurrent:)-6nobk``.
+    @discardableResult
     public func subscribe<S: MainActorStoreSubscriber>(
         _ subscriber: S,
         select: @escaping @Sendable (State) -> S.SubscribedState,
         receiveCurrent: Bool = true
-    ) throws(StoreError) where S.SubscribedState: Equatable {
+    ) throws(StoreError) -> StoreSubscription where S.SubscribedState: Equatable {
         try subscribe(subscriber, select: select, isDuplicate: { $0 == $1 }, receiveCurrent: receiveCurrent)
     }
 
-    /// As ``subscribe(_:select:receiveCurrent:)-1zzp``, for a main-actor object,
+    /// As ``subscribe(_:select:receiveCurrent:)-3kyu3``, for a main-actor object,
     /// with `isDuplicate` telling repeats apart.
+    @discardableResult
     public func subscribe<S: MainActorStoreSubscriber>(
         _ subscriber: S,
         select: @escaping @Sendable (State) -> S.SubscribedState,
         isDuplicate: @escaping @Sendable (S.SubscribedState, S.SubscribedState) -> Bool,
         receiveCurrent: Bool = true
-    ) throws(StoreError) {
+    ) throws(StoreError) -> StoreSubscription {
         typealias Value = S.SubscribedState
-        try exclusively(.subscribe) { () throws(StoreError) in
+        return try exclusively(.subscribe) { () throws(StoreError) -> StoreSubscription in
             let first = select(current)
             let delivered = MainActorBox(first)
             let relay = MainActorRelay<Value> { [weak subscriber] value in
@@ -129,8 +140,8 @@ extension Store {
             }
             let last = LastValue(first)
             let skipsRepeats = isDuplicateState != nil
-            try subscribeObject(subscriber, receiveCurrent: false, skipsRepeats: skipsRepeats,
-                                onEnd: { relay.stop() }) { [weak subscriber] state in
+            let subscription = try subscribeObject(subscriber, receiveCurrent: false, skipsRepeats: skipsRepeats,
+                                                   onEnd: { relay.stop() }) { [weak subscriber] state in
                 guard subscriber != nil else { return false }
                 let value = select(state)
                 if !isDuplicate(last.value, value) {
@@ -142,6 +153,7 @@ extension Store {
             if receiveCurrent {
                 relay.send(first, force: { [weak subscriber] value in subscriber?.newState(value) })
             }
+            return subscription
         }
     }
 
@@ -158,15 +170,16 @@ extension Store {
         }
     }
 
-    /// Adds `deliver` as the listener of `object`, replacing the one it had.
-    /// `deliver` returns false once the object is gone; its listener is then
-    /// removed. Under the lock, checked.
+    /// Adds `deliver` as the listener of `object`, replacing the one it had,
+    /// and returns the handle of the new subscription (which does not end it
+    /// when released). `deliver` returns false once the object is gone; its
+    /// listener is then removed. Under the lock, checked.
     private func subscribeObject(
         _ object: AnyObject, receiveCurrent: Bool, skipsRepeats: Bool,
         onEnd: (@Sendable () -> Void)? = nil,
         _ deliver: @escaping @Sendable (State) -> Bool
-    ) throws(StoreError) {
-        try exclusively(.subscribe) { () throws(StoreError) in
+    ) throws(StoreError) -> StoreSubscription {
+        try exclusively(.subscribe) { () throws(StoreError) -> StoreSubscription in
             let id = ObjectIdentifier(object)
             if let old = objectTokens.removeValue(forKey: id) {
                 subscribers.remove(token: old.token)
@@ -178,6 +191,7 @@ extension Store {
             }
             tokenBox.value = token
             objectTokens[id] = ObjectSubscription(token: token, onEnd: onEnd)
+            return StoreSubscription(token: token, owner: link, object: id)
         }
     }
 

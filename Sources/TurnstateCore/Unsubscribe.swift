@@ -15,6 +15,13 @@
 /// Ending it is idempotent (ending it again does nothing) and only ever removes
 /// its own subscription, even when the same closure was subscribed twice. It
 /// holds the store weakly; once the store is gone it does nothing.
+///
+/// The subscription of an object subscriber (`subscribe(self)` and its
+/// overloads for a ``StoreSubscriber`` or a ``MainActorStoreSubscriber``)
+/// follows the object instead: it lasts while the object lives, so releasing
+/// this handle does not end it (the handle is discardable there);
+/// ``cancel()`` ends it, as ``Store/unsubscribe(_:)`` does. Once the object
+/// was subscribed again, the older handle ends nothing.
 public final class StoreSubscription: Hashable, @unchecked Sendable {
     /// The subscription's token: unique within its store, never reused.
     public let token: UInt64
@@ -23,6 +30,9 @@ public final class StoreSubscription: Hashable, @unchecked Sendable {
     /// Runs once when the subscription ends (a main-actor listener stops
     /// deliveries already scheduled).
     @usableFromInline let onEnd: (@Sendable () -> Void)?
+    /// The object of an object subscriber's subscription, which ends with
+    /// the object, not with this handle; nil for a listener.
+    @usableFromInline let object: ObjectIdentifier?
     /// Set once the subscription ended, under the store's lock (or when the
     /// store is gone); read in `deinit`, which runs after every other use.
     @exclusivity(unchecked) @usableFromInline var ended = false
@@ -32,10 +42,19 @@ public final class StoreSubscription: Hashable, @unchecked Sendable {
         self.token = token
         self.owner = owner
         self.onEnd = onEnd
+        object = nil
+    }
+
+    /// The handle of an object subscriber's subscription.
+    init(token: UInt64, owner: StoreLink, object: ObjectIdentifier) {
+        self.token = token
+        self.owner = owner
+        onEnd = nil
+        self.object = object
     }
 
     deinit {
-        if !ended { _ = owner.end(self, false) }
+        if !ended, object == nil { _ = owner.end(self, false) }
     }
 
     /// Ends the subscription, at any time (also from inside a listener, a
@@ -56,13 +75,14 @@ public final class StoreSubscription: Hashable, @unchecked Sendable {
     }
 
     /// Keeps the subscription in `set`: it ends when removed from the set or
-    /// when the set is released.
+    /// when the set is released (an object subscriber's: see above).
     public func store(in set: inout Set<StoreSubscription>) {
         set.insert(self)
     }
 
     /// Keeps the subscription in `collection` (an array): it ends when
-    /// removed from it or when the collection is released.
+    /// removed from it or when the collection is released (an object
+    /// subscriber's: see above).
     public func store<C: RangeReplaceableCollection>(in collection: inout C) where C.Element == StoreSubscription {
         collection.append(self)
     }

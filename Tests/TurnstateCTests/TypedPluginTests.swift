@@ -39,6 +39,10 @@ enum PluginBuilder {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Include").path
 
+    /// The C standard of the fixture plugins: the Makefile's (TS_C_STD, which
+    /// it exports), and its value when `swift test` runs without make.
+    static let cStandard = ProcessInfo.processInfo.environment["TS_C_STD"] ?? "-std=c99"
+
     /// Compiles `body` (the plugin's run function and anything it needs) into
     /// `<folder>/<name>.so` and returns its path.
     static func build(_ name: String, in folder: URL, run body: String) throws -> String {
@@ -66,7 +70,7 @@ enum PluginBuilder {
         try text.write(to: source, atomically: true, encoding: .utf8)
         let cc = Process()
         cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        cc.arguments = ["cc", "-std=c99", "-Wall", "-Werror", "-shared", "-fPIC", "-I", include, source.path, "-o", output]
+        cc.arguments = ["cc", cStandard, "-Wall", "-Werror", "-shared", "-fPIC", "-I", include, source.path, "-o", output]
         try cc.run()
         cc.waitUntilExit()
         guard cc.terminationStatus == 0 else { throw StoreError(.io, "cc failed for \(name)") }

@@ -33,7 +33,7 @@ struct FromDestroy: TaggedAction, Equatable {
         let output = folder.appendingPathComponent("watch.so").path
         let cc = Process()
         cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        cc.arguments = ["cc", "-std=c99", "-Wall", "-Werror", "-shared", "-fPIC", "-I", PluginBuilder.include,
+        cc.arguments = ["cc", PluginBuilder.cStandard, "-Wall", "-Werror", "-shared", "-fPIC", "-I", PluginBuilder.include,
                         "-I", tests.appendingPathComponent("plugins").path,
                         tests.appendingPathComponent("plugins/shutdown_plugin.c").path, "-o", output, "-lpthread"]
         try cc.run()

@@ -252,6 +252,43 @@ struct ObjectSubscriberTests {
         #expect(subscriber.seen.values == ["", "1"])
     }
 
+    // Issue 18, item 17: the CHANGELOG says every `subscribe` returns a
+    // StoreSubscription; the object overloads returned nothing. Their handle
+    // follows the object: released, it ends nothing; cancelled, it ends the
+    // object's subscription (as unsubscribe does), and only its own.
+    @Test func subscribeReturnsAHandleThatFollowsTheObject() throws {
+        let store = makeCounter()
+        let subscriber = CountSubscriber()
+        _ = try store.subscribe(subscriber) // the handle, released at once
+        try store.dispatch(CounterAction.increment)
+        #expect(subscriber.seen.values == [0, 1])
+        #expect(store.subscriberCount == 1)
+
+        let handle: StoreSubscription = try store.subscribe(subscriber, receiveCurrent: false) // replaces
+        #expect(store.subscriberCount == 1)
+        handle.cancel()
+        #expect(store.subscriberCount == 0)
+        try store.dispatch(CounterAction.increment)
+        #expect(subscriber.seen.values == [0, 1])
+        handle.cancel() // idempotent
+        try store.unsubscribe(subscriber) // nothing left to end
+
+        // A handle from before the object was subscribed again ends nothing.
+        let older = try store.subscribe(subscriber, select: { $0 * 10 }, receiveCurrent: false)
+        let newer = try store.subscribe(subscriber, select: { $0 }, isDuplicate: { $0 == $1 }, receiveCurrent: false)
+        older.cancel()
+        #expect(store.subscriberCount == 1)
+        try store.dispatch(CounterAction.increment)
+        #expect(subscriber.seen.values == [0, 1, 3])
+        try newer()
+        #expect(store.subscriberCount == 0)
+        // The object can be subscribed again afterwards.
+        try store.subscribe(subscriber, receiveCurrent: false)
+        try store.dispatch(CounterAction.increment)
+        #expect(subscriber.seen.values == [0, 1, 3, 4])
+        #expect(store.subscriberCount == 1)
+    }
+
     @Test func aSelectionWithIsDuplicate() throws {
         let store = makeCounter()
         let subscriber = CountSubscriber()
@@ -343,6 +380,23 @@ struct MainActorDeliveryTests {
         try store.dispatch(CounterAction.increment)
         await drainMainActor()
         #expect(counter.seen == [1, 6, 14])
+    }
+
+    @Test func mainActorObjectSubscribersReturnAHandle() async throws {
+        let store = makeCounter(1)
+        let counter = MainCounter()
+        _ = try store.subscribe(counter) // released: the subscription goes on
+        await runMainActor { counter.seen == [1] }
+        try store.dispatch(CounterAction.increment)
+        await runMainActor { counter.seen == [1, 2] }
+        let handle = try store.subscribe(counter, select: { $0 * 2 }, receiveCurrent: false)
+        try store.dispatch(CounterAction.increment)
+        await runMainActor { counter.seen == [1, 2, 6] }
+        handle.cancel() // ends it, and deliveries already scheduled
+        #expect(store.subscriberCount == 0)
+        try store.dispatch(CounterAction.increment)
+        await drainMainActor()
+        #expect(counter.seen == [1, 2, 6])
     }
 }
 

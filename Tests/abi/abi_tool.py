@@ -30,10 +30,24 @@ symbols, with no types. So the types of the C ABI come from the headers:
                        process, into files in OUTDIR.
 """
 import contextlib
+import os
 import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def c_std():
+    """The C standard flag: the Makefile's (its one place), exported as
+    TS_C_STD under make; asked of `make flags` when run alone."""
+    std = os.environ.get("TS_C_STD")
+    if not std:
+        out = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, "flags"],
+                             capture_output=True, text=True, check=True).stdout
+        std = re.search(r"^TS_C_STD='(.*)'$", out, re.M).group(1)
+    return std.split()
 
 
 def strip_attributes(text):
@@ -63,7 +77,7 @@ def header_declarations(headers):
     """The preprocessed text of the headers themselves (not of the system
     headers they include), split into top-level declarations."""
     source = "".join('#include "%s"\n' % h for h in headers)
-    pre = subprocess.run(["cc", "-E", "-std=c99", "-x", "c", "-"], input=source, check=True,
+    pre = subprocess.run(["cc", "-E", *c_std(), "-x", "c", "-"], input=source, check=True,
                          capture_output=True, text=True).stdout
     ours, keep = [], False
     for line in pre.splitlines():
@@ -195,7 +209,7 @@ def layout(path, headers):
             print("  %s.%s offset %d size %s type %s" % (name, var.get("name"), int(dm.get("layout-offset-in-bits")) // 8,
                                                      size, type_name(var.get("type-id"))))
     source = "".join('#include "%s"\n' % h for h in headers)
-    macros = subprocess.run(["cc", "-E", "-dM", "-std=c99", "-x", "c", "-"], input=source, check=True,
+    macros = subprocess.run(["cc", "-E", "-dM", *c_std(), "-x", "c", "-"], input=source, check=True,
                             capture_output=True, text=True).stdout
     for line in sorted(macros.splitlines()):
         m = re.match(r"#define (TS_OK|TS_E_\w+) (.*)$", line)

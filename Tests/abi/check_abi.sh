@@ -43,6 +43,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
+# The C flags (TS_C_STD): the Makefile's.
+. Tests/flags.sh
 [ $# -eq 4 ] || { echo "usage: $0 check|baseline BUILD LIBRARY SOVERSION" >&2; exit 2; }
 mode=$1 build=$2 lib=$3 sover=$4
 here=Tests/abi
@@ -61,7 +63,7 @@ out=${ABI_OUT:-$build/abi}
 tool() { python3 "$root/$here/abi_tool.py" "$@"; }
 
 for t in abidw abidiff; do
-  command -v $t >/dev/null || { echo "abi: $t is missing: apt-get install abigail-tools (.ci/setup.sh)" >&2; exit 1; }
+  command -v $t >/dev/null || { echo "abi: $t is missing: apt-get install abigail-tools (.ci/setup.sh test)" >&2; exit 1; }
 done
 [ -e "$lib" ] || { echo "abi: no library at $lib (make lib)" >&2; exit 1; }
 libname=$(basename "$(readlink -f "$lib")")
@@ -71,7 +73,7 @@ libname=$(basename "$(readlink -f "$lib")")
 # baseline changes only when the ABI does.
 mkdir -p "$out"
 tool stubs "${headers[@]}" > "$out/stubs.c"
-(cd "$out" && ${CC:-cc} -std=c99 -O0 -g -w -I"$inc_abs" -shared -fPIC stubs.c \
+(cd "$out" && ${CC:-cc} $TS_C_STD -O0 -g -w -I"$inc_abs" -shared -fPIC stubs.c \
    -Wl,-soname,libturnstate.so."$sover" -o libturnstate-abi.so)
 abidw --no-corpus-path --no-comp-dir-path --no-elf-needed --no-show-locs --type-id-style hash \
   --headers-dir "$inc_abs" --drop-private-types "$out/libturnstate-abi.so" > "$out/libturnstate.abi"

@@ -7,6 +7,8 @@
 #   selftest.sh BUILD LIBRARY SOVERSION
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+# The C flags (TS_C_STD): the Makefile's.
+. Tests/flags.sh
 build=$1 lib=$2 sover=$3
 work=$build/abi-selftest
 failed=() n=0
@@ -38,7 +40,7 @@ case_() {
 fake() { # fake NAME SED_SCRIPT
   mkdir -p "$work/$1" && python3 Tests/abi/abi_tool.py stubs Include/turnstate.h > "$work/$1/stubs.c"
   sed -i "$2" "$work/$1/stubs.c"
-  ${CC:-cc} -std=c99 -w -IInclude -shared -fPIC "$work/$1/stubs.c" -o "$work/$1/libturnstate.so"
+  ${CC:-cc} $TS_C_STD -w -IInclude -shared -fPIC "$work/$1/stubs.c" -o "$work/$1/libturnstate.so"
 }
 fake lib-lost '/ ts_store_unsubscribe(/d'
 fake lib-gained '$a void ts_abi_selftest_extra(void) {}'

@@ -165,7 +165,6 @@ void run_middleware_tests(void);
 void run_threads_tests(void);
 void run_errors_tests(void);
 void run_big_tests(void);
-void run_big_tests(void);
 void run_replace_tests(void);
 void run_filters_tests(void);
 void run_patch_tests(void);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the compiler-facing macros of Include/turnstate.h (TS_API,
-# TS_DEPRECATED, TS_VERSION*): the headers compile with -std=c99 -pedantic
-# -Werror under gcc, under clang (when there is one), for a compiler that is
+# TS_DEPRECATED, TS_VERSION*): the headers compile with the Makefile's C
+# standard and warnings (C99, -pedantic -Werror: Tests/flags.sh) under gcc,
+# under clang (when there is one), for a compiler that is
 # not GNU (no attribute then), and with the macros replaced by the user;
 # TS_DEPRECATED makes a call warn, with its message; TS_API keeps
 # ts_plugin_entry exported from a plugin built with -fvisibility=hidden.
@@ -12,7 +13,10 @@ cc=${1:-cc}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 test_c=Tests/c/test_memory_and_errors.c
-strict=(-std=c99 -Wall -Wextra -Werror -pedantic -IInclude)
+# The C flags (TS_C_STD, TS_C_WARN): the Makefile's.
+. Tests/flags.sh
+# shellcheck disable=SC2206 # lists of flags
+strict=($TS_C_STD $TS_C_WARN -IInclude)
 passed=0 failed=0
 check() { # description command...
   local what=$1; shift
@@ -34,7 +38,7 @@ static const char version[] = TS_VERSION;
 int main(void) { return version[0] == '\0' || TS_VERSION_NUMBER < 0; }
 C
 no_attribute_without_gnu() {
-  "$cc" -std=c99 -IInclude -U__GNUC__ -U__clang__ -U__has_attribute -E -P "$work/plain.c" >"$work/pp" 2>/dev/null &&
+  "$cc" $TS_C_STD -IInclude -U__GNUC__ -U__clang__ -U__has_attribute -E -P "$work/plain.c" >"$work/pp" 2>/dev/null &&
     ! grep -q "__attribute__" "$work/pp" &&
     "$cc" "${strict[@]}" -U__GNUC__ -U__clang__ -fsyntax-only "$work/plain.c"
 }
@@ -43,7 +47,7 @@ plugin_exports_its_entry() {
     nm -D --defined-only "$work/guard.so" | grep -qw ts_plugin_entry
 }
 
-check "$cc: both headers, -std=c99 -pedantic -Werror" "$cc" "${strict[@]}" -fsyntax-only "$test_c"
+check "$cc: both headers, ${strict[*]}" "$cc" "${strict[@]}" -fsyntax-only "$test_c"
 check "$cc: a call to a TS_DEPRECATED function warns with its message" deprecated_call_warns "$cc"
 check "$cc: TS_API and TS_DEPRECATED replaced by the user" \
   "$cc" "${strict[@]}" -fsyntax-only -DTS_API= '-DTS_DEPRECATED(msg)=' -DTS_TEST_DEPRECATED_CALL "$test_c"
@@ -51,7 +55,7 @@ check "not GNU (-U__GNUC__): no attribute, still compiles" no_attribute_without_
 check "$cc: -fvisibility=hidden plugin still exports ts_plugin_entry (TS_API)" plugin_exports_its_entry
 clang=$(command -v clang || true)
 if [ -n "$clang" ]; then
-  check "clang: both headers, -std=c99 -pedantic -Werror" "$clang" "${strict[@]}" -fsyntax-only "$test_c"
+  check "clang: both headers, ${strict[*]}" "$clang" "${strict[@]}" -fsyntax-only "$test_c"
   check "clang: a call to a TS_DEPRECATED function warns with its message" deprecated_call_warns "$clang"
 fi
 echo "header macros checked with gcc${clang:+ and clang}"

@@ -34,7 +34,6 @@ int main(int argc, char **argv) {
     run_threads_tests();
     run_errors_tests();
     run_big_tests();
-    run_big_tests();
     run_replace_tests();
     run_filters_tests();
     run_patch_tests();

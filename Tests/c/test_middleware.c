@@ -474,6 +474,63 @@ static void test_next_misuse(void) {
     ts_store_destroy(store);
 }
 
+/* A next kept from an earlier run() and called during a later run() of the
+ * same middleware, on the same thread: while the chain is unchanged it is
+ * the very function that run() was given, so it cannot be told from that
+ * run's own next (turnstate.h, ts_next_fn). It acts as that run's next and
+ * uses up its one call; outside any run() it is refused. */
+typedef struct kept_ctx {
+    ts_next_fn kept;                 /* the next of the first run() */
+    int runs;
+    ts_status kept_status, own_status; /* of the later run(): the kept next, then its own */
+    char own_error[300];
+} kept_ctx;
+
+static ts_status mw_call_kept_next(const ts_store_api *api, ts_next_fn next, const ts_action *a, void *ctx) {
+    (void)api;
+    kept_ctx *c = ctx;
+    if (c->runs++ == 0) {
+        c->kept = next;
+        return next(a->json);
+    }
+    c->kept_status = c->kept(a->json);
+    c->own_status = next(a->json);
+    snprintf(c->own_error, sizeof c->own_error, "%s", ts_last_error());
+    return c->kept_status;
+}
+
+static void test_next_kept_into_a_later_run(void) {
+    ts_store *store = new_store(NULL);
+    kept_ctx c;
+    int notified = 0;
+    uint64_t token;
+    memset(&c, 0, sizeof c);
+    CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
+    CHECK_OK(ts_store_add_middleware(store, "kept", mw_call_kept_next, &c));
+    CHECK_OK(ts_store_subscribe(store, NULL, count_listener, &notified, &token));
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
+    CHECK(c.kept != NULL);
+    /* Outside any run(): refused, nothing applied. */
+    CHECK_ST(c.kept("{\"type\":\"inc\"}"), TS_E_MISUSE);
+    CHECK_CONTAINS(ts_last_error(), "after the run() it was given to returned");
+    CHECK_STATE(store, "/count", "1");
+    /* Inside the second run(): the kept next passes that run's action on,
+     * and the run's own next is then its second call. */
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
+    CHECK_OK(c.kept_status);
+    CHECK_ST(c.own_status, TS_E_MISUSE);
+    CHECK_CONTAINS(c.own_error, "next was called twice for \"inc\"");
+    CHECK_STATE(store, "/count", "2");
+    CHECK_INT(notified, 2);
+    /* And again: every later run() the same. */
+    CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
+    CHECK_OK(c.kept_status);
+    CHECK_ST(c.own_status, TS_E_MISUSE);
+    CHECK_STATE(store, "/count", "3");
+    CHECK_INT(notified, 3);
+    ts_store_destroy(store);
+}
+
 /* Paths and configs of plugins must be UTF-8, like keys. */
 /* ts_store_api.apply: the reducers and listeners run, no middleware does. */
 typedef struct apply_ctx {
@@ -707,6 +764,7 @@ void run_middleware_tests(void) {
     RUN(test_middleware_dispatch_from_top);
     RUN(test_middleware_next_stable);
     RUN(test_next_misuse);
+    RUN(test_next_kept_into_a_later_run);
     RUN(test_store_api_apply);
     RUN(test_store_api_exclusive);
     RUN(test_plugin_arguments);

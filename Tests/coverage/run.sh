@@ -23,6 +23,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
+# The C flags (TS_CFLAGS): the Makefile's.
+. Tests/flags.sh
 COV=$ROOT/build/coverage
 PROFILES=$COV/profiles
 SWIFT=${SWIFT:-swift}
@@ -52,7 +54,7 @@ MAKEVARS=(
   # targets (CTurnstateJSON, CTurnstateSupport) need clang's flags as well.
   "LIB_SWIFTFLAGS=--enable-code-coverage -Xcc -fprofile-instr-generate -Xcc -fcoverage-mapping"
   PLUGIN_SCRATCH=.build-coverage-plugins PLUGIN_SWIFTFLAGS=--enable-code-coverage
-  CC="$CLANG" "PLUGIN_CFLAGS=-std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -shared -fPIC -IInclude $PLUGIN_COVFLAGS"
+  CC="$CLANG" "PLUGIN_CFLAGS=$TS_CFLAGS -shared -fPIC -IInclude $PLUGIN_COVFLAGS"
   VALGRIND=true
 )
 export TS_EXTRA_CFLAGS=$PLUGIN_COVFLAGS TS_VALGRIND=0

@@ -11,13 +11,21 @@
 #   3. the same program runs under valgrind (--quick): no definite or
 #      indirect leak, no invalid access (callbacks are freed with the store);
 #   4. built with -fsanitize=thread, it runs under ThreadSanitizer (--quick);
-#   5. built with clang++, it runs again (--quick).
+#   5. built with clang++, it runs again (--quick);
+#   6. Tests/cpp/misuse.cpp (a Store destroyed inside each kind of its own
+#      callbacks, on the caller's thread and on the delay plugin's worker),
+#      built with -fsanitize=address by the Swift toolchain's clang++
+#      (ASAN_CXX) against the ASan library and plugins (BUILD_DIR/asan: make
+#      asan-plugins), runs under AddressSanitizer with leak checks.
 # Ends with "checks: N passed, M failed": the test program's checks plus one
 # per step above.
 # Usage: Tests/cpp/run.sh BUILD_DIR (default build); CXX (default c++),
-# VALGRIND (the Makefile's command line).
+# VALGRIND (the Makefile's command line), ASAN_CXX (default: the clang++
+# found below).
 set -u
 cd "$(dirname "$0")/../.."
+# The C flags (TS_C_STD): the Makefile's.
+. Tests/flags.sh
 build=$(realpath "${1:-build}")
 cxx=${CXX:-c++}
 valgrind=${VALGRIND:-valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect --suppressions=$PWD/Tests/c/valgrind.supp}
@@ -64,8 +72,8 @@ cxx14_refused() { # compiler
 # SwiftPM compiles every header of Include/ as C into the module CTurnstate
 # (Sources/CTurnstate/include): as C, turnstate.hpp must be empty and quiet.
 printf '#include "turnstate.hpp"\n#include "turnstate.h"\nint main(void) { return TS_OK; }\n' >"$work/c.c"
-step "cc -std=c99: turnstate.hpp compiled as C is empty (SwiftPM's module CTurnstate)" \
-  "${CC:-cc}" -std=c99 "${strict[@]}" -IInclude -fsyntax-only "$work/c.c"
+step "cc $TS_C_STD: turnstate.hpp compiled as C is empty (SwiftPM's module CTurnstate)" \
+  "${CC:-cc}" $TS_C_STD "${strict[@]}" -IInclude -fsyntax-only "$work/c.c"
 for c in "$cxx" ${clangxx:+"$clangxx"}; do
   name=$(basename "$c")
   for std in c++17 c++20; do
@@ -94,6 +102,24 @@ if [ -n "$clangxx" ]; then
   [ -x "$build/tests/test_cpp_clang" ] && program "test_turnstate (clang++)" "$build/tests/test_cpp_clang" --quick --plugins "$build/plugins"
 else
   echo "note: no clang++ found (neither beside swift nor on PATH): built with $cxx only"
+fi
+# A Store destroyed inside its own callbacks: a callable freed while the
+# dispatch still runs it is a heap-use-after-free under ASan.
+asan_cxx=${ASAN_CXX:-$clangxx}
+if [ -z "$asan_cxx" ] || [ ! -e "$build/asan/lib/libturnstate.so" ] || [ ! -e "$build/asan/plugins/delay.so" ]; then
+  failed=$((failed + 1))
+  echo "FAILED: misuse.cpp under ASan needs the Swift toolchain's clang++ (ASAN_CXX) and $build/asan (make asan-plugins)"
+else
+  mkdir -p "$build/asan/tests"
+  step "$(basename "$asan_cxx") -fsanitize=address: misuse.cpp builds against $build/asan/lib" \
+    "$asan_cxx" -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address "${strict[@]}" -IInclude \
+    Tests/cpp/misuse.cpp -o "$build/asan/tests/cpp_misuse" -fuse-ld=lld -L"$build/asan/lib" \
+    -Wl,-rpath,"$build/asan/lib" -lturnstate -lpthread
+  [ -x "$build/asan/tests/cpp_misuse" ] &&
+    program "misuse (a Store destroyed inside its callbacks) under AddressSanitizer" env SWIFT_BACKTRACE=enable=no \
+      ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 \
+      LSAN_OPTIONS=suppressions=$PWD/Tests/fuzz/lsan.supp:print_suppressions=0 \
+      "$build/asan/tests/cpp_misuse" --plugins "$build/asan/plugins"
 fi
 echo "checks: $((passed + program_passed)) passed, $((failed + program_failed)) failed"
 [ "$failed" -eq 0 ] && [ "$program_failed" -eq 0 ]

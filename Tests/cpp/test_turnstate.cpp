@@ -208,6 +208,45 @@ TEST(test_errors_carry_status_and_message) {
     CHECK_THROWS(turnstate::argument_error, store.add_reducer("count", counter), e, (void)e);
 }
 
+/* An empty callable is refused at the call (argument_error, as the C API's
+ * TS_E_ARGUMENT for a NULL fn), never accepted to fail every later dispatch
+ * after the state changed (std::bad_function_call). */
+TEST(test_empty_callables_are_refused) {
+    Store store;
+    store.add_reducer("count", counter);
+    int calls = 0;
+    Subscription live = store.subscribe([&] { ++calls; });
+    Subscription kept; // were it accepted, the next dispatch would change the state and then throw
+    CHECK_THROWS(turnstate::argument_error, kept = store.subscribe(turnstate::listener_fn()), e,
+                 CHECK_CONTAINS(e.what(), "subscribe: the listener is empty"));
+    CHECK_THROWS(turnstate::argument_error, (void)store.subscribe("/count", std::function<void(StoreRef)>()), e,
+                 (void)e);
+    CHECK_THROWS(turnstate::argument_error, (void)store.subscribe(std::function<void()>()), e, (void)e);
+    void (*no_listener)() = nullptr;
+    CHECK_THROWS(turnstate::argument_error, (void)store.subscribe(no_listener), e, (void)e);
+    void (*no_ref_listener)(StoreRef) = nullptr;
+    CHECK_THROWS(turnstate::argument_error, (void)store.subscribe("", no_ref_listener), e, (void)e);
+    Result (*no_reducer)(Slice, const Action &) = nullptr;
+    CHECK_THROWS(turnstate::argument_error, store.add_reducer("other", no_reducer), e,
+                 CHECK_CONTAINS(e.what(), "add_reducer: the reducer is empty"));
+    CHECK_THROWS(turnstate::argument_error, store.replace_reducer("count", turnstate::reducer_fn()), e,
+                 CHECK_CONTAINS(e.what(), "replace_reducer: the reducer is empty"));
+    CHECK_THROWS(turnstate::argument_error, store.add_middleware("m", nullptr), e,
+                 CHECK_CONTAINS(e.what(), "add_middleware: the middleware is empty"));
+    // Nothing was added: the store works as before.
+    bool threw = false;
+    try {
+        store.dispatch(R"({"type": "counter/add"})");
+    } catch (const std::exception &e) {
+        threw = true;
+        std::fprintf(stderr, "    the dispatch threw: %s\n", e.what());
+    }
+    CHECK(!threw);
+    CHECK_EQ(calls, 1);
+    CHECK_EQ(store.get("/count"), std::string("1"));
+    CHECK(!store.find("/other").has_value());
+}
+
 // ---- RAII and moves ---------------------------------------------------------
 
 TEST(test_callbacks_live_as_long_as_the_store) {
@@ -683,6 +722,7 @@ int main(int argc, char **argv) {
     }
     RUN(test_version_and_basics);
     RUN(test_errors_carry_status_and_message);
+    RUN(test_empty_callables_are_refused);
     RUN(test_callbacks_live_as_long_as_the_store);
     RUN(test_subscription_handles);
     RUN(test_store_destroyed_inside_its_listener);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a Debian user gets from `make deb`: runs it, checks the three packages
-# in DEBDIR (fields, shlibs, modes, stripping, debug symbols), runs lintian
+# in DEBDIR (fields, shlibs, modes, stripping, debug symbols, the man pages), runs lintian
 # (an error fails), installs them with apt-get, builds Tests/install/app.c (and
 # app.cpp, through turnstate.hpp) with nothing but `pkg-config --cflags
 # --libs turnstate`, runs them with the Swift toolchain hidden
@@ -139,6 +139,16 @@ for f in /usr/include/turnstate.h /usr/include/turnstate_plugin.h /usr/include/t
   check "libturnstate-dev ships $f" [ -f "$xd$f" ]
 done
 check "libturnstate0 ships the private Swift runtime ($libdir/turnstate/libswiftCore.so)" [ -f "$xl$libdir/turnstate/libswiftCore.so" ]
+# The man pages (make man): every page of the headers, in libturnstate-dev.
+mapfile -t pages < <(python3 "$root/docs/man/genman.py" --list "$root/Include/turnstate.h" "$root/Include/turnstate_plugin.h")
+unshipped=$(for page in "${pages[@]}"; do [ -f "$xd/usr/share/man/$page.gz" ] || echo "$page"; done)
+check "libturnstate-dev ships the ${#pages[@]} man pages in /usr/share/man${unshipped:+ (not: $unshipped)}" \
+  [ "${#pages[@]}" -gt 20 -a -z "$unshipped" ]
+for page in man3/ts_store_dispatch.3 man7/turnstate.7 man7/turnstate-plugins.7; do
+  warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z "$xd/usr/share/man/$page.gz" 2>&1 >/dev/null)
+  check "libturnstate-dev's $page.gz renders without a warning${warnings:+: $warnings}" \
+    [ -f "$xd/usr/share/man/$page.gz" -a -z "$warnings" ]
+done
 not0644=$(find "$xl" "$xd" "$xg" -type f ! -perm 0644 | sed "s|^$tmp/x/||")
 check "every file is 0644${not0644:+ (not: $not0644)}" [ -z "$not0644" ]
 unstripped=$(find "$xl" -type f -name '*.so*' -exec sh -c 'readelf -S -W "$1" | grep -qE " \.(symtab|debug_info) " && echo "${1#'"$xl"'}"' _ {} \;)
@@ -170,6 +180,8 @@ if [ -d "$debdir/stage" ]; then
   refuse "a stage without the private Swift runtime" "libswiftCore.so is missing"
   cp -a "$debdir/stage" "$tmp/bad" && rm -f "$tmp/bad$libdir/turnstate/plugins/logger.so"
   refuse "a stage without a shipped plugin" "plugins/logger.so is missing"
+  cp -a "$debdir/stage" "$tmp/bad" && rm -rf "$tmp/bad/usr/share/man"
+  refuse "a stage without the man pages" "man3/ts_store_dispatch.3.gz is missing"
 else
   fail "$debdir/stage (make deb's make install tree) is missing"
 fi
@@ -198,6 +210,15 @@ else
   finish
 fi
 check "ldconfig's cache has libturnstate.so.$major" bash -c "ldconfig -p | grep -q 'libturnstate.so.$major '"
+if grep -rqs '^path-exclude=*/usr/share/man' /etc/dpkg/dpkg.cfg.d/; then
+  echo "  (note: dpkg's configuration here excludes /usr/share/man: man -w is not checked)"
+else
+  for page in "3 ts_store_dispatch" "7 turnstate-plugins"; do
+    read -r sec name <<<"$page"
+    found=$(man -w "$sec" "$name" 2>&1)
+    check "man -w $sec $name finds the package's page ($found)" [ "$found" = "/usr/share/man/man$sec/$name.$sec.gz" ]
+  done
+fi
 modversion=$(pkg-config --modversion turnstate 2>&1)
 check "pkg-config --modversion turnstate = $version" [ "$modversion" = "$version" ]
 pluginsdir=$(pkg-config --variable=pluginsdir turnstate 2>&1)

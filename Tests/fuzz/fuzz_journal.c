@@ -4,8 +4,9 @@
  * The input is written as the journal file, then the plugin is loaded into a
  * store with reducers. An input that starts with the line "#fix" is a list
  * of records "L json" (one per line) that the harness writes with correct
- * lengths and CRC-32s, so that the fuzzer reaches the replay of well-formed
- * records with any content; other inputs are written as they are.
+ * lengths and CRC-32s (ts_record_header of Plugins/common/record.h), so
+ * that the fuzzer reaches the replay of well-formed records with any
+ * content; other inputs are written as they are.
  *
  * Invariants:
  * - a refused load is TS_E_PLUGIN (or TS_E_NOMEM) with a message, and the
@@ -16,6 +17,8 @@
  *   the state the store had.
  */
 #include "fuzz_common.h"
+
+#include "../../Plugins/common/record.h" /* the "#fix" records: the journal's own writer */
 
 #include <fcntl.h>
 #include <sanitizer/common_interface_defs.h>
@@ -30,7 +33,6 @@ static void quiet(int on) {
     fflush(stderr);
     dup2(on ? dev_null : saved_stderr, 2);
 }
-static uint32_t crc_table[256];
 
 static void cleanup(void) {
     if (dir[0]) {
@@ -41,7 +43,6 @@ static void cleanup(void) {
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     const char *tmp = getenv("TMPDIR");
-    uint32_t i, k;
     (void)argc;
     (void)argv;
     snprintf(dir, sizeof dir, "%s/ts-fuzz-journal.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -57,20 +58,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     snprintf(journal_path, sizeof journal_path, "%s/state.journal", dir);
     snprintf(config, sizeof config, "{\"path\":\"%s\",\"fsync\":\"never\",\"snapshot_every\":3}", journal_path);
     snprintf(plugin, sizeof plugin, "%s/journal.so", fz_plugin_dir());
-    for (i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (k = 0; k < 8; k++) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[i] = c;
-    }
     return 0;
-}
-
-static uint32_t record_crc(char letter, const char *json, size_t length) {
-    uint32_t c = 0xFFFFFFFFu;
-    size_t i;
-    c = crc_table[(c ^ (unsigned char)letter) & 0xFFu] ^ (c >> 8);
-    for (i = 0; i < length; i++) c = crc_table[(c ^ (unsigned char)json[i]) & 0xFFu] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
 }
 
 static void write_file(const uint8_t *data, size_t size) {
@@ -87,7 +75,8 @@ static void write_file(const uint8_t *data, size_t size) {
             if (end - p >= 2 && data[p + 1] == ' ') {
                 const char *json = (const char *)data + p + 2;
                 size_t len = end - p - 2;
-                fprintf(f, "%c %zu %08lx ", data[p], len, (unsigned long)record_crc((char)data[p], json, len));
+                char header[TS_RECORD_HEADER_MAX + 1];
+                fwrite(header, 1, ts_record_header(header, (char)data[p], json, len), f);
                 fwrite(json, 1, len, f);
             } else {
                 fwrite(data + p, 1, end - p, f);

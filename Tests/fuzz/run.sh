@@ -12,6 +12,7 @@
 # Open faults named in TS_FUZZ_KNOWN (default: none) are stepped
 # over while fuzzing, never in the replay; their reproducers wait in
 # Tests/fuzz/open/TARGET until they are fixed.
+# The dictionary is Tests/fuzz/TARGET.dict when there is one, else json.dict.
 # replay: runs every committed corpus file through its harness once (no
 # mutation), so that a fault found once stays fixed; fails on the first fault.
 # Ends with "fuzz-replay: N passed, M failed": one check per input replayed
@@ -25,7 +26,6 @@ opts=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
 shift
 targets=("$@")
-dict=$ROOT/Tests/fuzz/json.dict
 summary=() failed=0 replayed=0 faults=0
 
 for t in "${targets[@]}"; do
@@ -47,7 +47,8 @@ for t in "${targets[@]}"; do
       replayed=$((replayed + $(grep -c '^Executed ' "$out"))) faults=$((faults + 1))
     fi
   else
-    work=$asan/corpus/$t findings=$asan/findings/$t
+    work=$asan/corpus/$t findings=$asan/findings/$t dict=$ROOT/Tests/fuzz/json.dict
+    [ -f "$ROOT/Tests/fuzz/$t.dict" ] && dict=$ROOT/Tests/fuzz/$t.dict
     mkdir -p "$work" "$findings"
     log=$asan/fuzz_$t.log
     echo "== fuzz_$t for ${seconds} s (log: $log)"

@@ -5,11 +5,22 @@
 #     a failure for a command that exits non-zero whatever it printed, and
 #     passes the command's exit status on;
 #   - Tests/run-suites.sh adds up a suite's "checks:" lines, and counts a
-#     failed check for a suite that fails without counting one;
+#     failed check for a suite that fails without counting one; it names its
+#     build step and that step's log first, shows each step of the build as
+#     it starts (not its output), and takes another build step
+#     (TS_BUILD_STEP, as make check does); its last line is exactly
+#     "N passed, M failed";
+#   - .ci/step.sh (the Makefile's quiet steps) prints one line, keeps the
+#     command line and the output in its log, and on failure shows the log's
+#     tail and path and passes the exit status on; TS_VERBOSE=1 (make V=1)
+#     shows the command and its output instead;
 #   - `make help` lists every target of the Makefile's .PHONY list.
 # Ends with "harness: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
+# What the scripts under test read from the environment, as a caller may
+# have set it (make V=1, make check's run-suites.sh): the checks set their own.
+unset TS_BUILD_STEP TS_PROGRESS_FD TS_VERBOSE
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok: $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL: $1"; }
@@ -55,12 +66,16 @@ expect 2 "checks: 0 passed, 1 failed" bash -c 'say "checks: 4 passed, 0 failed\n
 # repository root: a copy of the script in a scratch folder stands in).
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/Tests"
+mkdir -p "$work/Tests" "$work/.ci"
 cp Tests/run-suites.sh Tests/checks.sh "$work/Tests/"
+cp .ci/step.sh "$work/.ci/"
 cat >"$work/Makefile" <<'MK'
 SHELL := /bin/bash
 test-build:
-	@echo building
+	@.ci/step.sh build/logs/one.log "step one" true
+	@.ci/step.sh build/logs/two.log "step two" sh -c 'echo the output of step two'
+check-build:
+	@.ci/step.sh build/logs/three.log "step three" true
 good:
 	@echo "checks: 40 passed, 0 failed"; echo "checks: 2 passed, 0 failed"
 counted:
@@ -82,6 +97,46 @@ if grep -qE '^PASS good +42 checks' <<<"$out" && grep -qE '^FAIL counted +7 chec
   ok "run-suites.sh: a line per suite, the tail of a failing one, the logs kept"
 else
   bad "run-suites.sh output:"; sed 's/^/    /' <<<"$out"
+fi
+# The build step: its line and log first, then its steps' lines, then its result.
+first=$(head -n1 <<<"$out")
+order=$(grep -oE '^(  step one|  step two|PASS test-build)' <<<"$out" | paste -sd'/')
+if [[ $first == "test-build: "*"(log: build/test-logs/test-build.log"* ]] && [ "$order" = "  step one/  step two/PASS test-build" ] &&
+   ! grep -q 'the output of step two' <<<"$out" && grep -q 'the output of step two' "$work/build/logs/two.log"; then
+  ok "run-suites.sh: says what it builds first ($first), then each step as it starts, output in the logs"
+else
+  bad "run-suites.sh, the build step: first line '$first', order '$order'"; sed 's/^/    /' <<<"$out"
+fi
+out=$(cd "$work" && TS_BUILD_STEP=check-build Tests/run-suites.sh good 2>&1)
+if grep -q '^  step three' <<<"$out" && grep -qE '^PASS check-build' <<<"$out" && ! grep -q 'test-build' <<<"$out" &&
+   [ "$(tail -n1 <<<"$out")" = "42 passed, 0 failed" ]; then
+  ok "run-suites.sh with TS_BUILD_STEP=check-build (make check): that build step, and the last line '42 passed, 0 failed'"
+else
+  bad "run-suites.sh with TS_BUILD_STEP=check-build:"; sed 's/^/    /' <<<"$out"
+fi
+
+# .ci/step.sh: one line, the log; a failure's tail, path and status.
+out=$(.ci/step.sh "$work/s/ok.log" "cc thing" sh -c 'echo compiler says hi' 2>&1)
+status=$?
+if [ "$status" = 0 ] && [ "$out" = "cc thing" ] && [ "$(head -n1 "$work/s/ok.log")" = "sh -c echo\\ compiler\\ says\\ hi " ] &&
+   grep -qx 'compiler says hi' "$work/s/ok.log"; then
+  ok "step.sh: one line, the command line and the output in the log"
+else
+  bad "step.sh: status $status, output '$out', log:"; sed 's/^/    /' "$work/s/ok.log"
+fi
+out=$(.ci/step.sh "$work/s/bad.log" "cc broken" sh -c 'echo "error: no such thing"; exit 4' 2>&1)
+status=$?
+if [ "$status" = 4 ] && grep -qx 'cc broken' <<<"$out" && grep -q '^FAILED: cc broken (exit status 4)' <<<"$out" &&
+   grep -q '^  | error: no such thing' <<<"$out" && grep -qF "$work/s/bad.log" <<<"$out"; then
+  ok "step.sh: a failing step shows the tail and the path of its log, exit status 4 passed on"
+else
+  bad "step.sh, failing: status $status, output:"; sed 's/^/    /' <<<"$out"
+fi
+out=$(TS_VERBOSE=1 .ci/step.sh "$work/s/v.log" "cc loud" echo 'a b' 2>&1)
+if [ "$out" = $'cc loud\necho a\\ b \na b' ] && [ ! -e "$work/s/v.log" ]; then
+  ok "step.sh with TS_VERBOSE=1 (make V=1): the command line and its output"
+else
+  bad "step.sh, TS_VERBOSE=1: output '$out'"
 fi
 
 # make help: every .PHONY target, each once.

@@ -18,6 +18,7 @@ screenshot.png, or --screenshot PNG). Ends with "checks: N passed, M failed".
 """
 
 import http.client
+import http.server
 import json
 import os
 import queue
@@ -29,6 +30,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -162,6 +164,57 @@ def raw_get(host, port, path, headers):
     return response.status, response.read().decode()
 
 
+def raw(host, port, method, path, headers, body=None, timeout=WAIT):
+    """(status, [(header, value)...], body bytes) of a request sent exactly as
+    given: repeated headers, no Host unless given; the body read only when the
+    response is not an event stream. Raises on a connection that closes."""
+    connection = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for k, v in headers:
+            connection.putheader(k, v)
+        data = body.encode() if isinstance(body, str) else body
+        if data is not None:
+            connection.putheader("Content-Length", str(len(data)))
+        connection.endheaders(data)
+        response = connection.getresponse()
+        got = response.getheaders()
+        if (response.getheader("Content-Type") or "").startswith("text/event-stream"):
+            return response.status, got, b""
+        return response.status, got, response.read()
+    finally:
+        connection.close()
+
+
+def strict_json(data):
+    """data (bytes) parsed as strict JSON: UTF-8 only, no NaN/Infinity, no
+    repeated key; raises ValueError otherwise."""
+    def pairs(items):
+        keys = [k for k, _ in items]
+        if len(set(keys)) != len(keys):
+            raise ValueError("a repeated key: %r" % keys)
+        return dict(items)
+
+    def constant(name):
+        raise ValueError("not JSON: " + name)
+    return json.loads(data.decode("utf-8", "strict"), object_pairs_hook=pairs, parse_constant=constant)
+
+
+def journal_record(letter, text):
+    """One record of the journal's format: L <length> <crc32> <json>."""
+    data = text.encode() if isinstance(text, str) else text
+    crc = zlib.crc32(letter.encode() + data) & 0xFFFFFFFF
+    return b"%s %d %08x " % (letter.encode(), len(data), crc) + data + b"\n"
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
 # ---- The browser ---------------------------------------------------------------
 
 def browser():
@@ -206,6 +259,305 @@ def plugin_file_checks():
     check("inspector.so exports only ts_plugin_entry", exported == ["ts_plugin_entry"], exported)
     strings = open(so, "rb").read()
     check("the page is embedded in inspector.so", b"<title>Turnstate Inspector</title>" in strings)
+
+
+# ---- Defects found from outside (issue 18): HTTP only, no browser -------------
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+}
+
+
+def started(app, what):
+    """(host, port, token) of a started App, or None (a failed check)."""
+    m = re.match(r"http://([^:/]+):(\d+)/\?token=(\w+)", app.url or "")
+    if not check(what, m is not None, app.first):
+        return None
+    return m.group(1), int(m.group(2)), m.group(3)
+
+
+def post(where, path, body, extra=()):
+    """(status, body bytes) of an authenticated POST; ("closed: ...", b"") if the
+    connection died (the program crashed)."""
+    host, port, token = where
+    try:
+        status, _, data = raw(host, port, "POST", path, [("Host", "%s:%d" % (host, port)),
+                                                           ("X-Turnstate-Token", token)] + list(extra), body)
+        return status, data
+    except (OSError, http.client.HTTPException) as e:
+        return "closed: %s" % e, b""
+
+
+def get(where, path, extra=(), token=True):
+    host, port, secret = where
+    headers = [("Host", "%s:%d" % (host, port))] + ([("X-Turnstate-Token", secret)] if token else []) + list(extra)
+    try:
+        return raw(host, port, "GET", path, headers)
+    except (OSError, http.client.HTTPException) as e:
+        return "closed: %s" % e, [], b""
+
+
+def open_stream(where):
+    """An event stream that stays open (the inspector counts a watcher), read
+    until its first status event: (socket, what was read)."""
+    host, port, token = where
+    sock = socket.create_connection((host, port), timeout=WAIT)
+    sock.sendall(("GET /api/events HTTP/1.1\r\nHost: %s:%d\r\nX-Turnstate-Token: %s\r\n\r\n"
+                  % (host, port, token)).encode())
+    received = b""
+    while b"event: status" not in received:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        received += chunk
+    return sock, received
+
+
+def import_checks():
+    """Item 1 (a record length the parser must refuse), 4 (a refused import
+    leaks nothing) and 5 (refused imported actions keep /api/state JSON)."""
+    app = App({"port": 0})
+    where = started(app, "an inspector for the import checks starts")
+    if where is None:
+        return
+    crc = lambda text: "%08x" % (zlib.crc32(text) & 0xFFFFFFFF)  # noqa: E731
+    bad = [
+        ("a negative length", b"S -2 00000000\n\nX\n"),
+        ("a length of 20 digits", b"S 99999999999999999999 00000000 {}\n"),
+        ("a length of 2^64-1", b"S 18446744073709551615 00000000 {}\n"),
+        ("a length of 2^64+1", b"S 18446744073709551617 " + crc(b"S{}").encode() + b" {}\n"),
+        ("a signed length", b"S +2 " + crc(b"S{}").encode() + b" {}\n"),
+        ("a header across lines", b"S\n2\n" + crc(b"S{}").encode() + b" {}\n"),
+        ("an upper-case CRC", b"S 2 " + crc(b"S{}").upper().encode() + b" {}\n"),
+        ("two spaces", b"S  2 " + crc(b"S{}").encode() + b" {}\n"),
+    ]
+    for name, body in bad:
+        status, data = post(where, "/api/import", body)
+        if not isinstance(status, int):  # the connection died: did the program?
+            try:
+                app.proc.wait(timeout=WAIT)
+            except subprocess.TimeoutExpired:
+                pass
+        check("import of %s is refused with 409 and its line, and the program lives" % name,
+              status == 409 and b"line 1" in data and app.proc.poll() is None,
+              (status, data[:200], app.proc.poll()))
+        if app.proc.poll() is not None:
+            app = App({"port": 0})
+            where = started(app, "a new inspector after the crash")
+            if where is None:
+                return
+
+    # Item 5: actions the store refuses, imported; every answer stays JSON.
+    state = '{"user":{"name":"ada","theme":"dark"},"count":0,"todos":[]}'
+    session = (journal_record("S", state) + journal_record("A", '{"type":"counter/inc"}') +
+               journal_record("A", '}{"<script>alert(1)</script>":1}') +
+               journal_record("A", b'{"type":"\xff\xfe"}') +
+               journal_record("A", '{"type":"counter/inc","type":"x"}') +
+               journal_record("A", '{"type":"counter/inc"}'))
+    status, data = post(where, "/api/import", session)
+    check("a session with actions the store refuses is imported", status == 200, (status, data[:300]))
+    try:
+        newest = json.loads(data)["status"]["newest"]  # the import's 5 records end there
+    except (ValueError, KeyError):
+        newest = 5
+    check("the store has the accepted imported actions applied", (app.state() or {}).get("count") == 2, app.state())
+    status, _, data = get(where, "/api/actions")
+    try:
+        records = strict_json(data)["records"]
+        check("/api/actions is strict JSON after importing refused actions", True)
+    except (ValueError, KeyError, TypeError) as e:
+        records = []
+        check("/api/actions is strict JSON after importing refused actions", False, (e, data[-300:]))
+    check("the imported records are kept, the refused ones marked refused with a reason",
+          [r.get("ok") for r in records] == [True, False, False, False, True] and
+          all(r.get("message") for r in records if not r.get("ok")), records)
+    texts = ['}{"<script>alert(1)</script>":1}', None, '{"type":"counter/inc","type":"x"}']
+    for seq, text in zip(range(newest - 3, newest), texts):
+        status, _, data = get(where, "/api/state?seq=%d" % seq)
+        try:
+            view = strict_json(data)
+            problem = None if isinstance(view["action"], str) and (text is None or view["action"] == text) \
+                else "the action is %r" % (view["action"],)
+        except (ValueError, KeyError, TypeError) as e:
+            problem = "%s: %r" % (e, data[:300])
+        check("/api/state of refused imported #%d is strict JSON, the action text a JSON string" % seq,
+              status == 200 and problem is None, (status, problem))
+    sock, stream = open_stream(where)
+    sock.settimeout(2)
+    try:
+        while stream.count(b"event: action") < 5:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            stream += chunk
+    except socket.timeout:
+        pass
+    sock.close()
+    events = [line[6:] for line in stream.split(b"\n") if line.startswith(b"data: ")]
+    bad_events = []
+    for event in events:
+        try:
+            strict_json(event)
+        except ValueError as e:
+            bad_events.append((str(e), event[:200]))
+    check("every event of the stream is strict JSON after importing refused actions",
+          len(events) >= 6 and not bad_events, (len(events), bad_events))
+    # A record of length 0 is a record (the journal reads it): its empty
+    # action is refused by the store, not by the reader.
+    status, data = post(where, "/api/import", journal_record("S", state) + journal_record("A", ""))
+    status2, _, view = get(where, "/api/state?seq=%d" % (newest + 1))
+    try:
+        action = strict_json(view)["action"]
+    except (ValueError, KeyError) as e:
+        action = e
+    check("an empty action (length 0) is imported as refused, shown as the string \"\"",
+          status == 200 and status2 == 200 and action == "", (status, data[:200], status2, action))
+
+    # Item 4: a refused import frees its copy of the snapshot. A 16 MiB record
+    # then a bad one, refused 10 times: a leak keeps 10 copies (160 MiB); the
+    # process may keep about one import's worth of freed memory.
+    size = 16 << 20
+    big = journal_record("S", '{"count":0,"blob":"' + "x" * size + '"}') + b"A 2 00000000 {}\n"
+    for _ in range(2):  # the allocator's steady state first
+        post(where, "/api/import", big)
+    before = rss_kib(app.proc.pid)
+    answers = [post(where, "/api/import", big) for _ in range(10)]
+    after = rss_kib(app.proc.pid)
+    check("a refused big import is refused for its bad record (line 2)",
+          all(a[0] == 409 and b"line 2" in a[1] for a in answers), answers[0])
+    check("10 refused imports of a 16 MiB record leave the resident size within 2 x 16 MiB (no leak)",
+          after - before < 2 * size // 1024, "VmRSS %d KiB -> %d KiB" % (before, after))
+    app.quit()
+
+
+def travel_checks():
+    """Item 2: the program dispatches while the page is in the past; back in the
+    present, that action comes after the present, whether or not a page watched
+    and wherever the checkpoints fall."""
+    for history, watched in [(1000, True), (4, False), (8, False), (4, True)]:
+        app = App({"port": 0, "history": history})
+        where = started(app, "an inspector (history %d) starts" % history)
+        if where is None:
+            continue
+        sock = open_stream(where)[0] if watched else None
+        for _ in range(3):
+            app.dispatch({"type": "counter/inc"})
+        status, data = post(where, "/api/jump", '{"seq":1}')
+        past = app.state()
+        answer = app.dispatch({"type": "counter/inc"})
+        status2, data2 = post(where, "/api/present", "{}")
+        present = app.state()
+        status3, _, view = get(where, "/api/state?seq=4")
+        try:
+            recorded = strict_json(view)["state"]
+        except (ValueError, KeyError) as e:
+            recorded = e
+        what = "history %d, %s" % (history, "a page watching" if watched else "no page watching")
+        check("%s: 3 dispatched, jump to #1, one dispatched in the past, present: count 4" % what,
+              status == 200 and past.get("count") == 1 and answer.startswith("status TS_OK") and status2 == 200
+              and present.get("count") == 4, (status, data[:200], past, answer, status2, data2[:200], present))
+        check("%s: the state recorded for #4 is the present one (count 4)" % what,
+              status3 == 200 and isinstance(recorded, dict) and recorded.get("count") == 4, recorded)
+        if sock:
+            sock.close()
+        app.quit()
+
+
+def http_checks():
+    """Items 3 and 6: the token is never a cookie, every response carries the
+    security headers, a token with a NUL and repeated headers are refused, idle
+    connections do not lock the inspector out. Returns the last check (a
+    connection that never sends a byte is closed by the server), to be called
+    when the other checks are done: it waits for the server's timeout."""
+    app = App({"port": 0})
+    where = started(app, "an inspector for the HTTP checks starts")
+    if where is None:
+        return lambda: None
+    host, port, token = where
+    own = "%s:%d" % (host, port)
+    # An idle connection that never sends a byte, opened first: checked last.
+    idle = socket.create_connection((host, port), timeout=WAIT)
+    opened = time.time()
+
+    # Item 3: no cookie.
+    status, headers, _ = get(where, "/?token=" + token, token=False)
+    cookies = [v for k, v in headers if k.lower() == "set-cookie"]
+    check("the page opened with ?token= sets no cookie", status == 200 and cookies == [], (status, cookies))
+    status, headers, _ = get(where, "/api/actions?token=" + token, token=False)
+    cookies = [v for k, v in headers if k.lower() == "set-cookie"]
+    check("no API answer sets a cookie", status == 200 and cookies == [], (status, cookies))
+    status, _, data = get(where, "/api/actions", [("Cookie", "ts_inspector_%d=%s" % (port, token))], token=False)
+    check("a token in a cookie is not accepted (only the header or the query)", status == 403, (status, data[:200]))
+
+    # Item 6: the security headers on every response.
+    answers = {
+        "GET / (the page)": get(where, "/"),
+        "GET /app.js": get(where, "/app.js"),
+        "GET /api/actions": get(where, "/api/actions"),
+        "GET /api/state": get(where, "/api/state?seq=0"),
+        "GET /api/export": get(where, "/api/export"),
+        "GET /api/events": get(where, "/api/events"),
+        "a 403 (no token)": get(where, "/api/actions", token=False),
+        "a 404": get(where, "/api/nothing"),
+    }
+    status, headers, _ = raw(host, port, "POST", "/api/pause", [("Host", own), ("X-Turnstate-Token", token)],
+                             '{"paused":false}')
+    answers["POST /api/pause"] = (status, headers, b"")
+    for name, (status, headers, _) in answers.items():
+        have = {k.lower(): v for k, v in headers or []}
+        missing = [k for k, v in SECURITY_HEADERS.items() if v not in have.get(k.lower(), "")]
+        check("%s carries the security headers" % name, isinstance(status, int) and not missing, (status, missing))
+
+    # Item 6: the token must be the whole value.
+    status, _, _ = get(where, "/api/actions?token=%s%%00junk" % token, token=False)
+    check("a token followed by %00junk in the query is refused", status == 403, status)
+    status, _, _ = get(where, "/api/actions?token=%s&token=%s" % (token, token), token=False)
+    check("two tokens in the query are refused", status in (400, 403), status)
+    status, _, _ = get(where, "/api/actions", [("X-Turnstate-Token", token)])
+    check("two X-Turnstate-Token headers are refused", status in (400, 403), status)
+    # Repeated Origin or Host headers: refused, whichever comes first.
+    for name, extra in [("two Origin headers (ours first)", [("Origin", "http://" + own), ("Origin", "http://evil.example")]),
+                        ("two Origin headers (the same twice)", [("Origin", "http://" + own), ("Origin", "http://" + own)]),
+                        ("two Host headers (ours first)", [("Host", "evil.example:%d" % port)])]:
+        status, _, data = get(where, "/api/actions", extra)
+        check("a request with %s is refused" % name, status in (400, 403), (status, data[:200]))
+    status, data = post(where, "/api/dispatch", '{"type":"counter/inc"}',
+                        [("Origin", "http://" + own), ("Origin", "http://evil.example")])
+    check("a command with two Origin headers is refused and changes nothing",
+          status in (400, 403) and app.state().get("count") == 0, (status, data[:200], app.state()))
+
+    # Item 6: connections that never send a byte do not lock the inspector out.
+    crowd = []
+    try:
+        for _ in range(40):
+            crowd.append(socket.create_connection((host, port), timeout=WAIT))
+    except OSError as e:
+        check("40 idle connections can be opened", False, e)
+    time.sleep(0.2)  # the server accepted them
+    try:
+        status, _, data = raw(host, port, "GET", "/api/actions", [("Host", own), ("X-Turnstate-Token", token)],
+                              timeout=5)
+    except (OSError, http.client.HTTPException) as e:
+        status, data = "failed: %s" % e, b""
+    check("with 40 idle connections open, a request with the token is answered", status == 200, (status, data[:100]))
+    for s in crowd:
+        s.close()
+
+    def last():
+        # The first idle connection: the server ends it (an unauthenticated
+        # connection has a short timeout, see Plugins/inspector/README.md).
+        idle.settimeout(max(1.0, WAIT + 5 - (time.time() - opened)))
+        try:
+            ended = idle.recv(1) == b""
+        except socket.timeout:
+            ended = False
+        except OSError:
+            ended = True
+        idle.close()
+        check("a connection that never sends a request is closed by the server", ended)
+        app.quit()
+    return last
 
 
 def main():
@@ -319,7 +671,10 @@ def main():
         status, body = request(base + "/api/actions")
         check("a request without the token is refused", status == 403 and "token" in body, (status, body))
         status, body = request(base + "/")
-        check("the page itself needs the token", status == 403, status)
+        check("the page's own files need no token (they are the same in every inspector)",
+              status == 200 and "<title>Turnstate Inspector</title>" in body, status)
+        status, body = request(base + "/api/export")
+        check("the export needs the token", status == 403, status)
         status, body = request(base + "/api/actions?token=" + token, headers={"Origin": "http://evil.example"})
         check("a request from a foreign Origin is refused", status == 403 and "origin" in body, (status, body))
         status, body = request(base + "/api/jump?token=" + token, "POST", '{"seq":1}',
@@ -357,6 +712,35 @@ def main():
         wait_for(driver, lambda: text(driver, "mode") == "live", "resume")
         app.dispatch({"type": "todos/add", "payload": {"title": "bread"}})
         wait_for(driver, lambda: len(rows(driver)) == before + 1, "recording again after resume")
+
+        # The token is not a cookie: the browser holds none, and another HTTP
+        # server on 127.0.0.1 (cookies are not scoped by port) gets nothing.
+        check("the browser holds no cookie of the inspector", driver.get_cookies() == [], driver.get_cookies())
+        seen = []
+
+        class Other(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                seen.append(self.headers.get_all("Cookie") or [])
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.end_headers()
+                self.wfile.write(b"another local service")
+
+            def log_message(self, *args):
+                pass
+
+        other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Other)
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        driver.get("http://127.0.0.1:%d/" % other.server_address[1])
+        wait_for(driver, lambda: len(seen) > 0, "the browser opens another local server")
+        check("another local port gets no token from the browser", seen and not any(token in c for h in seen for c in h),
+              seen)
+        other.shutdown()
+        # Back to the inspector without the token in the URL: the page kept it
+        # for this tab (sessionStorage, scoped to scheme, host and port).
+        driver.get(base + "/")
+        wait_for(driver, lambda: text(driver, "conn") == "connected", "reopened without ?token=, the page connects")
+        wait_for(driver, lambda: len(rows(driver)) == before + 1, "reopened, the page shows the history")
     finally:
         driver.quit()
 
@@ -415,6 +799,11 @@ def main():
         status, body = request(rbase + "/api/state?seq=1&token=" + rtoken)
         check("read-only still shows the history", status == 200, (status, body))
     ro.quit()
+
+    idle_check = http_checks()
+    import_checks()
+    travel_checks()
+    idle_check()
 
     # From Python: the turnstate package loads the plugin; time travel
     # replays the Python reducer from a server thread.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # What `make install` ships, checked as it would run on a machine without
 # Swift: installs into a temporary prefix, checks the files (modes, stripped
-# with debug information beside them, no RUNPATH into the build machine),
-# builds Tests/install/app.c with nothing but pkg-config's flags (and the
-# rpath a private prefix needs), then, in a private mount namespace with the
+# with debug information beside them, no RUNPATH into the build machine; the
+# man pages), builds Tests/install/app.c with nothing but pkg-config's flags
+# (and the rpath a private prefix needs), then, in a private mount namespace with the
 # Swift toolchain hidden under an empty folder, checks that ldd finds every
 # library and runs the app: every shipped plugin loaded, dispatches through
 # them, one copy of the Swift runtime mapped. Then make uninstall removes it all.
@@ -12,6 +12,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
+# The C flags (TS_C_STD, TS_C_WARN): the Makefile's.
+. Tests/flags.sh
 CC=${CC:-cc}
 passed=0 failed=0
 pass() { passed=$((passed + 1)); echo "  ok   $*"; }
@@ -62,9 +64,32 @@ for elf in "$libdir/libturnstate.so."*.*.* "$pluginsdir"/*.so; do
   check "$name: debug information in $(dirname "$name")/.debug/${link:-?}" test -n "$link" -a -f "$(dirname "$elf")/.debug/$link"
 done
 
+# 2b. The man pages: one per page make man wrote, gzip -9n (no name, no time:
+# the same bytes on every build), 0644, and man finds and renders them.
+mandir=$prefix/share/man
+mapfile -t want < <(python3 docs/man/genman.py --list Include/turnstate.h Include/turnstate_plugin.h)
+missing=() notn=() notmode=()
+for page in "${want[@]}"; do
+  f=$mandir/$page.gz
+  if [ ! -f "$f" ]; then missing+=("$page.gz"); continue; fi
+  gzip -dc "$f" | gzip -9nc | cmp -s - "$f" || notn+=("$page.gz")
+  [ "$(stat -c %a "$f")" = 644 ] || notmode+=("$page.gz")
+done
+check "the ${#want[@]} man pages are installed in PREFIX/share/man${missing[*]:+ (missing: ${missing[*]})}" \
+  test "${#want[@]}" -gt 20 -a "${#missing[@]}" -eq 0
+check "the man pages are gzip -9n and 0644${notn[*]:+ (not -9n: ${notn[*]})}${notmode[*]:+ (not 0644: ${notmode[*]})}" \
+  test "${#notn[@]}" -eq 0 -a "${#notmode[@]}" -eq 0
+for page in "3 ts_store_dispatch" "7 turnstate" "7 turnstate-plugins"; do
+  read -r sec name <<<"$page"
+  found=$(man -M "$mandir" -w "$sec" "$name" 2>&1)
+  check "man -M PREFIX/share/man -w $sec $name finds $found" test "$found" = "$mandir/man$sec/$name.$sec.gz"
+done
+check "man -M PREFIX/share/man 3 ts_store_dispatch shows its synopsis" \
+  bash -c 'MANWIDTH=80 man -M "$0" 3 ts_store_dispatch 2>/dev/null | grep -q "ts_status ts_store_dispatch(ts_store \*store, const char \*action_json);"' "$mandir"
+
 # 3. A consumer from pkg-config's flags; a private prefix adds its own rpath.
 flags=$(pkg-config --cflags --libs turnstate)
-if $CC -std=c99 -Wall -Wextra -Werror -pedantic Tests/install/app.c -o "$tmp/app" $flags \
+if $CC $TS_C_STD $TS_C_WARN Tests/install/app.c -o "$tmp/app" $flags \
      -Wl,-rpath,"$(pkg-config --variable=libdir turnstate)" 2>"$tmp/cc.log"; then
   pass "cc app.c \$(pkg-config --cflags --libs turnstate) -Wl,-rpath,LIBDIR"
 else

@@ -2,8 +2,12 @@
 # Build and run the CTurnstateJSON C tests, natively and under valgrind.
 # Run from the repository root: sh Tests/json/run.sh
 # Needs g++, gcc, libsimdjson-dev (headers + -lsimdjson) and valgrind.
-# Builds into a temporary directory; nothing is written into the repository.
-# Ends with "json: N passed, M failed": the checks of both runs.
+# Builds into a temporary directory; nothing is written into the repository
+# but build/json-venv (a venv with jsonpatch from PyPI, made on first use).
+# Then Tests/json/patch_diff.py: tsj_patch_apply (turnstate_json.cpp as a
+# shared object) against jsonpatch on TSJ_DIFF_CASES (5000) random patches.
+# Ends with "json: N passed, M failed": the checks of both runs and the
+# differential cases.
 # `make coverage` sets TSJ_BUILD (a folder that is kept), TSJ_CC/TSJ_CXX
 # (clang), TSJ_EXTRA_FLAGS (the coverage flags) and TSJ_VALGRIND=0.
 set -eu
@@ -24,11 +28,13 @@ else
   trap 'rm -rf "$BUILD"' EXIT INT TERM
 fi
 CC=${TSJ_CC:-gcc} CXX=${TSJ_CXX:-g++} EXTRA=${TSJ_EXTRA_FLAGS:-}
+# The C flags (TS_CFLAGS): the Makefile's.
+. "$ROOT/Tests/flags.sh"
 
 # shellcheck disable=SC2086 # EXTRA is a list of flags
 "$CXX" -O2 -g -std=c++17 -Wall -Wextra $EXTRA -I"$SRC/include" -c "$SRC/turnstate_json.cpp" -o "$BUILD/turnstate_json.o"
-# shellcheck disable=SC2086
-"$CC" -O2 -g -std=c99 -Wall -Wextra -pthread $EXTRA -I"$SRC/include" -c "$TEST/tsj_test.c" -o "$BUILD/tsj_test.o"
+# shellcheck disable=SC2086 # TS_CFLAGS too
+"$CC" $TS_CFLAGS -pthread $EXTRA -I"$SRC/include" -c "$TEST/tsj_test.c" -o "$BUILD/tsj_test.o"
 # shellcheck disable=SC2086
 "$CC" -pthread $EXTRA "$BUILD/tsj_test.o" "$BUILD/turnstate_json.o" -lsimdjson -lstdc++ -o "$BUILD/tsj_test"
 
@@ -64,4 +70,13 @@ else
   echo "run.sh: valgrind not found" >&2
   exit 1
 fi
+echo "== differential test against jsonpatch (PyPI)"
+# shellcheck disable=SC2086
+"$CXX" -O2 -g -std=c++17 -shared -fPIC $EXTRA -I"$SRC/include" "$SRC/turnstate_json.cpp" -o "$BUILD/libtsj.so" -lsimdjson
+VENV=$ROOT/build/json-venv
+if ! "$VENV/bin/python3" -c 'import jsonpatch' 2>/dev/null; then
+  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q 'jsonpatch==1.48' ||
+    { echo "run.sh: could not install jsonpatch from PyPI into $VENV" >&2; exit 1; }
+fi
+run_test "$BUILD/diff.out" "$VENV/bin/python3" "$TEST/patch_diff.py" "$BUILD/libtsj.so" --cases "${TSJ_DIFF_CASES:-5000}"
 echo "json: $passed passed, $failed failed"

@@ -1435,6 +1435,1017 @@ static void test_split_and_index(void) {
   CHECK(tsj_text_at_pointer(NULL, 0, "", 0, &out, NULL, &err) == TSJ_ERR_INVALID_ARG, "text_at_pointer NULL");
 }
 
+/* ------------------------------------------------------------------------ */
+/* JSON Patch (tsj_patch_apply) */
+
+/* Test strings are written with ' for ", which none of them needs literally. */
+static char *sq_len(const char *s, size_t len) {
+  char *r = (char *)malloc(len + 1);
+  memcpy(r, s, len);
+  r[len] = '\0';
+  for (size_t i = 0; i < len; i++)
+    if (r[i] == '\'') r[i] = '"';
+  return r;
+}
+static char *sq(const char *s) { return sq_len(s, strlen(s)); }
+
+typedef struct {
+  char buf[2048];
+  size_t len;
+  int bad_termination;
+} paths_seen;
+
+static void paths_cb(const char *path, size_t path_len, void *ctx) {
+  paths_seen *ps = (paths_seen *)ctx;
+  if (path[path_len] != '\0') ps->bad_termination = 1;
+  if (ps->len + path_len + 2 < sizeof ps->buf) {
+    memcpy(ps->buf + ps->len, path, path_len);
+    ps->len += path_len;
+    ps->buf[ps->len++] = ';';
+    ps->buf[ps->len] = '\0';
+  }
+}
+
+/* Every patch runs three ways, which must agree: without an index, with
+ * tsj_doc_index over the text (the store's slices), and over the text of
+ * tsj_doc_parse's document with that document as the index. */
+static const char *const g_patch_ways[] = {"no index", "doc_index", "doc_parse"};
+
+static int patch_way(int way, const char *doc, size_t doc_len, const char *patch, size_t patch_len, size_t max_depth,
+                     char **out, size_t *out_len, paths_seen *paths, tsj_error *err) {
+  tsj_doc *index = NULL;
+  const char *text = doc;
+  size_t len = doc_len;
+  if (way == 1) index = tsj_doc_index(doc, doc_len, (size_t)-1, err);
+  if (way == 2) {
+    index = tsj_doc_parse(doc, doc_len, err);
+    if (index) text = tsj_doc_text(index, &len);
+  }
+  if (way && !index) return -1;
+  memset(paths, 0, sizeof *paths);
+  int rc = tsj_patch_apply(text, len, index, patch, patch_len, max_depth, out, out_len, paths_cb, paths, err);
+  tsj_doc_free(index);
+  return rc;
+}
+
+static void patch_ok_at(const char *file, int line, const char *doc_sq, const char *patch_sq, size_t max_depth,
+                        const char *want_sq, const char *paths_sq) {
+  char *doc = sq(doc_sq), *patch = sq(patch_sq), *want = want_sq ? sq(want_sq) : NULL;
+  char *want_paths = paths_sq ? sq(paths_sq) : NULL;
+  for (int way = 0; way < 3; way++) {
+    char *out = (char *)1;
+    size_t out_len = 777;
+    paths_seen paths;
+    tsj_error err;
+    int rc = patch_way(way, doc, strlen(doc), patch, strlen(patch), max_depth, &out, &out_len, &paths, &err);
+    int ok = rc == TSJ_OK && err.code == TSJ_OK && err.offset == -1 && err.message[0] == '\0' && !paths.bad_termination;
+    if (want) {
+      ok = ok && out && out_len == strlen(want) && strcmp(out, want) == 0;
+      /* the result is minified JSON: tsj_minify gives it back unchanged */
+      char *again = NULL;
+      size_t again_len = 0;
+      ok = ok && tsj_minify(out, out_len, &again, &again_len, NULL) == TSJ_OK && again_len == out_len &&
+           memcmp(again, out, out_len) == 0;
+      free(again);
+    } else {
+      ok = ok && out == NULL && out_len == 0;
+    }
+    if (want_paths) ok = ok && strcmp(paths.buf, want_paths) == 0;
+    check_at(ok, file, line, "patch %s (%s) on %s: rc=%s out=%.200s want=%.200s paths=%s want=%s msg=%s", patch,
+             g_patch_ways[way], doc, tsj_code_name(rc), out ? out : "(null)", want ? want : "(unchanged)", paths.buf,
+             want_paths ? want_paths : "(any)", err.message);
+    if (out != (char *)1) free(out);
+  }
+  free(doc), free(patch), free(want), free(want_paths);
+}
+#define PATCH_OK(doc, patch, want, paths) patch_ok_at(__FILE__, __LINE__, doc, patch, TSJ_MAX_DEPTH, want, paths)
+#define PATCH_SAME(doc, patch) patch_ok_at(__FILE__, __LINE__, doc, patch, TSJ_MAX_DEPTH, NULL, "")
+
+static void patch_err_at(const char *file, int line, const char *doc_sq, const char *patch_sq, size_t patch_len,
+                         size_t max_depth, int code, long long offset, const char *part_sq) {
+  if (patch_len == (size_t)-1) patch_len = strlen(patch_sq);
+  char *doc = sq(doc_sq), *patch = sq_len(patch_sq, patch_len), *part = part_sq ? sq(part_sq) : NULL;
+  char first[256] = "";
+  for (int way = 0; way < 3; way++) {
+    char *out = (char *)1;
+    size_t out_len = 777;
+    paths_seen paths;
+    tsj_error err;
+    memset(&err, 0x55, sizeof err);
+    int rc = patch_way(way, doc, strlen(doc), patch, patch_len, max_depth, &out, &out_len, &paths, &err);
+    check_at(rc == code && err.code == code && out == NULL && out_len == 0 && err.offset == offset &&
+                 paths.len == 0 && (!part || contains(err.message, part)) &&
+                 strlen(err.message) < sizeof err.message && (way == 0 || strcmp(first, err.message) == 0),
+             file, line,
+             "patch %s (%s) on %s: rc=%s (want %s) offset=%lld (want %lld) msg=\"%s\" (want \"%s\", first way \"%s\")",
+             patch, g_patch_ways[way], doc, tsj_code_name(rc), tsj_code_name(code), err.offset, offset, err.message,
+             part ? part : "", first);
+    if (way == 0) snprintf(first, sizeof first, "%s", err.message);
+    if (out != (char *)1) free(out);
+  }
+  free(doc), free(patch), free(part);
+}
+#define PATCH_ERR(doc, patch, code, off, part) \
+  patch_err_at(__FILE__, __LINE__, doc, patch, (size_t)-1, TSJ_MAX_DEPTH, code, off, part)
+#define PATCH_ERR_DEPTH(doc, patch, max_depth, off, part) \
+  patch_err_at(__FILE__, __LINE__, doc, patch, (size_t)-1, max_depth, TSJ_ERR_DEPTH, off, part)
+
+/* One operation, for short cases: OP1("add", "/a", "1") is [{"op":"add","path":"/a","value":1}]. */
+static char g_op_buf[4][4096];
+static int g_op_next;
+static const char *op1(const char *op, const char *path, const char *value) {
+  char *b = g_op_buf[g_op_next++ % 4];
+  if (value) snprintf(b, sizeof g_op_buf[0], "[{'op':'%s','path':'%s','value':%s}]", op, path, value);
+  else snprintf(b, sizeof g_op_buf[0], "[{'op':'%s','path':'%s'}]", op, path);
+  return b;
+}
+static const char *op_from(const char *op, const char *from, const char *path) {
+  char *b = g_op_buf[g_op_next++ % 4];
+  snprintf(b, sizeof g_op_buf[0], "[{'op':'%s','from':'%s','path':'%s'}]", op, from, path);
+  return b;
+}
+
+/* RFC 6902, Appendix A: every example, with its result. */
+static void test_patch_rfc_examples(void) {
+  /* A.1 Adding an Object Member */
+  PATCH_OK("{'foo':'bar'}", "[{'op':'add','path':'/baz','value':'qux'}]", "{'foo':'bar','baz':'qux'}", "/baz;");
+  /* A.2 Adding an Array Element */
+  PATCH_OK("{'foo':['bar','baz']}", "[{'op':'add','path':'/foo/1','value':'qux'}]", "{'foo':['bar','qux','baz']}",
+           "/foo/1;");
+  /* A.3 Removing an Object Member */
+  PATCH_OK("{'baz':'qux','foo':'bar'}", "[{'op':'remove','path':'/baz'}]", "{'foo':'bar'}", "/baz;");
+  /* A.4 Removing an Array Element */
+  PATCH_OK("{'foo':['bar','qux','baz']}", "[{'op':'remove','path':'/foo/1'}]", "{'foo':['bar','baz']}", "/foo/1;");
+  /* A.5 Replacing a Value */
+  PATCH_OK("{'baz':'qux','foo':'bar'}", "[{'op':'replace','path':'/baz','value':'boo'}]", "{'baz':'boo','foo':'bar'}",
+           "/baz;");
+  /* A.6 Moving a Value */
+  PATCH_OK("{'foo':{'bar':'baz','waldo':'fred'},'qux':{'corge':'grault'}}",
+           "[{'op':'move','from':'/foo/waldo','path':'/qux/thud'}]",
+           "{'foo':{'bar':'baz'},'qux':{'corge':'grault','thud':'fred'}}", "/foo/waldo;/qux/thud;");
+  /* A.7 Moving an Array Element */
+  PATCH_OK("{'foo':['all','grass','cows','eat']}", "[{'op':'move','from':'/foo/1','path':'/foo/3'}]",
+           "{'foo':['all','cows','eat','grass']}", "/foo/1;/foo/3;");
+  /* A.8 Testing a Value: Success (nothing changes, nothing is reported) */
+  PATCH_SAME("{'baz':'qux','foo':['a',2,'c']}",
+             "[{'op':'test','path':'/baz','value':'qux'},{'op':'test','path':'/foo/1','value':2}]");
+  /* A.9 Testing a Value: Error */
+  PATCH_ERR("{'baz':'qux'}", "[{'op':'test','path':'/baz','value':'bar'}]", TSJ_ERR_PATCH, 1,
+            "op 0 ('test' at '/baz'): the value differs (found 'qux')");
+  /* A.10 Adding a Nested Member Object */
+  PATCH_OK("{'foo':'bar'}", "[{'op':'add','path':'/child','value':{'grandchild':{}}}]",
+           "{'foo':'bar','child':{'grandchild':{}}}", "/child;");
+  /* A.11 Ignoring Unrecognized Elements */
+  PATCH_OK("{'foo':'bar'}", "[{'op':'add','path':'/baz','value':'qux','xyz':123}]", "{'foo':'bar','baz':'qux'}",
+           "/baz;");
+  /* A.12 Adding to a Nonexistent Target */
+  PATCH_ERR("{'foo':'bar'}", "[{'op':'add','path':'/baz/bat','value':'qux'}]", TSJ_ERR_PATCH, 1,
+            "op 0 ('add' at '/baz/bat'): no member 'baz' in the object at ''");
+  /* A.13 Invalid JSON Patch Document: "op" twice is a duplicate key, as in every input */
+  PATCH_ERR("{'foo':'bar'}", "[{'op':'add','path':'/baz','value':'qux','op':'remove'}]", TSJ_ERR_DUPLICATE_KEY, 41,
+            "duplicate key 'op' at byte 41");
+  /* A.14 ~ Escape Ordering */
+  PATCH_SAME("{'/':9,'~1':10}", "[{'op':'test','path':'/~01','value':10}]");
+  /* A.15 Comparing Strings and Numbers */
+  PATCH_ERR("{'/':9,'~1':10}", "[{'op':'test','path':'/~01','value':'10'}]", TSJ_ERR_PATCH, 1,
+            "op 0 ('test' at '/~01'): the value differs (found 10)");
+  /* A.16 Adding an Array Value */
+  PATCH_OK("{'foo':['bar']}", "[{'op':'add','path':'/foo/-','value':['abc','def']}]", "{'foo':['bar',['abc','def']]}",
+           "/foo/-;");
+}
+
+/* Cases of the public JSON Patch conformance suite (json-patch-tests),
+ * written again here from what they check. */
+static void test_patch_suite_cases(void) {
+  PATCH_SAME("{}", "[]");
+  PATCH_SAME("[]", "[]");
+  PATCH_SAME("['foo']", "[]");
+  PATCH_OK("{}", op1("add", "/foo", "'1'"), "{'foo':'1'}", "/foo;");
+  PATCH_OK("{}", op1("add", "/foo", "1"), "{'foo':1}", "/foo;");
+  PATCH_OK("[]", op1("add", "/0", "'foo'"), "['foo']", "/0;");
+  PATCH_OK("{'foo':1}", op1("replace", "", "{'baz':'qux'}"), "{'baz':'qux'}", ";");
+  PATCH_OK("{'foo':'bar'}", op1("add", "", "{'baz':'qux'}"), "{'baz':'qux'}", ";");
+  PATCH_OK("{}", op1("add", "", "[]"), "[]", ";");
+  PATCH_OK("'foo'", op1("replace", "", "'bar'"), "'bar'", ";");
+  PATCH_OK("1", op1("add", "", "[1, 2]"), "[1,2]", ";");
+  PATCH_OK("{}", op1("add", "/", "1"), "{'':1}", "/;");
+  PATCH_OK("{'foo':{}}", op1("add", "/foo/", "1"), "{'foo':{'':1}}", "/foo/;");
+  PATCH_OK("{'foo':1}", op1("add", "/bar", "[1,2]"), "{'foo':1,'bar':[1,2]}", NULL);
+  PATCH_OK("{'foo':1,'baz':[{'qux':'hello'}]}", op1("add", "/baz/0/foo", "'world'"),
+           "{'foo':1,'baz':[{'qux':'hello','foo':'world'}]}", NULL);
+  PATCH_ERR("{'bar':[1,2]}", op1("add", "/bar/8", "'5'"), TSJ_ERR_PATCH, 1,
+            "op 0 ('add' at '/bar/8'): index '8' is out of range for the array of 2 elements at '/bar'");
+  PATCH_ERR("{'bar':[1,2]}", op1("add", "/bar/-1", "'5'"), TSJ_ERR_PATCH, 1,
+            "'-1' is not an array index in the array at '/bar'");
+  PATCH_OK("{'foo':1}", op1("add", "/bar", "true"), "{'foo':1,'bar':true}", NULL);
+  PATCH_OK("{'foo':1}", op1("add", "/bar", "false"), "{'foo':1,'bar':false}", NULL);
+  PATCH_OK("{'foo':1}", op1("add", "/bar", "null"), "{'foo':1,'bar':null}", NULL);
+  PATCH_OK("{'foo':1}", op1("add", "/0", "'bar'"), "{'foo':1,'0':'bar'}", NULL);
+  PATCH_OK("['foo']", op1("add", "/1", "'bar'"), "['foo','bar']", NULL);
+  PATCH_OK("['foo','sil']", op1("add", "/1", "'bar'"), "['foo','bar','sil']", NULL);
+  PATCH_OK("['foo','sil']", op1("add", "/0", "'bar'"), "['bar','foo','sil']", NULL);
+  PATCH_OK("['foo','sil']", op1("add", "/2", "'bar'"), "['foo','sil','bar']", NULL);
+  PATCH_SAME("{'1e0':'foo'}", op1("test", "/1e0", "'foo'"));
+  PATCH_ERR("['foo','bar']", op1("test", "/00", "'foo'"), TSJ_ERR_PATCH, 1, "(leading zero)");
+  PATCH_ERR("['foo','bar']", op1("test", "/01", "'bar'"), TSJ_ERR_PATCH, 1, "(leading zero)");
+  PATCH_ERR("{'foo':'bar'}", op1("remove", "/baz", NULL), TSJ_ERR_PATCH, 1,
+            "op 0 ('remove' at '/baz'): no member 'baz' in the object at ''");
+  PATCH_ERR("{'foo':'bar'}", op1("remove", "/missing1/missing2", NULL), TSJ_ERR_PATCH, 1, "no member 'missing1'");
+  PATCH_ERR("['foo','bar']", op1("remove", "/2", NULL), TSJ_ERR_PATCH, 1,
+            "index '2' is out of range for the array of 2 elements at ''");
+  PATCH_OK("{'foo':'bar'}", op1("add", "/FOO", "'BAR'"), "{'foo':'bar','FOO':'BAR'}", NULL);
+  PATCH_OK("['foo','sil']", op1("add", "/1", "['bar','baz']"), "['foo',['bar','baz'],'sil']", NULL);
+  PATCH_OK("{'foo':1,'bar':[1,2,3,4]}", op1("remove", "/bar", NULL), "{'foo':1}", NULL);
+  PATCH_OK("{'foo':1,'baz':[{'qux':'hello'}]}", op1("remove", "/baz/0/qux", NULL), "{'foo':1,'baz':[{}]}", NULL);
+  PATCH_OK("{'foo':1,'baz':[{'qux':'hello'}]}", op1("replace", "/foo", "[1,2,3,4]"),
+           "{'foo':[1,2,3,4],'baz':[{'qux':'hello'}]}", NULL);
+  PATCH_OK("{'foo':[1,2,3,4],'baz':[{'qux':'hello'}]}", op1("replace", "/baz/0/qux", "'world'"),
+           "{'foo':[1,2,3,4],'baz':[{'qux':'world'}]}", NULL);
+  PATCH_OK("['foo']", op1("replace", "/0", "'bar'"), "['bar']", NULL);
+  PATCH_OK("['']", op1("replace", "/0", "0"), "[0]", NULL);
+  PATCH_OK("['']", op1("replace", "/0", "true"), "[true]", NULL);
+  PATCH_OK("['']", op1("replace", "/0", "false"), "[false]", NULL);
+  PATCH_OK("['']", op1("replace", "/0", "null"), "[null]", NULL);
+  PATCH_OK("['foo','sil']", op1("replace", "/1", "['bar','baz']"), "['foo',['bar','baz']]", NULL);
+  PATCH_OK("[1,2]", op1("add", "/-", "{'foo':['bar','baz']}"), "[1,2,{'foo':['bar','baz']}]", NULL);
+  PATCH_OK("[1,2,[3,[4,5]]]", op1("add", "/2/1/-", "{'foo':['bar','baz']}"), "[1,2,[3,[4,5,{'foo':['bar','baz']}]]]",
+           NULL);
+  PATCH_ERR("{'foo':1,'baz':[{'qux':'hello'}]}", op1("remove", "/baz/1e0/qux", NULL), TSJ_ERR_PATCH, 1,
+            "'1e0' is not an array index in the array at '/baz'");
+  PATCH_OK("[1,2,3,4]", op1("remove", "/0", NULL), "[2,3,4]", NULL);
+  PATCH_OK("[1,2,3,4]", "[{'op':'remove','path':'/1'},{'op':'remove','path':'/2'}]", "[1,3]", "/1;/2;");
+  PATCH_ERR("[1,2,3,4]", op1("remove", "/1e0", NULL), TSJ_ERR_PATCH, 1, "not an array index");
+  PATCH_ERR("['']", op1("replace", "/1e0", "false"), TSJ_ERR_PATCH, 1, "not an array index");
+  PATCH_ERR("{'baz':[1,2,3],'bar':1}", op_from("copy", "/baz/1e0", "/boo"), TSJ_ERR_PATCH, 1,
+            "op 0 ('copy' at '/boo'): 'from': '1e0' is not an array index in the array at '/baz'");
+  PATCH_ERR("{'foo':1,'baz':[1,2,3,4]}", op_from("move", "/baz/1e0", "/foo"), TSJ_ERR_PATCH, 1,
+            "'from': '1e0' is not an array index");
+  PATCH_ERR("['foo','sil']", op1("add", "/1e0", "'bar'"), TSJ_ERR_PATCH, 1, "not an array index");
+  PATCH_ERR("[1]", "[{'op':'add','path':'/-'}]", TSJ_ERR_PATCH, 1, "op 0 ('add' at '/-'): 'value' is missing");
+  PATCH_ERR("[1]", "[{'op':'replace','path':'/0'}]", TSJ_ERR_PATCH, 1, "'value' is missing");
+  PATCH_ERR("[null]", "[{'op':'test','path':'/0'}]", TSJ_ERR_PATCH, 1, "'value' is missing");
+  PATCH_ERR("[false]", "[{'op':'test','path':'/0'}]", TSJ_ERR_PATCH, 1, "'value' is missing");
+  PATCH_ERR("[1]", "[{'op':'copy','path':'/-'}]", TSJ_ERR_PATCH, 1, "op 0 ('copy' at '/-'): 'from' is missing");
+  PATCH_ERR("{'foo':1}", op_from("copy", "/bar", "/foo"), TSJ_ERR_PATCH, 1,
+            "op 0 ('copy' at '/foo'): 'from': no member 'bar' in the object at ''");
+  PATCH_ERR("{'foo':1}", "[{'op':'move','path':''}]", TSJ_ERR_PATCH, 1, "'from' is missing");
+  PATCH_ERR("{'foo':1}", op_from("move", "/bar", "/foo"), TSJ_ERR_PATCH, 1, "'from': no member 'bar'");
+  PATCH_ERR("{'foo':'bar'}", "[{'op':'add','path':'/baz','value':'qux','op':'move','from':'/foo'}]",
+            TSJ_ERR_DUPLICATE_KEY, 41, "duplicate key 'op' at byte 41");
+  PATCH_ERR("{'foo':1}", "[{'op':'spam','path':'/foo','value':1}]", TSJ_ERR_PATCH, 1,
+            "op 0: unknown op 'spam' (expected add, remove, replace, move, copy or test)");
+  PATCH_ERR("['foo','bar']", op1("test", "/1e0", "'bar'"), TSJ_ERR_PATCH, 1, "not an array index");
+  PATCH_SAME("{'foo':null}", op1("test", "/foo", "null"));
+  PATCH_OK("{'foo':null}", op1("replace", "/foo", "'truthy'"), "{'foo':'truthy'}", NULL);
+  PATCH_OK("{'foo':null}", op_from("move", "/foo", "/bar"), "{'bar':null}", "/foo;/bar;");
+  PATCH_OK("{'foo':null}", op_from("copy", "/foo", "/bar"), "{'foo':null,'bar':null}", "/bar;");
+  PATCH_OK("{'foo':null}", op1("remove", "/foo", NULL), "{}", NULL);
+  PATCH_OK("{'foo':'bar'}", op1("replace", "/foo", "null"), "{'foo':null}", NULL);
+  PATCH_SAME("{'foo':{'foo':1,'bar':2}}", op1("test", "/foo", "{'bar':2,'foo':1}"));
+  PATCH_SAME("{'foo':[{'foo':1,'bar':2}]}", op1("test", "/foo", "[{'bar':2,'foo':1}]"));
+  PATCH_SAME("{'foo':{'bar':[1,2,5,4]}}", op1("test", "/foo", "{'bar':[1,2,5,4]}"));
+  PATCH_ERR("{'foo':{'bar':[1,2,5,4]}}", op1("test", "/foo", "[1,2]"), TSJ_ERR_PATCH, 1,
+            "the value differs (found {'bar':[1,2,5,4]})");
+  PATCH_SAME("{'foo':1}", op1("test", "", "{'foo':1}"));
+  PATCH_SAME("{'':1}", op1("test", "/", "1"));
+  const char *escapes = "{'foo':['bar','baz'],'':0,'a/b':1,'c%d':2,'e^f':3,'g|h':4,'i\\\\j':5,'k\\'l':6,' ':7,'m~n':8}";
+  /* the document has a literal '"' in key k"l: written with \' above, which sq() turns into \" */
+  PATCH_SAME(escapes,
+             "[{'op':'test','path':'/foo','value':['bar','baz']},{'op':'test','path':'/foo/0','value':'bar'},"
+             "{'op':'test','path':'/','value':0},{'op':'test','path':'/a~1b','value':1},"
+             "{'op':'test','path':'/c%d','value':2},{'op':'test','path':'/e^f','value':3},"
+             "{'op':'test','path':'/g|h','value':4},{'op':'test','path':'/i\\\\j','value':5},"
+             "{'op':'test','path':'/k\\'l','value':6},{'op':'test','path':'/ ','value':7},"
+             "{'op':'test','path':'/m~0n','value':8}]");
+  PATCH_OK("{'foo':1}", op_from("move", "/foo", "/foo"), NULL, "/foo;/foo;");  /* changes nothing, reported */
+  PATCH_OK("{'foo':1,'baz':[{'qux':'hello'}]}", op_from("move", "/foo", "/bar"), "{'baz':[{'qux':'hello'}],'bar':1}",
+           NULL);
+  PATCH_OK("{'baz':[{'qux':'hello'}],'bar':1}", op_from("move", "/baz/0/qux", "/baz/1"),
+           "{'baz':[{},'hello'],'bar':1}", NULL);
+  PATCH_OK("{'baz':[{'qux':'hello'}],'bar':1}", op_from("copy", "/baz/0", "/boo"),
+           "{'baz':[{'qux':'hello'}],'bar':1,'boo':{'qux':'hello'}}", NULL);
+  PATCH_OK("{'foo':{}}", op1("add", "/foo/-", "1"), "{'foo':{'-':1}}", NULL); /* '-' is a key in an object */
+}
+
+/* Every operation, every way it can fail, and what the patch as a whole promises. */
+static void test_patch_ops(void) {
+  /* add: members keep their place when replaced, new ones go last; escapes and digits verbatim */
+  PATCH_OK("{'a':1,'b':2}", op1("add", "/a", "[ 1 , 2 ]"), "{'a':[1,2],'b':2}", "/a;");
+  PATCH_OK("{'a':1}", op1("add", "/n", "1E+2"), "{'a':1,'n':1E+2}", NULL);
+  PATCH_OK("{'a':1}", op1("add", "/n", "-0.0e-0"), "{'a':1,'n':-0.0e-0}", NULL);
+  PATCH_OK("{'a':1}", op1("add", "/n", "123456789012345678901234567890"), "{'a':1,'n':123456789012345678901234567890}",
+           NULL);
+  PATCH_OK("{'a':1}", op1("add", "/s", "'\\u0041\\/ \\n'"), "{'a':1,'s':'\\u0041\\/ \\n'}", NULL);
+  PATCH_OK("{}", op1("add", "/x", "{ 'k' : [ true , null , { } ] }"), "{'x':{'k':[true,null,{}]}}", NULL);
+  /* a new member's key is written as tsj_quote writes the unescaped token */
+  PATCH_OK("{}", op1("add", "/a~1b~0c", "1"), "{'a/b~c':1}", NULL);
+  PATCH_OK("{}", op1("add", "/q\\'", "1"), "{'q\\'':1}", NULL);
+  PATCH_OK("{}", op1("add", "/\\u00e9\\u0001\\t", "1"), "{'\xc3\xa9\\u0001\\t':1}", NULL);
+  /* JSON unescapes first: "/\/" is the pointer "//" (two empty tokens); a key "/" is "~1" */
+  PATCH_ERR("{}", op1("add", "/\\/", "1"), TSJ_ERR_PATCH, 1, "op 0 ('add' at '//'): no member '' in the object at ''");
+  PATCH_OK("{}", op1("add", "/~1", "1"), "{'/':1}", "/~1;");
+  PATCH_OK("{}", op1("add", "/\\u0000", "1"), "{'\\u0000':1}", NULL);
+  /* members are found after unescaping, on both sides */
+  PATCH_OK("{'\\u0041':1,'b':2}", op1("replace", "/A", "3"), "{'\\u0041':3,'b':2}", NULL);
+  PATCH_OK("{'A':1}", op1("replace", "/\\u0041", "3"), "{'A':3}", NULL);
+  PATCH_OK("{'A':1}", "[{'\\u006fp':'r\\u0065place','p\\u0061th':'/A','valu\\u0065':4}]", "{'A':4}", "/A;");
+  /* arrays: insert at 0, middle, length; append with '-'; into empty arrays */
+  PATCH_OK("[]", op1("add", "/-", "1"), "[1]", "/-;");
+  PATCH_OK("[[]]", op1("add", "/0/0", "1"), "[[1]]", NULL);
+  PATCH_OK("[1,2,3]", op1("add", "/3", "4"), "[1,2,3,4]", NULL);
+  PATCH_OK("[1,2,3]", op1("add", "/0", "0"), "[0,1,2,3]", NULL);
+  PATCH_ERR("[1,2,3]", op1("add", "/4", "0"), TSJ_ERR_PATCH, 1,
+            "op 0 ('add' at '/4'): index '4' is out of range for the array of 3 elements at ''");
+  PATCH_ERR("[]", op1("add", "/1", "0"), TSJ_ERR_PATCH, 1, "index '1' is out of range for the array of 0 elements");
+  PATCH_ERR("[1]", op1("add", "/99999999999999999999", "0"), TSJ_ERR_PATCH, 1, "out of range");
+  PATCH_ERR("[1]", op1("add", "/", "0"), TSJ_ERR_PATCH, 1, "'' is not an array index in the array at ''");
+  PATCH_ERR("{'a':[1]}", op1("add", "/a/-/x", "0"), TSJ_ERR_PATCH, 1,
+            "'-' (the end of the array) is never found in the array at '/a'");
+  PATCH_ERR("{'a':1}", op1("add", "/a/b", "0"), TSJ_ERR_PATCH, 1,
+            "op 0 ('add' at '/a/b'): cannot look up 'b' in the number at '/a'");
+  PATCH_ERR("{'a':'s'}", op1("add", "/a/0", "0"), TSJ_ERR_PATCH, 1, "cannot look up '0' in the string at '/a'");
+  PATCH_ERR("{'a':{}}", op1("add", "/a/b/c", "0"), TSJ_ERR_PATCH, 1, "no member 'b' in the object at '/a'");
+
+  /* remove: first, middle, last, only member/element; nested */
+  PATCH_OK("{'a':1,'b':2,'c':3}", op1("remove", "/a", NULL), "{'b':2,'c':3}", NULL);
+  PATCH_OK("{'a':1,'b':2,'c':3}", op1("remove", "/b", NULL), "{'a':1,'c':3}", NULL);
+  PATCH_OK("{'a':1,'b':2,'c':3}", op1("remove", "/c", NULL), "{'a':1,'b':2}", NULL);
+  PATCH_OK("{'a':{'x':[1]}}", op1("remove", "/a/x", NULL), "{'a':{}}", NULL);
+  PATCH_OK("[[1,2],3]", op1("remove", "/0/1", NULL), "[[1],3]", NULL);
+  PATCH_OK("[[1,2],3]", op1("remove", "/1", NULL), "[[1,2]]", NULL);
+  PATCH_OK("[{'a':'}'}]", op1("remove", "/0/a", NULL), "[{}]", NULL);
+  PATCH_ERR("{'a':1}", op1("remove", "", NULL), TSJ_ERR_PATCH, 1,
+            "op 0 ('remove' at ''): the whole document cannot be removed");
+  PATCH_ERR("[1]", op1("remove", "/-", NULL), TSJ_ERR_PATCH, 1, "'-' (the end of the array) is never found");
+  PATCH_ERR("[1]", op1("remove", "/1", NULL), TSJ_ERR_PATCH, 1, "index '1' is out of range for the array of 1 elements");
+  PATCH_ERR("{'a':1}", op1("remove", "/a/b", NULL), TSJ_ERR_PATCH, 1, "cannot look up 'b' in the number at '/a'");
+
+  /* replace */
+  PATCH_OK("{'a':1,'b':2}", op1("replace", "/a", "{'x':[]}"), "{'a':{'x':[]},'b':2}", NULL);
+  PATCH_OK("[1,2,3]", op1("replace", "/2", "'x'"), "[1,2,'x']", NULL);
+  PATCH_ERR("{'a':1}", op1("replace", "/b", "1"), TSJ_ERR_PATCH, 1, "op 0 ('replace' at '/b'): no member 'b'");
+  PATCH_ERR("[1]", op1("replace", "/-", "1"), TSJ_ERR_PATCH, 1, "'-' (the end of the array) is never found");
+  PATCH_ERR("[1]", op1("replace", "/1", "1"), TSJ_ERR_PATCH, 1, "out of range");
+
+  /* move */
+  PATCH_OK("{'a':{'b':1},'c':2}", op_from("move", "/a/b", "/c"), "{'a':{},'c':1}", "/a/b;/c;");
+  PATCH_ERR("{'a':{'b':1},'c':2}", op_from("move", "/a", "/c/x"), TSJ_ERR_PATCH, 1,
+            "op 0 ('move' at '/c/x'): cannot look up 'x' in the number at '/c'");
+  PATCH_OK("[1,2,3]", op_from("move", "/0", "/2"), "[2,3,1]", NULL);
+  PATCH_OK("[1,2,3]", op_from("move", "/2", "/0"), "[3,1,2]", NULL);
+  PATCH_OK("[1,2,3]", op_from("move", "/0", "/-"), "[2,3,1]", NULL);
+  PATCH_OK("{'a':[1,2],'b':[]}", op_from("move", "/a/1", "/b/0"), "{'a':[1],'b':[2]}", NULL);
+  PATCH_OK("{'a':1,'b':2}", op_from("move", "/a", "/a"), NULL, "/a;/a;");
+  PATCH_OK("{'a':{'b':{}}}", op_from("move", "/a/b", "/a"), "{'a':{}}", NULL); /* into its own parent */
+  PATCH_OK("{'x':1}", op_from("move", "", ""), NULL, ";;");
+  PATCH_ERR("{'a':{'b':1}}", op_from("move", "/a", "/a/b"), TSJ_ERR_PATCH, 1,
+            "op 0 ('move' at '/a/b'): 'from' ('/a') is a proper prefix of 'path': a value cannot move into itself");
+  PATCH_ERR("{'a':{}}", op_from("move", "", "/a/x"), TSJ_ERR_PATCH, 1, "'from' ('') is a proper prefix");
+  PATCH_OK("{'a':1,'ab':2}", op_from("move", "/a", "/ab"), "{'ab':1}", NULL); /* "/a" is no prefix of "/ab" */
+  PATCH_ERR("{'a':1}", op_from("move", "/b", "/c"), TSJ_ERR_PATCH, 1, "op 0 ('move' at '/c'): 'from': no member 'b'");
+  PATCH_ERR("{'a':1}", op_from("move", "/a", "/b/c"), TSJ_ERR_PATCH, 1, "op 0 ('move' at '/b/c'): no member 'b'");
+  PATCH_ERR("[1,2]", op_from("move", "/0", "/2"), TSJ_ERR_PATCH, 1, /* after the removal the array has 1 element */
+            "index '2' is out of range for the array of 1 elements");
+
+  /* copy */
+  PATCH_OK("{'a':{'b':[1,{'c':2}]}}", op_from("copy", "/a/b", "/d"), "{'a':{'b':[1,{'c':2}]},'d':[1,{'c':2}]}", "/d;");
+  PATCH_OK("{'a':[1,2]}", op_from("copy", "/a/0", "/a/-"), "{'a':[1,2,1]}", NULL);
+  PATCH_OK("{'a':[1,2]}", op_from("copy", "/a", "/a/0"), "{'a':[[1,2],1,2]}", NULL); /* copy into itself is fine */
+  PATCH_OK("{'a':1}", op_from("copy", "", "/b"), "{'a':1,'b':{'a':1}}", NULL);
+  PATCH_OK("{'a':1}", op_from("copy", "/a", ""), "1", NULL);
+  PATCH_ERR("{'a':1}", op_from("copy", "/a", "/x/y"), TSJ_ERR_PATCH, 1, "op 0 ('copy' at '/x/y'): no member 'x'");
+  PATCH_ERR("{'a':1}", op_from("copy", "/-", "/b"), TSJ_ERR_PATCH, 1, "'from': no member '-'");
+
+  /* test */
+  PATCH_ERR("{'a':1}", op1("test", "/b", "1"), TSJ_ERR_PATCH, 1, "op 0 ('test' at '/b'): no member 'b'");
+  PATCH_ERR("[1]", op1("test", "/-", "1"), TSJ_ERR_PATCH, 1, "'-' (the end of the array) is never found");
+  PATCH_ERR("{'a':'x'}", op1("test", "/a", "'y'"), TSJ_ERR_PATCH, 1, "the value differs (found 'x')");
+  PATCH_ERR("{'a':'0123456789012345678901234567890123456789012345'}", op1("test", "/a", "1"), TSJ_ERR_PATCH, 1,
+            "the value differs (found '012345678901234567890123456789012345678...)");
+
+  /* operations apply in order, each to the result of the one before */
+  PATCH_OK("{}", "[{'op':'add','path':'/a','value':[]},{'op':'add','path':'/a/-','value':1},"
+                 "{'op':'test','path':'/a','value':[1]},{'op':'copy','from':'/a','path':'/b'},"
+                 "{'op':'replace','path':'/a/0','value':2},{'op':'move','from':'/b','path':'/a/0'},"
+                 "{'op':'remove','path':'/a/1'}]",
+           "{'a':[[1]]}", "/a;/a/-;/b;/a/0;/b;/a/0;/a/1;");
+  /* all or nothing: a failure at the end leaves no result and reports no path */
+  PATCH_ERR("{'a':1}", "[{'op':'replace','path':'/a','value':2},{'op':'remove','path':'/a'},"
+                       "{'op':'test','path':'/a','value':2}]",
+            TSJ_ERR_PATCH, 68, "op 2 ('test' at '/a'): no member 'a' in the object at ''");
+  PATCH_ERR("{'a':1}", "[{'op':'replace','path':'/a','value':2},{'op':'test','path':'/a','value':1}]", TSJ_ERR_PATCH,
+            40, "op 1 ('test' at '/a'): the value differs (found 2)");
+  /* every operation is checked before any applies */
+  PATCH_ERR("{'a':1}", "[{'op':'remove','path':'/nope'},{'op':'bad','path':'/a'}]", TSJ_ERR_PATCH, 32,
+            "op 1: unknown op 'bad'");
+
+  /* err->offset is the operation's '{' in the patch as given (white space and all) */
+  PATCH_ERR("{'a':1}", " [ \n {'op':'test','path':'/a','value':1} ,\r\n\t{ 'op' : 'test' , 'path' : '/a' , 'value' : 2 } ] ",
+            TSJ_ERR_PATCH, 45, "op 1 ('test' at '/a'): the value differs (found 1)");
+  PATCH_ERR("{'a':1}", "  {'op':'test'}", TSJ_ERR_PATCH, 2, "a JSON Patch must be an array of operations, found object");
+
+  /* what is not a patch */
+  PATCH_ERR("{}", "'add'", TSJ_ERR_PATCH, 0, "a JSON Patch must be an array of operations, found string");
+  PATCH_ERR("{}", "null", TSJ_ERR_PATCH, 0, "found null");
+  PATCH_ERR("{}", "[[]]", TSJ_ERR_PATCH, 1, "op 0: an operation must be an object, found array");
+  PATCH_ERR("{}", "[{'op':'test','path':'','value':{}}, null]", TSJ_ERR_PATCH, 37,
+            "op 1: an operation must be an object, found null");
+  PATCH_ERR("{}", "[{}]", TSJ_ERR_PATCH, 1, "op 0: 'op' is missing");
+  PATCH_ERR("{}", "[{'path':'/a','value':1}]", TSJ_ERR_PATCH, 1, "op 0: 'op' is missing");
+  PATCH_ERR("{}", "[{'op':1,'path':'/a'}]", TSJ_ERR_PATCH, 1, "op 0: 'op' must be a string, found number");
+  PATCH_ERR("{}", "[{'op':'ADD','path':'/a','value':1}]", TSJ_ERR_PATCH, 1, "unknown op 'ADD'");
+  PATCH_ERR("{}", "[{'op':'add ','path':'/a','value':1}]", TSJ_ERR_PATCH, 1, "unknown op 'add '");
+  PATCH_ERR("{}", "[{'op':'add','value':1}]", TSJ_ERR_PATCH, 1, "op 0 ('add'): 'path' is missing");
+  PATCH_ERR("{}", "[{'op':'remove','path':null}]", TSJ_ERR_PATCH, 1, "op 0 ('remove'): 'path' must be a string, found null");
+  PATCH_ERR("{}", "[{'op':'add','path':['/a'],'value':1}]", TSJ_ERR_PATCH, 1, "'path' must be a string, found array");
+  PATCH_ERR("{}", "[{'op':'add','path':'a','value':1}]", TSJ_ERR_PATCH, 1,
+            "op 0 ('add' at 'a'): 'path' is not a JSON pointer: JSON pointer must be empty or start with ");
+  PATCH_ERR("{}", "[{'op':'add','path':'/a~2','value':1}]", TSJ_ERR_PATCH, 1,
+            "'path' is not a JSON pointer: invalid escape in JSON pointer at byte 2");
+  PATCH_ERR("{}", "[{'op':'add','path':'/a~','value':1}]", TSJ_ERR_PATCH, 1, "invalid escape");
+  PATCH_ERR("{}", "[{'op':'copy','from':1,'path':'/a'}]", TSJ_ERR_PATCH, 1,
+            "op 0 ('copy' at '/a'): 'from' must be a string, found number");
+  PATCH_ERR("{}", "[{'op':'move','from':'x','path':'/a'}]", TSJ_ERR_PATCH, 1, "'from' is not a JSON pointer");
+  PATCH_ERR("{}", "[{'op':'move','from':'/~','path':'/a'}]", TSJ_ERR_PATCH, 1, "'from' is not a JSON pointer");
+  /* members that do not belong to an op are ignored, whatever their type */
+  PATCH_OK("{'a':1}", "[{'op':'remove','path':'/a','value':{'x':1},'from':7}]", "{}", NULL);
+  PATCH_OK("{'a':1}", "[{'op':'add','path':'/b','value':2,'from':null}]", "{'a':1,'b':2}", NULL);
+  PATCH_SAME("{'a':1}", "[{'op':'test','path':'/a','value':1,'from':false}]");
+
+  /* the patch is validated as every input: codes and offsets of the JSON layer */
+  PATCH_ERR("{}", "[{'op':'add','path':'/a','value':01}]", TSJ_ERR_SYNTAX, 34, "invalid number at byte 34 (leading zeros are not allowed)");
+  PATCH_ERR("{}", "[{'op':'add','path':'/a','value':1}", TSJ_ERR_SYNTAX, 35, "at byte 35, found end of input");
+  PATCH_ERR("{}", "", TSJ_ERR_SYNTAX, 0, "empty input");
+  PATCH_ERR("{}", "[{'op':'add','path':'/a','value':'\xff'}]", TSJ_ERR_UTF8, 34, "invalid UTF-8 at byte 34");
+  PATCH_ERR("{}", "[{'op':'add','path':'/\\ud800','value':1}]", TSJ_ERR_UTF8, 22, "unpaired surrogate");
+  PATCH_ERR("{}", "[{'op':'add','path':'/a','value':{'k':1,'k':2}}]", TSJ_ERR_DUPLICATE_KEY, 40, "duplicate key 'k'");
+  PATCH_ERR("{}", "[{'op':'add','path':'/a','valu\\u0065':1,'value':2}]", TSJ_ERR_DUPLICATE_KEY, 40,
+            "duplicate key 'value' at byte 40");
+  patch_err_at(__FILE__, __LINE__, "{}", "[{'op':'add','path':'/a','value':1}]\0junk", 41, TSJ_MAX_DEPTH, TSJ_ERR_SYNTAX,
+               36, "trailing characters");
+
+  /* depth: tokens of the path + the value's own depth <= max_depth */
+  PATCH_OK("{}", op1("add", "/a", "[[1]]"), "{'a':[[1]]}", NULL);
+  patch_ok_at(__FILE__, __LINE__, "{'a':{}}", op1("add", "/a/b", "[1]"), 3, "{'a':{'b':[1]}}", NULL);
+  PATCH_ERR_DEPTH("{'a':{}}", op1("add", "/a/b", "[[1]]"), 3, 1,
+                  "op 0 ('add' at '/a/b'): the result would be nested 4 deep (a value 2 deep under 2 containers), "
+                  "more than 3");
+  PATCH_ERR_DEPTH("{'a':{}}", op1("replace", "/a", "[[[1]]]"), 3, 1, "op 0 ('replace' at '/a'): the result would be nested 4");
+  PATCH_ERR_DEPTH("{'a':[[[]]]}", op_from("copy", "/a", "/b"), 3, 1, "op 0 ('copy' at '/b'): the result would be nested 4");
+  PATCH_ERR_DEPTH("{'a':[[[]]],'b':{}}", op_from("move", "/a", "/b/c"), 4, 1, "op 0 ('move' at '/b/c')");
+  patch_ok_at(__FILE__, __LINE__, "{'a':1}", op1("replace", "", "7"), 0, "7", NULL);
+  PATCH_ERR_DEPTH("{'a':1}", op1("replace", "", "[]"), 0, 1, "nested 1 deep (a value 1 deep under 0 containers), more than 0");
+  patch_ok_at(__FILE__, __LINE__, "[]", op1("add", "/-", "1"), 1, "[1]", NULL);
+  PATCH_ERR_DEPTH("{'a':1}", "[{'op':'remove','path':'/a'},{'op':'add','path':'/b','value':[]}]", 1, 29,
+                  "op 1 ('add' at '/b')");
+  {
+    /* a max_depth above TSJ_MAX_DEPTH counts as TSJ_MAX_DEPTH: results stay readable */
+    char *inner = repeat_wrap("[", "", "]", TSJ_MAX_DEPTH - 2); /* the deepest value a patch can hold */
+    size_t plen = strlen(inner) + 64;
+    char *patch = (char *)malloc(plen);
+    snprintf(patch, plen, "[{'op':'add','path':'/a/b','value':%s}]", inner);
+    char *want = (char *)malloc(plen);
+    snprintf(want, plen, "{'a':{'b':%s}}", inner);
+    patch_ok_at(__FILE__, __LINE__, "{'a':{}}", patch, 100000, want, NULL);
+    snprintf(patch, plen, "[{'op':'copy','from':'/a/b','path':'/a/b/0'}]");
+    char *deepdoc = sq(want);
+    patch_err_at(__FILE__, __LINE__, deepdoc, patch, (size_t)-1, 100000, TSJ_ERR_DEPTH, 1,
+                 "nested 257 deep (a value 254 deep under 3 containers), more than 256");
+    free(inner), free(patch), free(want), free(deepdoc);
+  }
+
+  /* arguments */
+  tsj_error err;
+  char *out = (char *)1;
+  const char *p = "[]";
+  CHECK(tsj_patch_apply("{}", 2, NULL, p, 2, 8, NULL, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "out NULL");
+  CHECK(tsj_patch_apply(NULL, 0, NULL, p, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG && !out,
+        "doc NULL");
+  CHECK(tsj_patch_apply("{}", 0, NULL, p, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "doc empty");
+  CHECK(tsj_patch_apply("{}", 2, NULL, NULL, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "patch NULL");
+  CHECK(tsj_patch_apply("{}", 2, NULL, NULL, 0, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_SYNTAX, "patch empty");
+  const char *d1 = "{\"a\":1}";
+  tsj_doc *other = tsj_doc_index(d1, strlen(d1), (size_t)-1, &err);
+  char copy[] = "{\"a\":1}";
+  CHECK(tsj_patch_apply(copy, strlen(copy), other, p, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG &&
+            contains(err.message, "the index is not over this document"),
+        "index of other text: %s", err.message);
+  CHECK(tsj_patch_apply(d1, 3, other, p, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG,
+        "index of a longer text");
+  tsj_doc_free(other);
+  /* err may be NULL, on_path may be NULL, out_len may be NULL */
+  const char *pa = "[{\"op\":\"add\",\"path\":\"/b\",\"value\":2}]";
+  CHECK(tsj_patch_apply(d1, strlen(d1), NULL, pa, strlen(pa), 8, &out, NULL, NULL, NULL, NULL) == TSJ_OK && out &&
+            strcmp(out, "{\"a\":1,\"b\":2}") == 0,
+        "NULLs allowed: %s", out ? out : "(null)");
+  free(out);
+  CHECK(tsj_patch_apply(d1, strlen(d1), NULL, "[1]", 3, 8, &out, NULL, NULL, NULL, NULL) == TSJ_ERR_PATCH && !out,
+        "err NULL on failure");
+  CHECK(strcmp(tsj_code_name(TSJ_ERR_PATCH), "TSJ_ERR_PATCH") == 0 && strcmp(tsj_code_name(TSJ_ERR_TYPE), "TSJ_ERR_TYPE") == 0 &&
+            strcmp(tsj_code_name(TSJ_ERR_RANGE), "TSJ_ERR_RANGE") == 0,
+        "code names");
+}
+
+/* "test": JSON values compared by value */
+static void test_patch_equality(void) {
+  static const char *const same[][2] = {
+      {"1", "1.0"}, {"1", "1e0"}, {"1", "10E-1"}, {"1", "0.1e1"}, {"100", "1e2"}, {"100", "1E+2"},
+      {"0", "-0"}, {"0", "0.0"}, {"0", "-0e5"}, {"0", "0E-999999999999999999999"}, {"-12.5", "-125e-1"},
+      {"123456789012345678901234567890", "1.2345678901234567890123456789e29"}, {"1e400", "10e399"},
+      {"1e1234567890123456789", "1e1234567890123456789"}, {"1e1234567890123456789", "1e001234567890123456789"},
+      {"'a'", "'\\u0061'"}, {"'\\/'", "'/'"}, {"'\xf0\x9f\x98\x80'", "'\\ud83d\\ude00'"}, {"''", "''"},
+      {"'\\n'", "'\\u000a'"}, {"[]", "[]"}, {"{}", "{}"}, {"null", "null"}, {"true", "true"},
+      {"[1,[2,{'a':[]}]]", "[1.0,[2e0,{'a':[]}]]"}, {"{'a':1,'b':2}", "{'b':2,'a':1}"},
+      {"{'a':{'x':1,'y':[1,2]},'b':null}", "{'b':null,'a':{'y':[1,2],'x':1}}"},
+      {"{'\\u0061':1}", "{'a':1}"},
+      {"{'a':1,'b':2,'c':3,'d':4,'e':5,'f':6,'g':7,'h':8,'i':9,'j':10,'k':11,'l':12,'m':13,'n':14,'o':15,'p':16,'q':17}",
+       "{'q':17,'p':16,'o':15,'n':14,'m':13,'l':12,'k':11,'j':10,'i':9,'h':8,'g':7,'f':6,'e':5,'d':4,'c':3,'b':2,'\\u0061':1}"},
+  };
+  static const char *const differ[][2] = {
+      {"1", "2"}, {"1", "-1"}, {"1", "10"}, {"0.1", "0.10000000000000001"},
+      {"9007199254740993", "9007199254740992"}, {"1e1234567890123456789", "1e1234567890123456788"},
+      {"1e1234567890123456789", "-1e1234567890123456789"}, {"1e1234567890123456789", "1e-1234567890123456789"},
+      {"true", "1"}, {"false", "0"}, {"null", "0"}, {"null", "false"}, {"true", "false"}, {"'1'", "1"},
+      {"''", "null"}, {"[]", "{}"}, {"[]", "[null]"}, {"[1,2]", "[2,1]"}, {"[1]", "[1,1]"}, {"[[]]", "[[[]]]"},
+      {"{'a':1}", "{'a':1,'b':2}"}, {"{'a':1,'b':2}", "{'a':1}"}, {"{'a':1}", "{'b':1}"}, {"{'a':1}", "{'a':2}"},
+      {"'a'", "'A'"}, {"'a'", "'a '"}, {"'\\u0000'", "''"},
+      {"{'a':1,'b':2,'c':3,'d':4,'e':5,'f':6,'g':7,'h':8,'i':9,'j':10,'k':11,'l':12,'m':13,'n':14,'o':15,'p':16,'q':17}",
+       "{'q':17,'p':16,'o':15,'n':14,'m':13,'l':12,'k':11,'j':10,'i':9,'h':8,'g':7,'f':6,'e':5,'d':4,'c':3,'b':2,'z':1}"},
+  };
+  char doc[1024], patch[1024];
+  for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+    for (int flip = 0; flip < 2; flip++) {
+      snprintf(doc, sizeof doc, "{'v':%s}", same[i][flip]);
+      snprintf(patch, sizeof patch, "[{'op':'test','path':'/v','value':%s}]", same[i][!flip]);
+      PATCH_SAME(doc, patch);
+    }
+  }
+  for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
+    for (int flip = 0; flip < 2; flip++) {
+      snprintf(doc, sizeof doc, "{'v':%s}", differ[i][flip]);
+      snprintf(patch, sizeof patch, "[{'op':'test','path':'/v','value':%s}]", differ[i][!flip]);
+      PATCH_ERR(doc, patch, TSJ_ERR_PATCH, 1, "op 0 ('test' at '/v'): the value differs");
+    }
+  }
+}
+
+/* Large containers: hashed objects through the index, long arrays; every
+ * way must give the same text as the others (patch_ok_at runs all three). */
+static void test_patch_large(void) {
+  size_t cap = 64 * 1024;
+  char *doc = (char *)malloc(cap), *want = (char *)malloc(cap);
+  size_t n = 0;
+  n += (size_t)snprintf(doc + n, cap - n, "{");
+  for (int i = 0; i < 200; i++) n += (size_t)snprintf(doc + n, cap - n, "%s'k%d':[%d,{'v':%d}]", i ? "," : "", i, i, i);
+  snprintf(doc + n, cap - n, "}");
+  char *pdoc = doc; /* the big object's members are hashed in the index */
+  /* replace in the middle */
+  char *w = want;
+  size_t wn = 0;
+  wn += (size_t)snprintf(w + wn, cap - wn, "{");
+  for (int i = 0; i < 200; i++) {
+    if (i == 117) wn += (size_t)snprintf(w + wn, cap - wn, ",'k117':[117,{'v':'x'}]");
+    else wn += (size_t)snprintf(w + wn, cap - wn, "%s'k%d':[%d,{'v':%d}]", i ? "," : "", i, i, i);
+  }
+  snprintf(w + wn, cap - wn, "}");
+  PATCH_OK(pdoc, op1("replace", "/k117/1/v", "'x'"), want, "/k117/1/v;");
+  /* remove the last member, then the first; add a new one at the end */
+  wn = 0;
+  wn += (size_t)snprintf(w + wn, cap - wn, "{");
+  for (int i = 1; i < 199; i++) wn += (size_t)snprintf(w + wn, cap - wn, "%s'k%d':[%d,{'v':%d}]", i > 1 ? "," : "", i, i, i);
+  snprintf(w + wn, cap - wn, ",'new':true}");
+  PATCH_OK(pdoc, "[{'op':'remove','path':'/k199'},{'op':'remove','path':'/k0'},{'op':'add','path':'/new','value':true}]",
+           want, "/k199;/k0;/new;");
+  PATCH_SAME(pdoc, "[{'op':'test','path':'/k150/1','value':{'v':150}},{'op':'test','path':'/k3/0','value':3.0}]");
+  PATCH_ERR(pdoc, op1("test", "/k200", "1"), TSJ_ERR_PATCH, 1, "no member 'k200' in the object at ''");
+  /* a long array: insert before element 500, remove element 999 */
+  n = 0;
+  n += (size_t)snprintf(doc + n, cap - n, "[");
+  for (int i = 0; i < 1000; i++) n += (size_t)snprintf(doc + n, cap - n, "%s%d", i ? "," : "", i);
+  snprintf(doc + n, cap - n, "]");
+  wn = 0;
+  wn += (size_t)snprintf(w + wn, cap - wn, "[");
+  for (int i = 0; i < 999; i++) {
+    if (i == 500) wn += (size_t)snprintf(w + wn, cap - wn, ",'x'");
+    wn += (size_t)snprintf(w + wn, cap - wn, "%s%d", i ? "," : "", i);
+  }
+  snprintf(w + wn, cap - wn, "]");
+  PATCH_OK(doc, "[{'op':'remove','path':'/999'},{'op':'add','path':'/500','value':'x'}]", want, NULL);
+  PATCH_ERR(doc, op1("add", "/1001", "1"), TSJ_ERR_PATCH, 1, "index '1001' is out of range for the array of 1000 elements at ''");
+  free(doc), free(want);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Getters (tsj_find, tsj_span_*) */
+
+/* Two ways: without and with an index over the text. */
+static int find_way(int way, const char *text, const char *ptr, tsj_span *out, tsj_error *err) {
+  tsj_doc *index = way ? tsj_doc_index(text, strlen(text), (size_t)-1, err) : NULL;
+  if (way && !index) return -1;
+  int rc = tsj_find(text, strlen(text), index, ptr, strlen(ptr), out, err);
+  tsj_doc_free(index);
+  return rc;
+}
+
+static void find_ok_at(const char *file, int line, const char *text, const char *ptr, int kind, const char *want) {
+  for (int way = 0; way < 2; way++) {
+    tsj_span v;
+    tsj_error err;
+    int rc = find_way(way, text, ptr, &v, &err);
+    check_at(rc == TSJ_OK && v.kind == kind && v.length == strlen(want) && memcmp(text + v.offset, want, v.length) == 0 &&
+                 err.code == TSJ_OK,
+             file, line, "find(%s) way %d: rc=%s kind=%d (want %d) value=%.*s want=%s msg=%s", ptr, way,
+             tsj_code_name(rc), v.kind, kind, (int)v.length, text + v.offset, want, err.message);
+  }
+}
+#define FIND_OK(text, ptr, kind, want) find_ok_at(__FILE__, __LINE__, text, ptr, kind, want)
+
+/* The span at ptr (which must exist), for the getter checks below. */
+static tsj_span at(const char *text, const char *ptr) {
+  tsj_span v = {0, 0, -1};
+  tsj_error err;
+  int rc = tsj_find(text, strlen(text), NULL, ptr, strlen(ptr), &v, &err);
+  if (rc != TSJ_OK) {
+    fprintf(stderr, "at(%s): %s\n", ptr, err.message);
+    v.kind = -1;
+  }
+  return v;
+}
+
+static void int_at(const char *file, int line, const char *text, const char *ptr, int code, long long want,
+                   const char *part) {
+  int64_t got = 77;
+  tsj_error err;
+  int rc = tsj_span_int64(text, at(text, ptr), &got, &err);
+  check_at(rc == code && err.code == code && (code ? got == 0 : got == want) && (!part || contains(err.message, part)),
+           file, line, "int64 %s: rc=%s (want %s) got=%lld want=%lld msg=%s", ptr, tsj_code_name(rc),
+           tsj_code_name(code), (long long)got, want, err.message);
+}
+#define INT_OK(text, ptr, want) int_at(__FILE__, __LINE__, text, ptr, TSJ_OK, want, NULL)
+#define INT_ERR(text, ptr, code, part) int_at(__FILE__, __LINE__, text, ptr, code, 0, part)
+
+static void uint_at(const char *file, int line, const char *text, const char *ptr, int code, unsigned long long want,
+                    const char *part) {
+  uint64_t got = 77;
+  tsj_error err;
+  int rc = tsj_span_uint64(text, at(text, ptr), &got, &err);
+  check_at(rc == code && err.code == code && (code ? got == 0 : got == want) && (!part || contains(err.message, part)),
+           file, line, "uint64 %s: rc=%s (want %s) got=%llu want=%llu msg=%s", ptr, tsj_code_name(rc),
+           tsj_code_name(code), (unsigned long long)got, want, err.message);
+}
+
+static void dbl_at(const char *file, int line, const char *text, const char *ptr, int code, double want,
+                   const char *part) {
+  double got = 77;
+  tsj_error err;
+  int rc = tsj_span_double(text, at(text, ptr), &got, &err);
+  check_at(rc == code && err.code == code && (code ? got == 0 : memcmp(&got, &want, sizeof got) == 0) &&
+               (!part || contains(err.message, part)),
+           file, line, "double %s: rc=%s (want %s) got=%.17g want=%.17g msg=%s", ptr, tsj_code_name(rc),
+           tsj_code_name(code), got, want, err.message);
+}
+
+static void test_getters(void) {
+  const char *text =
+      "{\"n\":null,\"f\":false,\"t\":true,\"i\":-42,\"s\":\"plain\",\"e\":\"a\\u0041\\n\\ud83d\\ude00\\/\","
+      "\"z\":\"x\\u0000y\",\"a\":[1,[2,3],{}],\"o\":{\"k\":\"v\",\"\":[]},\"ea\":[],\"eo\":{},"
+      "\"items\":[{\"id\":1,\"done\":false},{\"id\":2,\"done\":true}],\"\\u0071\":7}";
+  FIND_OK(text, "", TSJ_OBJECT, text);
+  FIND_OK(text, "/n", TSJ_NULL, "null");
+  FIND_OK(text, "/f", TSJ_FALSE, "false");
+  FIND_OK(text, "/t", TSJ_TRUE, "true");
+  FIND_OK(text, "/i", TSJ_NUMBER, "-42");
+  FIND_OK(text, "/s", TSJ_STRING, "\"plain\"");
+  FIND_OK(text, "/a", TSJ_ARRAY, "[1,[2,3],{}]");
+  FIND_OK(text, "/a/1/1", TSJ_NUMBER, "3");
+  FIND_OK(text, "/a/2", TSJ_OBJECT, "{}");
+  FIND_OK(text, "/o/", TSJ_ARRAY, "[]");
+  FIND_OK(text, "/q", TSJ_NUMBER, "7");
+  FIND_OK(text, "/items/1/done", TSJ_TRUE, "true");
+  /* errors: the codes and messages of tsj_doc_at_pointer, both ways */
+  for (int way = 0; way < 2; way++) {
+    tsj_span v = {1, 1, 1};
+    tsj_error err;
+    int rc = find_way(way, text, "/a/3", &v, &err);
+    CHECK(rc == TSJ_ERR_NOT_FOUND && err.offset == 2 && v.length == 0 &&
+              strcmp(err.message, "index \"3\" is out of range for the array of 3 elements at \"/a\"") == 0,
+          "find /a/3 way %d: %s", way, err.message);
+    rc = find_way(way, text, "/i/x", &v, &err);
+    CHECK(rc == TSJ_ERR_NOT_FOUND && contains(err.message, "cannot look up \"x\" in the number at \"/i\""),
+          "find /i/x way %d: %s", way, err.message);
+    rc = find_way(way, text, "x", &v, &err);
+    CHECK(rc == TSJ_ERR_POINTER && err.offset == 0, "find x way %d: %s", way, err.message);
+    rc = find_way(way, text, "/nope", &v, &err);
+    CHECK(rc == TSJ_ERR_NOT_FOUND && contains(err.message, "no member \"nope\" in the object at \"\""),
+          "find /nope way %d: %s", way, err.message);
+  }
+  {
+    tsj_span v;
+    tsj_error err;
+    CHECK(tsj_find(NULL, 0, NULL, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG, "find NULL text");
+    CHECK(tsj_find(text, strlen(text), NULL, "", 0, NULL, &err) == TSJ_ERR_INVALID_ARG, "find NULL out");
+    CHECK(tsj_find(text, strlen(text), NULL, NULL, 3, &v, &err) == TSJ_ERR_INVALID_ARG, "find NULL pointer");
+    tsj_doc *other = tsj_doc_parse(text, strlen(text), &err);
+    CHECK(tsj_find(text, strlen(text), other, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG &&
+              contains(err.message, "the index is not over this text"),
+          "find with another text's index: %s", err.message);
+    tsj_doc_free(other);
+  }
+
+  /* tsj_find_in: pointers relative to an element, as a reducer iterating a list uses them */
+  for (int way = 0; way < 2; way++) {
+    tsj_error err;
+    tsj_doc *index = way ? tsj_doc_index(text, strlen(text), (size_t)-1, &err) : NULL;
+    tsj_span items, el, key, v, last = {0, 0, -1};
+    CHECK(tsj_find(text, strlen(text), index, "/items", 6, &items, &err) == TSJ_OK, "items");
+    size_t cursor = 0;
+    int seen = 0;
+    long long ids = 0;
+    while (tsj_span_next(text, items, &cursor, &key, &el, &err) == TSJ_OK) {
+      int64_t id = 0;
+      int done = -1;
+      CHECK(key.length == 0 && el.kind == TSJ_OBJECT, "element kind");
+      CHECK(tsj_find_in(text, strlen(text), index, el, "/id", 3, &v, &err) == TSJ_OK &&
+                tsj_span_int64(text, v, &id, &err) == TSJ_OK,
+            "find_in /id: %s", err.message);
+      CHECK(tsj_find_in(text, strlen(text), index, el, "/done", 5, &v, &err) == TSJ_OK &&
+                tsj_span_bool(text, v, &done, &err) == TSJ_OK && done == (id == 2),
+            "find_in /done: %s", err.message);
+      CHECK(tsj_find_in(text, strlen(text), index, el, "", 0, &v, &err) == TSJ_OK && v.offset == el.offset &&
+                v.length == el.length,
+            "find_in \"\"");
+      ids += id;
+      seen++;
+      last = el;
+    }
+    CHECK(seen == 2 && ids == 3 && err.code == TSJ_ERR_NOT_FOUND && strcmp(err.message, "no more elements") == 0,
+          "iterated %d items (ids %lld): %s", seen, ids, err.message);
+    CHECK(el.length == 0 && el.offset == 0, "the end clears *value");
+    el = last;
+    CHECK(tsj_find_in(text, strlen(text), index, el, "/nope", 5, &v, &err) == TSJ_ERR_NOT_FOUND &&
+              strcmp(err.message, "no member \"nope\" in the object at \"\"") == 0,
+          "find_in messages are relative: %s", err.message);
+    tsj_span bad = el;
+    bad.kind = TSJ_ARRAY;
+    CHECK(tsj_find_in(text, strlen(text), index, bad, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG, "find_in bad kind");
+    bad = el;
+    bad.offset = strlen(text);
+    CHECK(tsj_find_in(text, strlen(text), index, bad, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG, "find_in bad offset");
+    bad = el;
+    bad.length = strlen(text);
+    CHECK(tsj_find_in(text, strlen(text), index, bad, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG, "find_in bad length");
+    tsj_doc_free(index);
+  }
+
+  /* integers */
+  const char *nums =
+      "{\"zero\":0,\"mzero\":-0,\"i\":42,\"m\":-42,\"f1\":1.0,\"e2\":1e2,\"e25\":2.50E1,\"p\":100e-2,"
+      "\"max\":9223372036854775807,\"min\":-9223372036854775808,\"over\":9223372036854775808,"
+      "\"under\":-9223372036854775809,\"frac\":1.5,\"small\":1e-1,\"big\":1e30,\"huge\":1e1234567890123456789,"
+      "\"tiny\":1e-1234567890123456789,\"z\":0e999999999999999999999,\"u\":18446744073709551615,"
+      "\"u1\":18446744073709551616,\"ue\":1.8446744073709551615e19,\"m1\":-1,\"long\":"
+      "100000000000000000000000000000000000000000000000000000000000000000000000000e-70,"
+      "\"d\":0.1,\"dmax\":1.7976931348623157e308,\"dover\":1e309,\"dneg\":-1e309,\"dsub\":4.9e-324,\"dunder\":1e-400,"
+      "\"dmz\":-0.0,\"dlong\":123456789012345678901234567890,\"s\":\"1\",\"b\":true,\"a\":[]}";
+  INT_OK(nums, "/zero", 0);
+  INT_OK(nums, "/mzero", 0);
+  INT_OK(nums, "/i", 42);
+  INT_OK(nums, "/m", -42);
+  INT_OK(nums, "/f1", 1);
+  INT_OK(nums, "/e2", 100);
+  INT_OK(nums, "/e25", 25);
+  INT_OK(nums, "/p", 1);
+  INT_OK(nums, "/max", INT64_MAX);
+  INT_OK(nums, "/min", INT64_MIN);
+  INT_OK(nums, "/z", 0);
+  INT_OK(nums, "/long", 10000);
+  INT_ERR(nums, "/over", TSJ_ERR_RANGE, "the number 9223372036854775808 is out of range for int64");
+  INT_ERR(nums, "/under", TSJ_ERR_RANGE, "out of range for int64");
+  INT_ERR(nums, "/u", TSJ_ERR_RANGE, "out of range for int64");
+  INT_ERR(nums, "/frac", TSJ_ERR_TYPE, "expected an integer, found the number 1.5");
+  INT_ERR(nums, "/small", TSJ_ERR_TYPE, "expected an integer, found the number 1e-1");
+  INT_ERR(nums, "/big", TSJ_ERR_RANGE, "the number 1e30 is out of range for int64");
+  INT_ERR(nums, "/huge", TSJ_ERR_RANGE, "out of range");
+  INT_ERR(nums, "/tiny", TSJ_ERR_TYPE, "expected an integer");
+  INT_ERR(nums, "/s", TSJ_ERR_TYPE, "expected an integer, found string");
+  INT_ERR(nums, "/b", TSJ_ERR_TYPE, "expected an integer, found boolean");
+  INT_ERR(nums, "/a", TSJ_ERR_TYPE, "expected an integer, found array");
+  uint_at(__FILE__, __LINE__, nums, "/u", TSJ_OK, 18446744073709551615ull, NULL);
+  uint_at(__FILE__, __LINE__, nums, "/ue", TSJ_OK, 18446744073709551615ull, NULL);
+  uint_at(__FILE__, __LINE__, nums, "/max", TSJ_OK, 9223372036854775807ull, NULL);
+  uint_at(__FILE__, __LINE__, nums, "/over", TSJ_OK, 9223372036854775808ull, NULL);
+  uint_at(__FILE__, __LINE__, nums, "/mzero", TSJ_OK, 0, NULL);
+  uint_at(__FILE__, __LINE__, nums, "/u1", TSJ_ERR_RANGE, 0,
+          "the number 18446744073709551616 is out of range for uint64");
+  uint_at(__FILE__, __LINE__, nums, "/m1", TSJ_ERR_RANGE, 0, "the number -1 is out of range for uint64");
+  uint_at(__FILE__, __LINE__, nums, "/frac", TSJ_ERR_TYPE, 0, "expected an integer, found the number 1.5");
+  uint_at(__FILE__, __LINE__, nums, "/s", TSJ_ERR_TYPE, 0, "expected an integer, found string");
+  /* doubles: correctly rounded; too large is an error, too small rounds */
+  dbl_at(__FILE__, __LINE__, nums, "/d", TSJ_OK, 0.1, NULL);
+  dbl_at(__FILE__, __LINE__, nums, "/i", TSJ_OK, 42.0, NULL);
+  dbl_at(__FILE__, __LINE__, nums, "/dmax", TSJ_OK, 1.7976931348623157e308, NULL);
+  dbl_at(__FILE__, __LINE__, nums, "/dsub", TSJ_OK, 4.9e-324, NULL);
+  dbl_at(__FILE__, __LINE__, nums, "/dunder", TSJ_OK, 0.0, NULL);
+  dbl_at(__FILE__, __LINE__, nums, "/dmz", TSJ_OK, -0.0, NULL);
+  dbl_at(__FILE__, __LINE__, nums, "/dlong", TSJ_OK, 123456789012345678901234567890.0, NULL);
+  dbl_at(__FILE__, __LINE__, nums, "/u1", TSJ_OK, 18446744073709551616.0, NULL);
+  dbl_at(__FILE__, __LINE__, nums, "/dover", TSJ_ERR_RANGE, 0, "the number 1e309 is out of range for a double");
+  dbl_at(__FILE__, __LINE__, nums, "/dneg", TSJ_ERR_RANGE, 0, "out of range for a double");
+  dbl_at(__FILE__, __LINE__, nums, "/huge", TSJ_ERR_RANGE, 0, "out of range for a double");
+  dbl_at(__FILE__, __LINE__, nums, "/s", TSJ_ERR_TYPE, 0, "expected a number, found string");
+  {
+    tsj_error err;
+    int b = 5;
+    CHECK(tsj_span_bool(text, at(text, "/t"), &b, &err) == TSJ_OK && b == 1, "bool true");
+    CHECK(tsj_span_bool(text, at(text, "/f"), &b, &err) == TSJ_OK && b == 0, "bool false");
+    CHECK(tsj_span_bool(text, at(text, "/n"), &b, &err) == TSJ_ERR_TYPE && b == 0 &&
+              strcmp(err.message, "expected a boolean, found null") == 0,
+          "bool null: %s", err.message);
+    CHECK(tsj_span_bool(text, at(text, "/s"), &b, &err) == TSJ_ERR_TYPE, "bool string");
+  }
+
+  /* strings: borrowed without escapes, unescaped copy with them */
+  {
+    tsj_error err;
+    const char *s = NULL;
+    size_t n = 0;
+    char *owned = (char *)1;
+    tsj_span v = at(text, "/s");
+    CHECK(tsj_span_string(text, v, &s, &n, &owned, &err) == TSJ_OK && owned == NULL && s == text + v.offset + 1 &&
+              n == 5 && memcmp(s, "plain", 5) == 0,
+          "string borrowed");
+    v = at(text, "/e");
+    CHECK(tsj_span_string(text, v, &s, &n, &owned, &err) == TSJ_OK && owned && s == owned && n == 8 &&
+              memcmp(s, "aA\n\xf0\x9f\x98\x80/", 8) == 0 && s[n] == '\0',
+          "string unescaped: %zu", n);
+    free(owned);
+    v = at(text, "/z");
+    CHECK(tsj_span_string(text, v, &s, &n, &owned, &err) == TSJ_OK && owned && n == 3 && memcmp(s, "x\0y", 3) == 0,
+          "string with NUL");
+    free(owned);
+    v = at(text, "/o/k");
+    CHECK(tsj_span_string(text, v, &s, &n, &owned, &err) == TSJ_OK && !owned && n == 1 && s[0] == 'v', "string v");
+    CHECK(tsj_span_string(text, at(text, "/i"), &s, &n, &owned, &err) == TSJ_ERR_TYPE && s == NULL && owned == NULL &&
+              n == 0 && strcmp(err.message, "expected a string, found number") == 0,
+          "string of a number: %s", err.message);
+    CHECK(tsj_span_string(text, at(text, "/s"), &s, &n, NULL, &err) == TSJ_ERR_INVALID_ARG, "string owned NULL");
+  }
+
+  /* counts, with and without the index */
+  for (int way = 0; way < 2; way++) {
+    tsj_error err;
+    tsj_doc *index = way ? tsj_doc_index(text, strlen(text), (size_t)-1, &err) : NULL;
+    size_t c = 99;
+    CHECK(tsj_span_count(text, index, at(text, "/a"), &c, &err) == TSJ_OK && c == 3, "count /a way %d: %zu", way, c);
+    CHECK(tsj_span_count(text, index, at(text, "/o"), &c, &err) == TSJ_OK && c == 2, "count /o way %d", way);
+    CHECK(tsj_span_count(text, index, at(text, "/ea"), &c, &err) == TSJ_OK && c == 0, "count /ea way %d", way);
+    CHECK(tsj_span_count(text, index, at(text, "/eo"), &c, &err) == TSJ_OK && c == 0, "count /eo way %d", way);
+    CHECK(tsj_span_count(text, index, at(text, ""), &c, &err) == TSJ_OK && c == 13, "count root way %d", way);
+    CHECK(tsj_span_count(text, index, at(text, "/a/1"), &c, &err) == TSJ_OK && c == 2, "count /a/1 way %d", way);
+    CHECK(tsj_span_count(text, index, at(text, "/s"), &c, &err) == TSJ_ERR_TYPE && c == 0 &&
+              strcmp(err.message, "expected an array or an object, found string") == 0,
+          "count string: %s", err.message);
+    tsj_doc_free(index);
+  }
+  {
+    tsj_error err;
+    size_t c;
+    tsj_doc *other = tsj_doc_parse(text, strlen(text), &err);
+    CHECK(tsj_span_count(text, other, at(text, "/a"), &c, &err) == TSJ_ERR_INVALID_ARG, "count: index of other text");
+    tsj_doc_free(other);
+    tsj_span wrong = at(text, "/a");
+    wrong.kind = TSJ_OBJECT;
+    CHECK(tsj_span_count(text, NULL, wrong, &c, &err) == TSJ_ERR_INVALID_ARG &&
+              strcmp(err.message, "the span does not match the text") == 0,
+          "count: span kind differs from the text");
+    wrong.kind = 99;
+    CHECK(tsj_span_count(text, NULL, wrong, &c, &err) == TSJ_ERR_INVALID_ARG, "count: kind out of range");
+    CHECK(tsj_span_count(NULL, NULL, at(text, "/a"), &c, &err) == TSJ_ERR_INVALID_ARG, "count: text NULL");
+    CHECK(tsj_span_count(text, NULL, at(text, "/a"), NULL, &err) == TSJ_ERR_INVALID_ARG, "count: out NULL");
+  }
+
+  /* iteration: keys and values in order; the end; bad cursors */
+  {
+    tsj_error err;
+    tsj_span key, v, o = at(text, "/o");
+    size_t cursor = 0;
+    CHECK(tsj_span_next(text, o, &cursor, &key, &v, &err) == TSJ_OK && key.kind == TSJ_STRING && key.length == 3 &&
+              memcmp(text + key.offset, "\"k\"", 3) == 0 && v.kind == TSJ_STRING && v.length == 3,
+          "next o #1");
+    CHECK(tsj_span_next(text, o, &cursor, NULL, &v, &err) == TSJ_OK && v.kind == TSJ_ARRAY && v.length == 2,
+          "next o #2 (key NULL)");
+    CHECK(tsj_span_next(text, o, &cursor, &key, &v, &err) == TSJ_ERR_NOT_FOUND &&
+              strcmp(err.message, "no more members") == 0 && v.length == 0,
+          "next o end: %s", err.message);
+    CHECK(tsj_span_next(text, o, &cursor, &key, &v, &err) == TSJ_ERR_NOT_FOUND, "next o end again");
+    tsj_span a = at(text, "/a");
+    const char *want[] = {"1", "[2,3]", "{}"};
+    cursor = 0;
+    for (int k = 0; k < 3; k++)
+      CHECK(tsj_span_next(text, a, &cursor, &key, &v, &err) == TSJ_OK && v.length == strlen(want[k]) &&
+                memcmp(text + v.offset, want[k], v.length) == 0 && key.length == 0,
+            "next a #%d", k);
+    CHECK(tsj_span_next(text, a, &cursor, NULL, &v, &err) == TSJ_ERR_NOT_FOUND && strcmp(err.message, "no more elements") == 0,
+          "next a end");
+    cursor = 0;
+    CHECK(tsj_span_next(text, at(text, "/ea"), &cursor, NULL, &v, &err) == TSJ_ERR_NOT_FOUND, "next empty array");
+    cursor = 0;
+    CHECK(tsj_span_next(text, at(text, "/eo"), &cursor, &key, &v, &err) == TSJ_ERR_NOT_FOUND, "next empty object");
+    cursor = a.offset;
+    CHECK(tsj_span_next(text, a, &cursor, NULL, &v, &err) == TSJ_ERR_INVALID_ARG, "next: cursor before");
+    cursor = a.offset + a.length;
+    CHECK(tsj_span_next(text, a, &cursor, NULL, &v, &err) == TSJ_ERR_INVALID_ARG, "next: cursor after");
+    cursor = o.offset + 2;
+    CHECK(tsj_span_next(text, o, &cursor, NULL, &v, &err) == TSJ_ERR_INVALID_ARG, "next: cursor inside a key");
+    cursor = 0;
+    CHECK(tsj_span_next(text, at(text, "/i"), &cursor, NULL, &v, &err) == TSJ_ERR_TYPE &&
+              strcmp(err.message, "expected an array or an object, found number") == 0,
+          "next of a number");
+    CHECK(tsj_span_next(text, a, NULL, NULL, &v, &err) == TSJ_ERR_INVALID_ARG, "next: cursor NULL");
+    CHECK(tsj_span_next(text, a, &cursor, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "next: value NULL");
+  }
+  CHECK(strcmp(tsj_kind_name(TSJ_NULL), "null") == 0 && strcmp(tsj_kind_name(TSJ_OBJECT), "object") == 0 &&
+            strcmp(tsj_kind_name(TSJ_TRUE), "true") == 0 && strcmp(tsj_kind_name(42), "unknown") == 0,
+        "kind names");
+}
+
+/* Patches and comparisons at the depth limit, on a small stack: nothing recurses. */
+static void *patch_depth_thread(void *arg) {
+  depth_result *res = (depth_result *)arg;
+  char *deep = repeat_wrap("[", "1", "]", TSJ_MAX_DEPTH);
+  char *ptr = (char *)malloc(2 * TSJ_MAX_DEPTH + 1);
+  ptr[0] = '\0';
+  for (int i = 0; i < TSJ_MAX_DEPTH; i++) strcat(ptr, "/0");
+  /* a patch holds values up to TSJ_MAX_DEPTH - 2 deep (its array and the op object) */
+  char *inner = repeat_wrap("[", "1", "]", TSJ_MAX_DEPTH - 2);
+  size_t plen = 2 * strlen(deep) + 256;
+  char *patch = (char *)malloc(plen);
+  snprintf(patch, plen, "[{'op':'test','path':'/0/0','value':%s},{'op':'replace','path':'%s','value':2}]", inner, ptr);
+  char *want = repeat_wrap("[", "2", "]", TSJ_MAX_DEPTH);
+  PATCH_OK(deep, patch, want, NULL);
+  ptr[2 * (TSJ_MAX_DEPTH - 1)] = '\0';
+  snprintf(patch, plen, "[{'op':'add','path':'%s/0','value':[]}]", ptr);
+  PATCH_ERR_DEPTH(deep, patch, TSJ_MAX_DEPTH, 1, "nested 257 deep");
+  free(deep), free(ptr), free(patch), free(want), free(inner);
+  res->done = 1;
+  return NULL;
+}
+
+static void test_patch_small_stack(void) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 128 * 1024);
+  pthread_t th;
+  depth_result res = {0};
+  int rc = pthread_create(&th, &attr, patch_depth_thread, &res);
+  CHECK(rc == 0, "pthread_create: %d", rc);
+  if (rc == 0) pthread_join(th, NULL);
+  pthread_attr_destroy(&attr);
+  CHECK(res.done, "patch depth thread finished");
+}
+
+/* A patch on a big document: the result is the document with the one
+ * change, with and without the index; a failing first "test" leaves it. */
+static void test_patch_big(void) {
+  const int items = 100000;
+  size_t cap = (size_t)items * 64 + 64;
+  char *doc = (char *)malloc(cap), *want = (char *)malloc(cap);
+  size_t n = 0, wn = 0;
+  n += (size_t)snprintf(doc + n, cap - n, "{\"todos\":[");
+  wn += (size_t)snprintf(want + wn, cap - wn, "{\"todos\":[");
+  for (int i = 0; i < items; i++) {
+    n += (size_t)snprintf(doc + n, cap - n, "%s{\"id\":%d,\"text\":\"item %d\",\"done\":false}", i ? "," : "", i, i);
+    wn += (size_t)snprintf(want + wn, cap - wn, "%s{\"id\":%d,\"text\":\"item %d\",\"done\":%s}", i ? "," : "", i, i,
+                           i == 54321 ? "true" : "false");
+  }
+  n += (size_t)snprintf(doc + n, cap - n, "]}");
+  wn += (size_t)snprintf(want + wn, cap - wn, ",{\"id\":-1}]}");
+  const char *patch =
+      "[{\"op\":\"test\",\"path\":\"/todos/54321/id\",\"value\":54321},"
+      "{\"op\":\"replace\",\"path\":\"/todos/54321/done\",\"value\":true},"
+      "{\"op\":\"add\",\"path\":\"/todos/-\",\"value\":{\"id\":-1}}]";
+  tsj_error err;
+  tsj_doc *index = tsj_doc_index(doc, n, (size_t)-1, &err);
+  for (int way = 0; way < 2; way++) {
+    char *out = NULL;
+    size_t out_len = 0;
+    int rc = tsj_patch_apply(doc, n, way ? index : NULL, patch, strlen(patch), TSJ_MAX_DEPTH, &out, &out_len, NULL,
+                             NULL, &err);
+    CHECK(rc == TSJ_OK && out && out_len == wn && memcmp(out, want, wn) == 0, "big patch way %d: %s", way,
+          err.message);
+    free(out);
+    const char *fail = "[{\"op\":\"test\",\"path\":\"/todos/99999/done\",\"value\":true}]";
+    out = (char *)1;
+    rc = tsj_patch_apply(doc, n, way ? index : NULL, fail, strlen(fail), TSJ_MAX_DEPTH, &out, &out_len, NULL, NULL,
+                         &err);
+    CHECK(rc == TSJ_ERR_PATCH && out == NULL &&
+              strcmp(err.message, "op 0 (\"test\" at \"/todos/99999/done\"): the value differs (found false)") == 0,
+          "big failing test way %d: %s", way, err.message);
+  }
+  tsj_doc_free(index);
+  free(doc), free(want);
+}
+
 int main(void) {
   test_minify_valid();
   test_minify_invalid();
@@ -1448,6 +2459,14 @@ int main(void) {
   test_pointers();
   test_big_and_bench();
   test_split_and_index();
+  test_patch_rfc_examples();
+  test_patch_suite_cases();
+  test_patch_ops();
+  test_patch_equality();
+  test_patch_large();
+  test_patch_small_stack();
+  test_patch_big();
+  test_getters();
   /* Every validation case again through the in-place path that inputs of
    * 32 MiB and more take (validate_lean): same verdicts, same messages. */
   size_t saved = tsj_lean_input_bytes;
@@ -1458,6 +2477,8 @@ int main(void) {
   test_utf8_priority();
   test_members();
   test_duplicates();
+  test_patch_rfc_examples(); /* patches are validated in place too */
+  test_patch_ops();
   tsj_lean_input_bytes = saved;
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;

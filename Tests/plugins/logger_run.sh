@@ -10,7 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 CC=${CC:-cc}
-CFLAGS=${CFLAGS:--std=c99 -O2 -g -Wall -Wextra -Werror -pedantic}
+# The C flags (TS_CFLAGS): the Makefile's.
+. "$ROOT/Tests/flags.sh"
+CFLAGS=$TS_CFLAGS
 BUILD=${TS_BUILD:-$ROOT/build}
 
 # `make plugins` builds the logger (with the flags of what ships) into

@@ -774,29 +774,35 @@ static void test_escaped_config(void) {
 }
 
 /* create() called directly, as a host that does not check the config JSON
- * first would: malformed text and bad escapes are refused with TS_E_JSON or
- * a message naming the field, never a crash; a host table too small for
- * get_state is refused when "changed" is on. */
+ * first would: malformed text, bad escapes and wrong fields are refused with
+ * TS_E_PLUGIN (as the other plugins refuse a config they cannot use) and a
+ * message naming the field, never a crash; a host table too small for
+ * get_state is refused (TS_E_ABI) when "changed" is on. */
 static void test_direct_create(void) {
     static const struct {
         const char *config;
         ts_status status;
         const char *message_part;
     } cases[] = {
-        {"{\"path\" \"x\"}", TS_E_JSON, "not valid JSON"},
-        {"{5: 1}", TS_E_JSON, "not valid JSON"},
-        {"{\"changed\": false \"path\": \"x\"}", TS_E_JSON, "not valid JSON"},
-        {"{\"changed\": false} x", TS_E_JSON, "trailing text"},
-        {"{\"exclude\": [\"a\" \"b\"]}", TS_E_JSON, "\"exclude\""},
-        {"{\"exclude\": [\"\\ud800\"]}", TS_E_ARGUMENT, "\"exclude\"[0]"},        /* lone high surrogate */
-        {"{\"exclude\": [\"\\ud800\\u0041\"]}", TS_E_ARGUMENT, "\"exclude\"[0]"}, /* not followed by a low one */
-        {"{\"exclude\": [\"\\udc00\"]}", TS_E_ARGUMENT, "\"exclude\"[0]"},        /* lone low surrogate */
-        {"{\"exclude\": [\"\\u12G4\"]}", TS_E_ARGUMENT, "\"exclude\"[0]"},        /* not hex */
-        {"{\"exclude\": [\"\\u12\"]}", TS_E_ARGUMENT, "\"exclude\"[0]"},          /* cut short */
-        {"{\"exclude\": [\"\\x\"]}", TS_E_ARGUMENT, "\"exclude\"[0]"},            /* unknown escape */
-        {"{\"exclude\": [\"abc", TS_E_ARGUMENT, "\"exclude\"[0]"},                 /* unterminated */
-        {"{\"exclude\": [\"abc\\", TS_E_ARGUMENT, "\"exclude\"[0]"},               /* ends inside an escape */
-        {"{\"path\": \"a\\u0000b\"}", TS_E_ARGUMENT, "NUL"},
+        {"{\"path\" \"x\"}", TS_E_PLUGIN, "not valid JSON"},
+        {"{5: 1}", TS_E_PLUGIN, "not valid JSON"},
+        {"{\"changed\": false \"path\": \"x\"}", TS_E_PLUGIN, "not valid JSON"},
+        {"{\"changed\": false} x", TS_E_PLUGIN, "trailing text"},
+        {"{\"exclude\": [\"a\" \"b\"]}", TS_E_PLUGIN, "\"exclude\""},
+        {"{\"exclude\": [\"\\ud800\"]}", TS_E_PLUGIN, "\"exclude\"[0]"},        /* lone high surrogate */
+        {"{\"exclude\": [\"\\ud800\\u0041\"]}", TS_E_PLUGIN, "\"exclude\"[0]"}, /* not followed by a low one */
+        {"{\"exclude\": [\"\\udc00\"]}", TS_E_PLUGIN, "\"exclude\"[0]"},        /* lone low surrogate */
+        {"{\"exclude\": [\"\\u12G4\"]}", TS_E_PLUGIN, "\"exclude\"[0]"},        /* not hex */
+        {"{\"exclude\": [\"\\u12\"]}", TS_E_PLUGIN, "\"exclude\"[0]"},          /* cut short */
+        {"{\"exclude\": [\"\\x\"]}", TS_E_PLUGIN, "\"exclude\"[0]"},            /* unknown escape */
+        {"{\"exclude\": [\"abc", TS_E_PLUGIN, "\"exclude\"[0]"},                 /* unterminated */
+        {"{\"exclude\": [\"abc\\", TS_E_PLUGIN, "\"exclude\"[0]"},               /* ends inside an escape */
+        {"{\"path\": \"a\\u0000b\"}", TS_E_PLUGIN, "NUL"},
+        {"{\"path\": 5}", TS_E_PLUGIN, "\"path\" must be a string"},
+        {"{\"changed\": \"yes\"}", TS_E_PLUGIN, "\"changed\""},
+        {"{\"colour\": true}", TS_E_PLUGIN, "\"colour\": unknown field"},
+        {"[]", TS_E_PLUGIN, "must be a JSON object"},
+        {"{\"path\": \"/nonexistent-folder/x.log\"}", TS_E_IO, "cannot open"},
     };
     void *handle = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
     ts_plugin_entry_fn entry;
@@ -830,35 +836,46 @@ static void test_direct_create(void) {
     message = NULL;
     self = NULL;
     status = plugin->create("{}", &api, &self, &message);
-    CHECK(status != TS_OK && message != NULL && strstr(message, "get_state") != NULL,
-          "create with a short table: %s (%s)", ts_status_name(status), message ? message : "no message");
+    CHECK(status == TS_E_ABI && message != NULL && strstr(message, "get_state") != NULL,
+          "create with a short table: %s, want TS_E_ABI (%s)", ts_status_name(status), message ? message : "no message");
     free(message);
     status = plugin->create("{\"changed\": false}", &api, &self, NULL);
     CHECK(status == TS_OK && self != NULL, "create with a short table and \"changed\": false: %s", ts_status_name(status));
     if (status == TS_OK) plugin->destroy(self);
     /* No table at all, "changed": false: logs to stderr; NULL self is refused. */
-    CHECK(plugin->create("{\"changed\": false}", NULL, NULL, NULL) != TS_OK, "create with NULL self must fail");
+    CHECK(plugin->create("{\"changed\": false}", NULL, NULL, NULL) == TS_E_ARGUMENT, "create with NULL self must fail");
+    message = NULL;
+    self = NULL;
+    status = plugin->create("{}", NULL, &self, &message);
+    CHECK(status == TS_E_ARGUMENT && self == NULL, "create with no table and \"changed\" on: %s, want TS_E_ARGUMENT (%s)",
+          ts_status_name(status), message ? message : "no message");
+    free(message);
 }
 
 static void test_invalid_configs(void) {
+    /* started: how the loader's message names create()'s status (the
+     * logger's own: TS_E_PLUGIN for a config it cannot use, as the other
+     * plugins; TS_E_IO for a file it cannot open). */
     static const struct {
         const char *config_format; /* %s: a path that must not be created */
         ts_status status;
         const char *message_part;
+        const char *started;
     } cases[] = {
-        {"{\"path\": 5}", TS_E_PLUGIN, "\"path\""},
-        {"{\"path\": \"\"}", TS_E_PLUGIN, "\"path\""},
-        {"{\"path\": [\"%s\"]}", TS_E_PLUGIN, "\"path\""},
-        {"{\"path\": \"/nonexistent-folder/%s\"}", TS_E_PLUGIN, "\"path\""},
-        {"{\"path\": \"%s\", \"exclude\": \"debug/*\"}", TS_E_PLUGIN, "\"exclude\""},
-        {"{\"path\": \"%s\", \"exclude\": [\"ok\", 3]}", TS_E_PLUGIN, "\"exclude\"[1]"},
-        {"{\"path\": \"%s\", \"exclude\": [\"\"]}", TS_E_PLUGIN, "\"exclude\"[0]"},
-        {"{\"path\": \"%s\", \"exclude\": [\"ok\", \"debug\\u0000*\"]}", TS_E_PLUGIN, "\"exclude\"[1] contains \\u0000"},
-        {"{\"path\": \"%s\", \"changed\": \"yes\"}", TS_E_PLUGIN, "\"changed\""},
-        {"{\"path\": \"%s\", \"changed\": 1}", TS_E_PLUGIN, "\"changed\""},
-        {"{\"path\": \"%s\", \"colour\": true}", TS_E_PLUGIN, "\"colour\""},
-        {"[\"%s\"]", TS_E_PLUGIN, "object"},
-        {"{\"path\": \"%s\"", TS_E_JSON, ""}, /* the host refuses invalid JSON itself */
+        {"{\"path\": 5}", TS_E_PLUGIN, "\"path\"", "failed to start with TS_E_PLUGIN: "},
+        {"{\"path\": \"\"}", TS_E_PLUGIN, "\"path\"", "failed to start with TS_E_PLUGIN: "},
+        {"{\"path\": [\"%s\"]}", TS_E_PLUGIN, "\"path\"", "failed to start with TS_E_PLUGIN: "},
+        {"{\"path\": \"/nonexistent-folder/%s\"}", TS_E_PLUGIN, "\"path\"", "failed to start with TS_E_IO: "},
+        {"{\"path\": \"%s\", \"exclude\": \"debug/*\"}", TS_E_PLUGIN, "\"exclude\"", "failed to start with TS_E_PLUGIN: "},
+        {"{\"path\": \"%s\", \"exclude\": [\"ok\", 3]}", TS_E_PLUGIN, "\"exclude\"[1]", "failed to start with TS_E_PLUGIN: "},
+        {"{\"path\": \"%s\", \"exclude\": [\"\"]}", TS_E_PLUGIN, "\"exclude\"[0]", "failed to start with TS_E_PLUGIN: "},
+        {"{\"path\": \"%s\", \"exclude\": [\"ok\", \"debug\\u0000*\"]}", TS_E_PLUGIN, "\"exclude\"[1] contains \\u0000",
+         "failed to start with TS_E_PLUGIN: "},
+        {"{\"path\": \"%s\", \"changed\": \"yes\"}", TS_E_PLUGIN, "\"changed\"", "failed to start with TS_E_PLUGIN: "},
+        {"{\"path\": \"%s\", \"changed\": 1}", TS_E_PLUGIN, "\"changed\"", "failed to start with TS_E_PLUGIN: "},
+        {"{\"path\": \"%s\", \"colour\": true}", TS_E_PLUGIN, "\"colour\"", "failed to start with TS_E_PLUGIN: "},
+        {"[\"%s\"]", TS_E_PLUGIN, "object", "failed to start with TS_E_PLUGIN: "},
+        {"{\"path\": \"%s\"", TS_E_JSON, "", ""}, /* the host refuses invalid JSON itself */
     };
     size_t i;
     char never[PATH_SIZE], config[CONFIG_SIZE];
@@ -872,6 +889,8 @@ static void test_invalid_configs(void) {
               ts_status_name(cases[i].status), ts_last_error());
         CHECK(strstr(ts_last_error(), cases[i].message_part) != NULL, "config %s: the message does not name %s: %s", config,
               cases[i].message_part, ts_last_error());
+        CHECK(strstr(ts_last_error(), cases[i].started) != NULL, "config %s: the message does not say \"%s\": %s", config,
+              cases[i].started, ts_last_error());
         /* The store is unchanged: no logger in its chain. */
         dispatch_expect(store, "{\"type\":\"counter/inc\"}", TS_OK);
         CHECK(access(never, F_OK) != 0, "config %s: %s was created", config, never);

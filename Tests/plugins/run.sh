@@ -16,7 +16,9 @@ cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
 BUILD=${TS_BUILD:-$ROOT/build}
 CC=${CC:-cc}
-WARN="-std=c99 -O2 -g -Wall -Wextra -Werror -pedantic ${TS_EXTRA_CFLAGS:-}"
+# The C flags (TS_CFLAGS): the Makefile's.
+. "$ROOT/Tests/flags.sh"
+WARN="$TS_CFLAGS ${TS_EXTRA_CFLAGS:-}"
 PLUGINS=(guard delay journal)
 TESTS=(guard delay journal loader shutdown)
 
@@ -103,6 +105,16 @@ loader_variant no-entry -DTP_NO_ENTRY
 loader_variant null-entry -DTP_NULL_ENTRY
 loader_variant no-run -DTP_NO_RUN
 loader_variant no-name -DTP_NO_NAME
+
+# The journal without /proc/locks (test_journal.c: a lock holder it cannot name).
+mkdir -p "$BUILD/plugins/noproc"
+chmod 755 "$BUILD/plugins/noproc"
+if $CC $WARN -shared -fPIC -IInclude '-DJOURNAL_PROC_LOCKS="/nonexistent/locks"' Plugins/journal/journal.c \
+    -o "$BUILD/plugins/noproc/journal.so" -lpthread; then
+  chmod 755 "$BUILD/plugins/noproc/journal.so"
+else
+  fail "journal variant noproc does not build"
+fi
 
 # The shutdown watcher (test_shutdown.c): exports its counters for the test.
 mkdir -p "$BUILD/plugins/shutdown"

@@ -3,6 +3,7 @@ preprocessed, its declarations go through cffi's C parser unchanged, and
 every function resolves in the built library. Skipped when cffi is not
 installed (it is not part of the standard library)."""
 import os
+import re
 import subprocess
 import unittest
 
@@ -15,13 +16,24 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LIB = os.environ.get("TURNSTATE_LIB", os.path.join(ROOT, "build", "lib", "libturnstate.so"))
 
 
+def c_std():
+    """The C standard flag: the Makefile's (its one place), exported as
+    TS_C_STD under make; asked of `make flags` when run alone."""
+    std = os.environ.get("TS_C_STD")
+    if not std:
+        out = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, "flags"],
+                             capture_output=True, text=True, check=True).stdout
+        std = re.search(r"^TS_C_STD='(.*)'$", out, re.M).group(1)
+    return std.split()
+
+
 @unittest.skipIf(cffi is None, "cffi is not installed")
 class HeaderReadableByCffi(unittest.TestCase):
     def test_cffi_parses_both_headers_and_binds_every_function(self):
         # cffi's parser reads no attributes: TS_API and TS_DEPRECATED are
         # defined empty, as turnstate.h says a binding generator may.
         text = subprocess.run(
-            ["cc", "-E", "-P", "-std=c99", "-DTS_API=", "-DTS_DEPRECATED(msg)=", "-I", os.path.join(ROOT, "Include"),
+            ["cc", "-E", "-P", *c_std(), "-DTS_API=", "-DTS_DEPRECATED(msg)=", "-I", os.path.join(ROOT, "Include"),
              os.path.join(ROOT, "Include", "turnstate_plugin.h")],
             capture_output=True, text=True, check=True).stdout
         lines = [line for line in text.splitlines() if line.strip()]

@@ -3,9 +3,12 @@
 # Turnstate module, its TestStore example against TurnstateTesting (and be the
 # test that make test-swift runs), its C quick start must compile, run and print what the
 # README says, its C++ example must compile strictly, run and print what the
-# README says, and its plugin example must build with only the headers.
+# README says (and its shell commands run as written after the C quick
+# start's), and its plugin example must build with only the headers.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# The C flags (TS_C_STD, TS_C_WARN): the Makefile's.
+. Tests/flags.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 chmod 700 "$work"
@@ -31,8 +34,13 @@ print("\n".join(re.findall(r"```" + language + r"\n(.*?)```", section, re.S)))
 PY
 }
 
-failed=0
-check() { if "$@"; then echo "ok: ${*: -1}"; else echo "FAILED: ${*: -1}"; failed=$((failed + 1)); fi; }
+failed=0 passed=0
+check() { if "$@"; then echo "ok: ${*: -1}"; passed=$((passed + 1)); else echo "FAILED: ${*: -1}"; failed=$((failed + 1)); fi; }
+# As check, named by its first argument.
+check_that() { # description command...
+  local what=$1; shift
+  if "$@"; then echo "ok: $what"; passed=$((passed + 1)); else echo "FAILED: $what"; failed=$((failed + 1)); fi
+}
 
 extract "## Swift quick start" swift "### Testing with the TestStore" > "$work/main.swift"
 swift build --scratch-path .build --target Turnstate >/dev/null
@@ -47,7 +55,7 @@ check swiftc -typecheck -swift-version 6 -I .build/debug/Modules "$work/teststor
 check diff <(sed -n '/^import /,$p' Tests/TurnstateTestingTests/ReadmeExampleTests.swift) <(sed '${/^$/d}' "$work/teststore.swift")
 
 extract "## C quick start" c > "$work/app.c"
-cc -std=c99 -Wall -Wextra -Werror -IInclude "$work/app.c" -o "$work/app" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
+cc $TS_C_STD $TS_C_WARN -IInclude "$work/app.c" -o "$work/app" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
 "$work/app" > "$work/app.out"
 expected=$(extract "## C quick start" sh | sed -n 's/^# //p')
 check diff <(echo "$expected") "$work/app.out"
@@ -66,11 +74,75 @@ extract "## C++" cpp > "$work/app.cpp"
 ${CXX:-c++} -std=c++17 -Wall -Wextra -pedantic -Werror -IInclude "$work/app.cpp" -o "$work/app_cpp" \
   -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
 "$work/app_cpp" > "$work/app_cpp.out"
-check diff <(extract "## C++" sh | sed -n 's/^# //p') "$work/app_cpp.out"
+expected_cpp=$(extract "## C++" sh | sed -n 's/^# //p')
+check diff <(echo "$expected_cpp") "$work/app_cpp.out"
+
+# The C++ section's shell commands, run as written right after the C quick
+# start's, as a new user goes on: the same HOME, whose ~/.local holds what
+# that `make install` put there (nothing else tells pkg-config or the loader
+# where it is).
+extract "## C++" sh | grep -v '^#' > "$work/commands_cpp.sh"
+mkdir -p "$work/run_cpp" && cp "$work/app.cpp" "$work/run_cpp/app.cpp"
+cpp_commands() { # (a description, for check's line)
+  if (cd "$work/run_cpp" && env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH HOME="$work/home" \
+        bash -euo pipefail "$work/commands_cpp.sh") >"$work/commands_cpp.out" 2>&1 &&
+     diff <(echo "$expected_cpp") "$work/commands_cpp.out"; then
+    return 0
+  fi
+  sed 's/^/    | /' "$work/commands_cpp.out"
+  return 1
+}
+check cpp_commands "the C++ section's commands, run after the C quick start's (HOME=$work/home)"
 
 extract "### Write a plugin" c > "$work/plugin.c"
-cc -std=c99 -Wall -Wextra -Werror -shared -fPIC -IInclude "$work/plugin.c" -o "$work/counter.so"
+cc $TS_C_STD $TS_C_WARN -shared -fPIC -IInclude "$work/plugin.c" -o "$work/counter.so"
 check bash -c "! readelf -d '$work/counter.so' | grep -q libturnstate"
 
-echo "readme: $((7 - failed)) passed, $failed failed"
+# ## Install: the shipped plugins one by one, each with its config, as the
+# README's lines do (PLUGINSDIR: build/plugins), not the whole folder; and
+# what ## Plugins says each needs to start (Tests/readme/plugin_configs.c).
+{
+  echo '#include <turnstate.h>'
+  echo '#include <stdio.h>'
+  echo 'static int failures;'
+  echo '#define ts_store_load_plugin(s, p, c) (ts_store_load_plugin(s, p, c) == TS_OK ? 0 : (printf("%s: %s\n", p, ts_last_error()), failures++))'
+  echo 'int main(void) {'
+  echo '    ts_store *store = NULL;'
+  echo '    if (ts_store_create("{}", &store) != TS_OK) return 2;'
+  extract "## Install" c
+  echo '    ts_store_destroy(store);'
+  echo '    return failures;'
+  echo '}'
+} > "$work/install_plugins.c"
+mkdir -p "$work/install_run"
+cc -std=c99 -Wall -Wextra -Werror -IInclude "-DPLUGINSDIR=\"$PWD/build/plugins\"" "$work/install_plugins.c" \
+  -o "$work/install_plugins" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
+check_that "## Install: the shipped plugins load one by one with the README's configs" \
+  bash -c "cd '$work/install_run' && '$work/install_plugins' && [ -f app.journal ]"
+cc -std=c99 -Wall -Wextra -Werror -IInclude Tests/readme/plugin_configs.c -o "$work/plugin_configs" \
+  -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
+check_that "## Plugins: what each shipped plugin needs to start (plugin_configs.c)" \
+  "$work/plugin_configs" "$PWD/build/plugins" "$work"
+
+# `make run` twice: the second run starts from the state the first left
+# (Examples/todo.c says so): the journal in build/demo survives the
+# demo-plugins step. In a scratch BUILD with this build's plugins and
+# library, which make is told not to remake (-o).
+demo=$work/demo-build
+mkdir -p "$demo/plugins"
+cp build/plugins/guard.so build/plugins/delay.so build/plugins/journal.so build/plugins/logger.so "$demo/plugins/"
+ln -s "$PWD/build/lib" "$demo/lib"
+nomake=(--no-print-directory -o setup -o lib -o plugins -o build BUILD="$demo")
+make "${nomake[@]}" examples >"$work/demo-make.log" 2>&1
+make "${nomake[@]}" -o examples run >"$work/run1.out" 2>&1
+make "${nomake[@]}" -o examples run >"$work/run2.out" 2>&1
+check_that "make run: the first run starts empty" \
+  grep -q '^  initial state: {"todos":\[\],"filter":"all"}$' "$work/run1.out"
+check_that "make run again: the journal restores the first run's state" \
+  grep -q '^  (not empty: a plugin restored a saved state)$' "$work/run2.out"
+check_that "make run again: with the first run's todos" \
+  grep -q '^  initial state: {"todos":\[{"id":1,"title":"Buy milk"' "$work/run2.out"
+check_that "make run again: every step succeeded" grep -q '^done\.$' "$work/run2.out"
+
+echo "readme: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -168,6 +168,8 @@ int main(int argc, char **argv) {
     refused(plugin, "{\"url\":\"redis://secret@127.0.0.1\",\"stream\":\"f\"}", TS_E_PLUGIN, "must be USER:PASSWORD or :PASSWORD");
     refused(plugin, "{\"url\":\"redis://u:secret@/x\",\"stream\":\"f\"}", TS_E_PLUGIN, "not \"redis://***@/x\"");
     refused(plugin, "{\"url\":\"redis://h:99999\",\"stream\":\"f\"}", TS_E_PLUGIN, "from 1 to 65535");
+    /* With credentials too (run under valgrind: nothing of them may leak). */
+    refused(plugin, "{\"url\":\"redis://u:secret@h:99999\",\"stream\":\"f\"}", TS_E_PLUGIN, "from 1 to 65535");
     refused(plugin, "{\"url\":\"redis://h\",\"stream\":\"f\",\"timeout_ms\":0}", TS_E_PLUGIN, "\"timeout_ms\" must be");
     refused(plugin, "{\"url\":\"redis://h\",\"stream\":\"f\",\"snapshot_every\":-1}", TS_E_PLUGIN,
             "\"snapshot_every\" must be");

@@ -9,6 +9,8 @@
 #   4. a replica joining after 100,000 actions from a snapshot (time reported)
 #   5. refusals and faults (Tests/replicate/faults.c)
 #   6. a server that requires a password (AUTH; never shown in messages)
+#   7. a damaged or tampered log (Tests/replicate/tamper.c, a second client on
+#      a server of its own): refused and reported, never applied, no hang or spin
 # Prints "checks: N passed, M failed".
 # With --bench [--scale F]: the figures of `make bench` instead, as
 # "RESULT<tab>ID<tab>VALUE<tab>UNIT" lines for Benchmarks/report.py: REP-rate
@@ -20,6 +22,8 @@
 # Env: TS_BUILD (build/), REDIS_SERVER (redis-server).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+# The C flags (TS_CFLAGS): the Makefile's.
+. Tests/flags.sh
 BUILD=${TS_BUILD:-$PWD/build}
 PLUGIN=$BUILD/plugins/replicate.so
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
@@ -32,7 +36,7 @@ fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
 
 for tool in "$REDIS_SERVER" redis-cli; do
-  command -v "$tool" >/dev/null || { echo "FAIL: $tool not found (.ci/setup.sh installs redis-server)"; echo "checks: 0 passed, 1 failed"; exit 1; }
+  command -v "$tool" >/dev/null || { echo "FAIL: $tool not found (.ci/setup.sh test installs redis-server)"; echo "checks: 0 passed, 1 failed"; exit 1; }
 done
 [ -f "$PLUGIN" ] || { echo "FAIL: $PLUGIN not built (make plugins)"; echo "checks: 0 passed, 1 failed"; exit 1; }
 
@@ -47,10 +51,12 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$BUILD/tests"
-cc -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude Tests/replicate/replica.c -o "$BUILD/tests/replicate_replica" \
+cc $TS_CFLAGS -IInclude Tests/replicate/replica.c -o "$BUILD/tests/replicate_replica" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate -lpthread || exit 1
-cc -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude Tests/replicate/faults.c -o "$BUILD/tests/replicate_faults" \
+cc $TS_CFLAGS -IInclude Tests/replicate/faults.c -o "$BUILD/tests/replicate_faults" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate || exit 1
+cc -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude Tests/replicate/tamper.c -o "$BUILD/tests/replicate_tamper" \
+  -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate -lhiredis || exit 1
 REPLICA=$BUILD/tests/replicate_replica
 
 # The plugin: built from the headers alone, never linking libturnstate, exporting only its entry.
@@ -288,6 +294,21 @@ auth_run "redis://127.0.0.1:$APORT" "$T/auth/none.log"
 check "auth: no password refuses the load" grep -q 'cannot load' "$T/auth/none.log"
 check "auth: no message shows the password" bash -c "! grep -h -- '$secret' '$T'/auth/*.log"
 kill -9 "$(cat "$T/auth/redis.pid")" 2>/dev/null
+
+# ---- 7. a damaged or tampered log ---------------------------------------------
+XPORT=$(free_port)
+if start_server tamper "$XPORT"; then
+  out=$(TMPDIR=$T "$BUILD/tests/replicate_tamper" "$PLUGIN" 127.0.0.1 "$XPORT" 2>&1)
+  status=$?
+  echo "$out" | grep -v '^[0-9]* passed' | sed 's/^/  tamper: /'
+  n=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')
+  [ -n "$n" ] || n="0 1"
+  passed=$((passed + ${n% *})); failed=$((failed + ${n#* }))
+  [ $status = 0 ] || [ "${n#* }" != 0 ] || fail "tamper: exit status $status"
+  kill_server tamper
+else
+  fail "tamper server starts"
+fi
 
 echo "checks: $passed passed, $failed failed"
 [ $failed = 0 ]

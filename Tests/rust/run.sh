@@ -4,14 +4,19 @@
 #      (generate.sh --check: Debian's bindgen, white space ignored);
 #   2. `cargo test --offline` of the workspace against build/lib and
 #      build/plugins (TURNSTATE_LIB_DIR, TURNSTATE_PLUGINS_DIR): each Rust
-#      test counts as one check;
+#      test counts as one check; then the misuse tests
+#      (turnstate/tests/misuse.rs: a Store dropped inside each kind of its
+#      callbacks, on the caller's thread and on the delay plugin's worker)
+#      again under valgrind (VALGRIND, the Makefile's command line): no
+#      invalid access, no definite or indirect leak;
 #   3. the README's Rust example, as a user runs it: `make install` into a
 #      temporary prefix, a new cargo project with the README's Cargo.toml
 #      lines and src/main.rs, and the README's commands (`cargo run
 #      --offline` with PKG_CONFIG_PATH at the prefix) run with the Swift
 #      toolchain hidden (Tests/install/without-swift.sh); its output must be
 #      the README's.
-# Needs root for step 3 (a private mount namespace). Ends with
+# Needs root for step 3 (a private mount namespace), valgrind for step 2.
+# Ends with
 # "checks: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -56,6 +61,19 @@ if [ "$cargo_ok" = 1 ] && [ "$tests_passed" -gt 0 ]; then
   pass "cargo test --offline (bindings/rust)"
 else
   sed 's/^/    | /' "$tmp/cargo-test.log" | tail -n 80; fail "cargo test --offline (bindings/rust)"
+fi
+
+# The misuse tests under valgrind: a closure freed while the dispatch that
+# drops its store still runs is an invalid read there.
+valgrind=${VALGRIND:-valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect --suppressions=$root/Tests/c/valgrind.supp}
+misuse=$(cd bindings/rust && TURNSTATE_LIB_DIR=$build/lib TURNSTATE_PLUGINS_DIR=$build/plugins \
+  "$CARGO" test --offline --no-run --test misuse 2>&1 | sed -n 's/.*Executable tests\/misuse\.rs (\(.*\))$/\1/p')
+# shellcheck disable=SC2086
+if [ -n "$misuse" ] && LD_LIBRARY_PATH=$build/lib $valgrind "$misuse" --test-threads=1 >"$tmp/misuse.log" 2>&1 &&
+   grep -q '^test result: ok\. [1-9]' "$tmp/misuse.log"; then
+  pass "turnstate/tests/misuse.rs under valgrind ($(sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' "$tmp/misuse.log") tests)"
+else
+  sed 's/^/    | /' "$tmp/misuse.log" 2>/dev/null | tail -n 60; fail "turnstate/tests/misuse.rs under valgrind"
 fi
 
 # 3. The README's example against an installed library, Swift hidden.

@@ -26,7 +26,9 @@ BUILD=$ROOT/build
 TOOLCHAIN_BIN=$(dirname "$(readlink -f "$(command -v swift)")")
 CLANG=${TORTURE_CLANG:-$TOOLCHAIN_BIN/clang}
 SWIFT_LIBS=$TOOLCHAIN_BIN/../lib/swift/linux
-WARN="-std=c99 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pedantic -fuse-ld=lld"
+# The sanitizer builds' C flags (TS_SAN_CFLAGS): the Makefile's.
+. "$ROOT/Tests/flags.sh"
+WARN="$TS_SAN_CFLAGS -fuse-ld=lld"
 THREADS=${TORTURE_THREADS:-6}
 OPS=${TORTURE_OPS:-30000}
 ROUNDS=${TORTURE_ROUNDS:-100}
@@ -62,7 +64,7 @@ run() {
   "$@" >"$log" 2>&1
   status=$?
   end=$(date +%s)
-  grep -E '^(torture|shared|shutdown):' "$log" | sed "s/^/$name: /"
+  grep -E '^(torture|shared|patch|shutdown):' "$log" | sed "s/^/$name: /"
   local counts p=0 f=0
   counts=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -n1)
   [ -n "$counts" ] && read -r p f <<<"$counts"

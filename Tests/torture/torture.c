@@ -22,6 +22,10 @@
  * answer TS_E_MISUSE; and calls it twice in one run() ("twice"): the second
  * call must answer TS_E_MISUSE.
  *
+ * Phase "patch" (skipped with --only shutdown): N threads dispatch patch
+ * reducers (ts_reducer_patch, reading with the getters) into one store with
+ * a pointer listener, making fresh stores meanwhile; every patch lands once.
+ *
  * Phase "shutdown": N threads each do --rounds times what crashed before the
  * shutdown protocol: a store with the delay plugin loaded and then the
  * journal (even rounds) or guard (odd rounds) plugin, a few hundred @@delay
@@ -595,6 +599,103 @@ static long long phase_token(void) {
     return n;
 }
 
+/* ---- Phase "patch" ---------------------------------------------------------- */
+
+/* ts_reducer_patch and the getters from many threads on one store: a patch
+ * reducer that reads its slice and its payload with the getters (the slice's
+ * index made by whichever thread reads it first), a pointer listener under
+ * patches, and fresh stores made and destroyed meanwhile (each creation sets
+ * the getters' slice-index function that the other threads read). */
+static char *patch_reducer(const char *slice, const ts_action *action, void *ctx) {
+    int64_t slot, n, value;
+    char pointer[32], patch[256];
+    (void)ctx;
+    if (slice == NULL) {
+        char *first = malloc(32 + 2 * MAX_THREADS);
+        size_t at;
+        int t;
+        if (first == NULL) return NULL;
+        at = (size_t)sprintf(first, "{\"n\":0,\"slots\":[");
+        for (t = 0; t < MAX_THREADS; t++) at += (size_t)sprintf(first + at, t ? ",0" : "0");
+        sprintf(first + at, "]}");
+        return first;
+    }
+    if (strcmp(action->type, "patch/inc") != 0) return NULL;
+    if (ts_json_get_int(action->payload, "/slot", &slot) != TS_OK || ts_json_get_int(slice, "/n", &n) != TS_OK) {
+        ts_reducer_fail(ts_last_error());
+        return NULL;
+    }
+    snprintf(pointer, sizeof pointer, "/slots/%lld", (long long)slot);
+    if (ts_json_get_int(slice, pointer, &value) != TS_OK) {
+        ts_reducer_fail(ts_last_error());
+        return NULL;
+    }
+    snprintf(patch, sizeof patch,
+             "[{\"op\":\"test\",\"path\":\"/n\",\"value\":%lld},{\"op\":\"replace\",\"path\":\"/n\",\"value\":%lld},"
+             "{\"op\":\"replace\",\"path\":\"%s\",\"value\":%lld}]",
+             (long long)n, (long long)n + 1, pointer, (long long)value + 1);
+    if (ts_reducer_patch(patch) != TS_OK) ts_reducer_fail(ts_last_error());
+    return NULL;
+}
+
+static ts_store *patched;
+static counter slot0_changes;
+/* Patch dispatches per thread: a tenth of --ops (a patch dispatch does more
+ * work than the other phases' operations), at least 100. */
+static long patch_ops;
+
+static void *patch_worker(void *arg) {
+    long slot = (long)(intptr_t)arg, i;
+    char action[96];
+    snprintf(action, sizeof action, "{\"type\":\"patch/inc\",\"payload\":{\"slot\":%ld}}", slot);
+    for (i = 0; i < patch_ops; i++) {
+        ts_status status = ts_store_dispatch(patched, action);
+        if (status != TS_OK) failure("patch phase: dispatch", status);
+        if (i % 64 == 0) {
+            ts_store *fresh = NULL;
+            status = ts_store_create(NULL, &fresh);
+            if (status == TS_OK) status = ts_store_add_reducer(fresh, "p", patch_reducer, NULL);
+            if (status == TS_OK) status = ts_store_dispatch(fresh, action);
+            if (status != TS_OK) failure("patch phase: a fresh store", status);
+            ts_store_destroy(fresh);
+        }
+    }
+    return NULL;
+}
+
+static long long phase_patch(void) {
+    pthread_t workers[MAX_THREADS];
+    uint64_t token;
+    int t;
+    ts_status status;
+    char *text = NULL;
+    int64_t n = -1, value;
+    counter_init(&slot0_changes);
+    patch_ops = ops / 10 < 100 ? 100 : ops / 10;
+    if ((status = ts_store_create(NULL, &patched)) != TS_OK ||
+        (status = ts_store_add_reducer(patched, "p", patch_reducer, NULL)) != TS_OK ||
+        (status = ts_store_subscribe(patched, "/p/slots/0", count_listener, &slot0_changes, &token)) != TS_OK) {
+        failure("patch phase: set-up", status);
+        return 0;
+    }
+    for (t = 0; t < threads; t++) pthread_create(&workers[t], NULL, patch_worker, (void *)(intptr_t)t);
+    for (t = 0; t < threads; t++) pthread_join(workers[t], NULL);
+    status = ts_store_get_state(patched, "/p", &text);
+    check(status == TS_OK && ts_json_get_int(text, "/n", &n) == TS_OK && n == (int64_t)threads * patch_ops,
+          "every patch applied once: /p/n is threads x patches");
+    for (t = 0; t < threads && text != NULL; t++) {
+        char pointer[32];
+        snprintf(pointer, sizeof pointer, "/slots/%d", t);
+        check(ts_json_get_int(text, pointer, &value) == TS_OK && value == patch_ops, "each thread's slot is its number of patches");
+    }
+    /* Only thread 0's patches change /p/slots/0: the listener skipped the others. */
+    check(counter_get(&slot0_changes) == patch_ops, "the pointer listener ran once per change of its value");
+    ts_free(text);
+    ts_store_destroy(patched);
+    printf("patch: %d threads x %ld patch dispatches, /p/n %lld\n", threads, patch_ops, (long long)n);
+    return (long long)threads * patch_ops;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: torture [--threads N] [--ops N] [--rounds N] [--only shutdown] PLUGIN_DIR\n");
     exit(2);
@@ -631,6 +732,7 @@ int main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!only_shutdown) operations += phase_shared();
     if (!only_shutdown) operations += phase_token();
+    if (!only_shutdown) operations += phase_patch();
     operations += phase_shutdown();
     clock_gettime(CLOCK_MONOTONIC, &t1);
     rmdir(work_dir);

@@ -11,7 +11,9 @@
 #                                              (LIBDIR/turnstate/plugins) and the
 #                                              private Swift runtime (LIBDIR/turnstate)
 #   libturnstate-dev_VERSION-REV_ARCH.deb      headers (C, plugin ABI, C++), libturnstate.so,
-#                                              turnstate.pc
+#                                              turnstate.pc, the man pages (man3: one
+#                                              per function and type; man7: turnstate,
+#                                              turnstate-plugins), gzip -9n by make install
 #   libturnstate0-dbgsym_VERSION-REV_ARCH.deb  /usr/lib/debug/.build-id/xx/yyyy.debug
 # built with dpkg-gencontrol, dpkg-shlibdeps and dpkg-deb (dpkg-dev); no
 # debhelper. `make deb` runs it. The work tree (OUTDIR/work/debian/<package>)
@@ -134,6 +136,11 @@ claim $dev "usr/include/turnstate.h"
 claim $dev "usr/include/turnstate_plugin.h"
 claim $dev "usr/include/turnstate.hpp"
 claim $dev "$libdir/pkgconfig/turnstate.pc"
+# the man pages (make man, from the headers' comments)
+for page in man3/ts_store_dispatch.3.gz man7/turnstate.7.gz man7/turnstate-plugins.7.gz; do
+  [ -f "$split/usr/share/man/$page" ] || die "usr/share/man/$page is missing from make install (make man writes the pages)"
+done
+claim $dev "usr/share/man"
 
 # anything left over is a file that no package ships: fail
 leftover=$(cd "$split" && find . ! -type d | sed 's|^\./||' | sort)

@@ -1,7 +1,11 @@
 // The Turnstate Inspector page: the live list of actions (Server-Sent Events
 // from /api/events), the state and diff of the selected one (/api/state),
-// and the commands (POST /api/...). The token travels as a cookie that the
-// page's own URL (?token=...) set; it is removed from the address bar.
+// and the commands (POST /api/...). The token comes in the page's own URL
+// (?token=..., the one the inspector printed); the page keeps it for this tab
+// in sessionStorage (scoped to scheme, host and port: no other local service
+// can read it, where a cookie would be sent to every port of 127.0.0.1),
+// removes it from the address bar and sends it in the X-Turnstate-Token
+// header of every request. No cookie is used.
 import { tree, diff } from './tree.js';
 
 const $ = (id) => document.getElementById(id);
@@ -10,11 +14,17 @@ let status = { paused: false, travelling: false, travel: 0, read_only: false, dr
 let selected = null;
 let filter = '';
 
-if (location.search.includes('token=')) history.replaceState(null, '', '/');
+const TOKEN_KEY = 'turnstate-inspector-token';
+const query = new URLSearchParams(location.search);
+if (query.has('token')) {
+  sessionStorage.setItem(TOKEN_KEY, query.get('token'));
+  history.replaceState(null, '', '/');
+}
+const token = sessionStorage.getItem(TOKEN_KEY) || '';
 
 async function api(path, body) {
-  const init = body === undefined ? {} : {
-    method: 'POST', headers: { 'Content-Type': 'application/json' },
+  const init = body === undefined ? { headers: { 'X-Turnstate-Token': token } } : {
+    method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Turnstate-Token': token },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   };
   const response = await fetch(path, init);
@@ -104,7 +114,8 @@ async function refresh() {
   const seen = new Set();
   for (const r of data.records) { records.set(r.seq, r); seen.add(r.seq); }
   for (const seq of [...records.keys()]) {
-    if (!seen.has(seq)) {
+    // A record newer than this answer came from the event stream meanwhile: kept.
+    if (!seen.has(seq) && seq <= data.status.newest) {
       records.delete(seq);
       document.querySelector(`#actions tbody tr[data-seq="${seq}"]`)?.remove();
     }
@@ -168,28 +179,65 @@ async function command(path, body, quiet = false) {
   }
 }
 
-function connect() {
-  const events = new EventSource('/api/events');
-  events.addEventListener('open', () => { $('conn').textContent = 'connected'; });
-  events.addEventListener('error', () => { $('conn').textContent = 'reconnecting…'; });
-  events.addEventListener('status', (e) => {
+const handlers = {
+  status(data) {
     const before = status;
-    status = JSON.parse(e.data);
+    status = JSON.parse(data);
     // A replay or an import changes older records: fetch them again.
     if (before.travelling !== status.travelling || before.travel !== status.travel || before.newest !== status.newest || before.base !== status.base) refresh();
     showStatus();
-  });
-  events.addEventListener('action', (e) => {
-    const r = JSON.parse(e.data);
+  },
+  action(data) {
+    const r = JSON.parse(data);
     records.set(r.seq, r);
     row(r);
     counts();
     if (!status.travelling) document.querySelector(`#actions tbody tr[data-seq="${r.seq}"]`)?.scrollIntoView({ block: 'nearest' });
-  });
-  events.addEventListener('dropped', (e) => {
-    status.dropped = JSON.parse(e.data).dropped;
+  },
+  dropped(data) {
+    status.dropped = JSON.parse(data).dropped;
     counts();
-  });
+  },
+};
+
+// The event stream (Server-Sent Events), read with fetch so that the token
+// goes in a header as everywhere else; reconnects after a second when it ends.
+async function connect() {
+  for (;;) {
+    try {
+      const response = await fetch('/api/events', { headers: { 'X-Turnstate-Token': token }, cache: 'no-store' });
+      if (response.status === 403) {
+        $('conn').textContent = 'refused';
+        notice('The inspector refused this page\'s token: open the URL the inspector printed.');
+        return;
+      }
+      if (!response.ok) throw new Error(response.statusText);
+      $('conn').textContent = 'connected';
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let end;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          let event = 'message';
+          const data = [];
+          for (const line of block.split('\n')) {
+            if (line.startsWith('event: ')) event = line.slice(7);
+            else if (line.startsWith('data: ')) data.push(line.slice(6));
+          }
+          if (data.length && handlers[event]) handlers[event](data.join('\n'));
+        }
+      }
+    } catch {
+      // The connection failed or ended: try again.
+    }
+    $('conn').textContent = 'reconnecting…';
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
 }
 
 $('filter').addEventListener('input', (e) => { filter = e.target.value.trim().toLowerCase(); showStatus(); });
@@ -211,6 +259,22 @@ $('dispatch-form').addEventListener('submit', async (e) => {
   } catch (err) {
     out.textContent = err.message;
     out.className = 'bad';
+  }
+});
+// Export: fetched with the token header, then saved from a blob URL.
+$('export').addEventListener('click', async (e) => {
+  e.preventDefault();
+  try {
+    const response = await fetch('/api/export', { headers: { 'X-Turnstate-Token': token } });
+    if (!response.ok) throw new Error((await response.text()) || response.statusText);
+    const url = URL.createObjectURL(await response.blob());
+    const link = Object.assign(document.createElement('a'), { href: url, download: 'turnstate-session.journal' });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  } catch (err) {
+    notice(err.message);
   }
 });
 $('import').addEventListener('change', async (e) => {

@@ -17,8 +17,8 @@
  *   offset of its second occurrence ("duplicate key \"id\" at byte 12").
  *   Keys are compared after unescaping ({"a":1,"\u0061":2} is refused).
  *   Every function that reads JSON checks it (tsj_minify, tsj_parse_action,
- *   tsj_for_each_member, tsj_doc_parse), so every reader of the same text
- *   sees the same members. The check is O(n): objects with 16 keys or more
+ *   tsj_for_each_member, tsj_doc_parse, and tsj_patch_apply for the patch),
+ *   so every reader of the same text sees the same members. The check is O(n): objects with 16 keys or more
  *   are hashed.
  * - When a document has several faults, the error reports invalid UTF-8
  *   first (the whole input is checked for it up front), otherwise the first
@@ -347,7 +347,9 @@ int tsj_find(const char *text, size_t len, const tsj_doc *index, const char *poi
 
 /* As tsj_find, with the pointer relative to the value `base` (a span of the
  * same text, e.g. an element from tsj_span_next): "" is base itself, and
- * messages name paths relative to base. */
+ * messages name paths relative to base. A base that does not lie within
+ * text[0..len) or whose kind is not the text's at its offset is
+ * TSJ_ERR_INVALID_ARG. On failure *out is {0, 0, TSJ_NULL}. */
 int tsj_find_in(const char *text, size_t len, const tsj_doc *index, tsj_span base, const char *pointer,
                 size_t pointer_len, tsj_span *out, tsj_error *err);
 
@@ -383,7 +385,8 @@ int tsj_span_count(const char *text, const tsj_doc *index, tsj_span v, size_t *o
  * got). Returns TSJ_OK with the next child in *value (and for objects its
  * key, a string span with quotes, in *key; key may be NULL; for arrays *key
  * is set to {0, 0, TSJ_NULL}), or TSJ_ERR_NOT_FOUND after the last child
- * (message "no more elements" / "no more members"). A cursor that cannot
+ * (message "no more elements" / "no more members"; *value is then
+ * {0, 0, TSJ_NULL}, and so on every failure). A cursor that cannot
  * belong to the container is TSJ_ERR_INVALID_ARG. Each call costs the size
  * of the child it steps over. */
 int tsj_span_next(const char *text, tsj_span container, size_t *cursor, tsj_span *key, tsj_span *value,

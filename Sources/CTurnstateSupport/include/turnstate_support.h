@@ -69,9 +69,10 @@ char *tsi_strdup(const char *text);
  * patch (malloc'ed "[op,op,..." without the closing bracket, see
  * tsi_reducer_patch_text). The caller reads them and frees both with
  * tsi_reducer_clear.
- * The caller sets slice_length, slice_index and slice_owner before the call
- * (zero for a call with no slice): ts_json_at reads a slice it recognises
- * through the index that slice_index(slice_owner) gives (NULL: none). */
+ * The caller sets slice_length and slice_owner before the call (zero for a
+ * call with no slice): ts_json_at reads a slice it recognises through the
+ * index that the function set with tsi_set_slice_index gives for
+ * slice_owner (NULL: none). */
 typedef struct tsi_reducer_call {
     struct tsi_reducer_call *outer;
     char *message;
@@ -86,7 +87,6 @@ typedef struct tsi_reducer_call {
     const void *action;
     /* Set by the caller. */
     size_t slice_length;
-    const void *(*slice_index)(void *owner);
     void *slice_owner;
     /* Set by the caller: the id of the slice passed (0 for the init call,
      * which has none), for ts_reducer_slice_id. */
@@ -95,6 +95,11 @@ typedef struct tsi_reducer_call {
      * from this call's answer; the caller gives that slice this id. */
     uint64_t answer_id;
 } tsi_reducer_call;
+
+/* The function that gives the index of a slice (its owner as the caller set
+ * it in tsi_reducer_call), for ts_json_at. Set once, before any reducer
+ * call; later calls set the same function. */
+void tsi_set_slice_index(const void *(*index)(void *owner));
 
 #define TSI_REDUCER_MESSAGE_MAX 1024
 
@@ -121,15 +126,22 @@ int32_t tsi_reducer_patch(const char *patch_json);
  * when there is no memory for it. Owned by `call`. */
 const char *tsi_reducer_patch_text(tsi_reducer_call *call, size_t *length);
 
-/* A C middleware's call: ts_middleware_fn with plain pointers. */
-typedef int32_t (*tsi_next_fn)(const char *action_json);
-typedef int32_t (*tsi_middleware_fn)(const void *api, tsi_next_fn next, const void *action, void *ctx);
-/* Calls fn(api, next, action, ctx) with `action` registered for ts_json_at
- * (its payload and json are recognised during the call). Before the call it
- * forgets a refusal left over from an earlier call and stores
- * tsi_last_error_serial() in *errors_before. */
-int32_t tsi_call_middleware(tsi_middleware_fn fn, const void *api, tsi_next_fn next, const void *action, void *ctx,
-                            uint64_t *errors_before);
+/* One middleware call, on the stack of its caller: between
+ * tsi_begin_middleware_call and tsi_end_middleware_call its action is
+ * registered for ts_json_at (its payload and json are recognised). */
+typedef struct tsi_middleware_frame {
+    struct tsi_middleware_frame *outer;
+    const void *action; /* a ts_action */
+    /* The calling thread's innermost-frame variable, so that ending the call
+     * needs no thread-local look-up. */
+    struct tsi_middleware_frame **innermost;
+} tsi_middleware_frame;
+/* Before a middleware runs: registers `frame` for `action`, forgets a
+ * refusal left over from an earlier call and returns tsi_last_error_serial()
+ * (one thread-local access for the three). */
+uint64_t tsi_begin_middleware_call(tsi_middleware_frame *frame, const void *action);
+/* After it returned: unregisters `frame`. */
+static inline void tsi_end_middleware_call(tsi_middleware_frame *frame) { *frame->innermost = frame->outer; }
 
 /* The JSON getters of turnstate.h (ts_json_*), with ts_json as a plain
  * pointer: each returns a ts_status and sets the last error on failure. */

@@ -3,9 +3,10 @@
 //!
 //! One [`Store`] holds one state, a JSON object. Reducers (each owning one
 //! top-level key), listeners and middleware are Rust closures; the store
-//! keeps them (boxed) and frees them when it is dropped. JSON crosses the API
-//! as text (`&str` in, `String` out): use any JSON library you like on either
-//! side; this crate depends on none.
+//! keeps them (boxed) and frees them when it is dropped (after the dispatch
+//! under way, when it is dropped inside one of them: see [`Store`]). JSON
+//! crosses the API as text (`&str` in, `String` out): use any JSON library
+//! you like on either side; this crate depends on none.
 //!
 //! ```no_run
 //! use turnstate::Store;
@@ -45,7 +46,7 @@
 //!   because the library may call them on any thread that dispatches (a
 //!   plugin's thread too).
 use std::any::Any;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::fmt;
@@ -269,9 +270,18 @@ thread_local! {
     // A panic caught in a callback on this thread, until the call into the
     // library that led to it returns (see `call`).
     static PANIC: Cell<Option<String>> = const { Cell::new(None) };
-    // How many listener or middleware calls of any store are under way on
-    // this thread (unsubscribe frees a listener only outside them).
-    static CALLBACK_DEPTH: Cell<u32> = const { Cell::new(0) };
+    // The innermost reducer, listener or middleware call (of any store)
+    // under way on this thread; each links to the one it runs inside, so
+    // the list says which stores are busy on this thread. Null outside them.
+    static CALLBACK: Cell<*const Frame> = const { Cell::new(ptr::null()) };
+    // The closures of stores dropped from inside one of their own callbacks
+    // on this thread, and whether there are any: the library defers such a
+    // destroy until the outermost call into the store returns, and the
+    // dispatch under way still calls the store's remaining callbacks. Freed
+    // by the first call through this crate that ends on this thread outside
+    // every callback (see `call`), or when the thread ends.
+    static DEFERRED: RefCell<Vec<Callbacks>> = const { RefCell::new(Vec::new()) };
+    static HAS_DEFERRED: Cell<bool> = const { Cell::new(false) };
 }
 
 fn record_panic(message: String) {
@@ -296,28 +306,72 @@ fn panic_message(payload: Box<dyn Any + Send>) -> String {
     text
 }
 
-struct Depth;
-
-impl Depth {
-    fn enter() -> Depth {
-        CALLBACK_DEPTH.with(|depth| depth.set(depth.get() + 1));
-        Depth
-    }
+/// One callback call under way on this thread (on the trampoline's stack):
+/// the store whose callback it is, and the callback it runs inside.
+struct Frame {
+    store: usize,
+    outer: *const Frame,
 }
 
-impl Drop for Depth {
-    fn drop(&mut self) {
-        CALLBACK_DEPTH.with(|depth| depth.set(depth.get() - 1));
+/// Runs `f` as a callback of `store`: listed in CALLBACK while it runs (also
+/// if it unwinds).
+#[inline(always)]
+fn in_callback<R>(store: usize, f: impl FnOnce() -> R) -> R {
+    struct Restore(*const Frame);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CALLBACK.with(|top| top.set(self.0));
+        }
     }
+    let frame = Frame { store, outer: CALLBACK.with(|top| top.get()) };
+    CALLBACK.with(|top| top.set(&frame));
+    let _restore = Restore(frame.outer);
+    f()
+}
+
+/// Whether any callback runs on this thread.
+fn in_any_callback() -> bool {
+    !CALLBACK.with(|top| top.get()).is_null()
+}
+
+/// Whether a callback of `store` runs on this thread (then the store is
+/// busy on it, and a destroy from here is deferred by the library).
+fn in_callback_of(store: usize) -> bool {
+    let mut frame = CALLBACK.with(|top| top.get());
+    while !frame.is_null() {
+        // Each frame lives on the stack of a trampoline that has not
+        // returned yet (it unlinks itself before it does).
+        let current = unsafe { &*frame };
+        if current.store == store {
+            return true;
+        }
+        frame = current.outer;
+    }
+    false
+}
+
+/// Frees the closures of stores dropped from inside their own callbacks on
+/// this thread: called where no callback runs on it (the library finished
+/// those destroys when the outermost call returned).
+fn free_deferred() {
+    HAS_DEFERRED.with(|flag| flag.set(false));
+    // Taken out first: dropping a closure may run code that uses this crate.
+    let deferred = DEFERRED.try_with(|list| std::mem::take(&mut *list.borrow_mut())).unwrap_or_default();
+    drop(deferred);
 }
 
 /// Makes one call into the library and turns its status into a Result. A
 /// panic that a callback caught during the call makes it an
 /// `Err(Status::Panic)`, even if the library returned TS_OK (a listener).
+/// Ending outside every callback, it frees what stores dropped inside their
+/// own callbacks left (`DEFERRED`).
 fn call(f: impl FnOnce() -> sys::ts_status) -> Result<()> {
     let outer = PANIC.with(|slot| slot.take());
     let code = f();
     let panic = PANIC.with(|slot| slot.replace(outer));
+    if HAS_DEFERRED.with(|flag| flag.get()) && !in_any_callback() {
+        free_deferred();
+    }
     match (code, panic) {
         (sys::TS_OK, None) => Ok(()),
         (code, None) => Err(Error::from_code(code)),
@@ -518,7 +572,8 @@ impl StoreRef {
         self.get("")
     }
 
-    /// The C store, for calls through [`sys`]. Valid while the [`Store`] is.
+    /// The C store, for calls through [`sys`]. Valid while the [`Store`] is
+    /// (a call made while it is may drop it from a callback: see [`Store`]).
     pub fn as_ptr(&self) -> *mut sys::ts_store {
         self.raw.as_ptr()
     }
@@ -556,6 +611,23 @@ struct Callbacks {
 /// middleware. `Send + Sync`; dropping it destroys the C store (waiting for
 /// dispatches under way on other threads, stopping the plugins) and then
 /// frees the closures.
+///
+/// It may be dropped from inside one of its own callbacks (a listener,
+/// middleware or reducer taking it out of an `Arc<Mutex<Option<Store>>>`,
+/// on the caller's thread or on a plugin's thread such as the delay
+/// plugin's worker). The C store then closes at once (every new call,
+/// through a `StoreRef` too, fails with [`Status::StoreGone`]), while the
+/// dispatch under way finishes: its remaining middleware, reducers and
+/// listeners still run (a reducer's result is applied). The library
+/// finishes the destroy (the plugins' `destroy()`, its memory) when the
+/// outermost call into the store returns, so the closures are kept until
+/// then: they are freed by the first call through this crate that returns
+/// on that thread outside every callback, or when the thread ends (a
+/// plugin's thread, whose dispatch came from C, ends once the store that
+/// owned it is gone). This crate sees only the callbacks it registered:
+/// code run by a callback registered through [`sys`] must not drop a store
+/// that is busy on its thread, nor, after such a drop, call this crate
+/// before that store's outermost call returned.
 pub struct Store {
     handle: StoreRef,
     callbacks: Mutex<Callbacks>,
@@ -579,7 +651,10 @@ impl fmt::Debug for Store {
     }
 }
 
+// Each box names its store (the address of the C store, as usize: the
+// boxes are Send + Sync), for the trampolines' CALLBACK frames.
 struct ReducerBox<F> {
+    store: usize,
     f: F,
 }
 
@@ -588,6 +663,7 @@ struct ListenerBox<F> {
 }
 
 struct MiddlewareBox<F> {
+    store: usize,
     name: String,
     f: F,
 }
@@ -622,7 +698,7 @@ impl Store {
     where
         F: Fn(Option<&str>, &Action<'_>) -> std::result::Result<Option<String>, String> + Send + Sync + 'static,
     {
-        let boxed = Box::new(ReducerBox { f: reducer });
+        let boxed = Box::new(ReducerBox { store: self.as_ptr() as usize, f: reducer });
         let ctx = &*boxed as *const ReducerBox<F> as *mut c_void;
         let raw = self.as_ptr();
         with_c_text(key, "the key", |key| {
@@ -644,7 +720,7 @@ impl Store {
     where
         F: Fn(Option<&str>, &Action<'_>) -> std::result::Result<Option<String>, String> + Send + Sync + 'static,
     {
-        let boxed = Box::new(ReducerBox { f: reducer });
+        let boxed = Box::new(ReducerBox { store: self.as_ptr() as usize, f: reducer });
         let ctx = &*boxed as *const ReducerBox<F> as *mut c_void;
         let raw = self.as_ptr();
         with_c_text(key, "the key", |key| {
@@ -676,6 +752,24 @@ impl Store {
     /// dispatch that reached the reducers; with a pointer ("" is the whole
     /// state), only when the value there changed. It may dispatch and read
     /// the state through the [`StoreRef`] it gets.
+    ///
+    /// There is no empty listener to refuse here (what the C API answers
+    /// with `TS_E_ARGUMENT` for a NULL `fn`, and the C++ header for an empty
+    /// `std::function`): a closure or a `fn` pointer is never null, and an
+    /// `Option` of one is not a listener. The same holds for reducers and
+    /// middleware.
+    ///
+    /// ```no_run
+    /// # let store = turnstate::Store::new("{}").unwrap();
+    /// let listener: fn(&turnstate::StoreRef) = |_| {};
+    /// store.subscribe(None, listener).unwrap();
+    /// ```
+    ///
+    /// ```compile_fail,E0277
+    /// # let store = turnstate::Store::new("{}").unwrap();
+    /// let listener: Option<fn(&turnstate::StoreRef)> = None;
+    /// store.subscribe(None, listener).unwrap(); // Option<fn> is not Fn(&StoreRef)
+    /// ```
     pub fn subscribe<F>(&self, json_pointer: Option<&str>, listener: F) -> Result<Subscription>
     where
         F: Fn(&StoreRef) + Send + Sync + 'static,
@@ -707,7 +801,7 @@ impl Store {
         call(|| unsafe { sys::ts_store_unsubscribe(raw, subscription.0) })?;
         // Calls on one store are serialized, so once ts_store_unsubscribe
         // returned no other thread's dispatch can be calling the listener.
-        if CALLBACK_DEPTH.with(|depth| depth.get()) == 0 {
+        if !in_any_callback() {
             let freed = self
                 .callbacks
                 .lock()
@@ -728,7 +822,7 @@ impl Store {
     where
         F: Fn(&StoreApi, Next<'_>, &Action<'_>) -> Result<()> + Send + Sync + 'static,
     {
-        let boxed = Box::new(MiddlewareBox { name: name.to_string(), f: middleware });
+        let boxed = Box::new(MiddlewareBox { store: self.as_ptr() as usize, name: name.to_string(), f: middleware });
         let ctx = &*boxed as *const MiddlewareBox<F> as *mut c_void;
         let raw = self.as_ptr();
         with_c_text(name, "the name", |name| {
@@ -761,9 +855,34 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        // First the C store (no callback runs once this returns), then the
-        // closures (the fields, dropped after this).
-        unsafe { sys::ts_store_destroy(self.handle.raw.as_ptr()) }
+        let raw = self.handle.raw.as_ptr();
+        let callbacks = std::mem::take(self.callbacks.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        // Dropped inside one of its own callbacks, the store is busy on this
+        // thread: ts_store_destroy closes it at once, but the library
+        // finishes the destroy only when the outermost call into the store
+        // returns, and until then the dispatch under way still calls its
+        // remaining middleware, reducers and listeners: their closures wait
+        // in DEFERRED (freed where this thread runs no callback, or when it
+        // ends).
+        let deferred = in_callback_of(raw as usize);
+        unsafe { sys::ts_store_destroy(raw) }
+        if !deferred {
+            // Destroyed: no callback of it runs any more, on any thread.
+            drop(callbacks);
+            return;
+        }
+        let mut kept = Some(callbacks);
+        let _ = DEFERRED.try_with(|list| {
+            if let Ok(mut list) = list.try_borrow_mut() {
+                list.push(kept.take().expect("taken once"));
+                HAS_DEFERRED.with(|flag| flag.set(true));
+            }
+        });
+        if let Some(callbacks) = kept {
+            // No list to keep them in (cannot happen inside a callback):
+            // kept for ever rather than freed too early.
+            std::mem::forget(callbacks);
+        }
     }
 }
 
@@ -776,10 +895,12 @@ where
     F: Fn(Option<&str>, &Action<'_>) -> std::result::Result<Option<String>, String> + Send + Sync + 'static,
 {
     let boxed = &*(ctx as *const ReducerBox<F>);
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let slice = if slice.is_null() { None } else { Some(borrowed_text(slice)) };
-        (boxed.f)(slice, &Action { raw: &*action })
-    }));
+    let outcome = in_callback(boxed.store, || {
+        catch_unwind(AssertUnwindSafe(|| {
+            let slice = if slice.is_null() { None } else { Some(borrowed_text(slice)) };
+            (boxed.f)(slice, &Action { raw: &*action })
+        }))
+    });
     let failure = match outcome {
         Ok(Ok(None)) => return ptr::null_mut(),
         Ok(Ok(Some(json))) => match library_copy(&json) {
@@ -802,15 +923,16 @@ where
     F: Fn(&StoreRef) + Send + Sync + 'static,
 {
     let boxed = &*(ctx as *const ListenerBox<F>);
-    let _depth = Depth::enter();
     let raw = match NonNull::new(store) {
         Some(raw) => raw,
         None => return,
     };
     let handle = StoreRef { raw };
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (boxed.f)(&handle))) {
-        record_panic(format!("a listener panicked: {} (the action was applied)", panic_message(payload)));
-    }
+    in_callback(store as usize, || {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (boxed.f)(&handle))) {
+            record_panic(format!("a listener panicked: {} (the action was applied)", panic_message(payload)));
+        }
+    })
 }
 
 unsafe extern "C" fn middleware_trampoline<F>(
@@ -823,11 +945,10 @@ where
     F: Fn(&StoreApi, Next<'_>, &Action<'_>) -> Result<()> + Send + Sync + 'static,
 {
     let boxed = &*(ctx as *const MiddlewareBox<F>);
-    let _depth = Depth::enter();
     let table = StoreApi { raw: &*api };
     let action = Action { raw: &*action };
     let next = Next { next, json: action.raw.json, _call_once_here: PhantomData };
-    match catch_unwind(AssertUnwindSafe(|| (boxed.f)(&table, next, &action))) {
+    match in_callback(boxed.store, || catch_unwind(AssertUnwindSafe(|| (boxed.f)(&table, next, &action)))) {
         Ok(Ok(())) => sys::TS_OK,
         Ok(Err(error)) if error.from_library && error.code < 0 => error.code,
         Ok(Err(error)) => {
