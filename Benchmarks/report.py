@@ -12,7 +12,7 @@ The pieces (built by `make bench` before this runs, release builds only):
     build/bench/bench (one process per workload), which prints
     "RESULT <id> <value> <unit>" lines;
   - P1: Benchmarks/python/bench_package.py (the turnstate package, Python
-    reducer and listener), and Benchmarks/python/bench_ctypes.py (bare
+    reducer and listener, from build/bench-venv, see PY), and Benchmarks/python/bench_ctypes.py (bare
     ctypes: P1-ctypes, P1-raw), same RESULT lines. P1-add is P1 minus the
     median of C1: what the binding and Python callbacks add per dispatch.
   - PY: Benchmarks/python/bench_pydux.py, the package against pydux 0.2.2
@@ -370,10 +370,14 @@ def c_workloads(args, samples, units, notes):
                     os.path.join(out, "libtsbench_callbacks.so"), "--runs", str(args.runs), "--scale",
                     str(args.scale)], what="Python P1")
         parse_results(text, samples, units, notes)
-        env = dict(os.environ, TURNSTATE_LIB=lib, PYTHONPATH=os.path.join(ROOT, "bindings", "python", "src"))
-        text = run([sys.executable, os.path.join(HERE, "python", "bench_package.py"), "--runs", str(args.runs),
-                    "--scale", str(args.scale)], env=env, what="Python P1 (turnstate package)")
-        parse_results(text, samples, units, notes)
+        # The package is a compiled extension: it runs from the bench's venv,
+        # where bench_venv() installs it (with this tree's library).
+        python = bench_venv(notes)
+        if python is not None:
+            env = dict(os.environ, TURNSTATE_LIB=lib)
+            text = run([python, os.path.join(HERE, "python", "bench_package.py"), "--runs", str(args.runs),
+                        "--scale", str(args.scale)], env=env, what="Python P1 (turnstate package)")
+            parse_results(text, samples, units, notes)
         if samples.get("C1") and samples.get("P1"):
             c1 = statistics.median(samples["C1"])
             samples["P1-add"] = [value - c1 for value in samples["P1"]]
@@ -402,10 +406,16 @@ BENCH_VENV = os.path.join(ROOT, "build", "bench-venv")
 PY_WORKLOADS = ("k1", "k100", "big-other", "big-edit", "big-edit-patch")
 
 
+_bench_venv_made = []
+
+
 def bench_venv(notes):
     """build/bench-venv with pydux 0.2.2 and this repository's package
-    (bundling build/lib), or None (with a note) when it cannot be made."""
+    (bundling build/lib), or None (with a note) when it cannot be made.
+    Installs the package once per run."""
     python = os.path.join(BENCH_VENV, "bin", "python")
+    if _bench_venv_made:
+        return _bench_venv_made[0]
     env = dict(os.environ, TURNSTATE_BUILD=os.path.join(ROOT, "build"), PIP_DISABLE_PIP_VERSION_CHECK="1")
     try:
         if not os.path.exists(python):
@@ -419,8 +429,11 @@ def bench_venv(notes):
         subprocess.run([python, "-m", "pip", "install", "-q", "orjson"], check=True, capture_output=True, env=env)
     except (OSError, subprocess.CalledProcessError) as error:
         detail = getattr(error, "stderr", b"") or b""
-        notes.append("PY not run: could not make %s (%s %s)" % (BENCH_VENV, error, detail.decode()[-300:]))
+        notes.append("PY and P1 (package) not run: could not make %s (%s %s)"
+                     % (BENCH_VENV, error, detail.decode()[-300:]))
+        _bench_venv_made.append(None)
         return None
+    _bench_venv_made.append(python)
     return python
 
 
