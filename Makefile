@@ -396,7 +396,8 @@ test-python: $(call prebuilt,setup-test lib)
 ## (pytest, hatchling, build, mypy, auditwheel from PyPI): its pytest suite
 ## against the bundled library, mypy --strict, the wheel from python -m build
 ## (and auditwheel's manylinux one), and the README's Python example with the
-## Swift toolchain hidden, from the wheels and after make install
+## Swift toolchain hidden, from the wheels and after make install; then from a
+## fresh git clone, where pip builds the library (make lib plugins: minutes)
 test-python-package: $(call prebuilt,setup-test lib plugins)
 	Tests/checks.sh bindings/python/tests/run.sh
 
