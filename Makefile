@@ -324,7 +324,7 @@ test-json: $(call prebuilt,setup-test)
 C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_reducers.c Tests/c/test_dispatch.c \
            Tests/c/test_state.c Tests/c/test_subscribe.c Tests/c/test_middleware.c Tests/c/test_threads.c \
            Tests/c/test_errors.c Tests/c/test_big.c Tests/c/test_replace.c Tests/c/test_filters.c \
-           Tests/c/test_patch.c Tests/c/test_getters.c
+           Tests/c/test_patch.c Tests/c/test_getters.c Tests/c/test_slice_ids.c
 # Extra C test programs, each one file with its own main() that prints
 # "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
 # on failure; they may use check.h (check.c is linked in as an archive).
@@ -396,7 +396,8 @@ test-python: $(call prebuilt,setup-test lib)
 ## (pytest, hatchling, build, mypy, auditwheel from PyPI): its pytest suite
 ## against the bundled library, mypy --strict, the wheel from python -m build
 ## (and auditwheel's manylinux one), and the README's Python example with the
-## Swift toolchain hidden, from the wheels and after make install
+## Swift toolchain hidden, from the wheels and after make install; then from a
+## fresh git clone, where pip builds the library (make lib plugins: minutes)
 test-python-package: $(call prebuilt,setup-test lib plugins)
 	Tests/checks.sh bindings/python/tests/run.sh
 

@@ -12,9 +12,15 @@ The pieces (built by `make bench` before this runs, release builds only):
     build/bench/bench (one process per workload), which prints
     "RESULT <id> <value> <unit>" lines;
   - P1: Benchmarks/python/bench_package.py (the turnstate package, Python
-    reducer and listener), and Benchmarks/python/bench_ctypes.py (bare
+    reducer and listener, from build/bench-venv, see PY), and Benchmarks/python/bench_ctypes.py (bare
     ctypes: P1-ctypes, P1-raw), same RESULT lines. P1-add is P1 minus the
     median of C1: what the binding and Python callbacks add per dispatch.
+  - PY: Benchmarks/python/bench_pydux.py, the package against pydux 0.2.2
+    (PyPI) with the same reducers, interleaved rounds; it runs in the
+    bench's own venv, build/bench-venv (made here: pydux and this
+    repository's package, bundling build/lib; never committed). The
+    "/pydux" rows are each round's ratio; instruction counts by callgrind
+    (two runs, N and 6N dispatches: the difference over 5N).
   - REP: replicate.so across three processes on a Redis server started on
     loopback (Tests/replicate/run.sh --bench), same RESULT lines; skipped
     with a note when redis-server or build/plugins/replicate.so is missing.
@@ -33,6 +39,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -108,6 +115,21 @@ ROWS += [
     ("P1-add", "P1 - C1: what the Python binding adds", None),
     ("P1-ctypes", "P1 C1 loop from bare ctypes (C callbacks)", None),
     ("P1-raw", "P1 C1 loop from bare ctypes, Python callbacks", None),
+    ("PY-k1", "PY k1 counter, 1 listener: turnstate package", ("ratio", 1.5, "PY-k1-pydux")),
+    ("PY-k1-pydux", "PY k1: pydux 0.2.2, same reducers", None),
+    ("PY-k1/pydux", "PY k1 turnstate / pydux (same rounds)", ("max", 1.5)),
+    ("PY-k100", "PY k100 counter, 100 listeners", ("ratio", 1.0, "PY-k100-pydux")),
+    ("PY-k100-pydux", "PY k100: pydux 0.2.2", None),
+    ("PY-k100/pydux", "PY k100 turnstate / pydux", ("max", 1.0)),
+    ("PY-big-other", "PY big-other: 10k todos in another slice", ("ratio", 1.0, "PY-big-other-pydux")),
+    ("PY-big-other-pydux", "PY big-other: pydux 0.2.2", None),
+    ("PY-big-other/pydux", "PY big-other turnstate / pydux", ("max", 1.0)),
+    ("PY-big-other/k1", "PY big-other / turnstate's k1", ("max", 2.0)),
+    ("PY-big-edit", "PY big-edit: toggle 1 of 10k, new list", ("ratio", 1.0, "PY-big-edit-pydux")),
+    ("PY-big-edit-pydux", "PY big-edit: pydux 0.2.2", None),
+    ("PY-big-edit/pydux", "PY big-edit turnstate / pydux", ("max", 1.0)),
+    ("PY-big-edit-patch", "PY big-edit, the reducer returns a Patch", ("ratio", 0.1, "PY-big-edit-pydux")),
+    ("PY-big-edit-patch/pydux", "PY big-edit-patch / pydux's big-edit", ("max", 0.1)),
     ("REP-rate", "REP replicated dispatches/s, 3 replicas in all", ("min", 20000)),
     ("REP-p50", "REP dispatch latency at the origin, p50", None),
     ("REP-p99", "REP dispatch latency at the origin, p99", ("max", 2000)),
@@ -317,6 +339,8 @@ def c_pieces(args):
     pieces = [workload for workload, prefix in ids.items() if not args.only or re.search(args.only, prefix)]
     if not args.only or re.search(args.only, "P1"):
         pieces += ["P1", "P1-package"]
+    if not args.only or re.search(args.only, "PY"):
+        pieces += ["PY"]
     if not args.only or re.search(args.only, "REP"):
         pieces += ["REP"]
     return pieces
@@ -332,7 +356,7 @@ def c_workloads(args, samples, units, notes):
               "--inspector", os.path.join(ROOT, "build", "plugins", "inspector.so")]
     pieces = c_pieces(args)
     for workload in pieces:
-        if workload in ("P1", "P1-package", "REP"):
+        if workload in ("P1", "P1-package", "REP", "PY"):
             continue
         # One process per workload: no workload sees another's heap (RSS).
         if workload.startswith("big"):
@@ -346,14 +370,20 @@ def c_workloads(args, samples, units, notes):
                     os.path.join(out, "libtsbench_callbacks.so"), "--runs", str(args.runs), "--scale",
                     str(args.scale)], what="Python P1")
         parse_results(text, samples, units, notes)
-        env = dict(os.environ, TURNSTATE_LIB=lib, PYTHONPATH=os.path.join(ROOT, "bindings", "python", "src"))
-        text = run([sys.executable, os.path.join(HERE, "python", "bench_package.py"), "--runs", str(args.runs),
-                    "--scale", str(args.scale)], env=env, what="Python P1 (turnstate package)")
-        parse_results(text, samples, units, notes)
+        # The package is a compiled extension: it runs from the bench's venv,
+        # where bench_venv() installs it (with this tree's library).
+        python = bench_venv(notes)
+        if python is not None:
+            env = dict(os.environ, TURNSTATE_LIB=lib)
+            text = run([python, os.path.join(HERE, "python", "bench_package.py"), "--runs", str(args.runs),
+                        "--scale", str(args.scale)], env=env, what="Python P1 (turnstate package)")
+            parse_results(text, samples, units, notes)
         if samples.get("C1") and samples.get("P1"):
             c1 = statistics.median(samples["C1"])
             samples["P1-add"] = [value - c1 for value in samples["P1"]]
             units["P1-add"] = units["P1"]
+    if "PY" in pieces:
+        python_vs_pydux(args, samples, units, notes)
     if "REP" in pieces:
         plugin = os.path.join(ROOT, "build", "plugins", "replicate.so")
         if shutil.which("redis-server") and os.path.exists(plugin):
@@ -370,6 +400,102 @@ def c_workloads(args, samples, units, notes):
             parse_results(text, samples, units, notes)
         else:
             notes.append("R1 not run: %s is missing (make -C Benchmarks rust)" % r1)
+
+
+BENCH_VENV = os.path.join(ROOT, "build", "bench-venv")
+PY_WORKLOADS = ("k1", "k100", "big-other", "big-edit", "big-edit-patch")
+
+
+_bench_venv_made = []
+
+
+def bench_venv(notes):
+    """build/bench-venv with pydux 0.2.2 and this repository's package
+    (bundling build/lib), or None (with a note) when it cannot be made.
+    Installs the package once per run."""
+    python = os.path.join(BENCH_VENV, "bin", "python")
+    if _bench_venv_made:
+        return _bench_venv_made[0]
+    env = dict(os.environ, TURNSTATE_BUILD=os.path.join(ROOT, "build"), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    try:
+        if not os.path.exists(python):
+            subprocess.run([sys.executable, "-m", "venv", BENCH_VENV], check=True, capture_output=True)
+        if subprocess.run([python, "-c", "import pydux"], capture_output=True).returncode != 0:
+            subprocess.run([python, "-m", "pip", "install", "-q", "pydux==0.2.2"], check=True, capture_output=True,
+                           env=env)
+        # The package as it is now (the extension and the library of this tree).
+        subprocess.run([python, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps",
+                        os.path.join(ROOT, "bindings", "python")], check=True, capture_output=True, env=env)
+        subprocess.run([python, "-m", "pip", "install", "-q", "orjson"], check=True, capture_output=True, env=env)
+    except (OSError, subprocess.CalledProcessError) as error:
+        detail = getattr(error, "stderr", b"") or b""
+        notes.append("PY and P1 (package) not run: could not make %s (%s %s)"
+                     % (BENCH_VENV, error, detail.decode()[-300:]))
+        _bench_venv_made.append(None)
+        return None
+    _bench_venv_made.append(python)
+    return python
+
+
+def python_vs_pydux(args, samples, units, notes):
+    python = bench_venv(notes)
+    if python is None:
+        return
+    script = os.path.join(HERE, "python", "bench_pydux.py")
+    only = None if not args.only else "|".join(w for w in PY_WORKLOADS if re.search(args.only, "PY-" + w))
+    command = [python, script, "--runs", str(args.runs), "--scale", str(args.scale)]
+    if only:
+        command += ["--only", "^(%s)$" % only]
+    parse_results(run(command, what="Python PY (turnstate package against pydux)"), samples, units, notes)
+    for workload in PY_WORKLOADS:
+        ours = samples.get("PY-" + workload)
+        theirs = samples.get("PY-" + ("big-edit" if workload == "big-edit-patch" else workload) + "-pydux")
+        if ours and theirs:
+            samples["PY-%s/pydux" % workload] = [a / b for a, b in zip(ours, theirs)]
+            units["PY-%s/pydux" % workload] = "x"
+    if samples.get("PY-big-other") and samples.get("PY-k1"):
+        samples["PY-big-other/k1"] = [a / b for a, b in zip(samples["PY-big-other"], samples["PY-k1"])]
+        units["PY-big-other/k1"] = "x"
+
+
+def python_instructions(args, instructions, notes):
+    """callgrind instructions per dispatch of the PY rows: bench_pydux.py
+    --count N and 6N under callgrind; the difference over 5N."""
+    python = os.path.join(BENCH_VENV, "bin", "python")
+    if not shutil.which("valgrind") or not os.path.exists(python):
+        return
+    script = os.path.join(HERE, "python", "bench_pydux.py")
+    counts = {"k1": 2000, "k100": 200, "big-other": 2000, "big-edit": 40, "big-edit-patch": 40}
+    started = time.monotonic()
+    for workload in PY_WORKLOADS:
+        if args.only and not re.search(args.only, "PY-" + workload):
+            continue
+        for impl in ("ours", "pydux"):
+            if impl == "pydux" and workload == "big-edit-patch":
+                continue
+            totals = []
+            for n in (counts[workload], 6 * counts[workload]):
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = os.path.join(tmp, "cg.out")
+                    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, python, script,
+                                           "--count", str(n), "--impl", impl, "--only", workload],
+                                          cwd=ROOT, capture_output=True, text=True)
+                    if done.returncode != 0:
+                        notes.append("PY instructions of %s (%s) not counted: %s" % (workload, impl, done.stderr[-200:]))
+                        break
+                    with open(out) as handle:
+                        totals.append(next(int(line.split()[1]) for line in handle
+                                           if line.startswith(("summary:", "totals:"))))
+            if len(totals) == 2:
+                key = "PY-" + workload + ("-pydux" if impl == "pydux" else "")
+                instructions[key] = (totals[1] - totals[0]) / (5 * counts[workload])
+    for workload in PY_WORKLOADS:
+        ours = instructions.get("PY-" + workload)
+        theirs = instructions.get("PY-" + ("big-edit" if workload == "big-edit-patch" else workload) + "-pydux")
+        if ours and theirs:
+            instructions["PY-%s/pydux" % workload] = ours / theirs
+    log("  callgrind PY: %s" % clock(time.monotonic() - started))
+    notes.append("PY instr/op: callgrind, instructions per dispatch (N and 6N dispatches; /pydux rows: the ratio)")
 
 
 def fmt(value):
@@ -443,7 +569,7 @@ def main():
     parser.add_argument("--swift", default=os.environ.get("SWIFT", "swift"))
     parser.add_argument("--big", action="store_true", default=os.environ.get("TURNSTATE_BENCH_BIG") == "1",
                         help="also the 1 GB state (BIG1024; several GB of memory; TURNSTATE_BENCH_BIG=1)")
-    parser.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts of the Swift rows")
+    parser.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts (callgrind) of the Swift and PY rows")
     args = parser.parse_args()
 
     samples, units, notes, instructions = {}, {}, [], {}
@@ -457,6 +583,8 @@ def main():
             swift_instructions(args, instructions, notes)
     if not args.no_c:
         c_workloads(args, samples, units, notes)
+        if not args.no_callgrind and "PY" in c_pieces(args):
+            python_instructions(args, instructions, notes)
     load_after = os.getloadavg()[0]
 
     print()

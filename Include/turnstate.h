@@ -361,6 +361,35 @@ TS_API ts_status ts_reducer_fail(const char *message);
  * returns TS_OK (the failure holds). */
 TS_API ts_status ts_reducer_patch(const char *patch_json);
 
+/* Called by a reducer, while the store is calling it: the identity of the
+ * slice it was given, in *out. Two calls that were given the same id were
+ * given identical text; an id is never given to another slice (ids are not
+ * reused while the process runs, and no slice has id 0). A reducer that
+ * keeps something it derived from its slice (a parsed copy, as the Python
+ * package keeps the slice as Python values) can tell from the id whether
+ * its slice changed since, without comparing texts (a pointer comparison
+ * cannot: a freed slice's memory may hold the next one). The init call
+ * (slice_json NULL) reads 0.
+ * Errors: TS_E_ARGUMENT (out is NULL), TS_E_MISUSE (called outside a
+ * reducer: on a thread where no store is calling a reducer); last error set,
+ * *out untouched. */
+TS_API ts_status ts_reducer_slice_id(uint64_t *out);
+
+/* Called by a reducer, while the store is calling it: the id that the slice
+ * made from this call's answer will have (as ts_reducer_slice_id will read it
+ * in the reducer's next call), in *out, so that a reducer can keep what it
+ * derived from its answer (a parsed value) and know it current then. The
+ * id is reserved by the first call of this during a reducer call and stays
+ * the same for that call. It is the new slice's id if the store applies the
+ * answer (new text, or a patch that changes the slice); if nothing changes
+ * (NULL, a patch that changes nothing) or the dispatch fails, no slice gets
+ * it and it is never given to another, so a reducer that sees neither its
+ * old id nor this one knows the slice changed otherwise (another reducer of
+ * the key after a replace, ts_store_replace_state...).
+ * Errors: TS_E_ARGUMENT (out is NULL), TS_E_MISUSE (outside a reducer); last
+ * error set, *out untouched. */
+TS_API ts_status ts_reducer_answer_id(uint64_t *out);
+
 /* Adds the reducer that owns the top-level key `key`. Reducers run in the
  * order they were added. If the state has no `key` yet, the reducer is called
  * at once with slice_json NULL and the action {"type": "@@turnstate/init"} and

@@ -8,9 +8,10 @@ dispatch, dispatch in a loop) driven through the Python package `turnstate`
 
     python3 bench_package.py [--runs R] [--scale F]
 
-Imports the package from bindings/python/src unless it is importable already,
-and loads the library the package finds (report.py sets TURNSTATE_LIB to
-build/lib). Prints one "RESULT P1 <ns per dispatch> ns" line per timed run
+Imports the installed package (report.py runs it from build/bench-venv, where
+it installs this tree's package; bindings/python/src only when it holds a
+compiled extension), and loads the library the package finds (report.py sets
+TURNSTATE_LIB to build/lib). Prints one "RESULT P1 <ns per dispatch> ns" line per timed run
 (see report.py). Nothing here asserts a timing; a lost update exits non-zero.
 """
 

@@ -210,6 +210,7 @@ char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *ac
     call->patch = NULL;
     call->slice = slice_json;
     call->action = action;
+    call->answer_id = 0;
     *current = call;
     /* Back to the type the reducer was defined with before calling it. */
     char *output = ((ts_reducer_fn)fn)(slice_json, (const ts_action *)action, ctx);
@@ -236,6 +237,37 @@ void tsi_reducer_clear(tsi_reducer_call *call) {
     free(call->patch);
     call->patch = NULL;
     call->patch_length = call->patch_capacity = 0;
+}
+
+int32_t tsi_reducer_slice_id(uint64_t *out) {
+    tsi_reducer_call *call = current_reducer;
+    if (out == NULL) {
+        tsi_set_last_errorf("ts_reducer_slice_id: out is NULL");
+        return TS_E_ARGUMENT;
+    }
+    if (call == NULL) {
+        tsi_set_last_errorf("ts_reducer_slice_id: called outside a reducer (no store is calling a reducer on this "
+                            "thread)");
+        return TS_E_MISUSE;
+    }
+    *out = call->slice_id;
+    return TS_OK;
+}
+
+int32_t tsi_reducer_answer_id(uint64_t *out, uint64_t (*reserve)(void)) {
+    tsi_reducer_call *call = current_reducer;
+    if (out == NULL) {
+        tsi_set_last_errorf("ts_reducer_answer_id: out is NULL");
+        return TS_E_ARGUMENT;
+    }
+    if (call == NULL) {
+        tsi_set_last_errorf("ts_reducer_answer_id: called outside a reducer (no store is calling a reducer on this "
+                            "thread)");
+        return TS_E_MISUSE;
+    }
+    if (call->answer_id == 0) call->answer_id = reserve();
+    *out = call->answer_id;
+    return TS_OK;
 }
 
 int tsi_reducer_fail(const char *message) {

@@ -71,6 +71,16 @@ public func ts_reducer_patch(_ patch: UnsafePointer<CChar>?) -> ts_status {
     tsi_reducer_patch(patch)
 }
 
+@c @implementation
+public func ts_reducer_slice_id(_ out: UnsafeMutablePointer<UInt64>?) -> ts_status {
+    tsi_reducer_slice_id(out)
+}
+
+@c @implementation
+public func ts_reducer_answer_id(_ out: UnsafeMutablePointer<UInt64>?) -> ts_status {
+    tsi_reducer_answer_id(out) { JSONSlice.reserveID() }
+}
+
 // MARK: Stores
 
 @c @implementation

@@ -36,8 +36,13 @@ package final class JSONSlice: @unchecked Sendable {
     /// is under that for any text that is not mostly empty containers).
     var indexBudget: Int { length + 64 * 1024 }
 
-    /// Validates `json[0..<length]` and keeps its minified form.
-    package init(validating json: UnsafePointer<CChar>, length: Int, context: @autoclosure () -> String) throws(StoreError) {
+    /// A new id, for a slice to be made later (ts_reducer_answer_id).
+    static func reserveID() -> UInt64 { lastID.add(1, ordering: .relaxed).newValue }
+
+    /// Validates `json[0..<length]` and keeps its minified form; `id` is
+    /// one from reserveID(), or 0 for a new one.
+    package init(validating json: UnsafePointer<CChar>, length: Int, id: UInt64 = 0,
+                 context: @autoclosure () -> String) throws(StoreError) {
         var out: UnsafeMutablePointer<CChar>?
         var outLength = 0
         try checkJSON(context()) { tsj_minify(json, length, &out, &outLength, $0) }
@@ -45,15 +50,16 @@ package final class JSONSlice: @unchecked Sendable {
         text = out
         self.length = outLength
         patchedFrom = nil
-        id = Self.lastID.add(1, ordering: .relaxed).newValue
+        self.id = id != 0 ? id : Self.lastID.add(1, ordering: .relaxed).newValue
     }
 
     /// Validates JSON that becomes one top-level value of the state: as
     /// `init(validating:)`, and at most `TS_MAX_DEPTH - 1` deep, since the
     /// state object around it is one more level and the whole state must
     /// read back.
-    convenience init(validatingSlice json: UnsafePointer<CChar>, length: Int, context: @autoclosure () -> String) throws(StoreError) {
-        try self.init(validating: json, length: length, context: context())
+    convenience init(validatingSlice json: UnsafePointer<CChar>, length: Int, id: UInt64 = 0,
+                     context: @autoclosure () -> String) throws(StoreError) {
+        try self.init(validating: json, length: length, id: id, context: context())
         // Each level takes two bytes: shorter text cannot be too deep.
         let limit = Int(TS_MAX_DEPTH) - 1
         if self.length >= 2 * (limit + 1) {
@@ -66,11 +72,11 @@ package final class JSONSlice: @unchecked Sendable {
 
     /// Takes over text that is already minified JSON (from the JSON layer);
     /// `patchedFrom` when it is another slice with a patch applied.
-    init(adoptingMinified text: UnsafeMutablePointer<CChar>, length: Int, patchedFrom: PatchOrigin? = nil) {
+    init(adoptingMinified text: UnsafeMutablePointer<CChar>, length: Int, patchedFrom: PatchOrigin? = nil, id: UInt64 = 0) {
         self.text = text
         self.length = length
         self.patchedFrom = patchedFrom
-        id = Self.lastID.add(1, ordering: .relaxed).newValue
+        self.id = id != 0 ? id : Self.lastID.add(1, ordering: .relaxed).newValue
     }
 
     /// The slice this one was patched from and where the patch changed it

@@ -148,6 +148,7 @@ final class ReducerTable: @unchecked Sendable {
             // For ts_json_at: the slice's length and index.
             call.slice_length = slice.length
             call.slice_owner = Unmanaged.passUnretained(slice).toOpaque()
+            call.slice_id = slice.id
             let output = tsi_call_reducer(unsafeBitCast(fn, to: tsi_reducer_fn.self), slice.text, action.view, context, &call)
             if call.failed != 0 {
                 free(output)
@@ -168,7 +169,7 @@ final class ReducerTable: @unchecked Sendable {
             guard let output else { continue }
             defer { free(output) }
             do {
-                let slice = try JSONSlice(validatingSlice: output, length: strlen(output),
+                let slice = try JSONSlice(validatingSlice: output, length: strlen(output), id: call.answer_id,
                                           context: "the reducer for \"\(entries[position].key)\" returned invalid JSON for \"\(action.type)\"")
                 if first == nil { first = (index, slice) } else { more.append((index, slice)) }
             } catch {
@@ -224,7 +225,7 @@ final class ReducerTable: @unchecked Sendable {
         }
         guard let out else { return nil }
         return JSONSlice(adoptingMinified: out, length: outLength,
-                         patchedFrom: PatchOrigin(previousID: slice.id, paths: paths.paths))
+                         patchedFrom: PatchOrigin(previousID: slice.id, paths: paths.paths), id: call.answer_id)
     }
 
     /// Gives a reducer whose key is missing its first slice: calls it with
@@ -244,7 +245,7 @@ final class ReducerTable: @unchecked Sendable {
             throw StoreError(.reducerFailed, "the reducer for \"\(entry.key)\" returned NULL for \"@@turnstate/init\", but the state has no \"\(entry.key)\" yet: return its first value")
         }
         do {
-            return try JSONSlice(validatingSlice: output, length: strlen(output),
+            return try JSONSlice(validatingSlice: output, length: strlen(output), id: call.answer_id,
                                  context: "the reducer for \"\(entry.key)\" returned invalid JSON for \"@@turnstate/init\"")
         } catch {
             throw error.code == .outOfMemory ? error : StoreError(.reducerFailed, error.message)

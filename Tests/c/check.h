@@ -169,5 +169,6 @@ void run_replace_tests(void);
 void run_filters_tests(void);
 void run_patch_tests(void);
 void run_getters_tests(void);
+void run_slice_ids_tests(void);
 
 #endif

@@ -38,6 +38,7 @@ int main(int argc, char **argv) {
     run_filters_tests();
     run_patch_tests();
     run_getters_tests();
+    run_slice_ids_tests();
 
     printf("%d passed, %d failed\n", passed, failed);
     return failed > 0 ? 1 : 0;

@@ -1,10 +1,9 @@
 """turnstate_ctypes - a small ctypes binding of the Turnstate C API.
 
 Standard library only. `lib` is the library with the argtypes/restype of
-every function of Include/turnstate.h, declared by the Python package's
-low-level module (bindings/python/src/turnstate/_capi.py), so there is one
-set of declarations. This module adds a thin, JSON-text `Store` for testing
-the C API itself (the package's turnstate.Store is the Pythonic one):
+every function of Include/turnstate.h, declared below. This module adds a
+thin, JSON-text `Store` for testing the C API itself (the package's
+turnstate.Store is the Pythonic one):
 
     from turnstate_ctypes import Store
 
@@ -43,15 +42,108 @@ import sys
 import threading
 from ctypes import byref, c_uint64, c_void_p
 
-# The declarations of turnstate.h (types, callback types, the argtypes and
-# restype of every function) are the Python package's (bindings/python,
-# turnstate._capi): one binding, which these tests of the C API exercise too.
-# Importing the package loads no library; this module loads its own below.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bindings", "python", "src"))
-from turnstate._capi import (LISTENER_FN, MIDDLEWARE_FN, NEXT_FN, REDUCER_FN, TS_E_ABI, TS_E_ARGUMENT,  # noqa: E402,F401
-                             TS_E_IO, TS_E_JSON, TS_E_MISUSE, TS_E_NOMEM, TS_E_NOT_ACTION, TS_E_NOT_FOUND,
-                             TS_E_PLUGIN, TS_E_REDUCER, TS_E_REENTRANT, TS_E_REJECTED, TS_E_STORE_GONE,
-                             TS_E_UNKNOWN_ACTION, TS_MAX_DEPTH, TS_OK, TsAction, TsStoreApi, declare, ts_status)
+# The declarations of turnstate.h: the types, the callback types, and the
+# argtypes and restype of every function, for ctypes. (The Python package,
+# bindings/python, calls the library through its compiled extension.)
+from ctypes import CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_int32, c_size_t, c_uint32
+
+TS_OK = 0
+TS_E_ARGUMENT = -1
+TS_E_JSON = -2
+TS_E_NOT_ACTION = -3
+TS_E_REDUCER = -4
+TS_E_REENTRANT = -5
+TS_E_PLUGIN = -6
+TS_E_IO = -7
+TS_E_NOMEM = -8
+TS_E_NOT_FOUND = -9
+TS_E_REJECTED = -10
+TS_E_STORE_GONE = -11
+TS_E_ABI = -12
+TS_E_UNKNOWN_ACTION = -13
+TS_E_MISUSE = -14
+
+TS_MAX_DEPTH = 256
+
+ts_status = c_int32
+
+# ---- Types --------------------------------------------------------------------
+
+
+class TsAction(Structure):
+    """struct ts_action: the parsed view of an action (valid during a callback)."""
+    _fields_ = [("type", c_char_p), ("payload", c_char_p), ("json", c_char_p)]
+
+
+#: ts_status (*ts_next_fn)(const char *action_json)
+NEXT_FN = CFUNCTYPE(ts_status, c_char_p)
+
+
+class TsStoreApi(Structure):
+    """struct ts_store_api: the store as middleware sees it."""
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("dispatch", CFUNCTYPE(ts_status, c_char_p)),
+        ("get_state", CFUNCTYPE(ts_status, c_char_p, POINTER(c_void_p))),
+        ("free", CFUNCTYPE(None, c_void_p)),
+        ("fail", CFUNCTYPE(ts_status, ts_status, c_char_p)),
+        ("replace_state", CFUNCTYPE(ts_status, c_char_p)),
+        ("status_name", CFUNCTYPE(c_char_p, ts_status)),
+        # Since 0.2.0 (check struct_size): the reducers and listeners, no middleware.
+        ("apply", CFUNCTYPE(ts_status, c_char_p)),
+        # Since 0.2.0, after apply: fn(ctx) with the store held.
+        ("exclusive", CFUNCTYPE(ts_status, CFUNCTYPE(ts_status, c_void_p), c_void_p)),
+        # Since 0.2.0, after exclusive: from a plugin's place in the chain (plugins' own tables only).
+        ("dispatch_after", CFUNCTYPE(ts_status, c_char_p)),
+    ]
+
+
+#: char *(*ts_reducer_fn)(const char *slice_json, const ts_action *action, void *ctx).
+#: The result is c_void_p: memory from ts_alloc/ts_strdup that the store takes over.
+REDUCER_FN = CFUNCTYPE(c_void_p, c_char_p, POINTER(TsAction), c_void_p)
+#: The same, with the action as a plain address (cheaper to receive; read it
+#: with TsAction.from_address when needed).
+REDUCER_FN_ADDRESS = CFUNCTYPE(c_void_p, c_char_p, c_void_p, c_void_p)
+#: void (*ts_listener_fn)(ts_store *store, void *ctx)
+LISTENER_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+#: ts_status (*ts_middleware_fn)(const ts_store_api *, ts_next_fn, const ts_action *, void *ctx)
+MIDDLEWARE_FN = CFUNCTYPE(ts_status, POINTER(TsStoreApi), NEXT_FN, POINTER(TsAction), c_void_p)
+
+SIGNATURES = {
+    "ts_version_number": (c_int, []),
+    "ts_version_string": (c_char_p, []),
+    "ts_status_name": (c_char_p, [ts_status]),
+    "ts_last_error": (c_char_p, []),
+    # Results are c_void_p (not c_char_p): the memory is handed on or freed.
+    "ts_alloc": (c_void_p, [c_size_t]),
+    "ts_strdup": (c_void_p, [c_char_p]),
+    "ts_free": (None, [c_void_p]),
+    "ts_reducer_fail": (ts_status, [c_char_p]),
+    "ts_store_create": (ts_status, [c_char_p, POINTER(c_void_p)]),
+    "ts_store_destroy": (None, [c_void_p]),
+    # The reducer is c_void_p so that REDUCER_FN and REDUCER_FN_ADDRESS both fit.
+    "ts_store_add_reducer": (ts_status, [c_void_p, c_char_p, c_void_p, c_void_p]),
+    "ts_store_replace_reducer": (ts_status, [c_void_p, c_char_p, c_void_p, c_void_p]),
+    "ts_store_remove_reducer": (ts_status, [c_void_p, c_char_p]),
+    "ts_store_dispatch": (ts_status, [c_void_p, c_char_p]),
+    # out_json is a char **: c_void_p so that the text is not copied and lost.
+    "ts_store_get_state": (ts_status, [c_void_p, c_char_p, POINTER(c_void_p)]),
+    "ts_store_subscribe": (ts_status, [c_void_p, c_char_p, LISTENER_FN, c_void_p, POINTER(c_uint64)]),
+    "ts_store_unsubscribe": (ts_status, [c_void_p, c_uint64]),
+    "ts_store_add_middleware": (ts_status, [c_void_p, c_char_p, MIDDLEWARE_FN, c_void_p]),
+    "ts_store_remove_middleware": (ts_status, [c_void_p, c_char_p]),
+    "ts_store_load_plugin": (ts_status, [c_void_p, c_char_p, c_char_p]),
+    "ts_store_load_plugins": (ts_status, [c_void_p, c_char_p]),
+}
+
+def declare(lib):
+    """Declares the argtypes and restype of every function of turnstate.h on
+    the ctypes library ``lib`` and returns it."""
+    for name, (restype, argtypes) in SIGNATURES.items():
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes
+    return lib
 
 
 def _find_library():

@@ -88,6 +88,12 @@ typedef struct tsi_reducer_call {
     /* Set by the caller. */
     size_t slice_length;
     void *slice_owner;
+    /* Set by the caller: the id of the slice passed (0 for the init call,
+     * which has none), for ts_reducer_slice_id. */
+    uint64_t slice_id;
+    /* 0 until ts_reducer_answer_id reserves the id of the slice to be made
+     * from this call's answer; the caller gives that slice this id. */
+    uint64_t answer_id;
 } tsi_reducer_call;
 
 /* The function that gives the index of a slice (its owner as the caller set
@@ -106,6 +112,11 @@ typedef char *(*tsi_reducer_fn)(const char *slice_json, const void *action, void
 char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *action, void *ctx,
                        tsi_reducer_call *call);
 void tsi_reducer_clear(tsi_reducer_call *call);
+/* ts_reducer_slice_id and ts_reducer_answer_id: a ts_status, with the last
+ * error set on failure. `reserve` gives a new slice id (the answer id is
+ * reserved with it on the first call during a reducer call). */
+int32_t tsi_reducer_slice_id(uint64_t *out);
+int32_t tsi_reducer_answer_id(uint64_t *out, uint64_t (*reserve)(void));
 /* ts_reducer_fail: 0 once recorded, -1 when no reducer call is under way on
  * this thread (the caller reports TS_E_MISUSE). */
 int tsi_reducer_fail(const char *message);

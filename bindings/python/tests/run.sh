@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make test-python-package: the Python package as users get it, each time in
 # a fresh venv (packages from PyPI: hatchling, pytest, build).
-#   1. pip install ./bindings/python (bundles build/lib and build/plugins);
-#      the pytest suite against the bundled library, plugins required.
+#   1. pip install ./bindings/python (compiles the extension, bundles
+#      build/lib and build/plugins); the pytest suite against the bundled
+#      library, plugins required.
 #   2. python -m build (sdist, then the wheel from it, TURNSTATE_BUILD
 #      pointing at build/): the wheel's tag and contents; installed in a
 #      fresh venv, the README's Python example runs with the Swift toolchain
@@ -12,6 +13,11 @@
 #      library inside), finds the installed libturnstate.so.0 through the
 #      dynamic loader (LD_LIBRARY_PATH=PREFIX/lib, as a system folder would),
 #      runs the README's Python example, and the pytest suite.
+#   4. A fresh clone of this checkout (git clone: committed files only, no
+#      build/): with the Swift toolchain hidden, pip install ./bindings/python
+#      fails and names the command to run; with it, in a fresh venv and
+#      TURNSTATE_BUILD unset, pip install ./bindings/python builds the library
+#      (make lib plugins, minutes) and the README's Python example runs.
 # Needs python3 with venv, network access to PyPI, root (unshare) for 2 and 3.
 # Ends with "checks: N passed, M failed" (N counts pytest's passed tests).
 set -uo pipefail
@@ -89,13 +95,18 @@ if [ -x "$venv/bin/python" ] && "$venv/bin/pip" install -q build >"$tmp/pip-buil
      >"$tmp/build.log" 2>&1; then
   pass "python -m build bindings/python (sdist, then the wheel from it)"
   wheel=$(ls "$tmp"/dist/*.whl 2>/dev/null | head -n1)
-  check "the wheel is tagged py3-none-linux_x86_64 ($(basename "${wheel:-none}"))" \
-    bash -c '[[ "$0" == *-py3-none-linux_x86_64.whl ]]' "${wheel:-none}"
+  tag=$("$PYTHON" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+  check "the wheel is tagged $tag-$tag-linux_x86_64 (this Python, this platform: $(basename "${wheel:-none}"))" \
+    bash -c '[[ "$0" == *-$1-$1-linux_x86_64.whl ]]' "${wheel:-none}" "$tag"
   check "an sdist was made" bash -c 'ls "$0"/dist/turnstate-*.tar.gz >/dev/null' "$tmp"
   "$venv/bin/python" - "$wheel" >"$tmp/wheel.log" 2>&1 <<'PY'
 import sys, zipfile
 names = set(zipfile.ZipFile(sys.argv[1]).namelist())
-need = ["turnstate/__init__.py", "turnstate/py.typed", "turnstate/_lib/libturnstate.so.0",
+ext = [n for n in names if n.startswith("turnstate/_ext.") and n.endswith(".so")]
+if len(ext) != 1 or "turnstate/_ext.c" in names:
+    print("the compiled extension (and not its source):", ext, "turnstate/_ext.c" in names)
+    sys.exit(1)
+need = ["turnstate/__init__.py", "turnstate/py.typed", "turnstate/_ext.pyi", "turnstate/_lib/libturnstate.so.0",
         "turnstate/_lib/turnstate/libswiftCore.so"] + \
        ["turnstate/_lib/turnstate/plugins/%s.so" % p for p in ("guard", "delay", "journal", "logger", "replicate")]
 missing = [n for n in need if n not in names]
@@ -104,7 +115,7 @@ extra = [n for n in names if n.startswith("turnstate/_lib/turnstate/plugins/") a
 print("missing:", missing, "not shipped:", extra) if missing or extra else print("all there, nothing more")
 sys.exit(1 if missing or extra else 0)
 PY
-  check "the wheel holds the package, py.typed, the library, its Swift runtime and the shipped plugins (no inspector)" test $? -eq 0
+  check "the wheel holds the package, the extension, py.typed, the library, its Swift runtime and the shipped plugins (no inspector)" test $? -eq 0
   [ -s "$tmp/wheel.log" ] && show "$tmp/wheel.log"
   cat >"$tmp/wheel.sh" <<SCRIPT
 set -eu
@@ -135,7 +146,7 @@ SCRIPT
      PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair -w "$tmp/repaired" "$wheel" >"$tmp/repair.log" 2>&1; then
     repaired=$(ls "$tmp"/repaired/*.whl 2>/dev/null | head -n1)
     check "auditwheel repair: a manylinux wheel ($(basename "${repaired:-none}"))" \
-      bash -c '[[ "$0" =~ -py3-none-manylinux_2_[0-9]+_x86_64\.whl$ ]]' "${repaired:-none}"
+      bash -c '[[ "$0" =~ -(cp3[0-9]+)-cp3[0-9]+-manylinux_2_[0-9]+_x86_64\.whl$ ]]' "${repaired:-none}"
     cat >"$tmp/repaired.sh" <<SCRIPT
 set -eu
 for f in /usr/lib/x86_64-linux-gnu/libsimdjson.so.*; do
@@ -190,5 +201,43 @@ SCRIPT
   fi
 else
   show "$tmp/install.log"; fail "make install PREFIX=$prefix"
+fi
+
+# 4. A fresh clone: no build/ (TURNSTATE_BUILD unset). The build hook builds
+# the library, or fails naming the command to run; never a wheel that cannot
+# load.
+clone=$tmp/clone
+if git clone -q "$root" "$clone" >"$tmp/clone.log" 2>&1; then
+  pass "git clone of this checkout ($(git -C "$clone" log -1 --format=%h))"
+  cat >"$tmp/clone-noswift.sh" <<SCRIPT
+set -u
+"$PYTHON" -m venv "$tmp/venv-clone-noswift"
+cd "$clone"
+unset TURNSTATE_BUILD TURNSTATE_BUNDLE
+"$tmp/venv-clone-noswift/bin/pip" install ./bindings/python > "$tmp/clone-noswift.out" 2>&1
+echo "pip exit status \$?" >> "$tmp/clone-noswift.out"
+SCRIPT
+  Tests/install/without-swift.sh bash "$tmp/clone-noswift.sh" >"$tmp/clone-noswift-run.log" 2>&1
+  if grep -q "pip exit status [1-9]" "$tmp/clone-noswift.out" &&
+     grep -qF "Run \`make -C $clone lib plugins\` yourself" "$tmp/clone-noswift.out"; then
+    pass "fresh clone, Swift hidden: pip install fails and names the command (make -C $clone lib plugins)"
+  else
+    show "$tmp/clone-noswift-run.log"; show "$tmp/clone-noswift.out"
+    fail "fresh clone, Swift hidden: pip install fails and names the command"
+  fi
+  ( unset TURNSTATE_BUILD TURNSTATE_BUNDLE
+    "$PYTHON" -m venv "$tmp/venv-clone" && cd "$clone" &&
+    "$tmp/venv-clone/bin/pip" install -q ./bindings/python ) >"$tmp/clone-pip.log" 2>&1
+  if [ $? -eq 0 ]; then
+    pass "fresh clone, fresh venv, TURNSTATE_BUILD unset: pip install ./bindings/python (built the library)"
+    (cd "$tmp" && "$tmp/venv-clone/bin/python" -c 'import turnstate; print(turnstate.library_source())' \
+       >"$tmp/clone-lib.out" 2>&1 && "$tmp/venv-clone/bin/python" "$tmp/example.py" >"$tmp/example-clone.out" 2>&1)
+    check "fresh clone: the package loads its bundled library ($(cat "$tmp/clone-lib.out"))" grep -qx bundled "$tmp/clone-lib.out"
+    check "fresh clone: the README's Python example prints what the README says" diff "$tmp/example.out" "$tmp/example-clone.out"
+  else
+    show "$tmp/clone-pip.log"; fail "fresh clone: pip install ./bindings/python"
+  fi
+else
+  show "$tmp/clone.log"; fail "git clone $root"
 fi
 finish

@@ -495,19 +495,25 @@ def test_close_from_inside_a_listener(counter):
     assert calls == ["still called"] and counter.closed
 
 
-def test_reducer_values_are_copies(store):
+def test_reducer_values_are_read_only_and_what_it_kept_never_changes(store):
     kept = []
 
     @store.reducer("items", initial=[])
     def items(state, action):
         kept.append(state)
-        state.append(len(state))  # mutating the copy it got is fine: the result counts
-        return state
+        if action.type == "mutate":
+            state.append(len(state))  # refused: the store keeps this value
+        return state + [len(state)]
 
     store.dispatch("x")
     store.dispatch("x")
-    assert store.get("/items") == [0, 1]
-    assert json.dumps(kept) == "[[0], [0, 1]]"
+    with pytest.raises(TypeError, match="read-only"):
+        store.dispatch("mutate")
+    assert store.get("/items") == [0, 1]  # the failed dispatch changed nothing
+    store.dispatch("x")
+    # What each call got is as it was then: later dispatches changed none of them.
+    assert json.dumps(kept) == "[[], [0], [0, 1], [0, 1]]"
+    assert store.get("/items") == [0, 1, 2]
 
 
 def nested(depth):

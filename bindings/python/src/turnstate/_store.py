@@ -1,7 +1,6 @@
 """Store, Action and Subscription: the Pythonic face of the C API."""
 
 import atexit
-import ctypes
 import json
 import json.scanner
 import os
@@ -9,14 +8,15 @@ import reprlib
 import sys
 import threading
 import weakref
-from ctypes import byref, c_char_p, c_uint64, c_void_p
 from decimal import Decimal
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, overload
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, overload
 
-from . import _capi
-from ._errors import ArgumentError, NoMemoryError, NotFoundError, StoreGoneError, TurnstateError, error_for
+from . import _capi, _ext
+from ._errors import ArgumentError, NotFoundError, StoreGoneError, TurnstateError, error_for
+from ._ext import Action, FrozenDict, FrozenList
 
-__all__ = ["Store", "Action", "Subscription", "Next", "JSON_NULL", "pointer", "plugins_dir"]
+__all__ = ["Store", "Action", "Subscription", "Next", "Patch", "FrozenDict", "FrozenList", "JSON_NULL", "pointer",
+           "plugins_dir"]
 
 #: A JSON value as Python holds it: dict, list, str, int, float, bool or None,
 #: and decimal.Decimal for a number a float or an int cannot take (1e400).
@@ -49,17 +49,18 @@ class _JsonNull:
 JSON_NULL = _JsonNull()
 
 # ---- JSON in and out -------------------------------------------------------------
-# The library's text is strict, minified JSON, so the C scanner reads it
-# directly (no white space to skip, nothing after the value); small integers,
-# the most common slices and payloads, take a shorter path still.
+# The extension reads and writes JSON through orjson (see _ext.c: parse and
+# dumps); the stdlib json module, below, is its fallback for what orjson
+# would not read or write exactly.
 #
 # The library keeps a number's text as given, so it may hold numbers a float
 # or an int cannot take: 1e400 (a float says inf), 1e-400 (a float says 0.0),
 # an integer of more digits than int() reads from text (4300 by default,
 # sys.set_int_max_str_digits). Those are read as decimal.Decimal, exactly,
 # and a Decimal is written as its exact text, so what was read can be
-# written back. A float costs one Python call more when read; an int none
-# (the limit raises, and only then is the text read again).
+# written back. orjson reads integers beyond 64 bits as floats and 1e-400 as
+# 0.0, so text with an integer of 19 digits or more, or an exponent of three
+# digits or more, is read by the stdlib scanner below instead.
 
 
 def _float(text: str) -> Any:
@@ -122,8 +123,9 @@ def _encode_exact(value: Any, containers: Dict[int, Any]) -> str:
     return str(_encode(value))
 
 
-def loads(data: bytes) -> JSON:
-    """Python value of JSON text that the library produced (minified, valid)."""
+def _loads_exact(data: bytes) -> JSON:
+    """The stdlib scanner's reading of JSON text the library produced, with
+    the exact rules for numbers."""
     try:
         if data.isdigit():
             return int(data)
@@ -132,11 +134,8 @@ def loads(data: bytes) -> JSON:
         return _scan_long(data.decode("utf-8"), 0)[0]
 
 
-def dumps(value: JSON) -> bytes:
-    """UTF-8 JSON text of a Python value (minified; NaN and infinities refused)."""
-    cls = value.__class__
-    if cls is int:
-        return b"%d" % value
+def _dumps_std(value: JSON) -> bytes:
+    """The stdlib encoder's text of a value (NaN and infinities refused)."""
     if value is JSON_NULL:
         return b"null"
     try:
@@ -145,25 +144,24 @@ def dumps(value: JSON) -> bytes:
         return _encode_exact(value, {}).encode("utf-8")
 
 
-_heads: Dict[str, bytes] = {}
+def loads(data: bytes) -> JSON:
+    """Python value (new, mutable) of JSON text that the library produced (minified, valid)."""
+    return _ext.loads(data)
 
 
-def _head(action_type: str) -> bytes:
-    """b'{"type":"<action_type>"' (cached per type)."""
-    head = _heads.get(action_type)
-    if head is None:
-        if len(_heads) >= 4096:
-            _heads.clear()
-        head = _heads[action_type] = b'{"type":' + dumps(action_type)
-    return head
+def dumps(value: JSON) -> bytes:
+    """UTF-8 JSON text of a Python value (minified; NaN and infinities refused)."""
+    return _ext.dumps(value)
 
 
 def _action_text(action: Any, payload: Any) -> bytes:
-    """The JSON text of an action given as dispatch() takes it."""
-    if action.__class__ is str:
-        if payload is _MISSING:
-            return _head(action) + b"}"
-        return _head(action) + b',"payload":' + dumps(payload) + b"}"
+    """The JSON text of an action given as dispatch() takes it, other than a
+    type (str) with a payload (the extension writes those)."""
+    if payload is ...:
+        payload = _MISSING
+    if isinstance(action, str):
+        head = b'{"type":' + dumps(action)
+        return head + b"}" if payload is _MISSING else head + b',"payload":' + dumps(payload) + b"}"
     if payload is not _MISSING:
         raise TypeError("a payload goes with an action type (a str), not with %s" % type(action).__name__)
     if isinstance(action, Action):
@@ -176,14 +174,12 @@ def _action_text(action: Any, payload: Any) -> bytes:
 
 # ---- Errors raised inside callbacks --------------------------------------------------
 # An exception cannot cross the C boundary. A callback records it on its
-# thread, numbered from one counter for the process; a call into the store
-# (dispatch, reducer(), next() ...) notes the counter before it calls the
-# library, and only when it changed looks for what was recorded on its
-# thread since then, takes it and raises it. So the common case costs two
-# reads of a list, and nested calls (a listener that dispatches) take only
-# their own exceptions, leaving an outer call's for it.
-
-_seq = [0]
+# thread, numbered from one counter for the process (kept by the extension:
+# _ext.seq()); a call into the store (dispatch, reducer(), next() ...) notes
+# the counter before it calls the library, and only when it changed looks
+# for what was recorded on its thread since then, takes it and raises it. So
+# the common case costs one comparison, and nested calls (a listener that
+# dispatches) take only their own exceptions, leaving an outer call's for it.
 
 
 class _ThreadState(threading.local):
@@ -193,16 +189,13 @@ class _ThreadState(threading.local):
 _tls = _ThreadState()
 
 
-def _record(error: BaseException, where: str) -> None:
-    """Records an exception raised in a callback (the caller of this
-    function) for the call into the store that ran it. When no Python code
-    waits for it - the callback runs on a library thread (the delay plugin's
-    worker) and was not reached through a Python call into a store on it -
-    it is reported through sys.unraisablehook instead."""
-    # The callback's caller: a Python call into the store (dispatch...) on
-    # this thread, or nothing when C called it with no Python frame below
-    # (a library thread: the delay plugin's worker).
-    if sys._getframe(1).f_back is None:
+def _record(error: BaseException, where: str, nested: bool) -> None:
+    """Records an exception raised in a callback for the call into the store
+    that ran it. When no Python code waits for it (``nested`` is false: the
+    callback runs on a library thread, such as the delay plugin's worker, and
+    was not reached through a Python call into a store on it) it is reported
+    through sys.unraisablehook instead."""
+    if not nested:
         hook = getattr(sys, "unraisablehook", None)
         if hook is not None:
             class _Unraisable:
@@ -213,7 +206,7 @@ def _record(error: BaseException, where: str) -> None:
                 object = None
             hook(_Unraisable)  # the hook reads these attributes only
         return
-    _seq[0] = seq = _seq[0] + 1
+    seq = _ext.next_seq()
     errors = _tls.errors
     if errors is None:
         errors = _tls.errors = []
@@ -243,11 +236,7 @@ def _failure_reason(error: BaseException) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
-def _last_error(lib: Any) -> str:
-    return str(lib.ts_last_error().decode("utf-8", "replace"))
-
-
-def _raise(lib: Any, status: int, error: Optional[BaseException], what: str) -> None:
+def _raise(status: int, error: Optional[BaseException], what: str) -> None:
     """Raises (if anything failed) for a finished call: the callback's own
     exception if one was raised (with the library's account of the failure
     added as a note, once), else the TurnstateError of the status."""
@@ -257,76 +246,56 @@ def _raise(lib: Any, status: int, error: Optional[BaseException], what: str) -> 
         if (status and hasattr(error, "add_note") and not isinstance(error, TurnstateError)
                 and not any(str(note).startswith("turnstate: ") for note in getattr(error, "__notes__", ()))):
             error.add_note("turnstate: %s failed with %s: %s"
-                           % (what, lib.ts_status_name(status).decode("ascii"), _last_error(lib)))
+                           % (what, _ext.status_name(status), _ext.last_error()))
         raise error
-    raise error_for(status, _last_error(lib))
+    raise error_for(status, _ext.last_error())
 
 
-# ---- Actions -------------------------------------------------------------------------
-
-_type_names: Dict[bytes, str] = {}
-
-
-def _type_name(data: bytes) -> str:
-    name = _type_names.get(data)
-    if name is None:
-        if len(_type_names) >= 4096:
-            _type_names.clear()
-        name = _type_names[data] = data.decode("utf-8")
-    return name
+def _raise_for(status: int, since: int, what: str) -> None:
+    """The extension's call when a call failed or a callback raised."""
+    _raise(status, _take(since), what)
 
 
-class Action:
-    """An action as reducers and middleware receive it.
+def _gone() -> None:
+    raise StoreGoneError("the store is closed")
 
-    ``type`` is the action's type (str), ``payload`` its payload as a Python
-    value (None when it has none, see ``has_payload``), ``data`` the whole
-    action as a dict (other keys included) and ``json_text`` its JSON text.
-    Everything is copied: an Action may be kept and dispatched again later.
+
+# ---- Patches -------------------------------------------------------------------------
+
+
+class Patch:
+    """A reducer's answer as an RFC 6902 JSON Patch relative to its slice,
+    instead of the whole new slice::
+
+        return turnstate.Patch([{"op": "replace", "path": "/3/done", "value": True}])
+
+    ``ops`` is a list of operations (mappings: "op", "path", and "value" or
+    "from"): add, remove, replace, move, copy and test, with JSON Pointers
+    relative to the slice ("" is the slice itself). The store applies them
+    all or none; one that fails (a path that names nothing, a "test" that
+    does not hold) fails the dispatch with ReducerError naming the operation
+    and its path, and nothing changes. The store checks the operations, not
+    this class: it only copies them (each a dict). Needs libturnstate 0.3
+    (ts_reducer_patch); with an older library returning a Patch fails the
+    dispatch with RuntimeError.
     """
 
-    __slots__ = ("type", "_payload_text", "_payload", "json_text", "_address")
+    __slots__ = ("ops",)
 
-    def __init__(self, type: str, payload_text: Optional[bytes], json_text: bytes,
-                 address: Optional[int] = None) -> None:
-        self.type = type
-        self._payload_text = payload_text
-        self._payload: Any = _MISSING
-        self.json_text = json_text
-        # The address of the library's own text, while a middleware runs:
-        # passing it on to next() costs no new parse.
-        self._address = address
-
-    @classmethod
-    def _from_struct(cls, action: Any, with_address: bool = False) -> "Action":
-        address = ctypes.c_void_p.from_address(ctypes.addressof(action) + 16).value if with_address else None
-        return cls(_type_name(action.type), action.payload, action.json, address)
-
-    @property
-    def payload(self) -> JSON:
-        """The payload as a Python value (parsed once, on first use); None when there is none."""
-        payload = self._payload
-        if payload is _MISSING:
-            text = self._payload_text
-            payload = self._payload = None if text is None else loads(text)
-        return payload
-
-    @property
-    def has_payload(self) -> bool:
-        """Whether the action has a "payload" member (null counts)."""
-        return self._payload_text is not None
-
-    @property
-    def data(self) -> Dict[str, JSON]:
-        """The whole action as a new dict."""
-        value: Dict[str, JSON] = loads(self.json_text)
-        return value
+    def __init__(self, ops: Iterable[Mapping[str, JSON]]) -> None:
+        if isinstance(ops, (str, bytes, Mapping)):
+            raise TypeError("Patch(ops): a list of operations (mappings), not a %s" % type(ops).__name__)
+        copied: List[Dict[str, JSON]] = []
+        for index, op in enumerate(ops):
+            if not isinstance(op, Mapping):
+                raise TypeError("Patch(ops): operation %d is a %s, not a mapping {\"op\": ..., \"path\": ...}"
+                                % (index, type(op).__name__))
+            copied.append(dict(op))
+        self.ops = copied
 
     def __repr__(self) -> str:
-        return "Action(%s)" % self.json_text.decode("utf-8", "replace")
+        return "Patch(%r)" % (self.ops,)
 
-
-_INIT_ACTION = Action("@@turnstate/init", None, b'{"type":"@@turnstate/init"}')
 
 # ---- Subscriptions ---------------------------------------------------------------------
 
@@ -351,7 +320,7 @@ class Subscription:
         """Ends the subscription; does nothing if it already ended or the store is closed."""
         store, self._store = self._store, None
         if store is not None and not store.closed:
-            store._unsubscribe(self.token)
+            store._core.unsubscribe(self.token)
 
     def __enter__(self) -> "Subscription":
         return self
@@ -376,10 +345,9 @@ class Next:
     action.
     """
 
-    __slots__ = ("_fn", "_action", "_lib", "status", "error")
+    __slots__ = ("_fn", "_action", "status", "error")
 
-    def __init__(self, lib: Any, fn: Any, action: Action) -> None:
-        self._lib = lib
+    def __init__(self, fn: Any, action: Action) -> None:
         self._fn = fn
         self._action = action
         #: The status of the call to next (None until called).
@@ -390,20 +358,47 @@ class Next:
     def __call__(self, action: Any = None, payload: Any = _MISSING) -> None:
         if action is None or (action is self._action and payload is _MISSING):
             original = self._action
-            text: Any = c_char_p(original._address) if original._address else original.json_text
+            text: Optional[bytes] = None if original._address else original.json_text
         else:
             text = _action_text(action, payload)
-        since = _seq[0]
-        status = self._fn(text)
+        since = _ext.seq()
+        status = self._fn.call(text)
         self.status = status
         if status:
             try:
-                _raise(self._lib, status, _take(since), "next")
+                _raise(status, _take(since), "next")
             except BaseException as raised:
                 self.error = raised
                 raise
         # A listener that raised (the action was applied) stays recorded: the
         # dispatch reports it.
+
+
+def _middleware_run(fn: Any, store: "Store", next_fn: Any, action: Action, label: str,
+                    nested: bool) -> Optional[Tuple[int, bytes]]:
+    """Runs a Python middleware for the extension: None when it returned, or
+    the (status, message) to refuse the action with."""
+    nxt = Next(next_fn, action)
+    try:
+        fn(store, nxt, action)
+        return None
+    except BaseException as error:  # noqa: BLE001
+        _record(error, "middleware", nested)
+        if nxt.error is error and nxt.status:
+            status, message = nxt.status, _message_of(error)
+        elif isinstance(error, TurnstateError):
+            status, message = int(error.status), str(error.message)
+        else:
+            status = _capi.TS_E_REJECTED
+            message = "the Python middleware %s raised %s" % (label, _failure_reason(error).decode())
+        if status >= 0:
+            status = _capi.TS_E_REJECTED
+        return status, str(message).encode("utf-8", "backslashreplace")
+
+
+_ext.configure(raise_for=_raise_for, record=_record, failure_reason=_failure_reason, loads_exact=_loads_exact,
+               dumps_std=_dumps_std, action_text=_action_text, middleware_run=_middleware_run, json_null=JSON_NULL,
+               patch_type=Patch, gone=_gone)
 
 
 # ---- Plugins ----------------------------------------------------------------------------------
@@ -423,14 +418,6 @@ def plugins_dir() -> Optional[str]:
 def pointer(*tokens: Union[str, int]) -> str:
     """A JSON Pointer (RFC 6901) of the tokens, escaped: pointer("todos", 0) is "/todos/0"."""
     return "".join("/" + str(token).replace("~", "~0").replace("/", "~1") for token in tokens)
-
-
-def _path(text: Optional[str]) -> Optional[bytes]:
-    return None if text is None else os.fsencode(text)
-
-
-def _text(value: Optional[str]) -> Optional[bytes]:
-    return None if value is None else value.encode("utf-8")
 
 
 def _require_callable(fn: Any, what: str, role: str) -> None:
@@ -478,7 +465,9 @@ class Store:
     number a float or an int cannot take from text (1e400, 1e-400, an
     integer longer than sys.get_int_max_str_digits(), 4300 by default) is
     read as a decimal.Decimal, exactly, and a Decimal is written as its exact
-    number.
+    number. Reducers get their slice and the action's payload read-only
+    (FrozenDict, FrozenList: see reducer()); get() and state give new,
+    mutable values.
     Any thread may use a store; calls are serialized by the library, and
     callbacks (reducers, listeners, middleware) run on the dispatching thread
     under the GIL, also when that thread is one of the library's own (the
@@ -490,18 +479,15 @@ class Store:
     """
 
     def __init__(self, initial: Optional[Mapping[str, JSON]] = None) -> None:
-        lib = _capi.load_library()
-        self._lib = lib
+        ext = _capi.load_library()
         self._keepalive: List[Any] = []
-        handle = c_void_p()
+        self._reducers: Dict[str, Any] = {}
         if initial is not None and not isinstance(initial, dict) and isinstance(initial, Mapping):
             initial = dict(initial)
-        text = None if initial is None else dumps(initial)
-        status = lib.ts_store_create(text, byref(handle))
-        if status:
-            raise error_for(status, _last_error(lib))
-        self._handle: Optional[int] = handle.value
-        self._dispatch_fn = lib.ts_store_dispatch
+        self._core = ext.Core(None if initial is None else dumps(initial))
+        if type(self).dispatch is Store.dispatch:
+            # The extension's dispatch, without this class's Python frame.
+            self.dispatch = self._core.dispatch  # type: ignore[method-assign]
         _live_stores.add(self)
 
     # ---- lifetime ----
@@ -509,17 +495,17 @@ class Store:
     @property
     def closed(self) -> bool:
         """True once close() was called."""
-        return self._handle is None
+        return bool(self._core.closed)
 
     def close(self) -> None:
         """Destroys the store (idempotent): dispatches under way finish, plugins
         are destroyed (their threads joined), every later call raises
         StoreGoneError. From inside one of the store's own callbacks, the
         dispatch under way still finishes."""
-        handle, self._handle = self._handle, None
-        if handle is not None:
+        core = self.__dict__.get("_core")
+        if core is not None and not core.closed:
             _live_stores.discard(self)
-            self._lib.ts_store_destroy(handle)
+            core.close()
         # The callbacks stay referenced by this object: a store closed from
         # inside a callback lives until the outermost call into it returns.
 
@@ -534,19 +520,6 @@ class Store:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
-
-    def _live_handle(self) -> int:
-        handle = self._handle
-        if handle is None:
-            raise StoreGoneError("the store is closed")
-        return handle
-
-    def _call(self, function: Any, *args: Any, what: str) -> None:
-        """Calls a C function that may run callbacks; raises what failed."""
-        since = _seq[0]
-        status = function(*args)
-        if status or _seq[0] != since:
-            _raise(self._lib, status, _take(since), what)
 
     # ---- dispatching ----
 
@@ -568,53 +541,28 @@ class Store:
         stays); else the TurnstateError of the status (RejectedError,
         NotActionError...).
         """
-        if action.__class__ is str:
-            head = _heads.get(action) or _head(action)
-            if payload is _MISSING:
-                text = head + b"}"
-            elif payload.__class__ is int:
-                text = b'%s,"payload":%d}' % (head, payload)
-            else:
-                text = head + b',"payload":' + dumps(payload) + b"}"
+        if payload is _MISSING:
+            self._core.dispatch(action)
         else:
-            text = _action_text(action, payload)
-        handle = self._handle
-        if handle is None:
-            raise StoreGoneError("the store is closed")
-        since = _seq[0]
-        status = self._dispatch_fn(handle, text)
-        if status or _seq[0] != since:
-            _raise(self._lib, status, _take(since), "dispatch")
+            self._core.dispatch(action, payload)
 
     def dispatch_json(self, text: Union[str, bytes]) -> None:
         """Dispatches an action given as JSON text ('{"type": "x"}'); as dispatch()."""
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-        self._call(self._dispatch_fn, self._live_handle(), data, what="dispatch")
+        self._core.dispatch_json(text.encode("utf-8") if isinstance(text, str) else bytes(text))
 
     # ---- reading ----
 
     def get_json(self, path: str = "") -> str:
         """The JSON text (minified) of the value at the JSON Pointer ``path``
         ("" is the whole state). Raises NotFoundError when there is none."""
-        return self._get_text(path).decode("utf-8")
-
-    def _get_text(self, path: Optional[str]) -> bytes:
-        lib = self._lib
-        out = c_void_p()
-        status = lib.ts_store_get_state(self._live_handle(), _text(path), byref(out))
-        if status:
-            raise error_for(status, _last_error(lib))
-        try:
-            return ctypes.string_at(out.value or 0)
-        finally:
-            lib.ts_free(out)
+        return str(self._core.get_text(path).decode("utf-8"))
 
     def get(self, path: str = "", default: Any = _MISSING) -> JSON:
         """The value at the JSON Pointer ``path`` ("/todos/0/title"; "" is the
         whole state), as a new Python value. When there is no value there:
         ``default`` if given, else NotFoundError."""
         try:
-            return loads(self._get_text(path))
+            return self._core.get(path)
         except TurnstateError as error:
             if default is _MISSING or error.status != _capi.TS_E_NOT_FOUND:
                 raise
@@ -623,25 +571,40 @@ class Store:
     @property
     def state(self) -> Dict[str, JSON]:
         """The whole state, as a new dict (a snapshot: later dispatches do not change it)."""
-        value: Dict[str, JSON] = loads(self._get_text(None))
+        value: Dict[str, JSON] = self._core.get(None)
         return value
 
     # ---- reducers ----
 
     @overload
-    def reducer(self, key: str, *, initial: JSON = ...) -> Callable[[F], F]: ...
+    def reducer(self, key: str, *, initial: JSON = ..., on: Optional[Sequence[str]] = ...) -> Callable[[F], F]: ...
     @overload
-    def reducer(self, key: str, fn: F, *, initial: JSON = ...) -> F: ...
+    def reducer(self, key: str, fn: F, *, initial: JSON = ..., on: Optional[Sequence[str]] = ...) -> F: ...
 
-    def reducer(self, key: str, fn: Any = _MISSING, *, initial: Any = _MISSING) -> Any:
+    def reducer(self, key: str, fn: Any = _MISSING, *, initial: Any = _MISSING,
+                on: Optional[Sequence[str]] = None) -> Any:
         """Adds the reducer that owns the top-level key ``key``; a decorator
         (``@store.reducer("todos")``) or a call (``store.reducer("todos", fn)``).
 
-        ``fn(state, action)`` gets its slice as a Python value and the Action,
-        and returns the new slice, or None for "unchanged" (JSON_NULL sets it
-        to null). It must be pure: calling back into the store raises
+        ``fn(state, action)`` gets its slice as a read-only Python value
+        (FrozenDict for an object, FrozenList for an array; None for null)
+        and the Action (its payload read-only too), and returns the new
+        slice, a Patch (the change, as an RFC 6902 JSON Patch), or None for
+        "unchanged" (returning ``state`` itself means unchanged too;
+        JSON_NULL sets the slice to null). Read-only values refuse changes
+        with TypeError: build new ones (``{**state, "k": v}``, ``state +
+        [item]``) or copy (``copy.deepcopy(state)`` gives plain dicts and
+        lists). What it returns becomes the store's: its dicts and lists are
+        made read-only in place, to be handed back, unparsed, on the next
+        call. It must be pure: calling back into the store raises
         ReentrantError. An exception it raises fails the dispatch (state
         unchanged) and comes out of dispatch() as itself.
+        ``on``: the action types it handles (``["todos/add", "todos/*"]``:
+        exact types, and prefixes ending in "/*"); it is then called only for
+        those, and for the store's own "@@turnstate/..." actions. None (the
+        default): every action. Needs libturnstate 0.3
+        (ts_store_add_reducer_for; RuntimeError with an older one);
+        ArgumentError for a malformed pattern, with nothing added.
         When the state has no ``key`` yet, its first value is ``initial`` if
         given, else ``fn(None, action)`` with the action "@@turnstate/init".
         Reducers run in the order they were added.
@@ -650,19 +613,33 @@ class Store:
         """
         if fn is _MISSING:
             def decorate(function: F) -> F:
-                self.reducer(key, function, initial=initial)
+                self.reducer(key, function, initial=initial, on=on)
                 return function
             return decorate
-        self._add_reducer(key, fn, initial)
+        self._set_reducer(key, fn, initial, on, False, "reducer()")
         return fn
 
-    def _add_reducer(self, key: str, fn: Callable[..., Any], initial: Any) -> None:
-        _require_callable(fn, "reducer()", "reducer, fn(state, action),")
-        callback = self._reducer_callback(key, fn, initial)
-        self._call(self._lib.ts_store_add_reducer, self._live_handle(), key.encode("utf-8"),
-                   ctypes.cast(callback, c_void_p), None, what="reducer()")
+    def _set_reducer(self, key: str, fn: Callable[..., Any], initial: Any, on: Optional[Sequence[str]],
+                     replace: bool, what: str) -> None:
+        _require_callable(fn, what, "reducer, fn(state, action),")
+        if isinstance(on, (str, bytes)):
+            raise TypeError("%s: on= is a list of action types, not a %s (on=[%r])" % (what, type(on).__name__, on))
+        types = None if on is None else list(on)
+        initial_text = None if initial is _MISSING else dumps(initial)
+        status, since, ctx = self._core.add_reducer(key, fn, initial_text, types, replace)
+        # Kept for the store's life: a replaced reducer may still be on the
+        # stack of a dispatch under way on another thread.
+        self._keepalive.append(ctx)
+        if status == 0:
+            old = self._reducers.get(key)
+            self._reducers[key] = ctx
+            if old is not None and replace:
+                old.forget()  # not called again: its kept value can go
+        if status or _ext.seq() != since:
+            _raise(status, _take(since), what)
 
-    def replace_reducer(self, key: str, fn: Callable[..., Any], *, initial: Any = _MISSING) -> None:
+    def replace_reducer(self, key: str, fn: Callable[..., Any], *, initial: Any = _MISSING,
+                        on: Optional[Sequence[str]] = None) -> None:
         """Replaces the reducer that owns ``key`` with ``fn`` (hot reload),
         keeping the state, then dispatches ``{"type": "@@turnstate/replace"}``
         through the middleware to every reducer (the new one included) and
@@ -671,11 +648,9 @@ class Store:
         put back and the error raised. NotFoundError if ``key`` has no
         reducer (add it with reducer()), ArgumentError if ``fn`` is not
         callable (the old reducer stays). ``initial`` is used only if the
-        state has no ``key``."""
-        _require_callable(fn, "replace_reducer()", "reducer, fn(state, action),")
-        callback = self._reducer_callback(key, fn, initial)
-        self._call(self._lib.ts_store_replace_reducer, self._live_handle(), key.encode("utf-8"),
-                   ctypes.cast(callback, c_void_p), None, what="replace_reducer()")
+        state has no ``key``; ``on`` as in reducer() (the new reducer's
+        types, whatever the old one had)."""
+        self._set_reducer(key, fn, initial, on, True, "replace_reducer()")
 
     def remove_reducer(self, key: str) -> None:
         """Removes the reducer that owns ``key``; its slice stays in the state,
@@ -683,57 +658,10 @@ class Store:
         "@@turnstate/replace"}`` to the remaining reducers, as
         replace_reducer() does (atomic). NotFoundError if ``key`` has no
         reducer."""
-        self._call(self._lib.ts_store_remove_reducer, self._live_handle(), key.encode("utf-8"),
-                   what="remove_reducer()")
-
-    def _reducer_callback(self, key: str, fn: Callable[..., Any], initial: Any) -> Any:
-        lib = self._lib
-        strdup = lib.ts_strdup
-        fail = lib.ts_reducer_fail
-        from_address = _capi.TsAction.from_address
-        new_action = Action
-        type_names = _type_names
-        initial_text = None if initial is _MISSING else dumps(initial)
-
-        def trampoline(slice_text: Optional[bytes], action: Any, _ctx: Any) -> Optional[int]:
-            try:
-                if slice_text is None:
-                    if initial_text is not None:
-                        data = initial_text
-                    else:
-                        result = fn(None, _INIT_ACTION)
-                        if result is None:
-                            raise ValueError("the reducer for %r returned None for its first value "
-                                             "(return the value, or pass initial=)" % key)
-                        data = dumps(result)
-                else:
-                    view = from_address(action)
-                    type_text = view.type
-                    try:
-                        state = int(slice_text) if slice_text.isdigit() else loads(slice_text)
-                    except ValueError:  # more digits than int() reads from text: a Decimal
-                        state = loads(slice_text)
-                    result = fn(state,
-                                new_action(type_names.get(type_text) or _type_name(type_text), view.payload,
-                                           view.json))
-                    if result is None:
-                        return None
-                    data = b"%d" % result if result.__class__ is int else dumps(result)
-                address: Optional[int] = strdup(data)
-                if not address:
-                    raise NoMemoryError("no memory for the reducer's result (%d bytes)" % (len(data) + 1))
-                return address
-            except BaseException as error:  # noqa: BLE001 - nothing may cross into C
-                _record(error, "reducer")
-                fail(_failure_reason(error))
-                return None
-
-        # The action arrives as an address (cheaper than a ctypes pointer object).
-        callback = _capi.REDUCER_FN_ADDRESS(trampoline)
-        # Kept for the store's life: a replaced reducer's callback may still
-        # be on the stack of a dispatch under way on another thread.
-        self._keepalive.append(callback)
-        return callback
+        self._core.remove_reducer(key)
+        old = self._reducers.pop(key, None)
+        if old is not None:
+            old.forget()
 
     # ---- listeners ----
 
@@ -746,22 +674,11 @@ class Store:
         a listener raises comes out of the dispatch() that called it (the
         other listeners still run). ArgumentError if ``fn`` is not callable."""
         _require_callable(fn, "subscribe()", "listener, fn(store),")
-
-        def trampoline(_store: Any, _ctx: Any) -> None:
-            try:
-                fn(self)
-            except BaseException as error:  # noqa: BLE001
-                _record(error, "listener")
-
-        callback = _capi.LISTENER_FN(trampoline)
-        self._keepalive.append(callback)
-        token = c_uint64()
-        self._call(self._lib.ts_store_subscribe, self._live_handle(), _text(path), callback, None, byref(token),
-                   what="subscribe")
-        return Subscription(self, token.value)
-
-    def _unsubscribe(self, token: int) -> None:
-        self._call(self._lib.ts_store_unsubscribe, self._live_handle(), token, what="unsubscribe")
+        status, since, token, ctx = self._core.subscribe(fn, path, self)
+        self._keepalive.append(ctx)
+        if status or _ext.seq() != since:
+            _raise(status, _take(since), "subscribe")
+        return Subscription(self, token)
 
     # ---- middleware ----
 
@@ -775,36 +692,11 @@ class Store:
         itself. Returns ``fn``; ``@store.middleware`` is the decorator form.
         ArgumentError if ``fn`` is not callable."""
         _require_callable(fn, "add_middleware()", "middleware, fn(store, next, action),")
-        lib = self._lib
         label = name or getattr(fn, "__qualname__", None) or "python-middleware"
-
-        def trampoline(api: Any, next_fn: Any, action_ptr: Any, _ctx: Any) -> int:
-            nxt: Optional[Next] = None
-            try:
-                action = Action._from_struct(action_ptr.contents, with_address=True)
-                nxt = Next(lib, next_fn, action)
-                fn(self, nxt, action)
-                return _capi.TS_OK
-            except BaseException as error:  # noqa: BLE001
-                _record(error, "middleware")
-                if nxt is not None and nxt.error is error and nxt.status:
-                    status, message = nxt.status, _message_of(error)
-                elif isinstance(error, TurnstateError):
-                    status, message = int(error.status), str(error.message)
-                else:
-                    status = _capi.TS_E_REJECTED
-                    message = "the Python middleware %s raised %s" % (label, _failure_reason(error).decode())
-                if status >= 0:
-                    status = _capi.TS_E_REJECTED
-                try:
-                    return int(api.contents.fail(status, str(message).encode("utf-8", "backslashreplace")))
-                except BaseException:  # noqa: BLE001 - never TS_OK for a middleware that raised
-                    return status
-
-        callback = _capi.MIDDLEWARE_FN(trampoline)
-        self._keepalive.append(callback)
-        self._call(lib.ts_store_add_middleware, self._live_handle(), label.encode("utf-8"), callback, None,
-                   what="add_middleware")
+        status, since, ctx = self._core.add_middleware(fn, self, label)
+        self._keepalive.append(ctx)
+        if status or _ext.seq() != since:
+            _raise(status, _take(since), "add_middleware")
         return fn
 
     def remove_middleware(self, name: str) -> None:
@@ -812,8 +704,7 @@ class Store:
         ``name`` (its ``name=``, else the function's ``__qualname__``).
         Dispatches already under way finish with it. NotFoundError if no
         middleware has that name (plugins are not removed this way)."""
-        self._call(self._lib.ts_store_remove_middleware, self._live_handle(), name.encode("utf-8"),
-                   what="remove_middleware()")
+        self._core.remove_middleware(name)
 
     def middleware(self, fn: F) -> F:
         """Decorator form of add_middleware()."""
@@ -841,12 +732,12 @@ class Store:
                         "shipped (the inspector, a development tool, is not) is loaded by its path: "
                         "load_plugin(\"/path/to/%s.so\")" % (name, folder, ", ".join(shipped) or "none", name))
         text = None if config is None else dumps(config)
-        self._call(self._lib.ts_store_load_plugin, self._live_handle(), _path(path), text, what="load_plugin")
+        self._core.load_plugin(os.fsencode(path), text)
 
     def load_plugins(self, folder: str) -> None:
         """Loads every *.so plugin of ``folder`` in name order, each with the
         configuration in NAME.json beside it; all or nothing."""
-        self._call(self._lib.ts_store_load_plugins, self._live_handle(), _path(folder), what="load_plugins")
+        self._core.load_plugins(os.fsdecode(folder))
 
     def __repr__(self) -> str:
         return "<turnstate.Store%s>" % (" closed" if self.closed else "")
