@@ -101,6 +101,11 @@ pub use turnstate_sys as sys;
 pub mod json;
 pub use json::{pointer_token, Iter, JsonRef, JsonString, JsonText, Kind, Members, Patch, Reduced};
 
+// The example of README.md (crates.io shows it) runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// `Result<T, turnstate::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
