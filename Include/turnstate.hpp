@@ -93,6 +93,11 @@
  *   std::string (minified JSON text). Views in an Action are valid only
  *   during the callback.
  *
+ * - Reducers for named action types that answer with a change
+ *   (add_reducer_for, reducer_for_fn, turnstate::patch, turnstate::reduced)
+ *   and the JSON getters (json_text, json_ref, json_doc): see "Reading
+ *   JSON" and "Answering with a change" below.
+ *
  * Needs C++17 (std::optional, std::string_view); compiles with
  * -std=c++17 -Wall -Wextra -pedantic -Werror under g++ and clang++.
  */
