@@ -96,10 +96,10 @@ impl<'a> JsonText<'a> {
 
     /// The value at the RFC 6901 JSON Pointer `pointer` ("" is the whole
     /// text; "/items/0/title"), as `ts_json_at`. Errors: [`Status::NotFound`]
-    /// (no value there; the message names the missing token),
-    /// [`Status::Argument`] (a malformed pointer, or one with a NUL byte),
-    /// [`Status::Json`] (a [`JsonString`] is checked when it is made, so only
-    /// for text that is not JSON, which the library never hands over).
+    /// (no value there; the message names the missing token and the path up
+    /// to it), [`Status::Argument`] (a malformed pointer, or one with a NUL
+    /// byte), [`Status::NoMem`]. (Never [`Status::Json`]: the library's texts
+    /// and a [`JsonString`]'s are valid JSON.)
     pub fn at(&self, pointer: &str) -> Result<JsonRef<'a>> {
         let mut out = MaybeUninit::<sys::ts_json>::uninit();
         let text = self.text.as_ptr();
@@ -127,7 +127,7 @@ impl<'a> JsonText<'a> {
         unsafe { CStr::from_ptr(self.text.as_ptr()) }
     }
 
-    /// The NUL-terminated text, for the functions of [`sys`](crate::sys).
+    /// The NUL-terminated text, for the functions of [`sys`].
     pub fn as_ptr(&self) -> *const c_char {
         self.text.as_ptr()
     }
@@ -366,7 +366,7 @@ impl<'a> JsonRef<'a> {
         std::str::from_utf8(bytes).expect("the library's JSON text is UTF-8")
     }
 
-    /// The C view, for the functions of [`sys`](crate::sys).
+    /// The C view, for the functions of [`sys`].
     pub fn as_raw(&self) -> &sys::ts_json {
         &self.raw
     }

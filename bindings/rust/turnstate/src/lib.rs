@@ -570,7 +570,7 @@ impl<'a> Action<'a> {
     }
 
     /// The payload as a [`JsonText`] for the getters (None without one), at
-    /// no cost: `action.payload_json()?.at("/id")`.
+    /// no cost; [`payload_at`](Action::payload_at) is the shortcut.
     pub fn payload_json(&self) -> Option<JsonText<'a>> {
         unsafe { JsonText::from_library(self.raw.payload) }
     }
