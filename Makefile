@@ -610,7 +610,7 @@ test-plugins-asan: $(call prebuilt,setup-test asan-plugins)
 	Tests/checks.sh $(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
 ## bench: release benchmarks (Swift W1-W5 and their floors, C C1-C6, C1i (the inspector plugin), CP, CA, CU (patches, appends, unhandled actions),
-## Python P1, Rust R1, replicate.so REP, start-up, memory, a 100 MB state), printed as one table with
+## Python P1, Rust R1, CP/CA/CU from Rust (RP, RA, RU) and C++ (XP, XA, XU), replicate.so REP, start-up, memory, a 100 MB state), printed as one table with
 ## callgrind's instructions per operation; BENCH_ARGS="--runs 3 --scale 0.1" for a quick look,
 ## BENCH_ARGS=--big for the 1 GB state too
 bench: setup-test lib plugins

@@ -3,6 +3,7 @@
 
     python3 Benchmarks/callgrind.py [--lib DIR] [--scale F] [workload...]
     python3 Benchmarks/callgrind.py --swift [W1 W1-floor ...]
+    python3 Benchmarks/callgrind.py --bindings [RP-10 XU ...]
 
 Swift workloads (W1.., their floors W1-floor, W1-floor-api..): runs
 .build-bench/release/turnstate-profile under callgrind twice, with N and
@@ -16,6 +17,12 @@ the figure is the loop's instructions over its operations: no set-up, no
 warm-up. --lib runs against another build of the library (LD_LIBRARY_PATH),
 to compare before and after a change. Prints "id<TAB>instructions per op".
 Instruction counts do not depend on what else the machine is doing.
+
+--bindings [RP-10 XP-10 ...]: the rows of bench.c's CP, CA and CU run from
+Rust (build/rust/release/examples/bench_patch: RP, RA, RU) and from C++
+(build/bench/bench_cpp: XP, XA, XU), one process per row (--only ROW), with
+collection only inside their timed loop, the function counted_loop
+(--toggle-collect); each prints "COUNTED id ops" after it.
 """
 
 import argparse
@@ -100,6 +107,35 @@ def swift_instructions(workload, operations=2000, lib=None):
     return (totals[1] - totals[0]) / (5 * operations)
 
 
+RUST_PATCH = os.path.join(ROOT, "build", "rust", "release", "examples", "bench_patch")
+CPP_PATCH = os.path.join(OUT, "bench_cpp")
+BINDINGS_DEFAULT = ["RP-10", "RP-100k", "RA-10", "RA-100k", "RU", "XP-10", "XP-100k", "XA-10", "XA-100k", "XU"]
+
+
+def binding_program(row):
+    """The program of a Rust (R...) or C++ (X...) row."""
+    return RUST_PATCH if row.startswith("R") else CPP_PATCH
+
+
+def binding_instructions(row, scale, lib=None):
+    """Instructions per operation of one row of the Rust or C++ program."""
+    env = dict(os.environ, LD_LIBRARY_PATH=lib or os.path.join(ROOT, "build", "lib"))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "cg.out")
+        command = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=*counted_loop*",
+                   "--callgrind-out-file=" + out, binding_program(row), "--runs", "1", "--scale", str(scale),
+                   "--only", row]
+        done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            sys.stderr.write(done.stderr[-3000:])
+            raise RuntimeError("%s under callgrind failed" % row)
+        ops = sum(int(fields[2]) for fields in (line.split("\t") for line in done.stdout.splitlines())
+                  if fields[0] == "COUNTED" and len(fields) == 3 and fields[1] == row)
+        if not ops:
+            raise RuntimeError("%s counted no operations" % row)
+        return instructions(out) / ops
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lib", help="directory of another libturnstate.so (LD_LIBRARY_PATH)")
@@ -107,8 +143,13 @@ def main():
     parser.add_argument("--big-mb", help="the size of `big`'s state")
     parser.add_argument("--swift", action="store_true", help="Swift workloads (turnstate-profile)")
     parser.add_argument("--floors", action="store_true", help="with --swift and no workloads: each with its floors")
+    parser.add_argument("--bindings", action="store_true", help="rows of the Rust and C++ programs (RP-10, XU...)")
     parser.add_argument("workloads", nargs="*")
     args = parser.parse_args()
+    if args.bindings:
+        for row in args.workloads or BINDINGS_DEFAULT:
+            print("%s\t%.0f" % (row, binding_instructions(row, args.scale, args.lib)), flush=True)
+        return
     if args.swift:
         ids = args.workloads or [w + suffix for w in SWIFT_DEFAULT
                                  for suffix in (("", "-floor", "-floor-api") if args.floors else ("",))]

@@ -26,6 +26,12 @@ The pieces (built by `make bench` before this runs, release builds only):
     with a note when redis-server or build/plugins/replicate.so is missing.
   - R1: the C1 loop from Rust, build/rust/release/examples/bench_r1 (cargo
     --release, bindings/rust/turnstate/examples/bench_r1.rs), same lines.
+  - RP, RA, RU and XP, XA, XU: CP, CA and CU from Rust
+    (build/rust/release/examples/bench_patch, examples/bench_patch.rs) and
+    from C++ (build/bench/bench_cpp, Benchmarks/cpp/bench.cpp), same lines;
+    their instructions per operation, and those of the C rows they are
+    measured against, from callgrind (Benchmarks/callgrind.py) unless
+    --no-callgrind.
 Each workload gives several samples (one per run); the table shows their
 median, min and max, the target, and whether the median meets it. This
 script only reports: it never fails because a target is missed (the exit
@@ -108,6 +114,16 @@ ROWS += [
     ("CU", "CU action no reducer's filter matches, 8 MB slice", ("ratio", 1.1, "CU-C1")),
     ("CU-C1", "CU C1 shape, same process, alternating", None),
     ("CU-ratio", "CU / C1 (pairs of runs)", ("max", 1.1)),
+    ("RP-10", "RP CP-10 from Rust (closure, Patch, getters)", ("ratio", 1.2, "CP-10")),
+    ("RP-100k", "RP CP-100k from Rust", ("ratio", 1.2, "CP-100k")),
+    ("RA-10", "RA CA-10 from Rust", ("ratio", 1.2, "CA-10")),
+    ("RA-100k", "RA CA-100k from Rust", ("ratio", 1.2, "CA-100k")),
+    ("RU", "RU CU from Rust", ("ratio", 1.2, "CU")),
+    ("XP-10", "XP CP-10 from C++ (lambda, patch, getters)", ("ratio", 1.2, "CP-10")),
+    ("XP-100k", "XP CP-100k from C++", ("ratio", 1.2, "CP-100k")),
+    ("XA-10", "XA CA-10 from C++", ("ratio", 1.2, "CA-10")),
+    ("XA-100k", "XA CA-100k from C++", ("ratio", 1.2, "CA-100k")),
+    ("XU", "XU CU from C++", ("ratio", 1.2, "CU")),
     ("C6", "C6 4 threads dispatching: throughput", None),
     ("C6-ns", "C6 4 threads: wall time per dispatch", None),
     ("C6-lost", "C6 4 threads: lost updates", ("eq", 0)),
@@ -498,6 +514,62 @@ def python_instructions(args, instructions, notes):
     notes.append("PY instr/op: callgrind, instructions per dispatch (N and 6N dispatches; /pydux rows: the ratio)")
 
 
+# The Rust and C++ rows of issue 19, and the C row each is measured against.
+BINDING_ROWS = {"RP-10": "CP-10", "RP-100k": "CP-100k", "RA-10": "CA-10", "RA-100k": "CA-100k", "RU": "CU",
+                "XP-10": "CP-10", "XP-100k": "CP-100k", "XA-10": "CA-10", "XA-100k": "CA-100k", "XU": "CU"}
+# The C workload of bench.c that gives each of those C rows.
+C_WORKLOAD = {"CP": "cpatch", "CA": "cappend", "CU": "cunhandled"}
+
+
+def binding_pieces(args):
+    """The Rust and C++ programs to run: ("Rust", path) and ("C++", path)."""
+    pieces = []
+    for name, prefix, path in (("Rust", "RP RA RU", os.path.join(ROOT, "build", "rust", "release", "examples",
+                                                                   "bench_patch")),
+                               ("C++", "XP XA XU", os.path.join(ROOT, "build", "bench", "bench_cpp"))):
+        if not args.only or re.search(args.only, prefix):
+            pieces.append((name, path))
+    return pieces
+
+
+def binding_workloads(args, samples, units, notes):
+    """RP, RA, RU (Rust) and XP, XA, XU (C++): bench.c's CP, CA, CU through the bindings."""
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(ROOT, "build", "lib"))
+    for name, path in binding_pieces(args):
+        if not os.path.exists(path):
+            notes.append("%s rows not run: %s is missing (make -C Benchmarks rust cpp)" % (name, path))
+            continue
+        text = run([path, "--runs", str(args.runs), "--scale", str(args.scale)], env=env,
+                   what="%s CP, CA, CU" % name)
+        parse_results(text, samples, units, notes)
+
+
+def binding_instructions(args, samples, instructions, notes):
+    """callgrind instructions per operation of the Rust and C++ rows and of
+    the C rows they are measured against (same loop counts, scale 0.01)."""
+    sys.path.insert(0, HERE)
+    import callgrind
+    rows = [row for row in BINDING_ROWS if row in samples]
+    if not rows:
+        return
+    if not shutil.which("valgrind"):
+        notes.append("instructions of the Rust and C++ rows not counted: valgrind is missing")
+        return
+    scale = 0.01
+    log("callgrind: instructions per operation of %d Rust and C++ rows and their C rows" % len(rows))
+    started = time.monotonic()
+    for workload in sorted({C_WORKLOAD[BINDING_ROWS[row][:2]] for row in rows}):
+        for key, value in callgrind.measure(workload, scale).items():
+            instructions[key] = value
+    for row in rows:
+        instructions[row] = callgrind.binding_instructions(row, scale)
+    log("  callgrind: %s" % clock(time.monotonic() - started))
+    ratios = ["%s %.2fx" % (row, instructions[row] / instructions[BINDING_ROWS[row]]) for row in rows
+              if instructions.get(BINDING_ROWS[row])]
+    notes.append("instructions of the Rust and C++ rows over their C rows' (callgrind, loops scaled by %g): %s" %
+                 (scale, ", ".join(ratios)))
+
+
 def fmt(value):
     if value == 0:
         return "0"
@@ -569,14 +641,15 @@ def main():
     parser.add_argument("--swift", default=os.environ.get("SWIFT", "swift"))
     parser.add_argument("--big", action="store_true", default=os.environ.get("TURNSTATE_BENCH_BIG") == "1",
                         help="also the 1 GB state (BIG1024; several GB of memory; TURNSTATE_BENCH_BIG=1)")
-    parser.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts (callgrind) of the Swift and PY rows")
+    parser.add_argument("--no-callgrind", action="store_true",
+                        help="skip the instruction counts of the Swift rows, the PY rows and the Rust and C++ rows")
     args = parser.parse_args()
 
     samples, units, notes, instructions = {}, {}, [], {}
     started = time.monotonic()
     load_before = os.getloadavg()[0]
     swift = not args.no_swift and (not args.only or re.search(args.only, "W1 W2 W2c W3 W4 W4-40 W5 W7 -floor"))
-    PROGRESS.total = (1 if swift else 0) + (0 if args.no_c else len(c_pieces(args)))
+    PROGRESS.total = (1 if swift else 0) + (0 if args.no_c else len(c_pieces(args)) + len(binding_pieces(args)))
     if swift:
         swift_workloads(args, samples, units, notes)
         if not args.no_callgrind:
@@ -585,6 +658,9 @@ def main():
         c_workloads(args, samples, units, notes)
         if not args.no_callgrind and "PY" in c_pieces(args):
             python_instructions(args, instructions, notes)
+        binding_workloads(args, samples, units, notes)
+        if not args.no_callgrind:
+            binding_instructions(args, samples, instructions, notes)
     load_after = os.getloadavg()[0]
 
     print()

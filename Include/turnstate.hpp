@@ -93,6 +93,11 @@
  *   std::string (minified JSON text). Views in an Action are valid only
  *   during the callback.
  *
+ * - Reducers for named action types that answer with a change
+ *   (add_reducer_for, reducer_for_fn, turnstate::patch, turnstate::reduced)
+ *   and the JSON getters (json_text, json_ref, json_doc): see "Reading
+ *   JSON" and "Answering with a change" below.
+ *
  * Needs C++17 (std::optional, std::string_view); compiles with
  * -std=c++17 -Wall -Wextra -pedantic -Werror under g++ and clang++.
  */
@@ -110,10 +115,13 @@
 #include "turnstate.h"
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <forward_list>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -250,6 +258,507 @@ inline std::string action(std::string_view type, std::string_view payload_json =
     return out;
 }
 
+/* ---- Reading JSON ------------------------------------------------------- */
+
+/* The getters of turnstate.h (ts_json_at, ts_json_find, ts_json_int, ...)
+ * as value types, so that a reducer or middleware reads its slice and its
+ * action's payload without a parser of its own and without copies:
+ *
+ *     int64_t id = action.payload_at("/id").as_int64();
+ *     for (turnstate::json_ref item : slice->at("/items"))
+ *         if (item.at("/id").as_int64() == id) ...
+ *
+ * - json_text: a whole JSON text that the library handed to a callback (a
+ *   reducer's slice, an action's payload): a pointer, nothing more, so it
+ *   costs nothing however large the text; at() reads through the index the
+ *   store keeps of a slice (turnstate.h, "Reading JSON").
+ * - json_doc: JSON text of your own (a state read with get(), a reply from
+ *   elsewhere), checked once when it is made and owned.
+ * - json_ref: a value inside one of them. It points into the text: valid as
+ *   long as that text is (a callback's texts: during the callback; a
+ *   json_doc's: while the json_doc lives), like the string_views it gives.
+ * Failures throw as everywhere in this header: argument_error (a value of
+ * another kind than asked for, a number out of the type's range, a
+ * malformed pointer), not_found_error (no value at the pointer), json_error
+ * (a json_doc of text that is not JSON), with the library's message. */
+
+/* The kind of a JSON value. */
+enum class json_kind { null, boolean, number, string, array, object };
+
+class json_ref;
+class json_text;
+class json_doc;
+
+namespace detail {
+
+/* Where the unescaped copies of strings that have escapes are kept, so that
+ * as_string() can return a std::string_view that lives as long as the text
+ * the string was found in: the thread's arena for a callback's texts
+ * (emptied when the thread's outermost callback returns), a json_doc's own
+ * for its text. */
+class string_arena {
+public:
+    std::string_view keep(const char *text, size_t length) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        strings_.emplace_front(text, length);
+        return strings_.front();
+    }
+    void clear() noexcept {
+        std::lock_guard<std::mutex> lock(mutex_);
+        strings_.clear();
+    }
+
+private:
+    std::mutex mutex_;
+    std::forward_list<std::string> strings_;
+};
+
+/* The calling thread's arena (defined with the thread's state below). */
+string_arena &callback_arena() noexcept;
+
+inline void check_json(ts_status status) {
+    if (status != TS_OK) throw_error(status, ts_last_error());
+}
+
+} // namespace detail
+
+/* One member of an object, as json_ref::members() gives them:
+ *     for (auto [key, value] : obj.members()) ... */
+struct json_member;
+
+/* A value inside a JSON text (ts_json): no copy; copy it freely. Valid as
+ * long as the text it points into (see above). */
+class json_ref {
+public:
+    /* The value's kind. */
+    json_kind kind() const noexcept {
+        switch (v_.kind) {
+        case TS_JSON_NULL: return json_kind::null;
+        case TS_JSON_FALSE:
+        case TS_JSON_TRUE: return json_kind::boolean;
+        case TS_JSON_NUMBER: return json_kind::number;
+        case TS_JSON_STRING: return json_kind::string;
+        case TS_JSON_ARRAY: return json_kind::array;
+        default: return json_kind::object;
+        }
+    }
+
+    /* The value at the RFC 6901 JSON Pointer `pointer` below this one (""
+     * is this value; ts_json_find: the text is not checked again). Throws
+     * not_found_error (the message names the missing token and the path up
+     * to it, relative to this value), argument_error (a malformed pointer). */
+    json_ref at(zstring pointer) const {
+        json_ref out(arena_);
+        detail::check_json(ts_json_find(&v_, pointer.c_str(), &out.v_));
+        return out;
+    }
+
+    /* As at(), but std::nullopt where there is no value. */
+    std::optional<json_ref> find(zstring pointer) const {
+        json_ref out(arena_);
+        ts_status status = ts_json_find(&v_, pointer.c_str(), &out.v_);
+        if (status == TS_E_NOT_FOUND) return std::nullopt;
+        detail::check_json(status);
+        return out;
+    }
+
+    /* The integer the value holds: a number whose exact value is an integer
+     * (42, -0, 1.0, 1e2) within int64_t; else argument_error (ts_json_int). */
+    int64_t as_int64() const {
+        int64_t out = 0;
+        detail::check_json(ts_json_int(&v_, &out));
+        return out;
+    }
+    /* As as_int64(), within uint64_t (ts_json_uint). */
+    uint64_t as_uint64() const {
+        uint64_t out = 0;
+        detail::check_json(ts_json_uint(&v_, &out));
+        return out;
+    }
+    /* The double nearest to the number (correctly rounded); a number too
+     * large for a double is argument_error, never an infinity. */
+    double as_double() const {
+        double out = 0;
+        detail::check_json(ts_json_double(&v_, &out));
+        return out;
+    }
+    /* true or false; another kind is argument_error. */
+    bool as_bool() const {
+        int out = 0;
+        detail::check_json(ts_json_bool(&v_, &out));
+        return out != 0;
+    }
+    /* Whether the value is null. */
+    bool is_null() const noexcept { return ts_json_is_null(&v_) != 0; }
+
+    /* The content of a string, unescaped (UTF-8; may hold NUL characters,
+     * from \u0000): a view into the text when the string has no escapes,
+     * else into an unescaped copy kept as long as the text is (for a
+     * callback's texts, until the thread's outermost callback returns).
+     * Another kind is argument_error. */
+    std::string_view as_string() const {
+        const char *out = nullptr;
+        size_t length = 0;
+        detail::check_json(ts_json_string(&v_, &out, &length));
+        if (out >= v_.text && out + length <= v_.text + v_.length) return std::string_view(out, length);
+        return arena_->keep(out, length); /* the library's copy lasts until its next call: ours now */
+    }
+
+    /* The number of elements of an array or members of an object; another
+     * kind is argument_error (ts_json_count). */
+    size_t size() const {
+        size_t out = 0;
+        detail::check_json(ts_json_count(&v_, &out));
+        return out;
+    }
+    /* size() == 0. */
+    bool empty() const { return size() == 0; }
+
+    /* The value's JSON text where it is (minified in the library's texts). */
+    std::string_view json() const noexcept { return std::string_view(v_.text, v_.length); }
+    /* The C view, for the functions of turnstate.h. */
+    const ts_json &c_json() const noexcept { return v_; }
+
+    /* Iterates the elements of an array, or the values of an object's
+     * members (the iterator's key() gives their keys), in order:
+     * ts_json_next. An input iterator whose operator* is a json_ref. */
+    class iterator;
+    /* The first child; argument_error for a value that is not an array or
+     * an object. */
+    iterator begin() const;
+    iterator end() const noexcept;
+
+    /* The members of an object as json_member {key, value}; argument_error
+     * for another kind. */
+    class member_range;
+    member_range members() const;
+
+private:
+    friend class json_text;
+    friend class json_doc;
+    explicit json_ref(detail::string_arena *arena = nullptr) noexcept : v_(), arena_(arena) {}
+
+    const char *kind_name() const noexcept {
+        switch (kind()) {
+        case json_kind::null: return "null";
+        case json_kind::boolean: return "a boolean";
+        case json_kind::number: return "a number";
+        case json_kind::string: return "a string";
+        case json_kind::array: return "an array";
+        default: return "an object";
+        }
+    }
+
+    ts_json v_;
+    detail::string_arena *arena_;
+};
+
+class json_ref::iterator {
+public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = json_ref;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const json_ref *;
+    using reference = const json_ref &;
+
+    iterator() noexcept = default;
+    reference operator*() const noexcept { return value_; }
+    pointer operator->() const noexcept { return &value_; }
+    /* An object member's key, unescaped (as as_string()); "" in an array. */
+    std::string_view key() const { return key_.v_.text != nullptr ? key_.as_string() : std::string_view(); }
+    iterator &operator++() {
+        step();
+        return *this;
+    }
+    iterator operator++(int) {
+        iterator before = *this;
+        step();
+        return before;
+    }
+    friend bool operator==(const iterator &a, const iterator &b) noexcept {
+        return a.done_ == b.done_ && (a.done_ || a.cursor_ == b.cursor_);
+    }
+    friend bool operator!=(const iterator &a, const iterator &b) noexcept { return !(a == b); }
+
+private:
+    friend class json_ref;
+    explicit iterator(const json_ref &container) : container_(container.v_), key_(container.arena_),
+                                                   value_(container.arena_), done_(false) {
+        step();
+    }
+    void step() {
+        ts_status status = ts_json_next(&container_, &cursor_, &key_.v_, &value_.v_);
+        if (status == TS_E_NOT_FOUND) {
+            done_ = true;
+            return;
+        }
+        detail::check_json(status);
+    }
+    ts_json container_{};
+    size_t cursor_ = 0;
+    json_ref key_, value_;
+    bool done_ = true;
+};
+
+inline json_ref::iterator json_ref::begin() const {
+    if (v_.kind != TS_JSON_ARRAY && v_.kind != TS_JSON_OBJECT)
+        throw argument_error(std::string("json_ref: expected an array or an object, found ") + kind_name());
+    return iterator(*this);
+}
+inline json_ref::iterator json_ref::end() const noexcept { return iterator(); }
+
+struct json_member {
+    std::string_view key;
+    json_ref value;
+};
+
+class json_ref::member_range {
+public:
+    class iterator {
+    public:
+        using iterator_category = std::input_iterator_tag;
+        using value_type = json_member;
+        using difference_type = std::ptrdiff_t;
+        using pointer = const json_member *;
+        using reference = json_member;
+
+        json_member operator*() const { return json_member{it_.key(), *it_}; }
+        iterator &operator++() {
+            ++it_;
+            return *this;
+        }
+        friend bool operator==(const iterator &a, const iterator &b) noexcept { return a.it_ == b.it_; }
+        friend bool operator!=(const iterator &a, const iterator &b) noexcept { return a.it_ != b.it_; }
+
+    private:
+        friend class member_range;
+        explicit iterator(json_ref::iterator it) noexcept : it_(it) {}
+        json_ref::iterator it_;
+    };
+    iterator begin() const { return iterator(object_.begin()); }
+    iterator end() const noexcept { return iterator(json_ref::iterator()); }
+
+private:
+    friend class json_ref;
+    explicit member_range(const json_ref &object) noexcept : object_(object) {}
+    json_ref object_;
+};
+
+inline json_ref::member_range json_ref::members() const {
+    if (v_.kind != TS_JSON_OBJECT)
+        throw argument_error(std::string("json_ref: expected an object, found ") + kind_name());
+    return member_range(*this);
+}
+
+/* A whole JSON text that the library handed to a callback: a reducer's
+ * slice, an action's payload (Action::payload_json()). Valid during the
+ * callback. Only a pointer: handing one over costs nothing however large
+ * the text; view() measures it (its length). */
+class json_text {
+public:
+    /* The value at `pointer` ("" is the whole text; ts_json_at). Throws
+     * not_found_error, argument_error. */
+    json_ref at(zstring pointer) const {
+        json_ref out(arena_);
+        detail::check_json(ts_json_at(text_, pointer.c_str(), &out.v_));
+        return out;
+    }
+    /* As at(), but std::nullopt where there is no value. */
+    std::optional<json_ref> find(zstring pointer) const {
+        json_ref out(arena_);
+        ts_status status = ts_json_at(text_, pointer.c_str(), &out.v_);
+        if (status == TS_E_NOT_FOUND) return std::nullopt;
+        detail::check_json(status);
+        return out;
+    }
+    /* The whole text as a value. */
+    json_ref root() const { return at(static_cast<const char *>(nullptr)); }
+    /* Iterates the root, as json_ref does (for a slice that is an array). */
+    json_ref::iterator begin() const { return root().begin(); }
+    json_ref::iterator end() const noexcept { return json_ref::iterator(); }
+
+    /* The NUL-terminated text. */
+    const char *c_str() const noexcept { return text_; }
+    /* The text (measured: costs its length). */
+    std::string_view view() const { return std::string_view(text_); }
+    /* The same, so that a json_text goes where a std::string_view went (a
+     * reducer written for add_reducer takes std::optional<std::string_view>). */
+    operator std::string_view() const { return view(); }
+    /* A copy of the text. */
+    std::string str() const { return std::string(text_); }
+
+    /* A text of the library's that the calling thread's callback received
+     * (not for texts of your own: use json_doc). */
+    explicit json_text(const char *text) noexcept : text_(text), arena_(&detail::callback_arena()) {}
+
+private:
+    const char *text_;
+    detail::string_arena *arena_;
+};
+
+/* JSON text of your own, copied, checked once (strictly, as the library
+ * checks every text) and read with the getters. Move-only; values found in
+ * it stay valid while it lives (moves included). Each look-up from the top
+ * (at(), find(), root()) checks the text again: look up a container once
+ * and go on from there with json_ref::at(), which does not. */
+class json_doc {
+public:
+    /* Throws json_error (with the library's message: which byte) for text
+     * that is not JSON, argument_error for text with a NUL byte. */
+    explicit json_doc(std::string text) : data_(std::make_unique<data>()) {
+        if (text.find('\0') != std::string::npos) throw argument_error("json_doc: the text contains a NUL byte");
+        data_->text = std::move(text);
+        ts_json root;
+        detail::check_json(ts_json_at(data_->text.c_str(), nullptr, &root));
+    }
+    json_ref at(zstring pointer) const {
+        json_ref out(&data_->arena);
+        detail::check_json(ts_json_at(data_->text.c_str(), pointer.c_str(), &out.v_));
+        return out;
+    }
+    std::optional<json_ref> find(zstring pointer) const {
+        json_ref out(&data_->arena);
+        ts_status status = ts_json_at(data_->text.c_str(), pointer.c_str(), &out.v_);
+        if (status == TS_E_NOT_FOUND) return std::nullopt;
+        detail::check_json(status);
+        return out;
+    }
+    json_ref root() const { return at(static_cast<const char *>(nullptr)); }
+    json_ref::iterator begin() const { return root().begin(); }
+    json_ref::iterator end() const noexcept { return json_ref::iterator(); }
+    /* The text as it was given. */
+    const std::string &str() const noexcept { return data_->text; }
+
+private:
+    struct data {
+        std::string text;
+        detail::string_arena arena;
+    };
+    std::unique_ptr<data> data_;
+};
+
+/* ---- Answering with a change -------------------------------------------- */
+
+/* An RFC 6902 JSON Patch, built an operation at a time: paths are JSON
+ * Pointers relative to the reducer's slice ("" is the slice, "/-" the end of
+ * an array); values are JSON text, given as it is (the store checks it with
+ * the rest of the patch when it applies it: ts_reducer_patch).
+ *     return turnstate::patch().replace("/items/3/done", "true").add("/items/-", item_json);
+ * A patch that does not apply (a path that names nothing, a "test" that
+ * does not hold, text that is not JSON) fails the dispatch with
+ * reducer_error and the library's message, naming the operation and its
+ * path; the state is unchanged. */
+class patch {
+public:
+    /* No operation (applied, it changes nothing). */
+    patch() : json_("[]") {}
+    /* A patch given as JSON text (an array of operations), used as it is;
+     * operations added afterwards go into that array. */
+    static patch from_json(std::string json) {
+        patch p;
+        p.json_ = std::move(json);
+        return p;
+    }
+
+    /* {"op":"add","path":path,"value":value_json}. */
+    patch &add(std::string_view path, std::string_view value_json) & { return op("add", "path", path, nullptr, &value_json); }
+    patch &&add(std::string_view path, std::string_view value_json) && { return std::move(add(path, value_json)); }
+    /* {"op":"remove","path":path}. */
+    patch &remove(std::string_view path) & { return op("remove", "path", path, nullptr, nullptr); }
+    patch &&remove(std::string_view path) && { return std::move(remove(path)); }
+    /* {"op":"replace","path":path,"value":value_json}. */
+    patch &replace(std::string_view path, std::string_view value_json) & {
+        return op("replace", "path", path, nullptr, &value_json);
+    }
+    patch &&replace(std::string_view path, std::string_view value_json) && {
+        return std::move(replace(path, value_json));
+    }
+    /* {"op":"move","from":from,"path":path}. */
+    patch &move(std::string_view from, std::string_view path) & { return op("move", "from", from, &path, nullptr); }
+    patch &&move(std::string_view from, std::string_view path) && { return std::move(move(from, path)); }
+    /* {"op":"copy","from":from,"path":path}. */
+    patch &copy(std::string_view from, std::string_view path) & { return op("copy", "from", from, &path, nullptr); }
+    patch &&copy(std::string_view from, std::string_view path) && { return std::move(copy(from, path)); }
+    /* {"op":"test","path":path,"value":value_json}: the whole patch fails
+     * unless the value there equals value_json (as JSON values). */
+    patch &test(std::string_view path, std::string_view value_json) & {
+        return op("test", "path", path, nullptr, &value_json);
+    }
+    patch &&test(std::string_view path, std::string_view value_json) && { return std::move(test(path, value_json)); }
+
+    /* The patch as JSON text. */
+    const std::string &json() const noexcept { return json_; }
+
+private:
+    friend class reduced;
+    patch &op(const char *name, const char *first, std::string_view first_value, const std::string_view *path,
+              const std::string_view *value) {
+        if (!json_.empty() && json_.back() == ']') json_.pop_back();
+        size_t last = json_.find_last_not_of(" \t\r\n");
+        if (last == std::string::npos) {
+            json_ += '[';
+        } else if (json_[last] != '[') {
+            json_ += ',';
+        }
+        json_ += "{\"op\":\"";
+        json_ += name;
+        json_ += "\",\"";
+        json_ += first;
+        json_ += "\":";
+        json_ += json_string(first_value);
+        if (path != nullptr) {
+            json_ += ",\"path\":";
+            json_ += json_string(*path);
+        }
+        if (value != nullptr) {
+            json_ += ",\"value\":";
+            json_ += *value;
+        }
+        json_ += "}]";
+        return *this;
+    }
+
+    std::string json_;
+};
+
+/* What a reducer added with add_reducer_for answers: nothing changed (a
+ * default-constructed reduced, or std::nullopt), the whole new slice (JSON
+ * text: a std::string, a const char *, a std::optional<std::string> as
+ * add_reducer's reducers return), or a patch. Implicit from each, so that
+ * a reducer returns any of them as it is. */
+class reduced {
+public:
+    enum class kind { unchanged, slice, patch };
+
+    reduced() noexcept = default;
+    reduced(std::nullopt_t) noexcept {}
+    reduced(std::string slice_json) : kind_(kind::slice), json_(std::move(slice_json)) {}
+    reduced(std::string_view slice_json) : kind_(kind::slice), json_(slice_json) {}
+    /* nullptr is "unchanged", as a C reducer's NULL. */
+    reduced(const char *slice_json) {
+        if (slice_json != nullptr) {
+            kind_ = kind::slice;
+            json_ = slice_json;
+        }
+    }
+    reduced(std::optional<std::string> slice_json) {
+        if (slice_json) {
+            kind_ = kind::slice;
+            json_ = std::move(*slice_json);
+        }
+    }
+    reduced(turnstate::patch change) : kind_(kind::patch), json_(std::move(change.json_)) {}
+
+    /* Which answer this is. */
+    kind what() const noexcept { return kind_; }
+    /* The new slice's text, or the patch's; "" when unchanged. */
+    const std::string &json() const noexcept { return json_; }
+
+private:
+    kind kind_ = kind::unchanged;
+    std::string json_;
+};
+
 /* ---- Actions ------------------------------------------------------------ */
 
 /* The parsed action a reducer or middleware receives (ts_action); the views
@@ -263,6 +772,20 @@ struct Action {
     explicit Action(const ts_action &a) noexcept
         : type(a.type ? a.type : ""), payload(a.payload ? std::optional<std::string_view>(a.payload) : std::nullopt),
           json(a.json ? a.json : ""), c_action(&a) {}
+
+    /* The payload for the getters (std::nullopt without one), at no cost. */
+    std::optional<json_text> payload_json() const noexcept {
+        if (c_action->payload == nullptr) return std::nullopt;
+        return json_text(c_action->payload);
+    }
+    /* The value at `pointer` in the payload ("" is the payload itself):
+     * action.payload_at("/id").as_int64(). Throws as json_text::at;
+     * not_found_error for an action without a payload. */
+    json_ref payload_at(zstring pointer) const {
+        if (c_action->payload == nullptr)
+            throw not_found_error("the action \"" + std::string(type) + "\" has no payload");
+        return json_text(c_action->payload).at(pointer.c_str());
+    }
 };
 
 class StoreRef;
@@ -280,6 +803,15 @@ class Store;
  * of this file). Called on the dispatching thread with the store held; must
  * be pure: calls into its own store throw reentrant_error. */
 using reducer_fn = std::function<std::optional<std::string>(std::optional<std::string_view> slice, const Action &action)>;
+/* A reducer for add_reducer_for and replace_reducer_for: the slice as a
+ * json_text (std::nullopt for the init call: return the first value), which
+ * costs nothing to hand over however large the slice is and reads through
+ * the store's index, and the action; returns a `reduced`: unchanged
+ * (std::nullopt, {}), the new slice's JSON text, or a turnstate::patch. A
+ * reducer written for add_reducer (taking std::optional<std::string_view>,
+ * returning std::optional<std::string>) fits too. Throwing fails the
+ * dispatch, as for reducer_fn. */
+using reducer_for_fn = std::function<reduced(std::optional<json_text> slice, const Action &action)>;
 /* A listener (ts_listener_fn); its store is given so that it can read the
  * state, dispatch or subscribe. Add one with subscribe(), which also takes a
  * callable with no parameter. Called on the dispatching thread with the
@@ -311,6 +843,9 @@ struct ThreadState {
     /* Stores destroyed from inside their own callbacks on this thread,
      * freed when the outermost call returns (or the thread exits). */
     std::vector<std::shared_ptr<Core>> deferred;
+    /* The unescaped strings of the callbacks' texts (json_ref::as_string),
+     * emptied when the outermost callback on this thread returns. */
+    string_arena arena;
 
     /* Frees `deferred`, taken out first: a callable's destructor may call
      * this header again (a CallScope ending, a Store destroyed). */
@@ -329,6 +864,8 @@ inline ThreadState &thread_state() noexcept {
     static thread_local ThreadState state;
     return state;
 }
+
+inline string_arena &callback_arena() noexcept { return thread_state().arena; }
 
 /* Keeps `e` for the innermost call on this thread, unless it has one. */
 inline void record(const std::exception_ptr &e) noexcept {
@@ -390,7 +927,10 @@ public:
     explicit CallbackScope(const Core *core) : ts_(thread_state()) { ts_.in_callback.push_back(core); }
     CallbackScope(const CallbackScope &) = delete;
     CallbackScope &operator=(const CallbackScope &) = delete;
-    ~CallbackScope() { ts_.in_callback.pop_back(); }
+    ~CallbackScope() {
+        ts_.in_callback.pop_back();
+        if (ts_.in_callback.empty()) ts_.arena.clear();
+    }
 
 private:
     ThreadState &ts_;
@@ -405,6 +945,10 @@ inline bool in_callback_of(const Core *core) noexcept {
 struct ReducerEntry {
     Core *core;
     reducer_fn fn;
+};
+struct ReducerForEntry {
+    Core *core;
+    reducer_for_fn fn;
 };
 struct ListenerEntry {
     Core *core;
@@ -422,6 +966,7 @@ struct Core : std::enable_shared_from_this<Core> {
     std::atomic<bool> closed{false};
     std::mutex mutex; /* guards the containers below */
     std::vector<std::unique_ptr<ReducerEntry>> reducers;
+    std::vector<std::unique_ptr<ReducerForEntry>> reducers_for;
     std::vector<std::unique_ptr<MiddlewareEntry>> middleware;
     std::unordered_map<const ListenerEntry *, std::unique_ptr<ListenerEntry>> listeners;
     /* Listeners unsubscribed from inside a callback of this store: the
@@ -440,6 +985,7 @@ struct Core : std::enable_shared_from_this<Core> {
 };
 
 char *reducer_trampoline(const char *slice, const ts_action *action, void *ctx) noexcept;
+char *reducer_for_trampoline(const char *slice, const ts_action *action, void *ctx) noexcept;
 void listener_trampoline(ts_store *store, void *ctx) noexcept;
 ts_status middleware_trampoline(const ts_store_api *api, ts_next_fn next, const ts_action *action, void *ctx) noexcept;
 
@@ -619,6 +1165,39 @@ public:
         install_reducer(ts_store_replace_reducer, "replace_reducer", key, std::move(fn));
     }
 
+    /* Adds the reducer that owns `key`, called only for the action types
+     * `types` names (ts_store_add_reducer_for; Redux Toolkit's case
+     * reducers), answering with a `reduced`: unchanged, the new slice, or a
+     * turnstate::patch (see reducer_for_fn).
+     *     store.add_reducer_for("todos", {"todos/add", "todos/edit/" "*"}, fn);
+     * Each pattern is an action type, matched byte for byte, or a prefix
+     * ending in "/" then "*", matching every type that starts with the
+     * prefix and has at least one byte more. No pattern ({}) means every
+     * action, as add_reducer. The store's own actions ("@@turnstate/init",
+     * "@@turnstate/replace") reach the reducer whatever it names; for
+     * another action that no pattern matches it is not called and its slice
+     * stays as it is. The type matched is that of the action that reaches
+     * the reducers (a middleware may have changed it). A patch that does not
+     * apply fails the dispatch with reducer_error and the library's message
+     * ("... returned a patch that failed for "TYPE": op 0 ("replace" at
+     * "/items/7/done"): ..."), the state unchanged. Throws as add_reducer,
+     * and argument_error for a pattern that is empty, has a NUL byte, or
+     * has a "*" anywhere but at its end right after a "/" (the message
+     * names its index); nothing is added then. */
+    void add_reducer_for(zstring key, const std::vector<std::string> &types, reducer_for_fn fn) const {
+        install_reducer_for(ts_store_add_reducer_for, "add_reducer_for", key, types, std::move(fn));
+    }
+
+    /* Replaces the reducer that owns `key`, as replace_reducer, with one
+     * called only for `types` and answering as for add_reducer_for
+     * (ts_store_replace_reducer_for). The filter is the new reducer's,
+     * whatever the old one had ({}: every action); the "@@turnstate/replace"
+     * action that follows reaches it either way, and if that action fails
+     * the old reducer comes back with its old filter. */
+    void replace_reducer_for(zstring key, const std::vector<std::string> &types, reducer_for_fn fn) const {
+        install_reducer_for(ts_store_replace_reducer_for, "replace_reducer_for", key, types, std::move(fn));
+    }
+
     /* Removes the reducer that owns `key` (ts_store_remove_reducer): its
      * slice stays in the state, and {"type": "@@turnstate/replace"} goes to
      * the remaining reducers. Throws not_found_error when `key` has no
@@ -749,6 +1328,40 @@ private:
             {
                 std::lock_guard<std::mutex> lock(c->mutex);
                 detail::Core::erase(c->reducers, raw);
+            }
+            if (e) std::rethrow_exception(e);
+            throw_error(status, message);
+        }
+        scope.finish(status);
+    }
+
+    using reducer_for_installer = ts_status (*)(ts_store *, const char *, const char *const *, ts_reducer_fn, void *);
+    void install_reducer_for(reducer_for_installer install, const char *what, const zstring &key,
+                             const std::vector<std::string> &types, reducer_for_fn fn) const {
+        if (!fn) throw argument_error(std::string(what) + ": the reducer is empty");
+        std::vector<const char *> patterns;
+        patterns.reserve(types.size() + 1);
+        for (size_t i = 0; i < types.size(); ++i) {
+            if (types[i].find('\0') != std::string::npos)
+                throw argument_error(std::string(what) + ": types[" + std::to_string(i) + "] contains a NUL byte");
+            patterns.push_back(types[i].c_str());
+        }
+        patterns.push_back(nullptr);
+        detail::Core *c = core();
+        auto entry = std::make_unique<detail::ReducerForEntry>(detail::ReducerForEntry{c, std::move(fn)});
+        detail::ReducerForEntry *raw = entry.get();
+        {
+            std::lock_guard<std::mutex> lock(c->mutex);
+            c->reducers_for.push_back(std::move(entry));
+        }
+        detail::CallScope scope;
+        ts_status status = install(c->store, key.c_str(), patterns.data(), detail::reducer_for_trampoline, raw);
+        if (status != TS_OK) {
+            std::exception_ptr e = scope.take();
+            std::string message = ts_last_error();
+            {
+                std::lock_guard<std::mutex> lock(c->mutex);
+                detail::Core::erase(c->reducers_for, raw);
             }
             if (e) std::rethrow_exception(e);
             throw_error(status, message);
@@ -940,6 +1553,38 @@ inline char *reducer_trampoline(const char *slice, const ts_action *action, void
         if (out == nullptr) throw std::bad_alloc();
         std::memcpy(out, result->data(), result->size());
         out[result->size()] = '\0';
+        return out;
+    } catch (...) {
+        record(std::current_exception());
+        ts_reducer_fail(describe());
+        return nullptr;
+    }
+}
+
+inline char *reducer_for_trampoline(const char *slice, const ts_action *action, void *ctx) noexcept {
+    auto *entry = static_cast<ReducerForEntry *>(ctx);
+    try {
+        CallbackScope in(entry->core);
+        std::optional<json_text> slice_text;
+        if (slice != nullptr) slice_text.emplace(slice);
+        reduced result = entry->fn(slice_text, Action(*action));
+        switch (result.what()) {
+        case reduced::kind::unchanged: return nullptr;
+        case reduced::kind::patch:
+            if (result.json().find('\0') != std::string::npos)
+                throw reducer_error("the reducer's patch contains a NUL byte");
+            // A patch that the library refuses (not JSON, not an array, in
+            // the init call) fails this reducer's call there and then, with
+            // its message: nothing more to do here.
+            ts_reducer_patch(result.json().c_str());
+            return nullptr;
+        case reduced::kind::slice: break;
+        }
+        const std::string &json = result.json();
+        auto *out = static_cast<char *>(ts_alloc(json.size() + 1));
+        if (out == nullptr) throw std::bad_alloc();
+        std::memcpy(out, json.data(), json.size());
+        out[json.size()] = '\0';
         return out;
     } catch (...) {
         record(std::current_exception());

@@ -19,15 +19,20 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -708,6 +713,434 @@ TEST(test_plugins) {
     rmdir(dir.c_str());
 }
 
+// ---- Patches, type filters and getters (issue 19) --------------------------
+
+using turnstate::json_doc;
+using turnstate::json_kind;
+using turnstate::json_ref;
+using turnstate::json_text;
+using turnstate::patch;
+using turnstate::reduced;
+using Text = std::optional<json_text>;
+
+/* "todos" ({"items": [...]}): every "todos/" action answers with the patch
+ * in its payload ("todos/patch"), toggles item /id with the getters
+ * ("todos/toggle"), or answers otherwise. */
+reduced todos(Text slice, const Action &action) {
+    if (!slice) return R"({"items":[{"id":0,"done":false},{"id":1,"done":true}]})";
+    if (action.type == "todos/patch") return patch::from_json(std::string(*action.payload));
+    if (action.type == "todos/toggle") {
+        std::string path = "/items/" + std::to_string(action.payload_at("/id").as_uint64()) + "/done";
+        return patch().replace(path, slice->at(path).as_bool() ? "false" : "true");
+    }
+    if (action.type == "todos/whole") return std::string(R"({"items":[]})");
+    if (action.type == "todos/fail") throw custom_failure("refused by the test", 3);
+    return {};
+}
+
+std::string patch_action(const std::string &ops) { return turnstate::action("todos/patch", ops); }
+
+TEST(test_patch_answers) {
+    Store store;
+    store.add_reducer_for("todos", {"todos/*"}, todos);
+    store.dispatch(R"({"type":"todos/toggle","payload":{"id":0}})");
+    CHECK_EQ(store.get("/todos"), std::string(R"({"items":[{"id":0,"done":true},{"id":1,"done":true}]})"));
+    store.dispatch(R"({"type":"todos/toggle","payload":{"id":1}})");
+    CHECK_EQ(store.get("/todos/items/1/done"), std::string("false"));
+    // Every operation of the builder, applied by the store.
+    patch p;
+    p.add("/items/-", R"({"id":2,"done":false})")
+        .test("/items/2/id", "2.0")
+        .copy("/items/0", "/first")
+        .move("/first", "/kept")
+        .replace("/kept/id", "10")
+        .remove("/items/1")
+        .add("/note", turnstate::json_string("a \"quoted\" note"));
+    store.dispatch(patch_action(p.json()));
+    CHECK_EQ(store.get("/todos"), std::string(R"({"items":[{"id":0,"done":true},{"id":2,"done":false}],)"
+                                              R"("kept":{"id":10,"done":true},"note":"a \"quoted\" note"})"));
+    store.dispatch(R"({"type":"todos/other"})"); // unchanged
+    CHECK_EQ(store.get("/todos/items/1/id"), std::string("2"));
+    store.dispatch(R"({"type":"todos/whole"})");
+    CHECK_EQ(store.get("/todos"), std::string(R"({"items":[]})"));
+    // The builder's text.
+    CHECK_EQ(patch().json(), std::string("[]"));
+    CHECK_EQ(patch().remove("/a~1b/\"q\"\n").move("/x", "/y").json(),
+             std::string(R"([{"op":"remove","path":"/a~1b/\"q\"\u000a"},{"op":"move","from":"/x","path":"/y"}])"));
+    CHECK_EQ(patch::from_json(R"([{"op":"remove","path":"/a"}])").copy("/b", "/c").json(),
+             std::string(R"([{"op":"remove","path":"/a"},{"op":"copy","from":"/b","path":"/c"}])"));
+    CHECK_EQ(patch::from_json("[ ]").remove("").json(), std::string(R"([ {"op":"remove","path":""}])"));
+    // What converts to a reduced.
+    CHECK(reduced().what() == reduced::kind::unchanged);
+    CHECK(reduced(std::nullopt).what() == reduced::kind::unchanged);
+    CHECK(reduced(static_cast<const char *>(nullptr)).what() == reduced::kind::unchanged);
+    CHECK(reduced(Result()).what() == reduced::kind::unchanged);
+    CHECK(reduced(Result("1")).json() == "1");
+    CHECK(reduced("2").what() == reduced::kind::slice);
+    CHECK(reduced(std::string_view("3")).json() == "3");
+    reduced r = patch().remove("/x");
+    CHECK(r.what() == reduced::kind::patch);
+    CHECK_EQ(r.json(), std::string(R"([{"op":"remove","path":"/x"}])"));
+}
+
+/* Every failure of a patch: reducer_error with the library's message, no
+ * later reducer, no listener, the state as it was. */
+TEST(test_patch_failures) {
+    Store store;
+    store.add_reducer_for("todos", {"todos/*"}, todos);
+    int later = 0, listened = 0;
+    store.add_reducer_for("later", {}, [&later](Text s, const Action &) -> reduced {
+        if (s) ++later;
+        return "0";
+    });
+    Subscription sub = store.subscribe([&] { ++listened; });
+    std::string before = store.state();
+    const std::pair<std::string, std::string> cases[] = {
+        {patch_action(R"([{"op":"test","path":"/items/0/done","value":true}])"),
+         R"(returned a patch that failed for "todos/patch": op 0 ("test" at "/items/0/done"): the value differs (found false))"},
+        {patch_action(R"([{"op":"replace","path":"/items/0/done","value":true},{"op":"remove","path":"/nope"}])"),
+         R"(op 1 ("remove" at "/nope"): no member "nope")"},
+        {patch_action(R"([{"op":"frob","path":""}])"), R"(op 0: unknown op "frob")"},
+        {patch_action(R"([{"op":"add","path":"/items/9","value":1}])"), R"(op 0 ("add" at "/items/9"))"},
+        {patch_action(R"({"op":"remove"})"), "ts_reducer_patch: a JSON Patch must be an array of operations, found object"},
+    };
+    for (const auto &c : cases) {
+        bool thrown = false;
+        try {
+            store.dispatch(c.first);
+        } catch (const turnstate::error &e) {
+            thrown = true;
+            CHECK_EQ(e.status(), TS_E_REDUCER);
+            CHECK_CONTAINS(e.what(), c.second);
+            CHECK_CONTAINS(ts_last_error(), c.second);
+        }
+        report(thrown, __FILE__, __LINE__, c.first + " throws");
+        CHECK_EQ(store.state(), before);
+    }
+    // The reducer's own exception comes back as itself: a getter's too
+    // (the C text says which reducer failed, and why).
+    CHECK_THROWS(custom_failure, store.dispatch(R"({"type":"todos/fail"})"), e, CHECK_EQ(e.code, 3));
+    CHECK_CONTAINS(ts_last_error(), "failed for \"todos/fail\": refused by the test");
+    CHECK_THROWS(turnstate::argument_error, store.dispatch(R"({"type":"todos/toggle","payload":{"id":"zero"}})"), e,
+                 CHECK_EQ(std::string(e.what()), std::string("ts_json_uint: expected an integer, found string")));
+    CHECK_CONTAINS(ts_last_error(), "the reducer for \"todos\" failed for \"todos/toggle\": ts_json_uint: expected");
+    CHECK_THROWS(turnstate::not_found_error, store.dispatch(R"({"type":"todos/toggle","payload":{"id":7}})"), e,
+                 CHECK_CONTAINS(e.what(), R"(ts_json_at: JSON Pointer "/items/7/done": index "7" is out of range)"));
+    CHECK_EQ(store.state(), before);
+    CHECK_EQ(later, 0);
+    CHECK_EQ(listened, 0);
+    // Text that is not JSON; a patch with a NUL byte (not C text).
+    store.replace_reducer_for("todos", {"todos/*"}, [](Text, const Action &a) -> reduced {
+        if (a.type == "todos/text") return patch::from_json("[{");
+        if (a.type == "todos/nul") return patch().add("/x", std::string("\"a\0b\"", 5));
+        return {};
+    });
+    before = store.state();
+    CHECK_THROWS(turnstate::reducer_error, store.dispatch(R"({"type":"todos/text"})"), e,
+                 CHECK_CONTAINS(e.what(), "ts_reducer_patch: the patch is not valid JSON"));
+    CHECK_THROWS(turnstate::reducer_error, store.dispatch(R"({"type":"todos/nul"})"), e,
+                 CHECK_CONTAINS(e.what(), "the reducer's patch contains a NUL byte"));
+    CHECK_EQ(store.state(), before);
+    // A patch cannot be the first value: nothing is added.
+    CHECK_THROWS(turnstate::reducer_error,
+                 store.add_reducer_for("first", {}, [](Text, const Action &) -> reduced { return patch().add("", "1"); }),
+                 e, CHECK_CONTAINS(e.what(), "ts_reducer_patch"));
+    CHECK(!store.find("/first"));
+    store.add_reducer_for("first", {}, [](Text s, const Action &) -> reduced { return s ? reduced() : "1"; });
+    CHECK_EQ(store.get("/first"), std::string("1"));
+}
+
+TEST(test_pointer_listeners_under_patches) {
+    Store store;
+    store.add_reducer_for("todos", {"todos/*"}, todos);
+    std::vector<std::string> calls;
+    std::vector<Subscription> subs;
+    for (const char *pointer : {"/todos/items/0/done", "/todos/items/1", "/todos"})
+        subs.push_back(store.subscribe(pointer, [&calls, pointer](StoreRef s) {
+            calls.push_back(std::string(pointer) + "=" + s.get(pointer));
+        }));
+    store.dispatch(R"({"type":"todos/toggle","payload":{"id":0}})");
+    CHECK_EQ(calls.size(), 2u);
+    if (calls.size() == 2) {
+        CHECK_EQ(calls[0], std::string("/todos/items/0/done=true"));
+        CHECK_EQ(calls[1], std::string(R"(/todos={"items":[{"id":0,"done":true},{"id":1,"done":true}]})"));
+    }
+}
+
+/* A reducer for add_reducer_for that records the types it was called for. */
+turnstate::reducer_for_fn recorder(std::vector<std::string> &log) {
+    return [&log](Text slice, const Action &action) -> reduced {
+        log.emplace_back(action.type);
+        return slice ? reduced() : reduced("0");
+    };
+}
+
+std::string joined(std::vector<std::string> &log) {
+    std::string out;
+    for (const auto &item : log) out += (out.empty() ? "" : ",") + item;
+    log.clear();
+    return out;
+}
+
+TEST(test_type_filters) {
+    Store store;
+    std::vector<std::string> exact, prefix, every;
+    store.add_reducer_for("exact", {"todos/add", "user/login"}, recorder(exact));
+    store.add_reducer_for("prefix", {"todos/edit/*"}, recorder(prefix));
+    store.add_reducer_for("every", {}, recorder(every));
+    CHECK_EQ(joined(exact), std::string("@@turnstate/init"));
+    CHECK_EQ(joined(prefix), std::string("@@turnstate/init"));
+    CHECK_EQ(joined(every), std::string("@@turnstate/init"));
+    for (const char *type : {"todos/add", "todos/edit/title", "todos/edit/x/y", "todos/edit", "todos/edit/", "todos/addx",
+                             "user/login"})
+        store.dispatch(turnstate::action(type));
+    CHECK_EQ(joined(exact), std::string("todos/add,user/login"));
+    CHECK_EQ(joined(prefix), std::string("todos/edit/title,todos/edit/x/y"));
+    CHECK_EQ(every.size(), 7u);
+    every.clear();
+    // The store's own actions reach a filtered reducer.
+    store.remove_reducer("every");
+    CHECK_EQ(joined(exact), std::string("@@turnstate/replace"));
+    CHECK_EQ(joined(prefix), std::string("@@turnstate/replace"));
+    CHECK(every.empty());
+    // The type matched is the one a middleware passes on.
+    store.add_middleware("rename", [](turnstate::Api &, turnstate::Next &next, const Action &a) {
+        if (a.type == "old/login") next(turnstate::action("user/login"));
+        else next();
+    });
+    store.dispatch(turnstate::action("old/login"));
+    store.dispatch(turnstate::action("old/other"));
+    CHECK_EQ(joined(exact), std::string("user/login"));
+    // replace_reducer_for: the new filter, whatever the old one was.
+    std::vector<std::string> replaced;
+    store.replace_reducer_for("exact", {"b/x"}, recorder(replaced));
+    store.dispatch(turnstate::action("todos/add"));
+    store.dispatch(turnstate::action("b/x"));
+    CHECK_EQ(joined(replaced), std::string("@@turnstate/replace,b/x"));
+    CHECK(exact.empty());
+    CHECK_THROWS(turnstate::not_found_error, store.replace_reducer_for("nope", {"a/x"}, recorder(replaced)), e, (void)e);
+    // A reducer written for add_reducer fits add_reducer_for too.
+    store.add_reducer_for("count", {"counter/*"}, counter);
+    store.dispatch(R"({"type":"counter/add","payload":5})");
+    store.dispatch(R"({"type":"other/add","payload":5})");
+    CHECK_EQ(store.get("/count"), std::string("5"));
+}
+
+TEST(test_bad_patterns_are_refused) {
+    Store store;
+    std::vector<std::string> log;
+    const std::pair<std::vector<std::string>, std::string> cases[] = {
+        {{""}, "types[0] is empty"},
+        {{"a/b", "a*"}, R"(types[1] "a*" is neither an action type nor a prefix pattern)"},
+        {{"a/*/b"}, R"(types[0] "a/*/b")"},
+        {{"*"}, R"(types[0] "*")"},
+        {{"ok/*", std::string("a\0b", 3)}, "add_reducer_for: types[1] contains a NUL byte"},
+    };
+    for (const auto &c : cases)
+        CHECK_THROWS(turnstate::argument_error, store.add_reducer_for("k", c.first, recorder(log)), e,
+                     CHECK_CONTAINS(e.what(), c.second));
+    CHECK_THROWS(turnstate::argument_error, store.add_reducer_for("k", {}, turnstate::reducer_for_fn()), e,
+                 CHECK_CONTAINS(e.what(), "the reducer is empty"));
+    CHECK(log.empty());
+    CHECK_EQ(store.state(), std::string("{}"));
+    // The key is still free; a refused replacement keeps the old reducer.
+    store.add_reducer_for("k", {"a/x"}, recorder(log));
+    CHECK_THROWS(turnstate::argument_error,
+                 store.replace_reducer_for("k", {"b*"}, [](Text, const Action &) -> reduced { throw 1; }), e, (void)e);
+    store.dispatch(turnstate::action("a/x"));
+    CHECK_EQ(joined(log), std::string("@@turnstate/init,a/x"));
+}
+
+const char *const doc_text =
+    R"({"null":null,"f":false,"t":true,"i":42,"neg":-7,"big":18446744073709551615,"min":-9223372036854775808,)"
+    R"("dbl":1.5,"exp":2.50E1,"huge":1e400,"s":"plain","esc":"a\"b\u00e9\n","nul":"x\u0000y",)"
+    R"("arr":[1,"two",[3],{"four":4}],"obj":{"a":{"b":[10,20]},"c/d":1,"e~f":2},"empty":{}})";
+
+TEST(test_getters_every_kind) {
+    json_doc doc(doc_text);
+    CHECK_EQ(doc.str(), std::string(doc_text));
+    json_ref root = doc.root();
+    CHECK(root.kind() == json_kind::object);
+    CHECK_EQ(root.json(), std::string_view(doc_text));
+    CHECK_EQ(root.size(), 16u);
+    const std::tuple<const char *, json_kind, const char *> kinds[] = {
+        {"/null", json_kind::null, "null"},         {"/f", json_kind::boolean, "false"},
+        {"/t", json_kind::boolean, "true"},          {"/exp", json_kind::number, "2.50E1"},
+        {"/s", json_kind::string, "\"plain\""},      {"/arr/2", json_kind::array, "[3]"},
+        {"/arr/3", json_kind::object, R"({"four":4})"}, {"/obj/c~1d", json_kind::number, "1"},
+        {"/obj/e~0f", json_kind::number, "2"},
+    };
+    for (const auto &[pointer, kind, text] : kinds) {
+        json_ref v = doc.at(pointer);
+        CHECK(v.kind() == kind);
+        CHECK_EQ(v.json(), std::string_view(text));
+    }
+    CHECK(doc.at("/null").is_null());
+    CHECK(!doc.at("/f").is_null());
+    CHECK(!doc.at("/f").as_bool());
+    CHECK(doc.at("/t").as_bool());
+    CHECK_EQ(doc.at("/i").as_int64(), 42);
+    CHECK_EQ(doc.at("/neg").as_int64(), -7);
+    CHECK(doc.at("/min").as_int64() == INT64_MIN);
+    CHECK_EQ(doc.at("/exp").as_int64(), 25);
+    CHECK(doc.at("/big").as_uint64() == UINT64_MAX);
+    CHECK_EQ(doc.at("/dbl").as_double(), 1.5);
+    CHECK_EQ(doc.at("/neg").as_double(), -7.0);
+    // Strings: a view into the text without escapes, into a kept copy with them.
+    std::string_view plain = doc.at("/s").as_string();
+    CHECK(plain == "plain" && plain.data() > doc.str().data() && plain.data() < doc.str().data() + doc.str().size());
+    std::string_view esc = doc.at("/esc").as_string(), nul = doc.at("/nul").as_string();
+    CHECK_EQ(esc, std::string_view("a\"b\xc3\xa9\n"));
+    CHECK_EQ(nul, std::string_view("x\0y", 3));
+    CHECK_EQ(esc, std::string_view("a\"b\xc3\xa9\n")); // still valid after another string's copy
+    // Containers.
+    json_ref obj = doc.at("/obj");
+    CHECK_EQ(obj.at("/a/b/1").as_int64(), 20);
+    CHECK_EQ(obj.at("").json(), obj.json());
+    CHECK(obj.find("/a/b/1") && obj.find("/a/b/1")->as_int64() == 20);
+    CHECK(!obj.find("/zz"));
+    CHECK(!doc.find("/zz"));
+    CHECK(doc.find("/i"));
+    json_ref arr = doc.at("/arr");
+    CHECK_EQ(arr.size(), 4u);
+    CHECK(!arr.empty());
+    CHECK(doc.at("/empty").empty());
+    std::string items;
+    for (json_ref item : arr) items += std::string(item.json()) + ";";
+    CHECK_EQ(items, std::string(R"(1;"two";[3];{"four":4};)"));
+    std::string members;
+    for (auto [key, value] : obj.members()) members += std::string(key) + "=" + std::string(value.json()) + ";";
+    CHECK_EQ(members, std::string(R"(a={"b":[10,20]};c/d=1;e~f=2;)"));
+    std::string keys;
+    for (auto it = obj.begin(); it != obj.end(); ++it) keys += std::string(it.key()) + ":" + std::string(it->json()) + ";";
+    CHECK_EQ(keys, std::string(R"(a:{"b":[10,20]};c/d:1;e~f:2;)"));
+    int count = 0;
+    for (json_ref v : doc.at("/empty")) count += v.is_null() ? 1 : 2;
+    CHECK_EQ(count, 0);
+    CHECK_EQ(std::distance(arr.begin(), arr.end()), 4);
+    json_doc escaped_key(R"({"a\u00e9":1})");
+    for (auto [key, value] : escaped_key.root().members()) CHECK(key == "a\xc3\xa9" && value.as_int64() == 1);
+    json_doc array(R"([1,2,3])");
+    int64_t sum = 0;
+    for (json_ref v : array) sum += v.as_int64();
+    CHECK_EQ(sum, 6);
+}
+
+TEST(test_getters_errors) {
+    json_doc doc(doc_text);
+    const std::pair<std::function<void()>, std::string> argument_cases[] = {
+        {[&] { (void)doc.at("/s").as_int64(); }, "ts_json_int: expected an integer, found string"},
+        {[&] { (void)doc.at("/dbl").as_int64(); }, "ts_json_int"},
+        {[&] { (void)doc.at("/big").as_int64(); }, "ts_json_int"},
+        {[&] { (void)doc.at("/neg").as_uint64(); }, "ts_json_uint"},
+        {[&] { (void)doc.at("/huge").as_double(); }, "ts_json_double"},
+        {[&] { (void)doc.at("/i").as_bool(); }, "ts_json_bool"},
+        {[&] { (void)doc.at("/i").as_string(); }, "ts_json_string"},
+        {[&] { (void)doc.at("/i").size(); }, "ts_json_count"},
+        {[&] { (void)doc.at("/s").begin(); }, "expected an array or an object, found a string"},
+        {[&] { (void)doc.at("/arr").members(); }, "expected an object, found an array"},
+        {[&] { (void)doc.at("missing"); }, "must be empty or start with '/'"},
+        {[&] { json_doc bad(std::string("1\0", 2)); }, "json_doc: the text contains a NUL byte"},
+    };
+    for (const auto &c : argument_cases)
+        CHECK_THROWS(turnstate::argument_error, c.first(), e, CHECK_CONTAINS(e.what(), c.second));
+    const std::pair<std::function<void()>, std::string> not_found_cases[] = {
+        {[&] { (void)doc.at("/missing"); }, R"(ts_json_at: JSON Pointer "/missing": no member "missing")"},
+        {[&] { (void)doc.at("/arr/9"); }, R"(index "9" is out of range)"},
+        {[&] { (void)doc.at("/arr").at("/-"); }, "ts_json_find"},
+    };
+    for (const auto &c : not_found_cases)
+        CHECK_THROWS(turnstate::not_found_error, c.first(), e, CHECK_CONTAINS(e.what(), c.second));
+    CHECK_THROWS(turnstate::json_error, json_doc(R"({"a":1,"a":2})"), e, CHECK_CONTAINS(e.what(), "duplicate key \"a\""));
+    CHECK_THROWS(turnstate::json_error, json_doc("[1,"), e, CHECK_CONTAINS(e.what(), "ts_json_at: invalid JSON"));
+}
+
+/* The slice and payload a reducer gets are read where they are, and answer
+ * as a copy of the same text does; escaped strings stay valid through the
+ * whole callback. */
+TEST(test_getters_in_a_reducer) {
+    Store store(std::string(R"({"doc":)") + doc_text + "}");
+    std::vector<std::string> seen;
+    const char *const pointers[] = {"/i", "/esc", "/arr/3/four", "/missing", "/obj/a/b"};
+    auto answer = [&](auto &&at, const char *pointer) {
+        try {
+            return std::string(pointer) + "=" + std::string(at(pointer).json());
+        } catch (const turnstate::error &e) {
+            return std::string(pointer) + ":" + e.status_name() + ":" + e.what();
+        }
+    };
+    store.add_reducer_for("doc", {"read"}, [&](Text slice, const Action &action) -> reduced {
+        for (const char *p : pointers) seen.push_back(answer([&](const char *q) { return slice->at(q); }, p));
+        std::string_view esc = slice->at("/esc").as_string(), nul = slice->at("/nul").as_string();
+        seen.push_back(std::string("esc=") + std::string(esc) + " nul=" + std::to_string(nul.size()) +
+                       (esc == "a\"b\xc3\xa9\n" ? " esc still" : " esc changed"));
+        int64_t sum = 0;
+        for (json_ref v : slice->at("/obj/a/b")) sum += v.as_int64();
+        seen.push_back("sum=" + std::to_string(sum));
+        seen.push_back("id=" + std::to_string(action.payload_at("/id").as_int64()));
+        seen.push_back("payload=" + std::string(action.payload_json()->view()));
+        seen.push_back("root=" + std::to_string(slice->root().size()));
+        std::string_view as_view = *slice; // a json_text goes where a string_view goes
+        seen.push_back("view=" + std::to_string(as_view.size()) + "," + std::to_string(std::strlen(slice->c_str())) +
+                       "," + std::to_string(slice->str().size()));
+        return {};
+    });
+    store.dispatch(R"({"type":"read","payload":{"id":5}})");
+    json_doc copy(doc_text);
+    std::vector<std::string> expected;
+    for (const char *p : pointers) expected.push_back(answer([&](const char *q) { return copy.at(q); }, p));
+    std::string size = std::to_string(std::strlen(doc_text));
+    expected.insert(expected.end(), {"esc=a\"b\xc3\xa9\n nul=3 esc still", "sum=30", "id=5", R"(payload={"id":5})",
+                                     "root=16", "view=" + size + "," + size + "," + size});
+    CHECK_EQ(seen.size(), expected.size());
+    for (size_t i = 0; i < seen.size() && i < expected.size(); ++i) CHECK_EQ(seen[i], expected[i]);
+    // No payload: nothing at any pointer.
+    std::string bare;
+    store.add_reducer_for("bare", {"bare"}, [&bare](Text s, const Action &a) -> reduced {
+        if (!s) return "0";
+        CHECK(!a.payload_json());
+        try {
+            (void)a.payload_at("");
+        } catch (const turnstate::not_found_error &e) {
+            bare = e.what();
+        }
+        return {};
+    });
+    store.dispatch(R"({"type":"bare"})");
+    CHECK_EQ(bare, std::string(R"(the action "bare" has no payload)"));
+}
+
+/* Threads: each dispatches to one store whose patch reducer reads escaped
+ * strings (the thread's own arena), and all read one json_doc at once (its
+ * arena is shared): ThreadSanitizer runs this with --quick. */
+TEST(test_getters_from_threads) {
+    Store store;
+    store.add_reducer_for("n", {"n/*"}, [](Text slice, const Action &action) -> reduced {
+        if (!slice) return "{\"count\":0,\"last\":\"\"}";
+        std::string_view who = action.payload_at("/who").as_string();
+        int64_t count = slice->at("/count").as_int64();
+        return patch().replace("/count", std::to_string(count + 1)).replace("/last", turnstate::json_string(who));
+    });
+    json_doc shared(R"({"s":"tab\there","t":"new\nline"})");
+    const int threads = 4, rounds = quick ? 25 : 300;
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            std::string who = "thread\t" + std::to_string(t);
+            for (int i = 0; i < rounds; ++i) {
+                store.dispatch(turnstate::action("n/add", "{\"who\":" + turnstate::json_string(who) + "}"));
+                if (shared.at("/s").as_string() != "tab\there" || shared.at("/t").as_string() != "new\nline")
+                    wrong.fetch_add(1);
+            }
+        });
+    for (auto &th : pool) th.join();
+    CHECK_EQ(wrong.load(), 0);
+    CHECK_EQ(store.get("/n/count"), std::to_string(threads * rounds));
+    json_doc last(store.get("/n/last"));
+    CHECK_EQ(last.root().as_string().substr(0, 7), std::string_view("thread\t"));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -735,6 +1168,15 @@ int main(int argc, char **argv) {
     RUN(test_threads_dispatching_at_once);
     RUN(test_subscriptions_from_threads);
     RUN(test_plugins);
+    RUN(test_patch_answers);
+    RUN(test_patch_failures);
+    RUN(test_pointer_listeners_under_patches);
+    RUN(test_type_filters);
+    RUN(test_bad_patterns_are_refused);
+    RUN(test_getters_every_kind);
+    RUN(test_getters_errors);
+    RUN(test_getters_in_a_reducer);
+    RUN(test_getters_from_threads);
     std::printf("checks: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

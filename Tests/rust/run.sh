@@ -9,7 +9,9 @@
 #      callbacks, on the caller's thread and on the delay plugin's worker)
 #      again under valgrind (VALGRIND, the Makefile's command line): no
 #      invalid access, no definite or indirect leak;
-#   3. the README's Rust example, as a user runs it: `make install` into a
+#   3. the crate's README (bindings/rust/turnstate/README.md) has the
+#      README's Rust example word for word (`cargo test` runs it as a
+#      doctest); the README's Rust example, as a user runs it: `make install` into a
 #      temporary prefix, a new cargo project with the README's Cargo.toml
 #      lines and src/main.rs, and the README's commands (`cargo run
 #      --offline` with PKG_CONFIG_PATH at the prefix) run with the Swift
@@ -91,6 +93,19 @@ PY
 app=$tmp/home/app
 mkdir -p "$app/src"
 extract "## Rust" rust >"$app/src/main.rs"
+# The crate's own README (crates.io shows it; cargo test runs it as a
+# doctest) has the same example.
+if python3 - "$app/src/main.rs" <<'PY'
+import re, sys
+crate = open("bindings/rust/turnstate/README.md").read()
+blocks = re.findall(r"```rust\n(.*?)```", crate, re.S)
+sys.exit(0 if len(blocks) == 1 and blocks[0].rstrip("\n") == open(sys.argv[1]).read().rstrip("\n") else 1)
+PY
+then
+  pass "bindings/rust/turnstate/README.md has the README's Rust example, word for word"
+else
+  fail "bindings/rust/turnstate/README.md has the README's Rust example, word for word"
+fi
 extract "## Rust" toml >"$tmp/deps.toml"
 # The README's path to the crate, made the repository's.
 if ! grep -q '^turnstate = { path = "[^"]*bindings/rust/turnstate" }' "$tmp/deps.toml"; then

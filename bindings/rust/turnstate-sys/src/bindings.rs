@@ -21,10 +21,18 @@ pub const TS_E_UNKNOWN_ACTION: i32 = -13;
 pub const TS_E_MISUSE: i32 = -14;
 pub const TS_MAX_DEPTH: i32 = 256;
 pub const TS_REPLACE_ACTION_TYPE: &[u8; 20usize] = b"@@turnstate/replace\0";
+pub const TS_JSON_NULL: i32 = 0;
+pub const TS_JSON_FALSE: i32 = 1;
+pub const TS_JSON_TRUE: i32 = 2;
+pub const TS_JSON_NUMBER: i32 = 3;
+pub const TS_JSON_STRING: i32 = 4;
+pub const TS_JSON_ARRAY: i32 = 5;
+pub const TS_JSON_OBJECT: i32 = 6;
 pub const TS_PLUGIN_ABI_VERSION: i32 = 1;
 pub const TS_PLUGIN_ENTRY_SYMBOL: &[u8; 16usize] = b"ts_plugin_entry\0";
 pub type __int32_t = ::std::os::raw::c_int;
 pub type __uint32_t = ::std::os::raw::c_uint;
+pub type __int64_t = ::std::os::raw::c_long;
 pub type __uint64_t = ::std::os::raw::c_ulong;
 extern "C" {
     pub fn ts_version_number() -> ::std::os::raw::c_int;
@@ -54,10 +62,7 @@ pub struct ts_store {
     _unused: [u8; 0],
 }
 extern "C" {
-    pub fn ts_store_create(
-        initial_state_json: *const ::std::os::raw::c_char,
-        out: *mut *mut ts_store,
-    ) -> ts_status;
+    pub fn ts_store_create(initial_state_json: *const ::std::os::raw::c_char, out: *mut *mut ts_store) -> ts_status;
 }
 extern "C" {
     pub fn ts_store_destroy(store: *mut ts_store);
@@ -71,16 +76,8 @@ pub struct ts_action {
 }
 #[test]
 fn bindgen_test_layout_ts_action() {
-    assert_eq!(
-        ::std::mem::size_of::<ts_action>(),
-        24usize,
-        concat!("Size of: ", stringify!(ts_action))
-    );
-    assert_eq!(
-        ::std::mem::align_of::<ts_action>(),
-        8usize,
-        concat!("Alignment of ", stringify!(ts_action))
-    );
+    assert_eq!(::std::mem::size_of::<ts_action>(), 24usize, concat!("Size of: ", stringify!(ts_action)));
+    assert_eq!(::std::mem::align_of::<ts_action>(), 8usize, concat!("Alignment of ", stringify!(ts_action)));
     fn test_field_type() {
         assert_eq!(
             unsafe {
@@ -89,12 +86,7 @@ fn bindgen_test_layout_ts_action() {
                 ::std::ptr::addr_of!((*ptr).type_) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_action),
-                "::",
-                stringify!(type_)
-            )
+            concat!("Offset of field: ", stringify!(ts_action), "::", stringify!(type_))
         );
     }
     test_field_type();
@@ -106,12 +98,7 @@ fn bindgen_test_layout_ts_action() {
                 ::std::ptr::addr_of!((*ptr).payload) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_action),
-                "::",
-                stringify!(payload)
-            )
+            concat!("Offset of field: ", stringify!(ts_action), "::", stringify!(payload))
         );
     }
     test_field_payload();
@@ -123,12 +110,7 @@ fn bindgen_test_layout_ts_action() {
                 ::std::ptr::addr_of!((*ptr).json) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_action),
-                "::",
-                stringify!(json)
-            )
+            concat!("Offset of field: ", stringify!(ts_action), "::", stringify!(json))
         );
     }
     test_field_json();
@@ -142,6 +124,9 @@ pub type ts_reducer_fn = ::std::option::Option<
 >;
 extern "C" {
     pub fn ts_reducer_fail(message: *const ::std::os::raw::c_char) -> ts_status;
+}
+extern "C" {
+    pub fn ts_reducer_patch(patch_json: *const ::std::os::raw::c_char) -> ts_status;
 }
 extern "C" {
     pub fn ts_store_add_reducer(
@@ -160,16 +145,28 @@ extern "C" {
     ) -> ts_status;
 }
 extern "C" {
-    pub fn ts_store_remove_reducer(
+    pub fn ts_store_add_reducer_for(
         store: *mut ts_store,
         key: *const ::std::os::raw::c_char,
+        types: *const *const ::std::os::raw::c_char,
+        fn_: ts_reducer_fn,
+        ctx: *mut ::std::os::raw::c_void,
     ) -> ts_status;
 }
 extern "C" {
-    pub fn ts_store_dispatch(
+    pub fn ts_store_replace_reducer_for(
         store: *mut ts_store,
-        action_json: *const ::std::os::raw::c_char,
+        key: *const ::std::os::raw::c_char,
+        types: *const *const ::std::os::raw::c_char,
+        fn_: ts_reducer_fn,
+        ctx: *mut ::std::os::raw::c_void,
     ) -> ts_status;
+}
+extern "C" {
+    pub fn ts_store_remove_reducer(store: *mut ts_store, key: *const ::std::os::raw::c_char) -> ts_status;
+}
+extern "C" {
+    pub fn ts_store_dispatch(store: *mut ts_store, action_json: *const ::std::os::raw::c_char) -> ts_status;
 }
 extern "C" {
     pub fn ts_store_get_state(
@@ -178,9 +175,8 @@ extern "C" {
         out_json: *mut *mut ::std::os::raw::c_char,
     ) -> ts_status;
 }
-pub type ts_listener_fn = ::std::option::Option<
-    unsafe extern "C" fn(store: *mut ts_store, ctx: *mut ::std::os::raw::c_void),
->;
+pub type ts_listener_fn =
+    ::std::option::Option<unsafe extern "C" fn(store: *mut ts_store, ctx: *mut ::std::os::raw::c_void)>;
 extern "C" {
     pub fn ts_store_subscribe(
         store: *mut ts_store,
@@ -193,16 +189,13 @@ extern "C" {
 extern "C" {
     pub fn ts_store_unsubscribe(store: *mut ts_store, token: u64) -> ts_status;
 }
-pub type ts_next_fn = ::std::option::Option<
-    unsafe extern "C" fn(action_json: *const ::std::os::raw::c_char) -> ts_status,
->;
+pub type ts_next_fn =
+    ::std::option::Option<unsafe extern "C" fn(action_json: *const ::std::os::raw::c_char) -> ts_status>;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct ts_store_api {
     pub struct_size: u32,
-    pub dispatch: ::std::option::Option<
-        unsafe extern "C" fn(action_json: *const ::std::os::raw::c_char) -> ts_status,
-    >,
+    pub dispatch: ::std::option::Option<unsafe extern "C" fn(action_json: *const ::std::os::raw::c_char) -> ts_status>,
     pub get_state: ::std::option::Option<
         unsafe extern "C" fn(
             json_pointer: *const ::std::os::raw::c_char,
@@ -211,44 +204,25 @@ pub struct ts_store_api {
     >,
     pub free: ::std::option::Option<unsafe extern "C" fn(pointer: *mut ::std::os::raw::c_void)>,
     pub fail: ::std::option::Option<
-        unsafe extern "C" fn(
-            status: ts_status,
-            message: *const ::std::os::raw::c_char,
-        ) -> ts_status,
+        unsafe extern "C" fn(status: ts_status, message: *const ::std::os::raw::c_char) -> ts_status,
     >,
-    pub replace_state: ::std::option::Option<
-        unsafe extern "C" fn(state_json: *const ::std::os::raw::c_char) -> ts_status,
-    >,
-    pub status_name: ::std::option::Option<
-        unsafe extern "C" fn(status: ts_status) -> *const ::std::os::raw::c_char,
-    >,
-    pub apply: ::std::option::Option<
-        unsafe extern "C" fn(action_json: *const ::std::os::raw::c_char) -> ts_status,
-    >,
+    pub replace_state:
+        ::std::option::Option<unsafe extern "C" fn(state_json: *const ::std::os::raw::c_char) -> ts_status>,
+    pub status_name: ::std::option::Option<unsafe extern "C" fn(status: ts_status) -> *const ::std::os::raw::c_char>,
+    pub apply: ::std::option::Option<unsafe extern "C" fn(action_json: *const ::std::os::raw::c_char) -> ts_status>,
     pub exclusive: ::std::option::Option<
         unsafe extern "C" fn(
-            fn_: ::std::option::Option<
-                unsafe extern "C" fn(ctx: *mut ::std::os::raw::c_void) -> ts_status,
-            >,
+            fn_: ::std::option::Option<unsafe extern "C" fn(ctx: *mut ::std::os::raw::c_void) -> ts_status>,
             ctx: *mut ::std::os::raw::c_void,
         ) -> ts_status,
     >,
-    pub dispatch_after: ::std::option::Option<
-        unsafe extern "C" fn(action_json: *const ::std::os::raw::c_char) -> ts_status,
-    >,
+    pub dispatch_after:
+        ::std::option::Option<unsafe extern "C" fn(action_json: *const ::std::os::raw::c_char) -> ts_status>,
 }
 #[test]
 fn bindgen_test_layout_ts_store_api() {
-    assert_eq!(
-        ::std::mem::size_of::<ts_store_api>(),
-        80usize,
-        concat!("Size of: ", stringify!(ts_store_api))
-    );
-    assert_eq!(
-        ::std::mem::align_of::<ts_store_api>(),
-        8usize,
-        concat!("Alignment of ", stringify!(ts_store_api))
-    );
+    assert_eq!(::std::mem::size_of::<ts_store_api>(), 80usize, concat!("Size of: ", stringify!(ts_store_api)));
+    assert_eq!(::std::mem::align_of::<ts_store_api>(), 8usize, concat!("Alignment of ", stringify!(ts_store_api)));
     fn test_field_struct_size() {
         assert_eq!(
             unsafe {
@@ -257,12 +231,7 @@ fn bindgen_test_layout_ts_store_api() {
                 ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_store_api),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -274,12 +243,7 @@ fn bindgen_test_layout_ts_store_api() {
                 ::std::ptr::addr_of!((*ptr).dispatch) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_store_api),
-                "::",
-                stringify!(dispatch)
-            )
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(dispatch))
         );
     }
     test_field_dispatch();
@@ -291,12 +255,7 @@ fn bindgen_test_layout_ts_store_api() {
                 ::std::ptr::addr_of!((*ptr).get_state) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_store_api),
-                "::",
-                stringify!(get_state)
-            )
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(get_state))
         );
     }
     test_field_get_state();
@@ -308,12 +267,7 @@ fn bindgen_test_layout_ts_store_api() {
                 ::std::ptr::addr_of!((*ptr).free) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_store_api),
-                "::",
-                stringify!(free)
-            )
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(free))
         );
     }
     test_field_free();
@@ -325,12 +279,7 @@ fn bindgen_test_layout_ts_store_api() {
                 ::std::ptr::addr_of!((*ptr).fail) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_store_api),
-                "::",
-                stringify!(fail)
-            )
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(fail))
         );
     }
     test_field_fail();
@@ -342,12 +291,7 @@ fn bindgen_test_layout_ts_store_api() {
                 ::std::ptr::addr_of!((*ptr).replace_state) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_store_api),
-                "::",
-                stringify!(replace_state)
-            )
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(replace_state))
         );
     }
     test_field_replace_state();
@@ -359,12 +303,7 @@ fn bindgen_test_layout_ts_store_api() {
                 ::std::ptr::addr_of!((*ptr).status_name) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_store_api),
-                "::",
-                stringify!(status_name)
-            )
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(status_name))
         );
     }
     test_field_status_name();
@@ -376,12 +315,7 @@ fn bindgen_test_layout_ts_store_api() {
                 ::std::ptr::addr_of!((*ptr).apply) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_store_api),
-                "::",
-                stringify!(apply)
-            )
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(apply))
         );
     }
     test_field_apply();
@@ -393,12 +327,7 @@ fn bindgen_test_layout_ts_store_api() {
                 ::std::ptr::addr_of!((*ptr).exclusive) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_store_api),
-                "::",
-                stringify!(exclusive)
-            )
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(exclusive))
         );
     }
     test_field_exclusive();
@@ -410,12 +339,7 @@ fn bindgen_test_layout_ts_store_api() {
                 ::std::ptr::addr_of!((*ptr).dispatch_after) as usize - ptr as usize
             },
             72usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_store_api),
-                "::",
-                stringify!(dispatch_after)
-            )
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(dispatch_after))
         );
     }
     test_field_dispatch_after();
@@ -437,10 +361,7 @@ extern "C" {
     ) -> ts_status;
 }
 extern "C" {
-    pub fn ts_store_remove_middleware(
-        store: *mut ts_store,
-        name: *const ::std::os::raw::c_char,
-    ) -> ts_status;
+    pub fn ts_store_remove_middleware(store: *mut ts_store, name: *const ::std::os::raw::c_char) -> ts_status;
 }
 extern "C" {
     pub fn ts_store_load_plugin(
@@ -450,9 +371,172 @@ extern "C" {
     ) -> ts_status;
 }
 extern "C" {
-    pub fn ts_store_load_plugins(
-        store: *mut ts_store,
-        dir: *const ::std::os::raw::c_char,
+    pub fn ts_store_load_plugins(store: *mut ts_store, dir: *const ::std::os::raw::c_char) -> ts_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct ts_json {
+    pub text: *const ::std::os::raw::c_char,
+    pub length: usize,
+    pub kind: i32,
+    pub doc_: *const ::std::os::raw::c_void,
+    pub base_: usize,
+    pub reserved_: [usize; 2usize],
+}
+#[test]
+fn bindgen_test_layout_ts_json() {
+    assert_eq!(::std::mem::size_of::<ts_json>(), 56usize, concat!("Size of: ", stringify!(ts_json)));
+    assert_eq!(::std::mem::align_of::<ts_json>(), 8usize, concat!("Alignment of ", stringify!(ts_json)));
+    fn test_field_text() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_json>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).text) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(ts_json), "::", stringify!(text))
+        );
+    }
+    test_field_text();
+    fn test_field_length() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_json>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).length) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(ts_json), "::", stringify!(length))
+        );
+    }
+    test_field_length();
+    fn test_field_kind() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_json>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).kind) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(ts_json), "::", stringify!(kind))
+        );
+    }
+    test_field_kind();
+    fn test_field_doc_() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_json>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).doc_) as usize - ptr as usize
+            },
+            24usize,
+            concat!("Offset of field: ", stringify!(ts_json), "::", stringify!(doc_))
+        );
+    }
+    test_field_doc_();
+    fn test_field_base_() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_json>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).base_) as usize - ptr as usize
+            },
+            32usize,
+            concat!("Offset of field: ", stringify!(ts_json), "::", stringify!(base_))
+        );
+    }
+    test_field_base_();
+    fn test_field_reserved_() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_json>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).reserved_) as usize - ptr as usize
+            },
+            40usize,
+            concat!("Offset of field: ", stringify!(ts_json), "::", stringify!(reserved_))
+        );
+    }
+    test_field_reserved_();
+}
+extern "C" {
+    pub fn ts_json_at(
+        json: *const ::std::os::raw::c_char,
+        pointer: *const ::std::os::raw::c_char,
+        out: *mut ts_json,
+    ) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_find(value: *const ts_json, pointer: *const ::std::os::raw::c_char, out: *mut ts_json) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_int(value: *const ts_json, out: *mut i64) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_uint(value: *const ts_json, out: *mut u64) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_double(value: *const ts_json, out: *mut f64) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_bool(value: *const ts_json, out: *mut ::std::os::raw::c_int) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_is_null(value: *const ts_json) -> ::std::os::raw::c_int;
+}
+extern "C" {
+    pub fn ts_json_string(
+        value: *const ts_json,
+        out: *mut *const ::std::os::raw::c_char,
+        out_len: *mut usize,
+    ) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_count(value: *const ts_json, out: *mut usize) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_next(
+        container: *const ts_json,
+        cursor: *mut usize,
+        key: *mut ts_json,
+        value: *mut ts_json,
+    ) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_get_int(
+        json: *const ::std::os::raw::c_char,
+        pointer: *const ::std::os::raw::c_char,
+        out: *mut i64,
+    ) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_get_uint(
+        json: *const ::std::os::raw::c_char,
+        pointer: *const ::std::os::raw::c_char,
+        out: *mut u64,
+    ) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_get_double(
+        json: *const ::std::os::raw::c_char,
+        pointer: *const ::std::os::raw::c_char,
+        out: *mut f64,
+    ) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_get_bool(
+        json: *const ::std::os::raw::c_char,
+        pointer: *const ::std::os::raw::c_char,
+        out: *mut ::std::os::raw::c_int,
+    ) -> ts_status;
+}
+extern "C" {
+    pub fn ts_json_get_string(
+        json: *const ::std::os::raw::c_char,
+        pointer: *const ::std::os::raw::c_char,
+        out: *mut *const ::std::os::raw::c_char,
+        out_len: *mut usize,
     ) -> ts_status;
 }
 #[repr(C)]
@@ -482,16 +566,8 @@ pub struct ts_plugin {
 }
 #[test]
 fn bindgen_test_layout_ts_plugin() {
-    assert_eq!(
-        ::std::mem::size_of::<ts_plugin>(),
-        48usize,
-        concat!("Size of: ", stringify!(ts_plugin))
-    );
-    assert_eq!(
-        ::std::mem::align_of::<ts_plugin>(),
-        8usize,
-        concat!("Alignment of ", stringify!(ts_plugin))
-    );
+    assert_eq!(::std::mem::size_of::<ts_plugin>(), 48usize, concat!("Size of: ", stringify!(ts_plugin)));
+    assert_eq!(::std::mem::align_of::<ts_plugin>(), 8usize, concat!("Alignment of ", stringify!(ts_plugin)));
     fn test_field_abi_version() {
         assert_eq!(
             unsafe {
@@ -500,12 +576,7 @@ fn bindgen_test_layout_ts_plugin() {
                 ::std::ptr::addr_of!((*ptr).abi_version) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_plugin),
-                "::",
-                stringify!(abi_version)
-            )
+            concat!("Offset of field: ", stringify!(ts_plugin), "::", stringify!(abi_version))
         );
     }
     test_field_abi_version();
@@ -517,12 +588,7 @@ fn bindgen_test_layout_ts_plugin() {
                 ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             4usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_plugin),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(ts_plugin), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -534,12 +600,7 @@ fn bindgen_test_layout_ts_plugin() {
                 ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_plugin),
-                "::",
-                stringify!(name)
-            )
+            concat!("Offset of field: ", stringify!(ts_plugin), "::", stringify!(name))
         );
     }
     test_field_name();
@@ -551,12 +612,7 @@ fn bindgen_test_layout_ts_plugin() {
                 ::std::ptr::addr_of!((*ptr).version) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_plugin),
-                "::",
-                stringify!(version)
-            )
+            concat!("Offset of field: ", stringify!(ts_plugin), "::", stringify!(version))
         );
     }
     test_field_version();
@@ -568,12 +624,7 @@ fn bindgen_test_layout_ts_plugin() {
                 ::std::ptr::addr_of!((*ptr).create) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_plugin),
-                "::",
-                stringify!(create)
-            )
+            concat!("Offset of field: ", stringify!(ts_plugin), "::", stringify!(create))
         );
     }
     test_field_create();
@@ -585,12 +636,7 @@ fn bindgen_test_layout_ts_plugin() {
                 ::std::ptr::addr_of!((*ptr).run) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_plugin),
-                "::",
-                stringify!(run)
-            )
+            concat!("Offset of field: ", stringify!(ts_plugin), "::", stringify!(run))
         );
     }
     test_field_run();
@@ -602,15 +648,9 @@ fn bindgen_test_layout_ts_plugin() {
                 ::std::ptr::addr_of!((*ptr).destroy) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(ts_plugin),
-                "::",
-                stringify!(destroy)
-            )
+            concat!("Offset of field: ", stringify!(ts_plugin), "::", stringify!(destroy))
         );
     }
     test_field_destroy();
 }
-pub type ts_plugin_entry_fn =
-    ::std::option::Option<unsafe extern "C" fn(host_abi_version: u32) -> *const ts_plugin>;
+pub type ts_plugin_entry_fn = ::std::option::Option<unsafe extern "C" fn(host_abi_version: u32) -> *const ts_plugin>;

@@ -27,14 +27,49 @@
 //! # }
 //! ```
 //!
+//! A reducer that names the action types it handles, reads its slice and
+//! payload with the getters (no parser, no copy) and answers with the change
+//! alone (an RFC 6902 [`Patch`], applied by the store in place):
+//!
+//! ```
+//! use turnstate::{Patch, Reduced, Store};
+//!
+//! # fn main() -> Result<(), turnstate::Error> {
+//! let store = Store::new("{}")?;
+//! store.add_reducer_for("todos", &["todos/add", "todos/toggle"], |slice, action| {
+//!     let slice = match slice {
+//!         None => return Ok(Reduced::Slice("[]".into())), // the first value
+//!         Some(slice) => slice,
+//!     };
+//!     if action.kind() == "todos/add" {
+//!         return Ok(Patch::new().add("/-", action.payload().unwrap_or("null")).into());
+//!     }
+//!     let done = format!("/{}/done", action.payload_at("/index")?.as_u64()?);
+//!     let was = slice.at(&done)?.as_bool()?;
+//!     Ok(Patch::new().replace(&done, if was { "false" } else { "true" }).into())
+//! })?;
+//! store.dispatch(r#"{"type": "todos/add", "payload": {"title": "milk", "done": false}}"#)?;
+//! store.dispatch(r#"{"type": "todos/toggle", "payload": {"index": 0}}"#)?;
+//! assert_eq!(store.get("/todos/0/done")?, "true");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Rules (those of `turnstate.h`, which this crate keeps):
 //! - Every call returns `Result<T, turnstate::Error>`: the library's status
 //!   ([`Status`]) and its message (`ts_last_error()`, read on the calling
 //!   thread right after the call).
-//! - A reducer returns `Ok(None)` for "unchanged", `Ok(Some(json))` for a new
-//!   slice (copied into memory from `ts_alloc`, which the store takes over),
-//!   or `Err(message)` to fail the dispatch through `ts_reducer_fail`: the
-//!   dispatch then fails with [`Status::Reducer`] and the state is unchanged.
+//! - A reducer added with [`Store::add_reducer`] returns `Ok(None)` for
+//!   "unchanged", `Ok(Some(json))` for a new slice (copied into memory from
+//!   `ts_alloc`, which the store takes over), or `Err(message)` to fail the
+//!   dispatch through `ts_reducer_fail`: the dispatch then fails with
+//!   [`Status::Reducer`] and the state is unchanged. One added with
+//!   [`Store::add_reducer_for`] is called only for the types it names, gets
+//!   its slice as a [`JsonText`] and answers with a [`Reduced`] (unchanged,
+//!   a new slice, or a [`Patch`]), or `Err(message)`.
+//! - The getters ([`JsonText::at`], [`JsonRef`]) read a callback's texts
+//!   where they are; their values borrow those texts, so they cannot outlive
+//!   the callback.
 //! - A panic in a reducer, listener or middleware is caught where the library
 //!   called the closure (it never unwinds into C) and turned into an error of
 //!   the call that led to it, with [`Status::Panic`]: a reducer's through
@@ -62,6 +97,14 @@ use std::sync::Mutex;
 
 /// The raw declarations (`turnstate-sys`), for what this API does not cover.
 pub use turnstate_sys as sys;
+
+pub mod json;
+pub use json::{pointer_token, Iter, JsonRef, JsonString, JsonText, Kind, Members, Patch, Reduced};
+
+// The example of README.md (crates.io shows it) runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 /// `Result<T, turnstate::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -238,6 +281,15 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// The error's text (`"TS_E_NOT_FOUND: ..."`, as `Display`): so that `?`
+/// works on this crate's calls inside a reducer, which fails with a
+/// `String`.
+impl From<Error> for String {
+    fn from(error: Error) -> String {
+        error.to_string()
+    }
+}
 
 /// `ts_last_error()` of the calling thread.
 fn last_error() -> String {
@@ -517,6 +569,32 @@ impl<'a> Action<'a> {
         unsafe { borrowed_text(self.raw.json) }
     }
 
+    /// The payload as a [`JsonText`] for the getters (None without one), at
+    /// no cost; [`payload_at`](Action::payload_at) is the shortcut.
+    pub fn payload_json(&self) -> Option<JsonText<'a>> {
+        unsafe { JsonText::from_library(self.raw.payload) }
+    }
+
+    /// The value at `pointer` in the payload ("" is the payload itself):
+    /// `action.payload_at("/id")?.as_i64()?`. Errors: as [`JsonText::at`];
+    /// an action without a payload is [`Status::NotFound`].
+    pub fn payload_at(&self, pointer: &str) -> Result<JsonRef<'a>> {
+        match self.payload_json() {
+            Some(payload) => payload.at(pointer),
+            None => Err(Error {
+                status: Status::NotFound,
+                code: sys::TS_E_NOT_FOUND,
+                message: format!("the action \"{}\" has no payload", self.kind()),
+                from_library: false,
+            }),
+        }
+    }
+
+    /// The whole action as a [`JsonText`] for the getters.
+    pub fn json_text(&self) -> JsonText<'a> {
+        unsafe { JsonText::from_library(self.raw.json) }.expect("an action has its JSON text")
+    }
+
     /// The raw C view.
     pub fn as_raw(&self) -> &'a sys::ts_action {
         self.raw
@@ -595,6 +673,10 @@ impl Subscription {
         self.0
     }
 }
+
+/// The type patterns of a reducer called for every action
+/// ([`Store::add_reducer_for`]): an empty list.
+pub const EVERY_ACTION: &[&str] = &[];
 
 type Kept = Box<dyn Any + Send + Sync>;
 
@@ -725,6 +807,122 @@ impl Store {
         let raw = self.as_ptr();
         with_c_text(key, "the key", |key| {
             call(|| unsafe { sys::ts_store_replace_reducer(raw, key, Some(reducer_trampoline::<F>), ctx) })
+        })??;
+        self.keep(boxed);
+        Ok(())
+    }
+
+    /// Adds the reducer that owns `key`, called only for the action types
+    /// that `types` names (`ts_store_add_reducer_for`; Redux Toolkit's case
+    /// reducers), and answering with a [`Reduced`]: the slice unchanged, the
+    /// whole new slice, or a [`Patch`].
+    ///
+    /// ```
+    /// use turnstate::{Patch, Reduced, Store};
+    /// # fn main() -> turnstate::Result<()> {
+    /// let store = Store::new("{}")?;
+    /// store.add_reducer_for("todos", &["todos/add", "todos/edit/*"], |slice, action| {
+    ///     let slice = match slice {
+    ///         None => return Ok(Reduced::Slice(r#"{"items":[]}"#.to_string())), // the first value
+    ///         Some(slice) => slice,
+    ///     };
+    ///     match action.kind() {
+    ///         "todos/add" => Ok(Patch::new().add("/items/-", action.payload().unwrap_or("null")).into()),
+    ///         _ => {
+    ///             let id = action.payload_at("/id")?.as_i64()?;
+    ///             let done = format!("/items/{}/done", id);
+    ///             let was = slice.at(&done)?.as_bool()?;
+    ///             Ok(Patch::new().replace(&done, if was { "false" } else { "true" }).into())
+    ///         }
+    ///     }
+    /// })?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// Each pattern of `types` is an action type, matched byte for byte
+    /// (`"todos/add"`), or a prefix ending in `"/"` then `"*"`
+    /// (`"todos/edit/*"`: every type that starts with `"todos/edit/"` and
+    /// has at least one byte more). [`EVERY_ACTION`] (an empty list) means
+    /// every action, as [`add_reducer`](Store::add_reducer). The store's own
+    /// actions (`"@@turnstate/init"`, `"@@turnstate/replace"`) reach the
+    /// reducer whatever it names; for another action that no pattern
+    /// matches it is not called and its slice stays as it is. The type
+    /// matched is that of the action that reaches the reducers (a
+    /// middleware may have changed it).
+    ///
+    /// `reducer(slice, action)` gets its slice as a [`JsonText`] (None for
+    /// the first call, with `"@@turnstate/init"`: return the first value as
+    /// [`Reduced::Slice`]), which costs nothing to hand over however large
+    /// it is and reads through the store's index ([`JsonText::at`]), and
+    /// returns
+    /// - `Ok(Reduced::Unchanged)`;
+    /// - `Ok(Reduced::Slice(json))`: the new slice;
+    /// - `Ok(Reduced::Patch(patch))` (or `Ok(patch.into())`): the change
+    ///   (`ts_reducer_patch`); a patch that does not apply fails the dispatch
+    ///   with [`Status::Reducer`] and the library's message ("the reducer for
+    ///   "todos" returned a patch that failed for "todos/edit/done": op 0
+    ///   ("replace" at "/items/7/done"): ..."), the state unchanged;
+    /// - `Err(message)`: fails the dispatch, as for `add_reducer` (`?` on
+    ///   this crate's errors gives their text).
+    ///
+    /// Errors: as [`add_reducer`](Store::add_reducer), and
+    /// [`Status::Argument`] for a pattern that is empty, has a NUL byte, or
+    /// has a `"*"` anywhere but at its end right after a `"/"` (the message
+    /// names its index); nothing is added then.
+    pub fn add_reducer_for<F>(&self, key: &str, types: &[&str], reducer: F) -> Result<()>
+    where
+        F: Fn(Option<JsonText<'_>>, &Action<'_>) -> std::result::Result<Reduced, String> + Send + Sync + 'static,
+    {
+        self.install_reducer_for(sys::ts_store_add_reducer_for, key, types, reducer)
+    }
+
+    /// Replaces the reducer that owns `key`, as
+    /// [`replace_reducer`](Store::replace_reducer), with one called only for
+    /// `types` and answering as in [`add_reducer_for`](Store::add_reducer_for)
+    /// (`ts_store_replace_reducer_for`). The filter is the new reducer's,
+    /// whatever the old one had ([`EVERY_ACTION`]: every action). The
+    /// `"@@turnstate/replace"` action that follows reaches it either way; if
+    /// that action fails, the old reducer comes back with its old filter.
+    pub fn replace_reducer_for<F>(&self, key: &str, types: &[&str], reducer: F) -> Result<()>
+    where
+        F: Fn(Option<JsonText<'_>>, &Action<'_>) -> std::result::Result<Reduced, String> + Send + Sync + 'static,
+    {
+        self.install_reducer_for(sys::ts_store_replace_reducer_for, key, types, reducer)
+    }
+
+    fn install_reducer_for<F>(
+        &self,
+        install: unsafe extern "C" fn(
+            *mut sys::ts_store,
+            *const c_char,
+            *const *const c_char,
+            sys::ts_reducer_fn,
+            *mut c_void,
+        ) -> sys::ts_status,
+        key: &str,
+        types: &[&str],
+        reducer: F,
+    ) -> Result<()>
+    where
+        F: Fn(Option<JsonText<'_>>, &Action<'_>) -> std::result::Result<Reduced, String> + Send + Sync + 'static,
+    {
+        let boxed = Box::new(ReducerBox { store: self.as_ptr() as usize, f: reducer });
+        let ctx = &*boxed as *const ReducerBox<F> as *mut c_void;
+        let raw = self.as_ptr();
+        // The patterns as C strings, ended by NULL (the library copies them).
+        let mut patterns = Vec::with_capacity(types.len());
+        for (index, pattern) in types.iter().enumerate() {
+            patterns.push(
+                CString::new(*pattern).map_err(|_| {
+                    Error::argument(format!("type pattern {} ({:?}) contains a NUL byte", index, pattern))
+                })?,
+            );
+        }
+        let mut pointers: Vec<*const c_char> = patterns.iter().map(|pattern| pattern.as_ptr()).collect();
+        pointers.push(ptr::null());
+        with_c_text(key, "the key", |key| {
+            call(|| unsafe { install(raw, key, pointers.as_ptr(), Some(reducer_for_trampoline::<F>), ctx) })
         })??;
         self.keep(boxed);
         Ok(())
@@ -907,6 +1105,48 @@ where
             Ok(copy) => return copy,
             Err(why) => why,
         },
+        Ok(Err(message)) => message,
+        Err(payload) => {
+            let message = format!("panicked: {}", panic_message(payload));
+            record_panic(message.clone());
+            message
+        }
+    };
+    reducer_fail(&failure);
+    ptr::null_mut()
+}
+
+unsafe extern "C" fn reducer_for_trampoline<F>(
+    slice: *const c_char,
+    action: *const sys::ts_action,
+    ctx: *mut c_void,
+) -> *mut c_char
+where
+    F: Fn(Option<JsonText<'_>>, &Action<'_>) -> std::result::Result<Reduced, String> + Send + Sync + 'static,
+{
+    let boxed = &*(ctx as *const ReducerBox<F>);
+    let outcome = in_callback(boxed.store, || {
+        catch_unwind(AssertUnwindSafe(|| (boxed.f)(JsonText::from_library(slice), &Action { raw: &*action })))
+    });
+    let failure = match outcome {
+        Ok(Ok(Reduced::Unchanged)) => return ptr::null_mut(),
+        Ok(Ok(Reduced::Slice(json))) => match library_copy(&json) {
+            Ok(copy) => return copy,
+            Err(why) => why,
+        },
+        Ok(Ok(Reduced::Patch(patch))) => {
+            let mut text = patch.into_json();
+            if has_nul(text.as_bytes()) {
+                "the reducer's patch contains a NUL byte".to_string()
+            } else {
+                text.push('\0');
+                // A patch that the library refuses (not JSON, not an array,
+                // the init call) fails this reducer call there and then, with
+                // its message: nothing more to do here.
+                sys::ts_reducer_patch(text.as_ptr() as *const c_char);
+                return ptr::null_mut();
+            }
+        }
         Ok(Err(message)) => message,
         Err(payload) => {
             let message = format!("panicked: {}", panic_message(payload));

@@ -1,6 +1,7 @@
 //! Misuse: a `Store` dropped inside one of its own callbacks (a listener, a
-//! middleware, a reducer), from the caller's thread and from a plugin's
-//! thread (the delay plugin's worker). The C library defers such a destroy:
+//! middleware, a reducer, a reducer that answers with a patch), from the
+//! caller's thread and from a plugin's thread (the delay plugin's worker).
+//! The C library defers such a destroy:
 //! the dispatch under way still runs its remaining middleware, reducers and
 //! listeners, so their closures must outlive the drop. Each scenario has a
 //! witness of every kind after the dropping callback; it reads what its
@@ -29,6 +30,8 @@ enum Kind {
     Listener,
     Middleware,
     Reducer,
+    /// A reducer added with add_reducer_for that answers with a patch.
+    PatchReducer,
 }
 
 /// Sets its flag when dropped: tells when the store freed a closure.
@@ -118,6 +121,18 @@ fn scenario(kind: Kind, seen: &Arc<Seen>, slot: &Slot) -> Store {
                         drop_from_slot(&my_slot, &my_seen);
                     }
                     Ok(slice.is_none().then(|| "0".to_string()))
+                })
+                .unwrap();
+        }
+        Kind::PatchReducer => {
+            store
+                .add_reducer_for("dropper", &["test/*"], move |slice, _| {
+                    let _ = &flag;
+                    if slice.is_none() {
+                        return Ok(turnstate::Reduced::Slice("0".to_string()));
+                    }
+                    drop_from_slot(&my_slot, &my_seen);
+                    Ok(turnstate::Patch::new().replace("", "1").into())
                 })
                 .unwrap();
         }
@@ -263,6 +278,16 @@ fn a_middleware_drops_its_store_on_the_callers_thread() {
 #[test]
 fn a_reducer_drops_its_store_on_the_callers_thread() {
     on_the_callers_thread(Kind::Reducer);
+}
+
+#[test]
+fn a_patch_reducer_drops_its_store_on_the_callers_thread() {
+    on_the_callers_thread(Kind::PatchReducer);
+}
+
+#[test]
+fn a_patch_reducer_drops_its_store_on_the_delay_workers_thread() {
+    on_the_delay_workers_thread(Kind::PatchReducer);
 }
 
 #[test]
