@@ -129,6 +129,12 @@ extern "C" {
     pub fn ts_reducer_patch(patch_json: *const ::std::os::raw::c_char) -> ts_status;
 }
 extern "C" {
+    pub fn ts_reducer_slice_id(out: *mut u64) -> ts_status;
+}
+extern "C" {
+    pub fn ts_reducer_answer_id(out: *mut u64) -> ts_status;
+}
+extern "C" {
     pub fn ts_store_add_reducer(
         store: *mut ts_store,
         key: *const ::std::os::raw::c_char,
