@@ -459,7 +459,7 @@ test-torture: $(call prebuilt,setup-test lib lib-tsan)
 
 ## test-replicate: replicate.so against Redis servers the test starts on
 ## loopback (Tests/replicate/run.sh): three processes x 10,000 dispatches
-## converge, a replica SIGKILLed and restarted catches up, the server killed
+## converge, and three x 300 whose reducers answer with patches, a replica SIGKILLed and restarted catches up, the server killed
 ## and restarted loses no acknowledged dispatch, a replica joins after 100,000
 ## actions from a snapshot, bad configs and a server that is down, a log
 ## damaged through a second client (refused and reported, never applied)
@@ -479,11 +479,15 @@ test-plugins: $(call prebuilt,setup-test lib plugins)
 ## without the token or from a foreign Origin or Host refused, read-only mode;
 ## over plain HTTP: malformed imports refused (no crash, no leak), refused
 ## imported actions kept JSON, a dispatch made in the past kept on return, no
-## token cookie, security headers everywhere, idle connections time out
+## token cookie, security headers everywhere, idle connections time out; with
+## patch reducers (app.c's patch mode) the recorded states, jump, present, skip
+## give the same states as with whole-slice reducers; the inspector from Python
+## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh)
 test-inspector: $(call prebuilt,setup-test lib plugins)
 	@mkdir -p $(BUILD)/inspector
 	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
-	Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)
+	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
+	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)
 
 ## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
 ## C, JSON, Python, plugin and fault-injection suites, run against an

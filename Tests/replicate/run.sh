@@ -2,7 +2,9 @@
 # Tests/replicate/run.sh [--bench] - replicate.so against real Redis servers
 # that this script starts on loopback (free ports, a temporary folder) and
 # stops on exit:
-#   1. three processes x 10,000 concurrent dispatches: identical states, counter 30,000
+#   1. three processes x 10,000 concurrent dispatches: identical states, counter 30,000;
+#      1b. three x 300 whose reducers answer with patches (replica --patch):
+#      identical states, byte for byte, a log slice in the same order
 #   2. one replica SIGKILLed mid-run and restarted: it catches up; nothing lost or doubled
 #   3. the server SIGKILLed mid-run and restarted (appendonly, appendfsync always):
 #      no acknowledged dispatch lost, nothing doubled
