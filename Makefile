@@ -459,8 +459,9 @@ test-torture: $(call prebuilt,setup-test lib lib-tsan)
 
 ## test-replicate: replicate.so against Redis servers the test starts on
 ## loopback (Tests/replicate/run.sh): three processes x 10,000 dispatches
-## converge, and three x 300 whose reducers answer with patches, a replica SIGKILLed and restarted catches up, the server killed
-## and restarted loses no acknowledged dispatch, a replica joins after 100,000
+## converge, and three x 300 whose reducers answer with patches, a replica
+## SIGKILLed and restarted catches up, the server killed and restarted loses
+## no acknowledged dispatch, a replica joins after 100,000
 ## actions from a snapshot, bad configs and a server that is down, a log
 ## damaged through a second client (refused and reported, never applied)
 test-replicate: $(call prebuilt,setup-test lib plugins)
