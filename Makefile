@@ -459,8 +459,9 @@ test-torture: $(call prebuilt,setup-test lib lib-tsan)
 
 ## test-replicate: replicate.so against Redis servers the test starts on
 ## loopback (Tests/replicate/run.sh): three processes x 10,000 dispatches
-## converge, a replica SIGKILLed and restarted catches up, the server killed
-## and restarted loses no acknowledged dispatch, a replica joins after 100,000
+## converge, and three x 300 whose reducers answer with patches, a replica
+## SIGKILLed and restarted catches up, the server killed and restarted loses
+## no acknowledged dispatch, a replica joins after 100,000
 ## actions from a snapshot, bad configs and a server that is down, a log
 ## damaged through a second client (refused and reported, never applied)
 test-replicate: $(call prebuilt,setup-test lib plugins)
@@ -479,11 +480,15 @@ test-plugins: $(call prebuilt,setup-test lib plugins)
 ## without the token or from a foreign Origin or Host refused, read-only mode;
 ## over plain HTTP: malformed imports refused (no crash, no leak), refused
 ## imported actions kept JSON, a dispatch made in the past kept on return, no
-## token cookie, security headers everywhere, idle connections time out
+## token cookie, security headers everywhere, idle connections time out; with
+## patch reducers (app.c's patch mode) the recorded states, jump, present, skip
+## give the same states as with whole-slice reducers; the inspector from Python
+## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh)
 test-inspector: $(call prebuilt,setup-test lib plugins)
 	@mkdir -p $(BUILD)/inspector
 	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
-	Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)
+	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
+	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)
 
 ## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
 ## C, JSON, Python, plugin and fault-injection suites, run against an
@@ -512,7 +517,14 @@ ASAN_LINK := -fuse-ld=lld -L$(ASAN)/lib -Wl,-rpath,$(ASAN)/lib -lturnstate -lpth
 # export the tsj_ functions); make fuzz and test-fuzz-replay run both.
 FUZZ_LIB_TARGETS := create dispatch pointer journal plugin_config inspector_import replicate_entry
 FUZZ_JSON_TARGETS := patch
-FUZZ_TARGETS := $(FUZZ_LIB_TARGETS) $(FUZZ_JSON_TARGETS)
+# Python harnesses (Tests/fuzz/fuzz_NAME.py, atheris): the package's patch
+# reducers through the store (build/lib) against jsonpatch, in their own venv
+# (Tests/fuzz/py_venv.sh). FUZZ_PY_KNOWN: the open faults (Tests/fuzz/README.md)
+# that their seeded run in test-fuzz-replay steps over; never their corpus replay.
+FUZZ_PY_TARGETS := store_patch
+FUZZ_VENV := $(BUILD)/fuzz-venv
+FUZZ_PY_KNOWN := py-kept-move-noop
+FUZZ_TARGETS := $(FUZZ_LIB_TARGETS) $(FUZZ_JSON_TARGETS) $(FUZZ_PY_TARGETS)
 FUZZ_CXX ?= $(dir $(realpath $(shell command -v $(SWIFT))))clang++
 FUZZ_SECONDS ?= 60
 # Options for every fuzzer run and replay: inputs up to 64 KiB, 20 s per input
@@ -526,6 +538,9 @@ ASAN_TARGETS := fuzz test-fuzz-replay test-c-asan test-plugins-asan
 $(ASAN_TARGETS): export ASAN_OPTIONS = detect_leaks=1:strict_string_checks=1:$(EXTRA_ASAN_OPTIONS)
 $(ASAN_TARGETS): export LSAN_OPTIONS = suppressions=$(CURDIR)/Tests/fuzz/lsan.supp:print_suppressions=0
 $(ASAN_TARGETS): export SWIFT_BACKTRACE = enable=no
+fuzz test-fuzz-replay: export TS_FUZZ_PYTHON = $(FUZZ_VENV)/bin/python
+fuzz test-fuzz-replay: export TURNSTATE_LIB = $(BUILD)/lib/libturnstate.so.0
+test-fuzz-replay: export TS_FUZZ_SEEDED_KNOWN = $(FUZZ_PY_KNOWN)
 
 ## asan-lib: the library with ASan and libFuzzer's coverage, in build/asan/lib
 asan-lib: setup
@@ -578,11 +593,14 @@ $(FUZZ_JSON_TARGETS:%=$(ASAN)/bin/fuzz_%): $(ASAN)/bin/fuzz_%: Tests/fuzz/fuzz_%
 ## fuzz: each harness for FUZZ_SECONDS (default 60), one after the other; new
 ## inputs go to build/asan/corpus/NAME (the committed seeds in Tests/fuzz/corpus
 ## are read, not written); findings to build/asan/findings/NAME
-fuzz: fuzz-build
+fuzz: fuzz-build lib
+	@Tests/fuzz/py_venv.sh $(FUZZ_VENV) --atheris
 	@Tests/fuzz/run.sh fuzz $(ASAN) $(FUZZ_SECONDS) $(FUZZ_OPTS) -- $(FUZZ_TARGETS)
 
-## test-fuzz-replay: every committed corpus through its harness (no new fuzzing)
-test-fuzz-replay: $(call prebuilt,setup-test fuzz-build) fuzz-json-build
+## test-fuzz-replay: every committed corpus through its harness (no new fuzzing), and the
+## Python harness's seeded run (patches through the store against jsonpatch, 3000 cases)
+test-fuzz-replay: $(call prebuilt,setup-test fuzz-build lib) fuzz-json-build
+	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
 	@Tests/checks.sh Tests/fuzz/run.sh replay $(ASAN) 0 $(FUZZ_OPTS) -- $(FUZZ_TARGETS)
 
 ## test-c-asan: the C suite against the ASan library, with leak checks

@@ -7,7 +7,11 @@
  *     n <count> <json>  dispatch it count times; answers "status <TS_NAME> <how many>"
  *     s                 answers "state <ts_store_get_state(NULL)>"
  *     q                 destroys the store (the plugin's destroy()) and exits
- * Usage: app INSPECTOR.so CONFIG_JSON GUARD.so
+ * Usage: app INSPECTOR.so CONFIG_JSON GUARD.so [patch]
+ * With "patch", the same reducers answer with RFC 6902 patches
+ * (ts_reducer_patch), the counter's added with ts_store_add_reducer_for for
+ * "counter/" "*" only: the inspector's time travel must give the same states
+ * (run.py's patch_checks).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "turnstate.h"
@@ -46,15 +50,48 @@ static char *todos(const char *slice, const ts_action *a, void *ctx) {
     return out;
 }
 
+/* The counter as a patch: the value it read, tested, then replaced. */
+static char *counter_patch(const char *slice, const ts_action *a, void *ctx) {
+    char patch[160];
+    (void)ctx;
+    if (slice == NULL) return ts_strdup("0");
+    long long n = strtoll(slice, NULL, 10), to = n;
+    if (strcmp(a->type, "counter/inc") == 0) to = n + 1;
+    else if (strcmp(a->type, "counter/add") == 0 && a->payload) to = n + strtoll(a->payload, NULL, 10);
+    else return NULL;
+    snprintf(patch, sizeof patch, "[{\"op\":\"test\",\"path\":\"\",\"value\":%lld},"
+             "{\"op\":\"replace\",\"path\":\"\",\"value\":%lld}]", n, to);
+    ts_reducer_patch(patch);
+    return NULL;
+}
+
+/* todos/add as a patch: the payload appended ("/-"). */
+static char *todos_patch(const char *slice, const ts_action *a, void *ctx) {
+    (void)ctx;
+    if (slice == NULL) return ts_strdup("[]");
+    if (strcmp(a->type, "todos/add") != 0 || a->payload == NULL) return NULL;
+    size_t m = strlen(a->payload);
+    char *patch = malloc(m + 64);
+    if (patch == NULL) return NULL;
+    snprintf(patch, m + 64, "[{\"op\":\"add\",\"path\":\"/-\",\"value\":%s}]", a->payload);
+    ts_reducer_patch(patch);
+    free(patch);
+    return NULL;
+}
+
+static const char *const counter_types[] = {"counter/*", NULL};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s INSPECTOR.so CONFIG_JSON GUARD.so\n", argv[0]);
+    if (argc != 4 && !(argc == 5 && strcmp(argv[4], "patch") == 0)) {
+        fprintf(stderr, "usage: %s INSPECTOR.so CONFIG_JSON GUARD.so [patch]\n", argv[0]);
         return 2;
     }
+    int patches = argc == 5;
     ts_store *store;
     if (ts_store_create("{\"user\":{\"name\":\"ada\",\"theme\":\"dark\"}}", &store) != TS_OK ||
-        ts_store_add_reducer(store, "count", counter, NULL) != TS_OK ||
-        ts_store_add_reducer(store, "todos", todos, NULL) != TS_OK) {
+        (patches ? ts_store_add_reducer_for(store, "count", counter_types, counter_patch, NULL)
+                 : ts_store_add_reducer(store, "count", counter, NULL)) != TS_OK ||
+        ts_store_add_reducer(store, "todos", patches ? todos_patch : todos, NULL) != TS_OK) {
         fprintf(stderr, "app: %s\n", ts_last_error());
         return 1;
     }

@@ -1000,6 +1000,123 @@ static void test_write_failure(void) {
     tp_destroy(s);
 }
 
+/* ---- Patch reducers (issue 19) ---------------------------------------------- */
+
+/* "todos" answers with RFC 6902 patches (ts_reducer_patch) for every action:
+ * "todos/add" appends the payload, "todos/done" (payload: an index) tests
+ * that the todo is not done and sets it, "todos/bad" gives a patch whose
+ * "test" fails (the dispatch fails). */
+static char *todos_patch_reducer(const char *slice, const ts_action *action, void *ctx) {
+    char patch[512];
+    ts_json payload;
+    int64_t index;
+    (void)ctx;
+    if (slice == NULL) return ts_strdup("[]");
+    if (strcmp(action->type, "todos/add") == 0 && ts_json_at(action->json, "/payload", &payload) == TS_OK) {
+        snprintf(patch, sizeof patch, "[{\"op\":\"add\",\"path\":\"/-\",\"value\":{\"title\":%.*s,\"done\":false}}]",
+                 (int)payload.length, payload.text);
+        ts_reducer_patch(patch);
+    } else if (strcmp(action->type, "todos/done") == 0 && ts_json_at(action->json, "/payload", &payload) == TS_OK &&
+               ts_json_int(&payload, &index) == TS_OK) {
+        snprintf(patch, sizeof patch,
+                 "[{\"op\":\"test\",\"path\":\"/%lld/done\",\"value\":false},"
+                 "{\"op\":\"replace\",\"path\":\"/%lld/done\",\"value\":true}]", (long long)index, (long long)index);
+        ts_reducer_patch(patch);
+    } else if (strcmp(action->type, "todos/bad") == 0) {
+        ts_reducer_patch("[{\"op\":\"add\",\"path\":\"/-\",\"value\":1},{\"op\":\"test\",\"path\":\"/0\",\"value\":\"no\"}]");
+    }
+    return NULL;
+}
+
+/* "tags", added with ts_store_add_reducer_for for "tags/" "*" only: an
+ * object whose members count the tags, moved and copied by patches. */
+static char *tags_patch_reducer(const char *slice, const ts_action *action, void *ctx) {
+    char patch[512];
+    ts_json payload;
+    const char *name;
+    size_t length;
+    int *calls = ctx;
+    if (slice == NULL) return ts_strdup("{\"seen\":[]}");
+    (*calls)++;
+    if (ts_json_at(action->json, "/payload", &payload) != TS_OK || ts_json_string(&payload, &name, &length) != TS_OK)
+        return NULL;
+    if (strcmp(action->type, "tags/add") == 0)
+        snprintf(patch, sizeof patch, "[{\"op\":\"add\",\"path\":\"/%.*s\",\"value\":[]},"
+                 "{\"op\":\"copy\",\"from\":\"/seen\",\"path\":\"/%.*s/-\"},"
+                 "{\"op\":\"add\",\"path\":\"/seen/-\",\"value\":\"%.*s\"}]",
+                 (int)length, name, (int)length, name, (int)length, name);
+    else if (strcmp(action->type, "tags/rename") == 0)
+        snprintf(patch, sizeof patch, "[{\"op\":\"move\",\"from\":\"/%.*s\",\"path\":\"/renamed\"},"
+                 "{\"op\":\"remove\",\"path\":\"/seen/0\"}]", (int)length, name);
+    else
+        return NULL;
+    ts_reducer_patch(patch);
+    return NULL;
+}
+
+static const char *const tags_types[] = {"tags/*", NULL};
+
+static ts_store *patch_journaled(const char *path, int *tag_calls, ts_status *status) {
+    char config[1024];
+    ts_store *s = NULL;
+    if (ts_store_create(NULL, &s) != TS_OK) return NULL;
+    ts_store_add_reducer(s, "todos", todos_patch_reducer, NULL);
+    ts_store_add_reducer_for(s, "tags", tags_types, tags_patch_reducer, tag_calls);
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"snapshot_every\":5}", path);
+    *status = tp_load(s, tp_plugin("journal"), config);
+    return s;
+}
+
+static void test_patch_reducers(void) {
+    const char *path = path_in_tmp("patch.journal");
+    static const char *const actions[] = {
+        "{\"type\":\"todos/add\",\"payload\":\"milk\"}", "{\"type\":\"tags/add\",\"payload\":\"home\"}",
+        "{\"type\":\"todos/add\",\"payload\":\"bread\"}", "{\"type\":\"todos/done\",\"payload\":1}",
+        "{\"type\":\"other\"}", "{\"type\":\"tags/add\",\"payload\":\"work\"}",
+        "{\"type\":\"todos/add\",\"payload\":{\"nested\":[1,2.50,\"x\"]}}", "{\"type\":\"tags/rename\",\"payload\":\"home\"}",
+        "{\"type\":\"todos/done\",\"payload\":0}"};
+    ts_status st;
+    int tag_calls = 0, a, sn;
+    size_t i;
+    char *before, *after;
+    ts_store *s = patch_journaled(path, &tag_calls, &st);
+    CHECK_STATUS("patch reducers: journal loaded", st, TS_OK);
+    for (i = 0; i < sizeof actions / sizeof actions[0]; i++)
+        CHECK_STATUS("patch reducers: dispatch", ts_store_dispatch(s, actions[i]), TS_OK);
+    CHECK_INT("the filtered reducer saw only its types", tag_calls, 3);
+    scan_journal(path, &a, &sn, NULL);
+    int recorded = a;
+    CHECK_STATUS("a patch whose test fails fails the dispatch", ts_store_dispatch(s, "{\"type\":\"todos/bad\"}"),
+                 TS_E_REDUCER);
+    CHECK_CONTAINS("its message names the op and path", ts_last_error(), "op 1 (\"test\" at \"/0\")");
+    CHECK_STATUS("a todo done twice: the patch's test fails", ts_store_dispatch(s, actions[3]), TS_E_REDUCER);
+    scan_journal(path, &a, &sn, NULL);
+    CHECK_INT("failed patches are not journaled", a, recorded);
+    before = tp_state(s, "");
+    CHECK_CONTAINS("the patches applied", before,
+                   "\"todos\":[{\"title\":\"milk\",\"done\":true},{\"title\":\"bread\",\"done\":true},"
+                   "{\"title\":{\"nested\":[1,2.50,\"x\"]},\"done\":false}]");
+    CHECK_CONTAINS("the filtered slice too", before,
+                   "\"tags\":{\"seen\":[\"work\"],\"work\":[[\"home\"]],\"renamed\":[[]]}");
+    tp_destroy(s);
+
+    tag_calls = 0;
+    s = patch_journaled(path, &tag_calls, &st);
+    CHECK_STATUS("patch reducers: reload", st, TS_OK);
+    after = tp_state(s, "");
+    CHECK_STR("reloaded from the journal: the same state, byte for byte", after, before);
+    scan_journal(path, &a, &sn, NULL);
+    CHECK_INT("replayed patches are not recorded again", a, recorded);
+    CHECK("a snapshot was taken (the reload read snapshot + tail)", sn >= 1);
+    CHECK_STATUS("and the next patch applies on the restored slice", ts_store_dispatch(s, actions[0]), TS_OK);
+    free(after);
+    after = tp_state(s, "/todos/3/title");
+    CHECK_STR("appended after the restored todos", after, "\"milk\"");
+    free(after);
+    free(before);
+    tp_destroy(s);
+}
+
 /* ---- All three through ts_store_load_plugins ------------------------------------ */
 
 static pthread_mutex_t folder_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -1148,6 +1265,7 @@ int main(int argc, char **argv) {
     test_lock_unknown_holder();
     test_direct();
     test_write_failure();
+    test_patch_reducers();
     /* Not under valgrind (--quick): ts_store_load_plugins itself makes
      * valgrind report "Conditional jump or move depends on uninitialised
      * value(s)" in PluginSet.pluginFiles(in:) (a library bug, reported), which

@@ -45,6 +45,34 @@ static char *count_reducer(const char *slice, const ts_action *action, void *ctx
     return out;
 }
 
+/* --patch: the same counts answered as RFC 6902 patches (ts_reducer_patch),
+ * and a "log" slice that appends each action's origin, so that replicas
+ * that applied the same actions in another order hold other states. */
+static int patch_mode;
+
+static char *count_patch_reducer(const char *slice, const ts_action *action, void *ctx) {
+    const char *key = ctx;
+    char patch[96];
+    if (strcmp(action->type, "inc") != 0) return NULL;
+    if (key[0] != '*') {
+        if (action->payload == NULL || strlen(action->payload) != 3 || action->payload[1] != key[0]) return NULL;
+    }
+    snprintf(patch, sizeof patch, "[{\"op\":\"test\",\"path\":\"\",\"value\":%lld},"
+             "{\"op\":\"replace\",\"path\":\"\",\"value\":%lld}]", atoll(slice), atoll(slice) + 1);
+    ts_reducer_patch(patch);
+    return NULL;
+}
+
+static char *log_patch_reducer(const char *slice, const ts_action *action, void *ctx) {
+    char patch[96];
+    (void)ctx;
+    if (slice == NULL) return ts_strdup("[]");
+    if (strcmp(action->type, "inc") != 0 || action->payload == NULL || strlen(action->payload) != 3) return NULL;
+    snprintf(patch, sizeof patch, "[{\"op\":\"add\",\"path\":\"/-\",\"value\":%s}]", action->payload);
+    ts_reducer_patch(patch);
+    return NULL;
+}
+
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -116,6 +144,7 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--latency") == 0) { latency = 1; continue; }
+        if (strcmp(a, "--patch") == 0) { patch_mode = 1; continue; }
         if (v == NULL) { fprintf(stderr, "replica: %s needs a value\n", a); return 2; }
         i++;
         if (strcmp(a, "--plugin") == 0) plugin = v;
@@ -135,10 +164,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (ts_store_create("{\"counter\":0,\"a\":0,\"b\":0,\"c\":0,\"d\":0}", &store) != TS_OK) return 1;
-    if (ts_store_add_reducer(store, "counter", count_reducer, "*") != TS_OK) return 1;
+    if (ts_store_add_reducer(store, "counter", patch_mode ? count_patch_reducer : count_reducer, "*") != TS_OK) return 1;
     for (i = 0; i < 4; i++) {
-        if (ts_store_add_reducer(store, origins[i], count_reducer, (void *)origins[i]) != TS_OK) return 1;
+        if (ts_store_add_reducer(store, origins[i], patch_mode ? count_patch_reducer : count_reducer,
+                                 (void *)origins[i]) != TS_OK) return 1;
     }
+    if (patch_mode && ts_store_add_reducer(store, "log", log_patch_reducer, NULL) != TS_OK) return 1;
     snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"timeout_ms\":2000,\"snapshot_every\":%ld}",
              url, stream, snapshot_every);
     t0 = now_s();

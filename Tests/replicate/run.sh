@@ -2,7 +2,9 @@
 # Tests/replicate/run.sh [--bench] - replicate.so against real Redis servers
 # that this script starts on loopback (free ports, a temporary folder) and
 # stops on exit:
-#   1. three processes x 10,000 concurrent dispatches: identical states, counter 30,000
+#   1. three processes x 10,000 concurrent dispatches: identical states, counter 30,000;
+#      1b. three x 300 whose reducers answer with patches (replica --patch):
+#      identical states, byte for byte, a log slice in the same order
 #   2. one replica SIGKILLed mid-run and restarted: it catches up; nothing lost or doubled
 #   3. the server SIGKILLed mid-run and restarted (appendonly, appendfsync always):
 #      no acknowledged dispatch lost, nothing doubled
@@ -168,6 +170,26 @@ check "three replicas: the stream holds 30,000 entries" [ "$total" = 30000 ]
 check "three replicas: identical states" same_states "$D/a.json" "$D/b.json" "$D/c.json"
 check "three replicas: counter 30,000 and 10,000 from each" \
   grep -q '^{"counter":30000,"a":10000,"b":10000,"c":10000,"d":0}$' "$D/a.json"
+
+# ---- 1b. patch reducers (issue 19): three processes x 300 ------------------
+# The reducers answer with RFC 6902 patches (replica --patch) and a "log"
+# slice appends each action's origin: the replicas must hold the same state,
+# byte for byte, entries in the same order.
+D=$T/patch; mkdir -p "$D"
+run_replica "$D" a s1p 300 --patch; pa=$last_pid
+run_replica "$D" b s1p 300 --patch; pb=$last_pid
+run_replica "$D" c s1p 300 --patch; pc=$last_pid
+sleep 0.3
+touch "$D/go"
+finish "$D" s1p "$pa" "$pb" "$pc"
+check "patch reducers: every dispatch acknowledged" [ "$(cat "$D"/*.log | grep -c '^acked=300$')" -ge 3 ]
+check "patch reducers: identical states (the log in the same order)" same_states "$D/a.json" "$D/b.json" "$D/c.json"
+check "patch reducers: counter 900, 300 from each, 900 log entries" python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+log = s.pop("log")
+sys.exit(not (s == {"counter": 900, "a": 300, "b": 300, "c": 300, "d": 0} and len(log) == 900
+              and all(log.count(o) == 300 for o in "abc")))' "$D/a.json"
 
 # ---- 2. a replica SIGKILLed mid-run and restarted ---------------------------
 D=$T/kill; mkdir -p "$D"
