@@ -523,7 +523,7 @@ FUZZ_JSON_TARGETS := patch
 # that their seeded run in test-fuzz-replay steps over; never their corpus replay.
 FUZZ_PY_TARGETS := store_patch
 FUZZ_VENV := $(BUILD)/fuzz-venv
-FUZZ_PY_KNOWN := py-kept-move-noop
+FUZZ_PY_KNOWN :=
 FUZZ_TARGETS := $(FUZZ_LIB_TARGETS) $(FUZZ_JSON_TARGETS) $(FUZZ_PY_TARGETS)
 FUZZ_CXX ?= $(dir $(realpath $(shell command -v $(SWIFT))))clang++
 FUZZ_SECONDS ?= 60

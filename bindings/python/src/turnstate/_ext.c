@@ -1652,6 +1652,16 @@ static int apply_patch(PyObject **root, PyObject *ops) {
             Py_INCREF(value);
         } else if (move || copy) {
             PyObject *from = PyDict_GetItemString(op, "from");
+            /* A move onto its own place changes nothing (RFC 6902 4.4; the
+             * store applies it so): taking the member out and adding it
+             * back would move it to the end of its object. Pointers are
+             * equal exactly when their text is (~0 and ~1 are the only
+             * escapes). */
+            if (move && from != NULL && PyUnicode_Check(from) && PyUnicode_Check(path)) {
+                int same = PyUnicode_Compare(from, path);
+                if (same == -1 && PyErr_Occurred()) return -1;
+                if (same == 0) continue;
+            }
             PyObject *tokens = from != NULL ? pointer_tokens(from) : NULL;
             if (tokens == NULL) {
                 PyErr_Clear();
