@@ -338,10 +338,9 @@ TS_API ts_status ts_reducer_fail(const char *message);
  * Cost: the slice is not parsed or validated again; the first changing
  * operation finds its target through the slice's index when the store has
  * one (see ts_json_at) and the new slice is the old one spliced: one copy
- * of its text. A slice of 64 KiB or more is kept as a tree of texts from
- * its first patch on (see ts_store_add_patch_reducer): a patch then copies
- * only the path to what it changes, and the slice's text is joined when
- * something asks for it (a ts_reducer_fn for it does, on every change).
+ * of its text. The slice of a patch reducer (ts_store_add_patch_reducer)
+ * of 64 KiB or more is kept as a tree of texts instead: a patch then copies
+ * only the path to what it changes.
  * Pointer listeners (ts_store_subscribe) whose pointer is
  * neither at, above nor below a path that the patch changed (for "move",
  * its "from" too; a path ending in an array index or "-" counts as its
@@ -862,9 +861,10 @@ TS_API ts_status ts_json_get_string(const char *json, const char *pointer, const
  *         return NULL;
  *     }
  *
- * Big slices. A slice of 64 KiB or more is kept as a tree of texts when a
- * patch reducer's init call made it, and from the first patch that changes
- * it (whichever reducer answered with the patch): each of its arrays and
+ * Big slices. A patch reducer's slice of 64 KiB or more is kept as a tree
+ * of texts when its init call made it, and from the first patch of the
+ * reducer that changes it (a ts_reducer_fn's patches keep its slice one
+ * text, which it gets on every call anyway): each of its arrays and
  * objects of 4 KiB or more (objects
  * of at most 256 members) is split into its elements or members, and a
  * patch copies only the path to what it changes, so that toggling one item
@@ -879,12 +879,11 @@ TS_API ts_status ts_json_get_string(const char *json, const char *pointer, const
  * ts_json_count (O(1)) and ts_json_next (O(log size) per child); the
  * getters of scalars answer TS_E_ARGUMENT for it as for any array or
  * object. Every other value (each element, member, or smaller container)
- * has its text, as from ts_json_at. A look-up that finds nothing in a
- * split value costs the size of that value (its message is the one its
- * text would give). A slice that is one text (one smaller than 64 KiB, one
- * with nothing to split, or one no patch changed since it was set another
- * way) has its text, and is read through the index the store keeps of it,
- * as slice_json is (see "Which texts" above). */
+ * has its text, as from ts_json_at. Statuses and messages are those the
+ * slice's text would give. A slice that is one text (one smaller than 64 KiB, one
+ * with nothing to split, or one set another way that no patch of this
+ * reducer changed since) has its text, and is read through the index the
+ * store keeps of it, as slice_json is (see "Which texts" above). */
 typedef char *(*ts_patch_reducer_fn)(const ts_json *slice, const ts_action *action, void *ctx);
 
 /* Adds the patch reducer that owns the top-level key `key`, called for the

@@ -1727,14 +1727,17 @@ int check_pointer(const char *p, size_t plen, tsj_error *err) {
 // Walks pointer p[0..plen) from the value at m[v0]. TSJ_ERR_POINTER (bad
 // syntax) or TSJ_ERR_NOT_FOUND (messages name the token and the path up to
 // it, offset = its '/' in the pointer); t says where the pointer leads.
+// `start` (a token's '/' in p, or plen) is where to begin: the tokens
+// before it were followed already (to the value at m[v0]); messages and
+// offsets still name the whole pointer.
 int walk(const tsj_doc *doc, const char *m, size_t n, size_t v0, const char *p, size_t plen, Want want, Target &t,
-         tsj_error *err) {
+         tsj_error *err, size_t start = 0) {
   if (int rc = check_pointer(p, plen, err)) return rc;
   std::string tokbuf;  // a token with ~0 / ~1 escapes, unescaped
   size_t v = v0;       // start of the current value in m
-  size_t pos = 0;
+  size_t pos = start;
   t = Target();
-  if (plen == 0) {
+  if (plen == start) {
     t.vs = v0;
     t.ve = end_of(doc, m, n, v0);
     t.found = true;
@@ -3385,6 +3388,59 @@ void ref_clear(tsj_tree_ref *r) {
   if (r) *r = tsj_tree_ref{nullptr, nullptr, 0, tsj_span{0, 0, TSJ_NULL}};
 }
 
+// The value at p[0..plen) below t, found as walk() finds it in t's text,
+// with walk()'s codes, messages and offsets: through the nodes token by
+// token, then walk() itself inside the leaf it reaches.
+int tree_locate(const TNode *t, const char *p, size_t plen, tsj_tree_ref *out, tsj_error *err) {
+  if (int rc = check_pointer(p, plen, err)) return rc;
+  const std::string ptr(p, plen);
+  Tokens tk;
+  split_pointer(ptr, tk);
+  for (size_t k = 0; k < tk.tok.size(); k++) {
+    if (t->kind == T_LEAF) {
+      Target tg;
+      if (int rc = walk(nullptr, t->text.data(), t->text.size(), 0, p, plen, Want::Value, tg, err, tk.at[k])) return rc;
+      ref_of(t, out);
+      out->span = tsj_span{tg.vs, tg.ve - tg.vs, kind_of(t->text[tg.vs])};
+      clear_err(err);
+      return TSJ_OK;
+    }
+    const std::string &tok = tk.tok[k];
+    const size_t pos = tk.at[k];
+    if (t->kind == T_OBJECT) {
+      const long long m = member_of(t, tok);
+      if (m < 0) {
+        Shown shown(tok.data(), tok.size()), at(p, pos);
+        return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "no member %s in the object at %s", shown.buf, at.buf);
+      }
+      t = t->members[size_t(m)].v.get();
+      continue;
+    }
+    // An array node: walk()'s checks, in its order.
+    const size_t count = t->seq ? t->seq->count : 0;
+    Shown shown(tok.data(), tok.size()), at(p, pos);
+    if (tok == "-")
+      return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                     "\"-\" (the end of the array) is never found in the array at %s", at.buf);
+    bool digits = !tok.empty();
+    for (size_t j = 0; j < tok.size() && digits; j++) digits = is_digit(u8(tok[j]));
+    if (!digits)
+      return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "%s is not an array index in the array at %s", shown.buf,
+                     at.buf);
+    if (tok.size() > 1 && tok[0] == '0')
+      return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                     "%s is not an array index (leading zero) in the array at %s", shown.buf, at.buf);
+    const size_t i = array_index(tok, count);
+    if (i == kNone)
+      return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                     "index %s is out of range for the array of %zu elements at %s", shown.buf, count, at.buf);
+    t = seq_get(t->seq.get(), i).get();
+  }
+  ref_of(t, out);
+  clear_err(err);
+  return TSJ_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -3396,36 +3452,7 @@ int tsj_tree_find(const tsj_tree *tree, const char *pointer, size_t pointer_len,
   if (!tree || !out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "tree or out is NULL");
   if (!pointer && pointer_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "pointer is NULL");
   try {
-    std::string p(pointer ? pointer : "", pointer_len);
-    tsj_error perr;
-    if (check_pointer(p.data(), p.size(), &perr) == TSJ_OK) {
-      Tokens tk;
-      split_pointer(p, tk);
-      const TNode *t = as_node(tree);
-      size_t k = 0;
-      for (; k < tk.tok.size() && t && t->kind != T_LEAF; k++) t = tree_child(t, tk.tok[k]);
-      if (t && k == tk.tok.size()) {
-        ref_of(t, out);
-        clear_err(err);
-        return TSJ_OK;
-      }
-      if (t) {
-        const std::string rel = rest_of(p, tk, k);
-        tsj_span found;
-        if (tsj_find(t->text.data(), t->text.size(), nullptr, rel.data(), rel.size(), &found, nullptr) == TSJ_OK) {
-          ref_of(t, out);
-          out->span = found;
-          clear_err(err);
-          return TSJ_OK;
-        }
-      }
-    }
-    // Nothing there (or a malformed pointer): the answer of the value's whole text, with its message.
-    const std::string whole = tree_string(as_node(tree));
-    tsj_span found;
-    int rc = tsj_find(whole.data(), whole.size(), nullptr, pointer, pointer_len, &found, err);
-    if (rc == TSJ_OK) return internal_error(err, "a tree and its text disagree");
-    return rc;
+    return tree_locate(as_node(tree), pointer ? pointer : "", pointer_len, out, err);
   } catch (const std::bad_alloc &) {
     return nomem(err);
   } catch (...) {
@@ -3555,23 +3582,26 @@ int tsj_tree_at_pointer(const tsj_tree *tree, const char *pointer, size_t pointe
   if (!tree || !out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "tree or out is NULL");
   if (!pointer && pointer_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "pointer is NULL");
   try {
-    std::string p(pointer ? pointer : "", pointer_len), v;
-    tsj_error perr;
-    if (check_pointer(p.data(), p.size(), &perr) == TSJ_OK && tree_value(as_node(tree), p, v)) {
-      char *r = static_cast<char *>(std::malloc(v.size() + 1));
-      if (!r) return nomem(err);
-      std::memcpy(r, v.data(), v.size());
-      r[v.size()] = '\0';
-      *out = r;
-      if (out_len) *out_len = v.size();
-      clear_err(err);
-      return TSJ_OK;
+    tsj_tree_ref ref;
+    if (int rc = tree_locate(as_node(tree), pointer ? pointer : "", pointer_len, &ref, err)) return rc;
+    std::string whole;
+    const char *v;
+    size_t vn;
+    if (ref.node) {
+      whole = tree_string(as_node(ref.node));
+      v = whole.data();
+      vn = whole.size();
+    } else {
+      v = ref.text + ref.span.offset;
+      vn = ref.span.length;
     }
-    // Not found or malformed: the whole text's answer, with its message.
-    size_t n = 0;
-    const char *text = tsj_tree_text(tree, &n);
-    if (!text) return nomem(err);
-    return tsj_text_at_pointer(text, n, pointer, pointer_len, out, out_len, err);
+    char *r = static_cast<char *>(std::malloc(vn + 1));
+    if (!r) return nomem(err);
+    std::memcpy(r, v, vn);
+    r[vn] = '\0';
+    *out = r;
+    if (out_len) *out_len = vn;
+    return TSJ_OK;
   } catch (const std::bad_alloc &) {
     return nomem(err);
   } catch (...) {

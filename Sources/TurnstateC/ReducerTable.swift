@@ -172,7 +172,8 @@ final class ReducerTable: @unchecked Sendable {
             }
             if call.patched != 0 {
                 do {
-                    guard let patched = try Self.applyPatch(&call, to: slice, output: output, key: entries[position].key,
+                    guard let patched = try Self.applyPatch(&call, to: slice, asTree: entries[position].takesValue,
+                                                            output: output, key: entries[position].key,
                                                             action: action) else { continue }
                     if first == nil { first = (index, patched) } else { more.append((index, patched)) }
                     continue
@@ -208,7 +209,8 @@ final class ReducerTable: @unchecked Sendable {
     /// the new slice, or nil when the patch changes nothing. Frees the
     /// patch, and `output`, which must be NULL.
     @inline(never)  // kept out of reduce(): the plain dispatch of a whole-slice reducer stays small
-    private static func applyPatch(_ call: inout tsi_reducer_call, to slice: JSONSlice, output: UnsafeMutablePointer<CChar>?,
+    private static func applyPatch(_ call: inout tsi_reducer_call, to slice: JSONSlice, asTree: Bool,
+                                   output: UnsafeMutablePointer<CChar>?,
                                    key: String, action: JSONAction) throws(StoreError) -> JSONSlice? {
         defer { tsi_reducer_clear(&call) }
         if let output {
@@ -232,12 +234,14 @@ final class ReducerTable: @unchecked Sendable {
             }
             return StoreError(error, context: "the reducer for \"\(key)\" returned a patch that failed for \"\(action.type)\"", code: .reducerFailed)
         }
-        // A big slice is patched as a tree (made from its text the first
-        // time, when it splits): the patch then costs what it changes.
-        var tree = slice.tree
+        // A patch reducer's big slice is patched as a tree (made from its
+        // text the first time, when it splits): the patch then costs what it
+        // changes. A ts_reducer_fn gets the text of its slice on every call
+        // anyway: its slice is patched as one text (joined if it was a tree).
+        var tree = asTree ? slice.tree : nil
         var madeTree: OpaquePointer?
         defer { tsj_tree_free(madeTree) }
-        if tree == nil, slice.length >= JSONSlice.treeBytes {
+        if asTree, tree == nil, slice.length >= JSONSlice.treeBytes {
             let text = try slice.text
             madeTree = tsj_tree_make(text, slice.length, &error)
             if madeTree == nil, error.code == Int32(TSJ_ERR_NOMEM.rawValue) { throw failed(error.code) }

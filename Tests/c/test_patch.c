@@ -792,6 +792,7 @@ static char *value_reducer(const ts_json *slice, const ts_action *a, void *ctx) 
         record_status(ts_reducer_patch(a->payload));
         return NULL;
     }
+    if (strcmp(a->type, "set") == 0) return xprintf("%s", a->payload); /* the whole slice, as text */
     if (strcmp(a->type, "look") != 0) return NULL;
     seen_reset();
     seen.had_slice = 1;
@@ -874,6 +875,21 @@ static void check_value_reads(size_t n) {
     CHECK_STATE(store, "/doc", want);
     CHECK_STATE(store, "/doc/items/5", "{\"id\":-5,\"done\":false}");
     free(want);
+    /* Set as text (one text again), then patched: a tree again from that patch on. */
+    CHECK_OK(dispatch_with(store, "set", doc));
+    CHECK_OK(dispatch_with(store, "look", "null"));
+    CHECK(!seen.text_null && seen.text != NULL && strcmp(seen.text, doc) == 0);
+    CHECK(seen.id5 == 35);
+    CHECK_OK(dispatch_with(store, "patch", "[{\"op\":\"replace\",\"path\":\"/items/5/id\",\"value\":-5}]"));
+    CHECK_OK(dispatch_with(store, "look", "null"));
+    CHECK(seen.text_null == (n >= 1000));
+    CHECK(seen.id5 == -5);
+    /* The same patches through a ts_reducer_fn: its slice is one text again. */
+    CHECK_OK(ts_store_replace_reducer(store, "doc", patch_reducer, NULL));
+    CHECK_OK(dispatch_with(store, "patch", "[{\"op\":\"replace\",\"path\":\"/items/5/id\",\"value\":5}]"));
+    CHECK_STATE(store, "/doc/items/5/id", "5");
+    CHECK_OK(dispatch_with(store, "patch", "[{\"op\":\"replace\",\"path\":\"/items/5/id\",\"value\":35}]"));
+    CHECK_STATE(store, "/doc", doc);
     ts_store_destroy(store);
     seen_reset();
     free(doc);

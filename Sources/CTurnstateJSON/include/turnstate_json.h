@@ -448,9 +448,8 @@ int tsj_tree_patch(const tsj_tree *tree, const char *patch, size_t patch_len, si
                    tsj_path_cb on_path, void *ctx, tsj_error *err);
 
 /* tsj_doc_at_pointer on the tree's document (same results, codes and
- * messages): found through the nodes in O(tokens) plus the leaf it ends
- * in; a pointer that names nothing is answered from the whole text (with
- * its message), so a failed look-up costs O(text) the first time. */
+ * messages), found as tsj_tree_find finds it; the value's text is copied
+ * (joined, for a node). */
 int tsj_tree_at_pointer(const tsj_tree *tree, const char *pointer, size_t pointer_len, char **out, size_t *out_len,
                         tsj_error *err);
 
@@ -471,9 +470,10 @@ int tsj_tree_kind(const tsj_tree *tree);
 
 /* The value at `pointer` below `tree` (a tree or a node from a
  * tsj_tree_ref): the same values, codes and messages as tsj_find on its
- * text. Through the nodes in O(tokens), then within the leaf it reaches; a
- * pointer that names nothing is answered from the value's joined text (its
- * message), so a failed look-up costs O(the value's size). */
+ * text. Through the nodes (O(log elements) per array, O(members) per
+ * object), then by stepping through the text of the leaf it reaches; a
+ * pointer that names nothing costs the same (messages are made as
+ * tsj_find makes them, naming the whole pointer). */
 int tsj_tree_find(const tsj_tree *tree, const char *pointer, size_t pointer_len, tsj_tree_ref *out,
                   tsj_error *err);
 
