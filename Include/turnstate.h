@@ -338,7 +338,10 @@ TS_API ts_status ts_reducer_fail(const char *message);
  * Cost: the slice is not parsed or validated again; the first changing
  * operation finds its target through the slice's index when the store has
  * one (see ts_json_at) and the new slice is the old one spliced: one copy
- * of its text. Pointer listeners (ts_store_subscribe) whose pointer is
+ * of its text. The slice of a patch reducer (ts_store_add_patch_reducer)
+ * of 64 KiB or more is kept as a tree of texts instead: a patch then copies
+ * only the path to what it changes.
+ * Pointer listeners (ts_store_subscribe) whose pointer is
  * neither at, above nor below a path that the patch changed (for "move",
  * its "from" too; a path ending in an array index or "-" counts as its
  * array, since the elements after it move) are known unchanged without a
@@ -860,6 +863,67 @@ TS_API ts_status ts_json_get_uint(const char *json, const char *pointer, uint64_
 TS_API ts_status ts_json_get_double(const char *json, const char *pointer, double *out);
 TS_API ts_status ts_json_get_bool(const char *json, const char *pointer, int *out);
 TS_API ts_status ts_json_get_string(const char *json, const char *pointer, const char **out, size_t *out_len);
+
+/* ---- Patch reducers ----------------------------------------------------- */
+
+/* A reducer that reads its slice with the getters above instead of as
+ * text, so that the store never has to make the text of a big slice for
+ * it. `slice` is the slice as a ts_json, valid during the call (NULL for
+ * the init call, which must return the slice's first value as text, as
+ * for ts_reducer_fn). It answers as a ts_reducer_fn does: NULL
+ * ("unchanged"), NULL after ts_reducer_patch() (a change: what keeps a big
+ * slice cheap), the new slice as text (ts_alloc, ts_strdup or malloc), or
+ * ts_reducer_fail(). The same rules as for ts_reducer_fn: pure, called on
+ * the dispatching thread, all or nothing.
+ *
+ *     static char *todos(const ts_json *slice, const ts_action *action, void *ctx) {
+ *         if (slice == NULL) return ts_strdup("{\"items\":[]}");
+ *         ts_json done;
+ *         int64_t id;
+ *         char pointer[64], patch[128];
+ *         if (ts_json_get_int(action->payload, "/id", &id) != TS_OK) return NULL;
+ *         snprintf(pointer, sizeof pointer, "/items/%lld/done", (long long)id);
+ *         if (ts_json_find(slice, pointer, &done) != TS_OK) return NULL;
+ *         snprintf(patch, sizeof patch, "[{\"op\":\"replace\",\"path\":\"%s\",\"value\":%s}]",
+ *                  pointer, done.kind == TS_JSON_TRUE ? "false" : "true");
+ *         ts_reducer_patch(patch);
+ *         return NULL;
+ *     }
+ *
+ * Big slices. A patch reducer's slice of 64 KiB or more is kept as a tree
+ * of texts when its init call made it, and from the first patch of the
+ * reducer that changes it (a ts_reducer_fn's patches keep its slice one
+ * text, which it gets on every call anyway): each of its arrays and
+ * objects of 4 KiB or more (objects
+ * of at most 256 members) is split into its elements or members, and a
+ * patch copies only the path to what it changes, so that toggling one item
+ * of a 100,000-item list costs about what it costs in a 10-item one, and
+ * so does appending. The text of such a slice is joined only when
+ * something asks for it (ts_store_get_state of the slice or the state, a
+ * reducer added with ts_store_add_reducer for it, a middleware, a plugin)
+ * and is then kept until the slice changes.
+ * A value of such a slice that is split (the slice itself, its big arrays
+ * and objects) has `text` NULL, with `length` (the length of its JSON
+ * text) and `kind` set: read it with ts_json_find (O(tokens x log size)),
+ * ts_json_count (O(1)) and ts_json_next (O(log size) per child); the
+ * getters of scalars answer TS_E_ARGUMENT for it as for any array or
+ * object. Every other value (each element, member, or smaller container)
+ * has its text, as from ts_json_at. Statuses and messages are those the
+ * slice's text would give. A slice that is one text (one smaller than 64 KiB, one
+ * with nothing to split, or one set another way that no patch of this
+ * reducer changed since) has its text, and is read through the index the
+ * store keeps of it, as slice_json is (see "Which texts" above). */
+typedef char *(*ts_patch_reducer_fn)(const ts_json *slice, const ts_action *action, void *ctx);
+
+/* Adds the patch reducer that owns the top-level key `key`, called for the
+ * action types `types` names (as ts_store_add_reducer_for; NULL or an
+ * empty array: every action). Otherwise as ts_store_add_reducer: the init
+ * call (slice NULL, {"type": "@@turnstate/init"}) when the state has no
+ * `key` yet, the order of reducers, its errors and thread-safety.
+ * ts_store_replace_reducer and ts_store_replace_reducer_for replace it
+ * with a ts_reducer_fn; ts_store_remove_reducer removes it. */
+TS_API ts_status ts_store_add_patch_reducer(ts_store *store, const char *key, const char *const *types,
+                                            ts_patch_reducer_fn fn, void *ctx);
 
 #ifdef __cplusplus
 }

@@ -514,20 +514,22 @@ static char *todo_slice(long items) {
     return text;
 }
 
-/* The patch reducer of "todos" (added for "todos/" then "*"): at init, the
- * list of *(long *)ctx items; "todos/toggle" {"id": N} reads the payload and
- * the item's "done" with the getters and answers with one replace;
- * "todos/add" {"title": ...} appends the payload with "add" at "/items/-". */
-static char *todo_patch_reducer(const char *slice, const ts_action *action, void *ctx) {
+/* The patch reducer of "todos" (ts_store_add_patch_reducer, for "todos/"
+ * then "*"): at init, the list of *(long *)ctx items; "todos/toggle"
+ * {"id": N} reads the payload and the item's "done" with the getters and
+ * answers with one replace; "todos/add" {"title": ...} appends the payload
+ * with "add" at "/items/-". */
+static char *todo_patch_reducer(const ts_json *slice, const ts_action *action, void *ctx) {
     if (slice == NULL) return todo_slice(*(long *)ctx);
     char patch[160];
     if (strcmp(action->type, "todos/toggle") == 0) {
         int64_t id;
         int done;
         char pointer[48];
+        ts_json value;
         if (ts_json_get_int(action->payload, "/id", &id) != TS_OK) goto fail;
         snprintf(pointer, sizeof pointer, "/items/%lld/done", (long long)id);
-        if (ts_json_get_bool(slice, pointer, &done) != TS_OK) goto fail;
+        if (ts_json_find(slice, pointer, &value) != TS_OK || ts_json_bool(&value, &done) != TS_OK) goto fail;
         snprintf(patch, sizeof patch, "[{\"op\":\"replace\",\"path\":\"%s\",\"value\":%s}]", pointer,
                  done ? "false" : "true");
         if (ts_reducer_patch(patch) != TS_OK) goto fail;
@@ -556,7 +558,7 @@ static const char *const todo_types[] = {"todos/" "*", NULL};
  * `items` items, owned by the patch reducer. */
 static ts_store *todo_store(long *items) {
     ts_store *store = counter_store(NULL);
-    CHECK(ts_store_add_reducer_for(store, "todos", todo_types, todo_patch_reducer, items));
+    CHECK(ts_store_add_patch_reducer(store, "todos", todo_types, todo_patch_reducer, items));
     return store;
 }
 
@@ -688,7 +690,7 @@ static void cunhandled(void) {
     CHECK(ts_store_create(NULL, &store));
     CHECK(ts_store_add_reducer_for(store, "count", counter_types, bench_counter_reducer, NULL));
     CHECK(ts_store_subscribe(store, NULL, bench_counting_listener, &listener_calls, &token));
-    CHECK(ts_store_add_reducer_for(store, "todos", todo_types, todo_patch_reducer, &big_items));
+    CHECK(ts_store_add_patch_reducer(store, "todos", todo_types, todo_patch_reducer, &big_items));
     char *action[1] = {"{\"type\":\"session/ping\",\"payload\":1}"};
     long n = scaled(200000);
     for (int r = 0; r < runs; r++) {

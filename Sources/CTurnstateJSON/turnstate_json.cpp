@@ -39,6 +39,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <atomic>
 #include <clocale>
 #include <cmath>
 #include <cstdarg>
@@ -1726,14 +1727,17 @@ int check_pointer(const char *p, size_t plen, tsj_error *err) {
 // Walks pointer p[0..plen) from the value at m[v0]. TSJ_ERR_POINTER (bad
 // syntax) or TSJ_ERR_NOT_FOUND (messages name the token and the path up to
 // it, offset = its '/' in the pointer); t says where the pointer leads.
+// `start` (a token's '/' in p, or plen) is where to begin: the tokens
+// before it were followed already (to the value at m[v0]); messages and
+// offsets still name the whole pointer.
 int walk(const tsj_doc *doc, const char *m, size_t n, size_t v0, const char *p, size_t plen, Want want, Target &t,
-         tsj_error *err) {
+         tsj_error *err, size_t start = 0) {
   if (int rc = check_pointer(p, plen, err)) return rc;
   std::string tokbuf;  // a token with ~0 / ~1 escapes, unescaped
   size_t v = v0;       // start of the current value in m
-  size_t pos = 0;
+  size_t pos = start;
   t = Target();
-  if (plen == 0) {
+  if (plen == start) {
     t.vs = v0;
     t.ve = end_of(doc, m, n, v0);
     t.found = true;
@@ -2780,6 +2784,829 @@ int tsj_span_next(const char *text, tsj_span container, size_t *cursor, tsj_span
   *cursor = text[e] == ',' ? e + 1 : e;
   clear_err(err);
   return TSJ_OK;
+}
+
+}  // extern "C"
+
+// ---------------------------------------------------------------------------
+// Trees (tsj_tree): a document kept in parts, so that a patch costs what it
+// changes. Big containers are nodes: an array's elements in a persistent
+// B-tree of up to kSeqMax per node, an object's members in a vector; every
+// other value is a leaf of minified text. Nodes are immutable and shared
+// between versions (reference counted): a patch copies the path to what it
+// changes. Values inside a leaf are patched with patch_apply on the leaf's
+// text. Anything the tree code does not do itself, and every failure, is
+// left to patch_apply on the whole text (joined once and kept), so results,
+// refusals and messages are exactly tsj_patch_apply's.
+
+size_t tsj_tree_split_bytes = 4096;
+size_t tsj_tree_fallbacks = 0;
+
+namespace {
+
+struct TRef {
+  mutable std::atomic<uint32_t> refs{1};
+  virtual ~TRef() = default;
+};
+
+template <class T>
+class P {  // an intrusive reference
+ public:
+  P() = default;
+  explicit P(T *t) : p_(t) {}  // adopts the first reference
+  P(const P &o) : p_(o.p_) {
+    if (p_) p_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  P(P &&o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  P &operator=(P o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  ~P() {
+    if (p_ && p_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p_;
+  }
+  T *get() const { return p_; }
+  T *operator->() const { return p_; }
+  T &operator*() const { return *p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  T *leak() {
+    T *t = p_;
+    p_ = nullptr;
+    return t;
+  }
+
+ private:
+  T *p_ = nullptr;
+};
+
+enum TreeKind : uint8_t { T_LEAF, T_ARRAY, T_OBJECT };
+
+struct Seq;
+struct TNode : TRef {
+  uint8_t kind = T_LEAF;
+  size_t len = 0;    // bytes of the value's minified text
+  std::string text;  // T_LEAF: the minified text
+  P<Seq> seq;        // T_ARRAY: the elements (null when there are none)
+  struct Member {
+    std::string qkey;  // the key as written, with its quotes
+    std::string key;   // unescaped
+    P<TNode> v;
+  };
+  std::vector<Member> members;         // T_OBJECT
+  mutable std::atomic<char *> flat{nullptr};  // the whole text, once joined (tsj_tree_text)
+  ~TNode() override { std::free(flat.load(std::memory_order_relaxed)); }
+};
+
+// A persistent B-tree of array elements.
+constexpr size_t kSeqMax = 32;
+struct Seq : TRef {
+  bool leaf = true;
+  size_t count = 0;  // elements below
+  size_t bytes = 0;  // their texts' bytes
+  std::vector<P<TNode>> items;  // leaf
+  std::vector<P<Seq>> kids;     // inner
+  void sum() {
+    count = bytes = 0;
+    if (leaf) {
+      count = items.size();
+      for (const auto &it : items) bytes += it->len;
+    } else {
+      for (const auto &k : kids) count += k->count, bytes += k->bytes;
+    }
+  }
+};
+
+P<Seq> seq_leaf(std::vector<P<TNode>> items) {
+  P<Seq> s(new Seq);
+  s->items = std::move(items);
+  s->sum();
+  return s;
+}
+
+P<Seq> seq_inner(std::vector<P<Seq>> kids) {
+  P<Seq> s(new Seq);
+  s->leaf = false;
+  s->kids = std::move(kids);
+  s->sum();
+  return s;
+}
+
+P<Seq> seq_build(std::vector<P<TNode>> &&all) {
+  if (all.empty()) return P<Seq>();
+  std::vector<P<Seq>> level;
+  for (size_t i = 0; i < all.size(); i += kSeqMax) {
+    size_t e = std::min(all.size(), i + kSeqMax);
+    level.push_back(seq_leaf(std::vector<P<TNode>>(std::make_move_iterator(all.begin() + i),
+                                                   std::make_move_iterator(all.begin() + e))));
+  }
+  while (level.size() > 1) {
+    std::vector<P<Seq>> up;
+    for (size_t i = 0; i < level.size(); i += kSeqMax) {
+      size_t e = std::min(level.size(), i + kSeqMax);
+      up.push_back(seq_inner(std::vector<P<Seq>>(level.begin() + i, level.begin() + e)));
+    }
+    level.swap(up);
+  }
+  return level[0];
+}
+
+const P<TNode> &seq_get(const Seq *s, size_t i) {
+  while (!s->leaf) {
+    for (const auto &k : s->kids) {
+      if (i < k->count) {
+        s = k.get();
+        break;
+      }
+      i -= k->count;
+    }
+  }
+  return s->items[i];
+}
+
+// Which kid holds position i (for insert: i may equal the count: the last kid).
+size_t seq_kid(const Seq *s, size_t &i, bool insert) {
+  for (size_t k = 0; k < s->kids.size(); k++) {
+    const size_t c = s->kids[k]->count;
+    if (i < c || (insert && i == c && k + 1 == s->kids.size())) return k;
+    i -= c;
+  }
+  return s->kids.size() - 1;
+}
+
+P<Seq> seq_set(const P<Seq> &s, size_t i, P<TNode> v) {
+  if (s->leaf) {
+    std::vector<P<TNode>> items = s->items;
+    items[i] = std::move(v);
+    return seq_leaf(std::move(items));
+  }
+  size_t k = seq_kid(s.get(), i, false);
+  std::vector<P<Seq>> kids = s->kids;
+  kids[k] = seq_set(kids[k], i, std::move(v));
+  return seq_inner(std::move(kids));
+}
+
+// Inserts v before position i; a node that grows past 2 * kSeqMax is split
+// in two (*right gets the second half).
+P<Seq> seq_insert_at(const P<Seq> &s, size_t i, P<TNode> v, P<Seq> *right) {
+  if (s->leaf) {
+    std::vector<P<TNode>> items;
+    items.reserve(s->items.size() + 1);
+    items.insert(items.end(), s->items.begin(), s->items.begin() + i);
+    items.push_back(std::move(v));
+    items.insert(items.end(), s->items.begin() + i, s->items.end());
+    if (items.size() > 2 * kSeqMax) {
+      const size_t h = items.size() / 2;
+      *right = seq_leaf(std::vector<P<TNode>>(items.begin() + h, items.end()));
+      items.resize(h);
+    }
+    return seq_leaf(std::move(items));
+  }
+  size_t k = seq_kid(s.get(), i, true);
+  std::vector<P<Seq>> kids = s->kids;
+  P<Seq> split;
+  kids[k] = seq_insert_at(kids[k], i, std::move(v), &split);
+  if (split) kids.insert(kids.begin() + k + 1, std::move(split));
+  if (kids.size() > 2 * kSeqMax) {
+    const size_t h = kids.size() / 2;
+    *right = seq_inner(std::vector<P<Seq>>(kids.begin() + h, kids.end()));
+    kids.resize(h);
+  }
+  return seq_inner(std::move(kids));
+}
+
+P<Seq> seq_insert(const P<Seq> &s, size_t i, P<TNode> v) {
+  if (!s) return seq_leaf({std::move(v)});
+  P<Seq> right;
+  P<Seq> left = seq_insert_at(s, i, std::move(v), &right);
+  if (!right) return left;
+  return seq_inner({std::move(left), std::move(right)});
+}
+
+// Removes position i; null when nothing is left (empty nodes are dropped).
+P<Seq> seq_erase_at(const P<Seq> &s, size_t i) {
+  if (s->leaf) {
+    if (s->items.size() == 1) return P<Seq>();
+    std::vector<P<TNode>> items = s->items;
+    items.erase(items.begin() + i);
+    return seq_leaf(std::move(items));
+  }
+  size_t k = seq_kid(s.get(), i, false);
+  std::vector<P<Seq>> kids = s->kids;
+  P<Seq> kid = seq_erase_at(kids[k], i);
+  if (kid) kids[k] = std::move(kid);
+  else kids.erase(kids.begin() + k);
+  if (kids.empty()) return P<Seq>();
+  return seq_inner(std::move(kids));
+}
+
+P<Seq> seq_erase(const P<Seq> &s, size_t i) {
+  P<Seq> r = seq_erase_at(s, i);
+  while (r && !r->leaf && r->kids.size() == 1) r = P<Seq>(r->kids[0]);
+  return r;
+}
+
+template <class F>
+void seq_each(const Seq *s, F &&f) {
+  if (!s) return;
+  if (s->leaf) {
+    for (const auto &it : s->items) f(it.get());
+  } else {
+    for (const auto &k : s->kids) seq_each(k.get(), f);
+  }
+}
+
+void node_sum(TNode &n) {
+  if (n.kind == T_ARRAY) {
+    const size_t c = n.seq ? n.seq->count : 0;
+    n.len = 2 + (n.seq ? n.seq->bytes : 0) + (c ? c - 1 : 0);
+  } else if (n.kind == T_OBJECT) {
+    n.len = 2 + (n.members.empty() ? 0 : n.members.size() - 1);
+    for (const auto &m : n.members) n.len += m.qkey.size() + 1 + m.v->len;
+  }
+}
+
+P<TNode> make_leaf(const char *s, size_t n) {
+  P<TNode> t(new TNode);
+  t->text.assign(s, n);
+  t->len = n;
+  return t;
+}
+
+constexpr size_t kTreeMaxMembers = 256;  // bigger objects stay text: their member vector would be copied per patch
+
+// The tree of the validated minified value m[s, e) (m is n bytes).
+P<TNode> tree_build(const char *m, size_t n, size_t s, size_t e) {
+  const size_t len = e - s;
+  bool ws = false;
+  if (len >= tsj_tree_split_bytes && len > 2 && m[s] == '[') {
+    std::vector<P<TNode>> all;
+    for (size_t i = s + 1;;) {
+      const size_t ve = value_end(m, i, n, &ws);
+      all.push_back(tree_build(m, n, i, ve));
+      if (m[ve] != ',') break;
+      i = ve + 1;
+    }
+    P<TNode> t(new TNode);
+    t->kind = T_ARRAY;
+    t->seq = seq_build(std::move(all));
+    node_sum(*t);
+    return t;
+  }
+  if (len >= tsj_tree_split_bytes && len > 2 && m[s] == '{') {
+    std::vector<TNode::Member> members;
+    for (size_t i = s + 1;;) {
+      if (members.size() >= kTreeMaxMembers) return make_leaf(m + s, len);
+      const size_t ke = string_end(m, i, n), vs = ke + 2, ve = value_end(m, vs, n, &ws);
+      TNode::Member mb;
+      mb.qkey.assign(m + i, ke + 1 - i);
+      mb.key.resize(ke - i - 1);
+      mb.key.resize(unescape(m + i + 1, m + ke, &mb.key[0]));
+      mb.v = tree_build(m, n, vs, ve);
+      members.push_back(std::move(mb));
+      if (m[ve] != ',') break;
+      i = ve + 1;
+    }
+    P<TNode> t(new TNode);
+    t->kind = T_OBJECT;
+    t->members = std::move(members);
+    node_sum(*t);
+    return t;
+  }
+  return make_leaf(m + s, len);
+}
+
+P<TNode> tree_of(const char *v, size_t vn) { return tree_build(v, vn, 0, vn); }
+
+char *tree_write(const TNode *t, char *o) {
+  switch (t->kind) {
+    case T_LEAF:
+      std::memcpy(o, t->text.data(), t->text.size());
+      return o + t->text.size();
+    case T_ARRAY: {
+      *o++ = '[';
+      bool first = true;
+      seq_each(t->seq.get(), [&](const TNode *c) {
+        if (!first) *o++ = ',';
+        first = false;
+        o = tree_write(c, o);
+      });
+      *o++ = ']';
+      return o;
+    }
+    default: {
+      *o++ = '{';
+      for (size_t k = 0; k < t->members.size(); k++) {
+        if (k) *o++ = ',';
+        const auto &mb = t->members[k];
+        std::memcpy(o, mb.qkey.data(), mb.qkey.size());
+        o += mb.qkey.size();
+        *o++ = ':';
+        o = tree_write(mb.v.get(), o);
+      }
+      *o++ = '}';
+      return o;
+    }
+  }
+}
+
+std::string tree_string(const TNode *t) {
+  if (t->kind == T_LEAF) return t->text;
+  std::string s(t->len, '\0');
+  tree_write(t, &s[0]);
+  return s;
+}
+
+// The tokens of a valid RFC 6901 pointer, unescaped, and where each starts
+// (its '/') in the pointer.
+struct Tokens {
+  std::vector<std::string> tok;
+  std::vector<size_t> at;
+};
+
+void split_pointer(const std::string &p, Tokens &t) {
+  for (size_t i = 0; i < p.size();) {
+    t.at.push_back(i);
+    std::string s;
+    size_t j = i + 1;
+    for (; j < p.size() && p[j] != '/'; j++) {
+      if (p[j] == '~') {
+        s += p[j + 1] == '1' ? '/' : '~';
+        j++;
+      } else {
+        s += p[j];
+      }
+    }
+    t.tok.push_back(std::move(s));
+    i = j;
+  }
+}
+
+// An array index token (decimal, no leading zero) below `limit`; kNone otherwise.
+size_t array_index(const std::string &tok, size_t limit) {
+  if (tok.empty() || tok.size() > 18 || (tok.size() > 1 && tok[0] == '0')) return kNone;
+  size_t x = 0;
+  for (char c : tok) {
+    if (c < '0' || c > '9') return kNone;
+    x = x * 10 + size_t(c - '0');
+  }
+  return x < limit ? x : kNone;
+}
+
+long long member_of(const TNode *t, const std::string &key) {
+  for (size_t k = 0; k < t->members.size(); k++)
+    if (t->members[k].key == key) return (long long)k;
+  return -1;
+}
+
+// The child of node t named by tok, or null.
+const TNode *tree_child(const TNode *t, const std::string &tok) {
+  if (t->kind == T_ARRAY) {
+    const size_t i = array_index(tok, t->seq ? t->seq->count : 0);
+    return i == kNone ? nullptr : seq_get(t->seq.get(), i).get();
+  }
+  const long long k = member_of(t, tok);
+  return k < 0 ? nullptr : t->members[size_t(k)].v.get();
+}
+
+// The pointer relative to token k of p: p from token k's '/'.
+std::string rest_of(const std::string &p, const Tokens &tk, size_t k) { return k < tk.tok.size() ? p.substr(tk.at[k]) : std::string(); }
+
+// The minified text of the value at pointer p in the tree; false if there is none.
+bool tree_value(const TNode *t, const std::string &p, std::string &out) {
+  Tokens tk;
+  split_pointer(p, tk);
+  size_t k = 0;
+  for (; k < tk.tok.size() && t->kind != T_LEAF; k++) {
+    t = tree_child(t, tk.tok[k]);
+    if (!t) return false;
+  }
+  if (k == tk.tok.size()) {
+    out = tree_string(t);
+    return true;
+  }
+  const std::string rel = rest_of(p, tk, k);
+  Target tg;
+  tsj_error e;
+  if (walk(nullptr, t->text.data(), t->text.size(), 0, rel.data(), rel.size(), Want::Value, tg, &e)) return false;
+  out.assign(t->text.data() + tg.vs, tg.ve - tg.vs);
+  return true;
+}
+
+// The result of a change below a node: the new node, or "not done here".
+enum { kTreeDone = 0, kTreeFallback = -1 };
+
+// Appends a JSON string of s to o.
+void quote_append(std::string &o, const std::string &s) {
+  const size_t at = o.size();
+  o.resize(at + quoted_len(s.data(), s.size()));
+  quote_into(s.data(), s.size(), &o[at]);
+}
+
+// One operation (add, remove or replace; v the value's text for add and
+// replace) at token k and below of node t; *out is the new node.
+int tree_op(const P<TNode> &t, int kind, const std::string &path, const Tokens &tk, size_t k, const char *v,
+            size_t vn, P<TNode> &out) {
+  const size_t last = tk.tok.size() - 1;
+  if (t->kind == T_LEAF) {
+    // The rest of the path inside the leaf's text: a one-operation patch.
+    std::string patch = "[{\"op\":\"";
+    patch += kOpNames[kind];
+    patch += "\",\"path\":";
+    quote_append(patch, rest_of(path, tk, k));
+    if (kind != OP_REMOVE) {
+      patch += ",\"value\":";
+      patch.append(v, vn);
+    }
+    patch += "}]";
+    char *res = nullptr;
+    size_t rn = 0;
+    tsj_error e;
+    if (patch_apply(t->text.data(), t->text.size(), nullptr, patch.data(), patch.size(), TSJ_MAX_DEPTH, &res, &rn,
+                    nullptr, nullptr, &e))
+      return kTreeFallback;
+    if (!res) {
+      out = t;
+      return kTreeDone;
+    }
+    struct Freer {
+      char *p;
+      ~Freer() { std::free(p); }
+    } freer{res};
+    out = tree_of(res, rn);
+    return kTreeDone;
+  }
+  P<TNode> n(new TNode);
+  n->kind = t->kind;
+  if (t->kind == T_ARRAY) {
+    const size_t count = t->seq ? t->seq->count : 0;
+    const std::string &tok = tk.tok[k];
+    if (k < last) {
+      const size_t i = array_index(tok, count);
+      if (i == kNone) return kTreeFallback;
+      P<TNode> child;
+      if (int rc = tree_op(seq_get(t->seq.get(), i), kind, path, tk, k + 1, v, vn, child)) return rc;
+      n->seq = seq_set(t->seq, i, std::move(child));
+    } else if (kind == OP_ADD) {
+      const size_t i = tok == "-" ? count : array_index(tok, count + 1);
+      if (i == kNone) return kTreeFallback;
+      n->seq = seq_insert(t->seq, i, tree_of(v, vn));
+    } else {
+      const size_t i = array_index(tok, count);
+      if (i == kNone) return kTreeFallback;
+      n->seq = kind == OP_REMOVE ? seq_erase(t->seq, i) : seq_set(t->seq, i, tree_of(v, vn));
+    }
+  } else {
+    n->members = t->members;
+    const long long m = member_of(t.get(), tk.tok[k]);
+    if (k < last) {
+      if (m < 0) return kTreeFallback;
+      P<TNode> child;
+      if (int rc = tree_op(t->members[size_t(m)].v, kind, path, tk, k + 1, v, vn, child)) return rc;
+      n->members[size_t(m)].v = std::move(child);
+    } else if (m >= 0) {
+      if (kind == OP_REMOVE) n->members.erase(n->members.begin() + m);
+      else n->members[size_t(m)].v = tree_of(v, vn);
+    } else {
+      if (kind != OP_ADD) return kTreeFallback;
+      TNode::Member mb;
+      quote_append(mb.qkey, tk.tok[k]);
+      mb.key = tk.tok[k];
+      mb.v = tree_of(v, vn);
+      n->members.push_back(std::move(mb));
+    }
+  }
+  node_sum(*n);
+  out = std::move(n);
+  return kTreeDone;
+}
+
+int tree_apply(P<TNode> &root, int kind, const std::string &path, const char *v, size_t vn) {
+  if (path.empty()) {
+    if (kind == OP_REMOVE) return kTreeFallback;
+    root = tree_of(v, vn);
+    return kTreeDone;
+  }
+  Tokens tk;
+  split_pointer(path, tk);
+  P<TNode> out;
+  if (int rc = tree_op(root, kind, path, tk, 0, v, vn, out)) return rc;
+  root = std::move(out);
+  return kTreeDone;
+}
+
+// Applies the patch to the tree: TSJ_OK (*out the new root, or null when
+// nothing changed), kTreeFallback, or an error about the patch itself.
+int tree_patch(const P<TNode> &root, const char *patch, size_t patch_len, size_t max_depth, P<TNode> &out,
+               tsj_path_cb on_path, void *ctx, tsj_error *err) {
+  Lease lease(patch_len);
+  Ctx &c = lease.ctx();
+  const char *in;
+  if (patch_len >= tsj_lean_input_bytes) {
+    if (int rc = validate_lean(patch, patch_len, err)) return rc;
+    in = patch;
+  } else {
+    if (int rc = load(c, patch, patch_len, lease.temporary(), err)) return rc;
+    in = c.in;
+  }
+  if (!grow(c.out, c.out_cap, patch_len + kPadding + 1, lease.temporary())) return nomem(err);
+  size_t pn = 0;
+  if (!minify_into(in, patch_len, c.out, pn)) return internal_error(err, "minify failed");
+  const char *pm = c.out;
+  c.out[pn] = '\0';
+  std::vector<PatchOp> ops;
+  if (int rc = parse_patch(pm, pn, in, patch_len, ops, err)) return rc;
+  if (max_depth > TSJ_MAX_DEPTH) max_depth = TSJ_MAX_DEPTH;
+  P<TNode> t = root;
+  bool changed = false;
+  std::string moved;
+  for (const PatchOp &op : ops) {
+    switch (op.kind) {
+      case OP_TEST:
+        if (!tree_value(t.get(), op.path, moved) || !json_equal(moved.data(), moved.size(), 0, pm, pn, op.vs))
+          return kTreeFallback;
+        break;
+      case OP_REMOVE:
+        if (tree_apply(t, OP_REMOVE, op.path, nullptr, 0)) return kTreeFallback;
+        changed = true;
+        break;
+      case OP_ADD:
+      case OP_REPLACE: {
+        const size_t vd = tsj_depth(pm + op.vs, op.ve - op.vs);
+        if (pointer_tokens(op.path) + vd > max_depth) return kTreeFallback;
+        if (tree_apply(t, op.kind, op.path, pm + op.vs, op.ve - op.vs)) return kTreeFallback;
+        changed = true;
+        break;
+      }
+      case OP_MOVE:
+      case OP_COPY: {
+        if (!tree_value(t.get(), op.from, moved)) return kTreeFallback;
+        if (op.kind == OP_MOVE && op.from == op.path) break;
+        if (pointer_tokens(op.path) + tsj_depth(moved.data(), moved.size()) > max_depth) return kTreeFallback;
+        if (op.kind == OP_MOVE && tree_apply(t, OP_REMOVE, op.from, nullptr, 0)) return kTreeFallback;
+        if (tree_apply(t, OP_ADD, op.path, moved.data(), moved.size())) return kTreeFallback;
+        changed = true;
+        break;
+      }
+    }
+  }
+  if (on_path) {
+    for (const PatchOp &op : ops) {
+      if (op.kind == OP_TEST) continue;
+      if (op.kind == OP_MOVE) on_path(op.from.c_str(), op.from.size(), ctx);
+      on_path(op.path.c_str(), op.path.size(), ctx);
+    }
+  }
+  clear_err(err);
+  if (changed) out = std::move(t);
+  return TSJ_OK;
+}
+
+const TNode *as_node(const tsj_tree *t) { return reinterpret_cast<const TNode *>(t); }
+tsj_tree *as_tree(TNode *t) { return reinterpret_cast<tsj_tree *>(t); }
+
+
+int tree_kind(const TNode *t) {
+  if (t->kind == T_ARRAY) return TSJ_ARRAY;
+  if (t->kind == T_OBJECT) return TSJ_OBJECT;
+  return kind_of(t->text[0]);
+}
+
+void ref_of(const TNode *t, tsj_tree_ref *out) {
+  if (t->kind == T_LEAF) {
+    out->node = nullptr;
+    out->text = t->text.data();
+    out->text_len = t->text.size();
+  } else {
+    out->node = reinterpret_cast<const tsj_tree *>(t);
+    out->text = nullptr;
+    out->text_len = 0;
+  }
+  out->span = tsj_span{0, t->len, tree_kind(t)};
+}
+
+void ref_clear(tsj_tree_ref *r) {
+  if (r) *r = tsj_tree_ref{nullptr, nullptr, 0, tsj_span{0, 0, TSJ_NULL}};
+}
+
+// The value at p[0..plen) below t, found as walk() finds it in t's text,
+// with walk()'s codes, messages and offsets: through the nodes token by
+// token, then walk() itself inside the leaf it reaches.
+int tree_locate(const TNode *t, const char *p, size_t plen, tsj_tree_ref *out, tsj_error *err) {
+  if (int rc = check_pointer(p, plen, err)) return rc;
+  const std::string ptr(p, plen);
+  Tokens tk;
+  split_pointer(ptr, tk);
+  for (size_t k = 0; k < tk.tok.size(); k++) {
+    if (t->kind == T_LEAF) {
+      Target tg;
+      if (int rc = walk(nullptr, t->text.data(), t->text.size(), 0, p, plen, Want::Value, tg, err, tk.at[k])) return rc;
+      ref_of(t, out);
+      out->span = tsj_span{tg.vs, tg.ve - tg.vs, kind_of(t->text[tg.vs])};
+      clear_err(err);
+      return TSJ_OK;
+    }
+    const std::string &tok = tk.tok[k];
+    const size_t pos = tk.at[k];
+    if (t->kind == T_OBJECT) {
+      const long long m = member_of(t, tok);
+      if (m < 0) {
+        Shown shown(tok.data(), tok.size()), at(p, pos);
+        return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "no member %s in the object at %s", shown.buf, at.buf);
+      }
+      t = t->members[size_t(m)].v.get();
+      continue;
+    }
+    // An array node: walk()'s checks, in its order.
+    const size_t count = t->seq ? t->seq->count : 0;
+    Shown shown(tok.data(), tok.size()), at(p, pos);
+    if (tok == "-")
+      return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                     "\"-\" (the end of the array) is never found in the array at %s", at.buf);
+    bool digits = !tok.empty();
+    for (size_t j = 0; j < tok.size() && digits; j++) digits = is_digit(u8(tok[j]));
+    if (!digits)
+      return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos, "%s is not an array index in the array at %s", shown.buf,
+                     at.buf);
+    if (tok.size() > 1 && tok[0] == '0')
+      return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                     "%s is not an array index (leading zero) in the array at %s", shown.buf, at.buf);
+    const size_t i = array_index(tok, count);
+    if (i == kNone)
+      return set_err(err, TSJ_ERR_NOT_FOUND, (long long)pos,
+                     "index %s is out of range for the array of %zu elements at %s", shown.buf, count, at.buf);
+    t = seq_get(t->seq.get(), i).get();
+  }
+  ref_of(t, out);
+  clear_err(err);
+  return TSJ_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+int tsj_tree_kind(const tsj_tree *tree) { return tree ? tree_kind(as_node(tree)) : TSJ_NULL; }
+
+int tsj_tree_find(const tsj_tree *tree, const char *pointer, size_t pointer_len, tsj_tree_ref *out, tsj_error *err) {
+  ref_clear(out);
+  if (!tree || !out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "tree or out is NULL");
+  if (!pointer && pointer_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "pointer is NULL");
+  try {
+    return tree_locate(as_node(tree), pointer ? pointer : "", pointer_len, out, err);
+  } catch (const std::bad_alloc &) {
+    return nomem(err);
+  } catch (...) {
+    return internal_error(err, "unexpected exception");
+  }
+}
+
+size_t tsj_tree_count(const tsj_tree *tree) {
+  if (!tree) return 0;
+  const TNode *t = as_node(tree);
+  if (t->kind == T_ARRAY) return t->seq ? t->seq->count : 0;
+  if (t->kind == T_OBJECT) return t->members.size();
+  return 0;
+}
+
+int tsj_tree_child(const tsj_tree *tree, size_t i, tsj_tree_ref *key, tsj_tree_ref *value, tsj_error *err) {
+  ref_clear(key);
+  ref_clear(value);
+  if (!tree || !value) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "tree or value is NULL");
+  const TNode *t = as_node(tree);
+  if (t->kind == T_LEAF) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "the tree is not split");
+  const bool obj = t->kind == T_OBJECT;
+  if (i >= tsj_tree_count(tree)) return set_err(err, TSJ_ERR_NOT_FOUND, -1, obj ? "no more members" : "no more elements");
+  if (obj) {
+    const TNode::Member &m = t->members[i];
+    ref_of(m.v.get(), value);
+    if (key) *key = tsj_tree_ref{nullptr, m.qkey.data(), m.qkey.size(), tsj_span{0, m.qkey.size(), TSJ_STRING}};
+  } else {
+    ref_of(seq_get(t->seq.get(), i).get(), value);
+  }
+  clear_err(err);
+  return TSJ_OK;
+}
+
+}  // extern "C"
+
+namespace {
+}  // namespace
+
+extern "C" {
+
+tsj_tree *tsj_tree_make(const char *minified, size_t len, tsj_error *err) {
+  if (!minified || !len) {
+    set_err(err, TSJ_ERR_INVALID_ARG, -1, "the document is NULL or empty");
+    return nullptr;
+  }
+  try {
+    P<TNode> t = tree_of(minified, len);
+    clear_err(err);
+    return as_tree(t.leak());
+  } catch (const std::bad_alloc &) {
+    nomem(err);
+    return nullptr;
+  } catch (...) {
+    internal_error(err, "unexpected exception");
+    return nullptr;
+  }
+}
+
+void tsj_tree_free(tsj_tree *tree) {
+  if (tree) P<TNode> adopt(const_cast<TNode *>(as_node(tree)));
+}
+
+size_t tsj_tree_length(const tsj_tree *tree) { return tree ? as_node(tree)->len : 0; }
+
+const char *tsj_tree_text(const tsj_tree *tree, size_t *len) {
+  if (len) *len = 0;
+  if (!tree) return nullptr;
+  const TNode *t = as_node(tree);
+  if (len) *len = t->len;
+  if (char *f = t->flat.load(std::memory_order_acquire)) return f;
+  char *f = static_cast<char *>(std::malloc(t->len + 1));
+  if (!f) return nullptr;
+  if (t->kind == T_LEAF) std::memcpy(f, t->text.data(), t->len);
+  else tree_write(t, f);
+  f[t->len] = '\0';
+  char *expected = nullptr;
+  if (t->flat.compare_exchange_strong(expected, f, std::memory_order_acq_rel)) return f;
+  std::free(f);
+  return expected;
+}
+
+int tsj_tree_is_split(const tsj_tree *tree) { return tree && as_node(tree)->kind != T_LEAF; }
+
+int tsj_tree_patch(const tsj_tree *tree, const char *patch, size_t patch_len, size_t max_depth, tsj_tree **out,
+                   tsj_path_cb on_path, void *ctx, tsj_error *err) {
+  if (out) *out = nullptr;
+  if (!out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "out is NULL");
+  if (!tree) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "the tree is NULL");
+  if (!patch && patch_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "patch is NULL");
+  try {
+    P<TNode> root(const_cast<TNode *>(as_node(tree)));
+    root->refs.fetch_add(1, std::memory_order_relaxed);  // root holds its own reference
+    P<TNode> result;
+    int rc = tree_patch(root, patch, patch_len, max_depth, result, on_path, ctx, err);
+    if (rc == kTreeFallback) {
+      __atomic_add_fetch(&tsj_tree_fallbacks, 1, __ATOMIC_RELAXED);
+      // Not done here (or a failure, whose message tsj_patch_apply gives).
+      size_t n = 0;
+      const char *text = tsj_tree_text(tree, &n);
+      if (!text) return nomem(err);
+      char *res = nullptr;
+      size_t rn = 0;
+      rc = patch_apply(text, n, nullptr, patch, patch_len, max_depth, &res, &rn, on_path, ctx, err);
+      if (rc) return rc;
+      if (!res) return TSJ_OK;
+      struct Freer {
+        char *p;
+        ~Freer() { std::free(p); }
+      } freer{res};
+      result = tree_of(res, rn);
+    }
+    if (rc) return rc;
+    if (result) *out = as_tree(result.leak());
+    return TSJ_OK;
+  } catch (const std::bad_alloc &) {
+    return nomem(err);
+  } catch (...) {
+    return internal_error(err, "unexpected exception");
+  }
+}
+
+int tsj_tree_at_pointer(const tsj_tree *tree, const char *pointer, size_t pointer_len, char **out, size_t *out_len,
+                        tsj_error *err) {
+  if (out) *out = nullptr;
+  if (out_len) *out_len = 0;
+  if (!tree || !out) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "tree or out is NULL");
+  if (!pointer && pointer_len) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "pointer is NULL");
+  try {
+    tsj_tree_ref ref;
+    if (int rc = tree_locate(as_node(tree), pointer ? pointer : "", pointer_len, &ref, err)) return rc;
+    std::string whole;
+    const char *v;
+    size_t vn;
+    if (ref.node) {
+      whole = tree_string(as_node(ref.node));
+      v = whole.data();
+      vn = whole.size();
+    } else {
+      v = ref.text + ref.span.offset;
+      vn = ref.span.length;
+    }
+    char *r = static_cast<char *>(std::malloc(vn + 1));
+    if (!r) return nomem(err);
+    std::memcpy(r, v, vn);
+    r[vn] = '\0';
+    *out = r;
+    if (out_len) *out_len = vn;
+    return TSJ_OK;
+  } catch (const std::bad_alloc &) {
+    return nomem(err);
+  } catch (...) {
+    return internal_error(err, "unexpected exception");
+  }
 }
 
 }  // extern "C"

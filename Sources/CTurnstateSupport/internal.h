@@ -11,6 +11,11 @@
  * NULL; each links to the ones around it (`outer`). */
 tsi_reducer_call *tsi_innermost_reducer(void);
 const tsi_middleware_frame *tsi_innermost_middleware(void);
+/* Writes the ts_json (out) of a patch reducer's slice: the split tree
+ * `tree` when not NULL, else the minified text[0..length) with its index
+ * (a tsj_doc over it, or NULL). */
+void tsi_slice_value(void *out, const char *text, size_t length, const void *tree, const void *index);
+
 /* The function set with tsi_set_slice_index, or NULL. */
 const void *(*tsi_slice_index(void))(void *owner);
 

@@ -6,7 +6,9 @@
  *   base_       with an index: the value's offset in that document;
  *   reserved_[0] with an index: the document's length;
  *   reserved_[1] flags: VALUE_MINIFIED when the value's text is minified
- *                (every tsj_ reader then works on it directly).
+ *                (every tsj_ reader then works on it directly); VALUE_TREE
+ *                for a split container of a slice kept as a tree (a patch
+ *                reducer's slice): doc_ is its tsj_tree node, text NULL.
  * Without an index, a value is read as a text of its own: (text, length).
  * A value whose text has white space (from a text the caller wrote with
  * it) is read by minifying a copy for look-ups and counts, and by stepping
@@ -119,7 +121,7 @@ const char *tsi_reducer_patch_text(tsi_reducer_call *call, size_t *length) {
 
 /* ---- Values ---- */
 
-enum { VALUE_MINIFIED = 1 };
+enum { VALUE_MINIFIED = 1, VALUE_TREE = 2 };
 
 /* ts_json's kinds are the JSON layer's (a value's kind is copied). */
 typedef char kinds_are_the_same[(TSJ_NULL == TS_JSON_NULL && TSJ_FALSE == TS_JSON_FALSE && TSJ_TRUE == TS_JSON_TRUE &&
@@ -134,6 +136,11 @@ typedef struct place {
     tsj_span span;        /* the value in `text` */
     int minified;
 } place;
+
+static int kind_of_byte(char c) {
+    return c == '{' ? TSJ_OBJECT : c == '[' ? TSJ_ARRAY : c == '"' ? TSJ_STRING : c == 't' ? TSJ_TRUE
+         : c == 'f' ? TSJ_FALSE : c == 'n' ? TSJ_NULL : TSJ_NUMBER;
+}
 
 static int32_t status_of(int code) {
     switch (code) {
@@ -158,11 +165,23 @@ static void write_value(ts_json *out, const place *p, tsj_span span) {
     out->reserved_[1] = p->minified ? VALUE_MINIFIED : 0;
 }
 
+static int recognise(const char *json, place *p);
+
 /* The place of a value that one of these functions wrote. */
 static int32_t place_of(const char *function, const ts_json *value, place *p) {
     if (value == NULL) {
         tsi_set_last_errorf("%s: value is NULL", function);
         return TS_E_ARGUMENT;
+    }
+    if ((value->reserved_[1] & VALUE_TREE) && value->doc_ != NULL &&
+        (value->kind == TS_JSON_ARRAY || value->kind == TS_JSON_OBJECT)) {
+        /* A split container: the getters of scalars see its kind only. */
+        p->text = value->kind == TS_JSON_ARRAY ? "[]" : "{}";
+        p->length = 2;
+        p->index = NULL;
+        p->span = (tsj_span){0, 2, value->kind};
+        p->minified = 1;
+        return TS_OK;
     }
     if (value->text == NULL || value->length == 0 || value->kind < TS_JSON_NULL || value->kind > TS_JSON_OBJECT) {
         tsi_set_last_errorf("%s: the value is empty (a key of an array element, or not written by ts_json_at, "
@@ -181,6 +200,10 @@ static int32_t place_of(const char *function, const ts_json *value, place *p) {
         p->index = NULL;
         p->span = (tsj_span){0, value->length, value->kind};
         p->minified = (value->reserved_[1] & VALUE_MINIFIED) != 0;
+        /* A patch reducer's slice (one text): read through the store's
+         * index of it, as ts_json_at reads slice_json. */
+        place slice;
+        if (p->minified && recognise(value->text, &slice) && slice.length == value->length) p->index = slice.index;
     }
     return TS_OK;
 }
@@ -378,7 +401,77 @@ int32_t tsi_json_at(const char *json, const char *pointer, void *out) {
     return json_at("ts_json_at", json, pointer, out);
 }
 
+/* ---- Values of a slice kept as a tree ---- */
+
+static const tsj_tree *tree_of_value(const ts_json *value) {
+    if (value == NULL || !(value->reserved_[1] & VALUE_TREE)) return NULL;
+    if (value->kind != TS_JSON_ARRAY && value->kind != TS_JSON_OBJECT) return NULL;
+    return value->doc_;
+}
+
+static void write_tree_node(ts_json *out, const tsj_tree *node) {
+    out->text = NULL;
+    out->length = tsj_tree_length(node);
+    out->kind = tsj_tree_kind(node);
+    out->doc_ = node;
+    out->base_ = 0;
+    out->reserved_[0] = 0;
+    out->reserved_[1] = VALUE_TREE;
+}
+
+/* A value a tree look-up found: a node, or a value in a leaf's text. */
+static void write_ref(ts_json *out, const tsj_tree_ref *ref) {
+    if (ref->node != NULL) {
+        write_tree_node(out, ref->node);
+        return;
+    }
+    out->text = ref->text + ref->span.offset;
+    out->length = ref->span.length;
+    out->kind = ref->span.kind;
+    out->doc_ = NULL;
+    out->base_ = 0;
+    out->reserved_[0] = 0;
+    out->reserved_[1] = VALUE_MINIFIED;
+}
+
+void tsi_slice_value(void *out, const char *text, size_t length, const void *tree, const void *index) {
+    ts_json *v = out;
+    if (tree != NULL) {
+        write_tree_node(v, tree);
+        return;
+    }
+    v->text = text;
+    v->length = length;
+    v->kind = kind_of_byte(text[0]);
+    v->doc_ = index;
+    v->base_ = 0;
+    v->reserved_[0] = index != NULL ? length : 0;
+    v->reserved_[1] = VALUE_MINIFIED;
+}
+
+static int32_t find_in_tree(const char *function, const tsj_tree *node, const char *pointer, ts_json *out) {
+    if (pointer == NULL) pointer = "";
+    tsj_tree_ref ref;
+    tsj_error error;
+    int code = tsj_tree_find(node, pointer, strlen(pointer), &ref, &error);
+    if (code != TSJ_OK) {
+        if (code == TSJ_ERR_NOMEM) tsi_set_last_errorf("%s: no memory to look up \"%s\"", function, pointer);
+        else tsi_set_last_errorf("%s: JSON Pointer \"%s\": %s", function, pointer, error.message);
+        return status_of(code);
+    }
+    write_ref(out, &ref);
+    return TS_OK;
+}
+
 int32_t tsi_json_find(const void *value, const char *pointer, void *out) {
+    const tsj_tree *node = tree_of_value(value);
+    if (node != NULL) {
+        if (out == NULL) {
+            tsi_set_last_errorf("ts_json_find: out is NULL");
+            return TS_E_ARGUMENT;
+        }
+        return find_in_tree("ts_json_find", node, pointer, out);
+    }
     place p;
     int32_t status = place_of("ts_json_find", value, &p);
     if (status != TS_OK) return status;
@@ -506,6 +599,15 @@ int32_t tsi_json_string(const void *value, const char **out, size_t *out_length)
 }
 
 int32_t tsi_json_count(const void *value, size_t *out) {
+    const tsj_tree *node = tree_of_value(value);
+    if (node != NULL) {
+        if (out == NULL) {
+            tsi_set_last_errorf("ts_json_count: out is NULL");
+            return TS_E_ARGUMENT;
+        }
+        *out = tsj_tree_count(node);
+        return TS_OK;
+    }
     place p;
     int32_t status = scalar_place("ts_json_count", value, out, &p);
     if (status != TS_OK) return status;
@@ -607,7 +709,43 @@ bad_cursor:
     return TSJ_ERR_INVALID_ARG;
 }
 
+/* ts_json_next over a split container: the cursor is the index of the next child. */
+static int32_t next_in_tree(const tsj_tree *node, size_t *cursor, void *key, void *value) {
+    if (cursor == NULL) {
+        tsi_set_last_errorf("ts_json_next: cursor is NULL");
+        return TS_E_ARGUMENT;
+    }
+    if (value == NULL) {
+        tsi_set_last_errorf("ts_json_next: out is NULL");
+        return TS_E_ARGUMENT;
+    }
+    const int object = tsj_tree_kind(node) == TSJ_OBJECT;
+    if (*cursor > tsj_tree_count(node)) {
+        tsi_set_last_errorf("ts_json_next: the cursor %zu does not belong to this %s", *cursor,
+                            object ? "object" : "array");
+        return TS_E_ARGUMENT;
+    }
+    tsj_tree_ref key_ref, value_ref;
+    tsj_error error;
+    int code = tsj_tree_child(node, *cursor, &key_ref, &value_ref, &error);
+    if (code != TSJ_OK) return getter_failed("ts_json_next", NULL, code, &error);
+    *cursor += 1;
+    write_ref(value, &value_ref);
+    if (key != NULL) {
+        ts_json *k = key;
+        if (object) {
+            write_ref(k, &key_ref);
+        } else {
+            memset(k, 0, sizeof *k);
+            k->kind = TS_JSON_NULL;
+        }
+    }
+    return TS_OK;
+}
+
 int32_t tsi_json_next(const void *container, size_t *cursor, void *key, void *value) {
+    const tsj_tree *node = tree_of_value(container);
+    if (node != NULL) return next_in_tree(node, cursor, key, value);
     place p;
     int32_t status = scalar_place("ts_json_next", container, value, &p);
     if (status != TS_OK) return status;

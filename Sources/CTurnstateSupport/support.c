@@ -218,6 +218,34 @@ char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *ac
     return output;
 }
 
+/* Stands for the slice of a patch reducer kept as a tree (it has no text):
+ * call->slice is never NULL for a call with a slice, and no text the
+ * reducer holds can be at this address. */
+static const char tree_slice_marker[1] = {0};
+
+char *tsi_call_patch_reducer(tsi_reducer_fn fn, const char *slice_json, size_t slice_length, const void *tree,
+                             const void *index, const void *action, void *ctx, tsi_reducer_call *call) {
+    ts_json slice;
+    const ts_json *given = NULL;
+    if (tree != NULL || slice_json != NULL) {
+        tsi_slice_value(&slice, slice_json, slice_length, tree, index);
+        given = &slice;
+    }
+    tsi_reducer_call **current = &current_reducer;
+    call->outer = *current;
+    call->message = NULL;
+    call->failed = 0;
+    call->lost = 0;
+    call->patched = 0;
+    call->patch = NULL;
+    call->slice = tree != NULL ? tree_slice_marker : slice_json;
+    call->action = action;
+    *current = call;
+    char *output = ((ts_patch_reducer_fn)(void (*)(void))fn)(given, (const ts_action *)action, ctx);
+    *current = call->outer;
+    return output;
+}
+
 tsi_reducer_call *tsi_innermost_reducer(void) { return current_reducer; }
 
 /* Set by every store's creation (the same function each time), read by

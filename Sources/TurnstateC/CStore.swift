@@ -117,11 +117,12 @@ final class CStore: StoreFace, @unchecked Sendable {
     }
 
     func addReducer(key: UnsafePointer<CChar>, fn: ts_reducer_fn, context: UnsafeMutableRawPointer?,
-                    types: TypeFilter? = nil, function: StaticString = "ts_store_add_reducer") throws(StoreError) {
+                    types: TypeFilter? = nil, takesValue: Bool = false,
+                    function: StaticString = "ts_store_add_reducer") throws(StoreError) {
         guard let key = String(validatingCString: key) else {
             throw StoreError(.badArgument, "\(function): the key is not valid UTF-8")
         }
-        let entry = ReducerTable.Entry(key: key, fn: fn, context: context, types: types)
+        let entry = ReducerTable.Entry(key: key, fn: fn, context: context, types: types, takesValue: takesValue)
         try store.mutateState(.addReducer, notify: false) { state throws(StoreError) in
             guard !reducers.contains(key: key) else {
                 throw StoreError(.badArgument, "\(function): the key \"\(key)\" already has a reducer")

@@ -144,6 +144,23 @@ public func ts_store_add_reducer_for(
 }
 
 @c @implementation
+public func ts_store_add_patch_reducer(
+    _ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ types: UnsafePointer<UnsafePointer<CChar>?>?,
+    _ fn: ts_patch_reducer_fn?, _ context: UnsafeMutableRawPointer?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_add_patch_reducer")
+        let key = try required(key, "key", in: "ts_store_add_patch_reducer")
+        guard let fn else {
+            throw StoreError(.badArgument, "ts_store_add_patch_reducer: fn is NULL for the key \"\(String(cString: key))\"")
+        }
+        let filter = try TypeFilter.make(types, function: "ts_store_add_patch_reducer")
+        try cstore.addReducer(key: key, fn: unsafeBitCast(fn, to: ts_reducer_fn.self), context: context, types: filter,
+                              takesValue: true, function: "ts_store_add_patch_reducer")
+    }
+}
+
+@c @implementation
 public func ts_store_dispatch(_ store: OpaquePointer?, _ action: UnsafePointer<CChar>?) -> ts_status {
     CStatus.run { () throws(StoreError) in
         let cstore = try CStore.from(store, in: "ts_store_dispatch")

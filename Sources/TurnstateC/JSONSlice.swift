@@ -11,14 +11,38 @@ import TurnstateCore
 /// The value of one top-level key of a C store's state, kept as validated,
 /// minified JSON text. Immutable: a reducer that changes a slice makes a new
 /// one, so unchanged slices are never parsed or serialized again.
+///
+/// A big slice that a patch changed is kept as a tree of texts (tsj_tree):
+/// the next patch copies only the path to what it changes, and its text is
+/// joined only when someone asks for it (`text`, kept by the tree).
 package final class JSONSlice: @unchecked Sendable {
     private static let lastID = Atomic<UInt64>(0)
 
+    /// Slices of this many bytes or more are patched as trees.
+    static let treeBytes = 64 * 1024
+
     /// Unique for the life of the process: a changed slice has a new id.
     let id: UInt64
-    /// Minified JSON text, NUL-terminated, owned (malloc'ed).
-    let text: UnsafeMutablePointer<CChar>
+    /// Minified JSON text, NUL-terminated, owned (malloc'ed); nil when the
+    /// slice is kept as a tree.
+    let flat: UnsafeMutablePointer<CChar>?
+    /// The slice kept in parts (owned), or nil.
+    let tree: OpaquePointer?
+    /// `tree` when it is split (has nodes): what a patch reducer reads.
+    let splitTree: OpaquePointer?
     let length: Int
+
+    /// The minified text, NUL-terminated: the slice's own, or the tree's,
+    /// joined on first use (O(length) once, then kept by the tree).
+    var text: UnsafeMutablePointer<CChar> {
+        get throws(StoreError) {
+            if let flat { return flat }
+            guard let joined = tsj_tree_text(tree, nil) else {
+                throw StoreError(.outOfMemory, "no memory to join the \(length) bytes of a slice")
+            }
+            return UnsafeMutablePointer(mutating: joined)
+        }
+    }
     /// The structural index of `text` (a tsj_doc from tsj_doc_index, which
     /// borrows the text: no copy, no second validation), built on the first
     /// JSON Pointer look-up below the slice and kept until the slice is
@@ -47,7 +71,9 @@ package final class JSONSlice: @unchecked Sendable {
         var outLength = 0
         try checkJSON(context()) { tsj_minify(json, length, &out, &outLength, $0) }
         guard let out else { throw StoreError(.outOfMemory, "\(context()): no memory for the text") }
-        text = out
+        flat = out
+        tree = nil
+        splitTree = nil
         self.length = outLength
         patchedFrom = nil
         self.id = id != 0 ? id : Self.lastID.add(1, ordering: .relaxed).newValue
@@ -57,13 +83,14 @@ package final class JSONSlice: @unchecked Sendable {
     /// `init(validating:)`, and at most `TS_MAX_DEPTH - 1` deep, since the
     /// state object around it is one more level and the whole state must
     /// read back.
+    @inline(__always)
     convenience init(validatingSlice json: UnsafePointer<CChar>, length: Int, id: UInt64 = 0,
                      context: @autoclosure () -> String) throws(StoreError) {
         try self.init(validating: json, length: length, id: id, context: context())
         // Each level takes two bytes: shorter text cannot be too deep.
         let limit = Int(TS_MAX_DEPTH) - 1
-        if self.length >= 2 * (limit + 1) {
-            let depth = tsj_depth(text, self.length)
+        if self.length >= 2 * (limit + 1), let flat {
+            let depth = tsj_depth(flat, self.length)
             if depth > limit {
                 throw StoreError(.invalidJSON, "\(context()): nested \(depth) deep; a top-level value of the state may be at most \(limit) deep (TS_MAX_DEPTH - 1: the state object is one more level)")
             }
@@ -73,10 +100,35 @@ package final class JSONSlice: @unchecked Sendable {
     /// Takes over text that is already minified JSON (from the JSON layer);
     /// `patchedFrom` when it is another slice with a patch applied.
     init(adoptingMinified text: UnsafeMutablePointer<CChar>, length: Int, patchedFrom: PatchOrigin? = nil, id: UInt64 = 0) {
-        self.text = text
+        flat = text
+        tree = nil
+        splitTree = nil
         self.length = length
         self.patchedFrom = patchedFrom
         self.id = id != 0 ? id : Self.lastID.add(1, ordering: .relaxed).newValue
+    }
+
+    /// Takes over a tree (from tsj_tree_patch).
+    init(adoptingTree tree: OpaquePointer, patchedFrom: PatchOrigin?, id: UInt64? = nil) {
+        flat = nil
+        self.tree = tree
+        splitTree = tsj_tree_is_split(tree) != 0 ? tree : nil
+        length = tsj_tree_length(tree)
+        self.patchedFrom = patchedFrom
+        self.id = id ?? Self.lastID.add(1, ordering: .relaxed).newValue
+    }
+
+    /// This slice kept as a tree when it is `treeBytes` or more and splits
+    /// (the same value, same id); otherwise (or without memory for the
+    /// tree) this slice itself.
+    func asTree() -> JSONSlice {
+        guard tree == nil, length >= Self.treeBytes, let flat else { return self }
+        guard let made = tsj_tree_make(flat, length, nil) else { return self }
+        guard tsj_tree_is_split(made) != 0 else {
+            tsj_tree_free(made)
+            return self
+        }
+        return JSONSlice(adoptingTree: made, patchedFrom: patchedFrom, id: id)
     }
 
     /// The slice this one was patched from and where the patch changed it
@@ -86,7 +138,8 @@ package final class JSONSlice: @unchecked Sendable {
 
     deinit {
         tsj_doc_free(document)
-        free(text)
+        free(flat)
+        tsj_tree_free(tree)
     }
 
     /// A copy of the text, malloc'ed, for the caller to free.
@@ -94,7 +147,7 @@ package final class JSONSlice: @unchecked Sendable {
         guard let copy = malloc(length + 1)?.assumingMemoryBound(to: CChar.self) else {
             throw StoreError(.outOfMemory, "no memory for a copy of \(length) bytes")
         }
-        memcpy(copy, text, length + 1)
+        memcpy(copy, try text, length + 1)
         return copy
     }
 
@@ -102,17 +155,19 @@ package final class JSONSlice: @unchecked Sendable {
     /// relative to this slice, "" for the slice itself), malloc'ed.
     package func value(at pointer: Substring.UTF8View, path: @autoclosure () -> String) throws(StoreError) -> (UnsafeMutablePointer<CChar>, Int) {
         if pointer.isEmpty { return (try copyText(), length) }
-        let document = indexed()
+        let document = tree == nil ? indexed() : nil
         var out: UnsafeMutablePointer<CChar>?
         var outLength = 0
         var pointer = Substring(pointer)
         var error = tsj_error()
         let code = pointer.withUTF8 { bytes in
             let start = UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self)
-            return if let document {
+            return if let tree {
+                tsj_tree_at_pointer(tree, start, bytes.count, &out, &outLength, &error)
+            } else if let document {
                 tsj_doc_at_pointer(document, start, bytes.count, &out, &outLength, &error)
             } else {
-                tsj_text_at_pointer(text, length, start, bytes.count, &out, &outLength, &error)
+                tsj_text_at_pointer(flat, length, start, bytes.count, &out, &outLength, &error)
             }
         }
         if code != 0 { throw StoreError(error, context: "JSON Pointer \"\(path())\"") }
@@ -139,6 +194,7 @@ package final class JSONSlice: @unchecked Sendable {
     func indexed() -> OpaquePointer? {
         if let document { return document }
         if unindexable.load(ordering: .relaxed) { return nil }
+        guard let text = try? text else { return nil }
         var error = tsj_error()
         guard let made = tsj_doc_index(text, length, indexBudget, &error) else {
             if error.code != Int32(TSJ_ERR_NOMEM.rawValue) { unindexable.store(true, ordering: .relaxed) }

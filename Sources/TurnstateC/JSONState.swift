@@ -117,7 +117,12 @@ struct JSONState: Sendable {
             var key = member.quotedKey
             key.withUTF8 { append($0.baseAddress!, $0.count) }
             buffer[at] = CChar(UInt8(ascii: ":")); at += 1
-            append(member.slice.text, member.slice.length)
+            let text: UnsafeMutablePointer<CChar>
+            do { text = try member.slice.text } catch {
+                free(buffer)
+                throw error
+            }
+            append(text, member.slice.length)
         }
         buffer[at] = CChar(UInt8(ascii: "}")); at += 1
         buffer[at] = 0

@@ -83,12 +83,17 @@ final class ReducerTable: @unchecked Sendable {
         /// hashing the key on every dispatch.
         var memberIndex = 0
         var memberLayout: UInt64 = 0
+        /// A patch reducer (ts_store_add_patch_reducer): `fn` is a
+        /// ts_patch_reducer_fn, called with its slice as a ts_json.
+        let takesValue: Bool
 
-        init(key: String, fn: ts_reducer_fn, context: UnsafeMutableRawPointer?, types: TypeFilter? = nil) {
+        init(key: String, fn: ts_reducer_fn, context: UnsafeMutableRawPointer?, types: TypeFilter? = nil,
+             takesValue: Bool = false) {
             self.key = key
             self.fn = fn
             self.context = context
             self.types = types
+            self.takesValue = takesValue
             filter = types?.filter
         }
     }
@@ -149,7 +154,18 @@ final class ReducerTable: @unchecked Sendable {
             call.slice_length = slice.length
             call.slice_owner = Unmanaged.passUnretained(slice).toOpaque()
             call.slice_id = slice.id
-            let output = tsi_call_reducer(unsafeBitCast(fn, to: tsi_reducer_fn.self), slice.text, action.view, context, &call)
+            let output: UnsafeMutablePointer<CChar>?
+            if let flat = slice.flat, !entries[position].takesValue {
+                output = tsi_call_reducer(unsafeBitCast(fn, to: tsi_reducer_fn.self), flat, action.view, context, &call)
+            } else {
+                do {
+                    output = try Self.callWithSlice(fn, takesValue: entries[position].takesValue, slice, action.view,
+                                                    context, &call)
+                } catch {
+                    failure = error
+                    break
+                }
+            }
             if call.failed != 0 {
                 free(output)
                 failure = Self.failure(of: &call, key: entries[position].key, actionType: action.type)
@@ -157,7 +173,8 @@ final class ReducerTable: @unchecked Sendable {
             }
             if call.patched != 0 {
                 do {
-                    guard let patched = try Self.applyPatch(&call, to: slice, output: output, key: entries[position].key,
+                    guard let patched = try Self.applyPatch(&call, to: slice, asTree: entries[position].takesValue,
+                                                            output: output, key: entries[position].key,
                                                             action: action) else { continue }
                     if first == nil { first = (index, patched) } else { more.append((index, patched)) }
                     continue
@@ -192,7 +209,9 @@ final class ReducerTable: @unchecked Sendable {
     /// Applies the patch a reducer gave (ts_reducer_patch) to its slice:
     /// the new slice, or nil when the patch changes nothing. Frees the
     /// patch, and `output`, which must be NULL.
-    private static func applyPatch(_ call: inout tsi_reducer_call, to slice: JSONSlice, output: UnsafeMutablePointer<CChar>?,
+    @inline(never)  // kept out of reduce(): the plain dispatch of a whole-slice reducer stays small
+    private static func applyPatch(_ call: inout tsi_reducer_call, to slice: JSONSlice, asTree: Bool,
+                                   output: UnsafeMutablePointer<CChar>?,
                                    key: String, action: JSONAction) throws(StoreError) -> JSONSlice? {
         defer { tsi_reducer_clear(&call) }
         if let output {
@@ -205,27 +224,77 @@ final class ReducerTable: @unchecked Sendable {
             var paths: [String] = []
         }
         let paths = Paths()
+        let collect: tsj_path_cb = { path, pathLength, context in
+            let paths = Unmanaged<Paths>.fromOpaque(context!).takeUnretainedValue()
+            paths.paths.append(String(decoding: UnsafeRawBufferPointer(start: path, count: pathLength), as: UTF8.self))
+        }
+        var error = tsj_error()
+        func failed(_ code: Int32) -> StoreError {
+            if code == Int32(TSJ_ERR_NOMEM.rawValue) {
+                return StoreError(.outOfMemory, "no memory to apply the patch that the reducer for \"\(key)\" returned for \"\(action.type)\" to its \(slice.length) bytes")
+            }
+            return StoreError(error, context: "the reducer for \"\(key)\" returned a patch that failed for \"\(action.type)\"", code: .reducerFailed)
+        }
+        // A patch reducer's big slice is patched as a tree (made from its
+        // text the first time, when it splits): the patch then costs what it
+        // changes. A ts_reducer_fn gets the text of its slice on every call
+        // anyway: its slice is patched as one text (joined if it was a tree).
+        var tree = asTree ? slice.tree : nil
+        var madeTree: OpaquePointer?
+        defer { tsj_tree_free(madeTree) }
+        if asTree, tree == nil, slice.length >= JSONSlice.treeBytes {
+            let text = try slice.text
+            madeTree = tsj_tree_make(text, slice.length, &error)
+            if madeTree == nil, error.code == Int32(TSJ_ERR_NOMEM.rawValue) { throw failed(error.code) }
+            if let madeTree, tsj_tree_is_split(madeTree) != 0 { tree = madeTree }
+        }
+        if let tree {
+            var out: OpaquePointer?
+            let code = withExtendedLifetime(paths) {
+                tsj_tree_patch(tree, patch, length, Int(TS_MAX_DEPTH) - 1, &out, collect,
+                               Unmanaged.passUnretained(paths).toOpaque(), &error)
+            }
+            if code != 0 { throw failed(code) }
+            guard let out else { return nil }
+            return JSONSlice(adoptingTree: out, patchedFrom: PatchOrigin(previousID: slice.id, paths: paths.paths),
+                             id: call.answer_id != 0 ? call.answer_id : nil)
+        }
         var out: UnsafeMutablePointer<CChar>?
         var outLength = 0
-        var error = tsj_error()
+        let text = try slice.text
         // The slice's index when it has one already: building one for a
         // single look-up would cost more than stepping to the target.
         let code = withExtendedLifetime(paths) {
-            tsj_patch_apply(slice.text, slice.length, slice.builtIndex, patch, length, Int(TS_MAX_DEPTH) - 1,
-                            &out, &outLength, { path, pathLength, context in
-                                let paths = Unmanaged<Paths>.fromOpaque(context!).takeUnretainedValue()
-                                paths.paths.append(String(decoding: UnsafeRawBufferPointer(start: path, count: pathLength), as: UTF8.self))
-                            }, Unmanaged.passUnretained(paths).toOpaque(), &error)
+            tsj_patch_apply(text, slice.length, slice.builtIndex, patch, length, Int(TS_MAX_DEPTH) - 1,
+                            &out, &outLength, collect, Unmanaged.passUnretained(paths).toOpaque(), &error)
         }
-        if code != 0 {
-            if code == Int32(TSJ_ERR_NOMEM.rawValue) {
-                throw StoreError(.outOfMemory, "no memory to apply the patch that the reducer for \"\(key)\" returned for \"\(action.type)\" to its \(slice.length) bytes")
-            }
-            throw StoreError(error, context: "the reducer for \"\(key)\" returned a patch that failed for \"\(action.type)\"", code: .reducerFailed)
-        }
+        if code != 0 { throw failed(code) }
         guard let out else { return nil }
         return JSONSlice(adoptingMinified: out, length: outLength,
                          patchedFrom: PatchOrigin(previousID: slice.id, paths: paths.paths), id: call.answer_id)
+    }
+
+    /// Calls a reducer with its slice when that is not the plain case (a
+    /// ts_reducer_fn and a slice that is one text): a patch reducer gets
+    /// the slice's tree when it is split (its text is never made), else
+    /// its text; a ts_reducer_fn of a slice kept as a tree gets its text,
+    /// joined.
+    @inline(never)
+    private static func callWithSlice(
+        _ fn: ts_reducer_fn, takesValue: Bool, _ slice: JSONSlice, _ action: UnsafePointer<ts_action>,
+        _ context: UnsafeMutableRawPointer?, _ call: inout tsi_reducer_call
+    ) throws(StoreError) -> UnsafeMutablePointer<CChar>? {
+        if takesValue, let tree = slice.splitTree {
+            return tsi_call_patch_reducer(unsafeBitCast(fn, to: tsi_reducer_fn.self), nil, slice.length,
+                                          UnsafeRawPointer(tree), nil, action, context, &call)
+        }
+        let text = try slice.text
+        if takesValue {
+            // Its index is made on the first look-up, as for slice_json.
+            return tsi_call_patch_reducer(unsafeBitCast(fn, to: tsi_reducer_fn.self), text, slice.length, nil, nil,
+                                          action, context, &call)
+        }
+        return tsi_call_reducer(unsafeBitCast(fn, to: tsi_reducer_fn.self), text, action, context, &call)
     }
 
     /// Gives a reducer whose key is missing its first slice: calls it with
@@ -244,12 +313,16 @@ final class ReducerTable: @unchecked Sendable {
         guard let output else {
             throw StoreError(.reducerFailed, "the reducer for \"\(entry.key)\" returned NULL for \"@@turnstate/init\", but the state has no \"\(entry.key)\" yet: return its first value")
         }
+        let slice: JSONSlice
         do {
-            return try JSONSlice(validatingSlice: output, length: strlen(output), id: call.answer_id,
-                                 context: "the reducer for \"\(entry.key)\" returned invalid JSON for \"@@turnstate/init\"")
+            slice = try JSONSlice(validatingSlice: output, length: strlen(output), id: call.answer_id,
+                                  context: "the reducer for \"\(entry.key)\" returned invalid JSON for \"@@turnstate/init\"")
         } catch {
             throw error.code == .outOfMemory ? error : StoreError(.reducerFailed, error.message)
         }
+        // A patch reducer's big slice is kept as a tree from the start: its
+        // first patch then costs what it changes too.
+        return entry.takesValue ? slice.asTree() : slice
     }
 
     /// Calls a reducer with `call` registered as the calling thread's
@@ -259,7 +332,11 @@ final class ReducerTable: @unchecked Sendable {
         _ entry: Entry, _ slice: UnsafePointer<CChar>?, _ action: UnsafePointer<ts_action>,
         _ call: inout tsi_reducer_call
     ) -> UnsafeMutablePointer<CChar>? {
-        tsi_call_reducer(unsafeBitCast(entry.fn, to: tsi_reducer_fn.self), slice, action, entry.context, &call)
+        if entry.takesValue {
+            return tsi_call_patch_reducer(unsafeBitCast(entry.fn, to: tsi_reducer_fn.self), slice, slice.map { strlen($0) } ?? 0,
+                                          nil, nil, action, entry.context, &call)
+        }
+        return tsi_call_reducer(unsafeBitCast(entry.fn, to: tsi_reducer_fn.self), slice, action, entry.context, &call)
     }
 
     /// The error for a reducer that called ts_reducer_fail, with its reason;

@@ -587,6 +587,381 @@ static void test_patch_threads(void) {
     ts_store_destroy(store);
 }
 
+/* A big slice under patches, against a model of it: {"items":[{"id":I,
+ * "done":B}, ...]} of 3,000 items (about 70 KB: the store keeps a slice
+ * that big as a tree of texts once a patch changed it). Random replaces,
+ * appends, inserts, removes, moves, copies, tests that hold and patches
+ * that fail; after each dispatch the slice reads as the model's text, a
+ * few values read as the model says, and pointer listeners were called
+ * exactly when their value changed. */
+typedef struct model_item {
+    long id;
+    int done;
+} model_item;
+
+static char *model_text(const model_item *items, size_t n) {
+    size_t cap = n * 40 + 16, at = 0;
+    char *text = malloc(cap);
+    if (text == NULL) abort();
+    at += (size_t)snprintf(text + at, cap - at, "{\"items\":[");
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)snprintf(text + at, cap - at, "%s{\"id\":%ld,\"done\":%s}", i ? "," : "", items[i].id,
+                               items[i].done ? "true" : "false");
+    snprintf(text + at, cap - at, "]}");
+    return text;
+}
+
+static unsigned long long model_seed = 0x9E3779B97F4A7C15ULL;
+static size_t model_rand(size_t n) {
+    model_seed ^= model_seed << 13;
+    model_seed ^= model_seed >> 7;
+    model_seed ^= model_seed << 17;
+    return (size_t)(model_seed % n);
+}
+
+static void run_big_model(ts_store *store, const char *key, model_item *items, size_t n, int steps) {
+    enum { WATCHED = 3 };
+    const size_t watched_index[WATCHED] = {0, 1500, 2999};
+    watch w[WATCHED];
+    char *pointers[WATCHED];
+    for (int k = 0; k < WATCHED; k++) {
+        pointers[k] = xprintf("/%s/items/%zu/done", key, watched_index[k]);
+        w[k].pointer = pointers[k];
+        w[k].calls = 0;
+        uint64_t token;
+        CHECK_OK(ts_store_subscribe(store, w[k].pointer, count_listener, &w[k].calls, &token));
+    }
+    int mismatches = 0, listener_mismatches = 0, refused = 0;
+    model_item *before = malloc(sizeof *items * (n + steps + 1));
+    if (before == NULL) abort();
+    for (int step = 0; step < steps; step++) {
+        size_t old_n = n;
+        memcpy(before, items, sizeof *items * n);
+        int calls_before[WATCHED];
+        for (int k = 0; k < WATCHED; k++) calls_before[k] = w[k].calls;
+        char *patch = NULL;
+        int fails = 0;
+        size_t i = model_rand(n), j = model_rand(n);
+        switch (step % 10) {
+        case 0:
+        case 1:
+        case 2: /* toggle */
+            patch = xprintf("[{\"op\":\"replace\",\"path\":\"/items/%zu/done\",\"value\":%s}]", i,
+                            items[i].done ? "false" : "true");
+            items[i].done = !items[i].done;
+            break;
+        case 3: /* append */
+            patch = xprintf("[{\"op\":\"add\",\"path\":\"/items/-\",\"value\":{\"id\":%d,\"done\":false}}]", 10000 + step);
+            items[n++] = (model_item){10000 + step, 0};
+            break;
+        case 4: /* insert */
+            patch = xprintf("[{\"op\":\"add\",\"path\":\"/items/%zu\",\"value\":{\"id\":%d,\"done\":true}}]", i, 20000 + step);
+            memmove(items + i + 1, items + i, sizeof *items * (n - i));
+            items[i] = (model_item){20000 + step, 1};
+            n++;
+            break;
+        case 5: /* remove, after a test that holds */
+            patch = xprintf("[{\"op\":\"test\",\"path\":\"/items/%zu/id\",\"value\":%ld},{\"op\":\"remove\",\"path\":\"/items/%zu\"}]",
+                            i, items[i].id, i);
+            memmove(items + i, items + i + 1, sizeof *items * (n - i - 1));
+            n--;
+            break;
+        case 6: { /* move i to j (j counted after the removal) */
+            patch = xprintf("[{\"op\":\"move\",\"from\":\"/items/%zu\",\"path\":\"/items/%zu\"}]", i, j);
+            model_item moved = items[i];
+            memmove(items + i, items + i + 1, sizeof *items * (n - i - 1));
+            memmove(items + j + 1, items + j, sizeof *items * (n - 1 - j));
+            items[j] = moved;
+            break;
+        }
+        case 7: /* copy i before j */
+            patch = xprintf("[{\"op\":\"copy\",\"from\":\"/items/%zu\",\"path\":\"/items/%zu\"}]", i, j);
+            {
+                model_item copied = items[i];
+                memmove(items + j + 1, items + j, sizeof *items * (n - j));
+                items[j] = copied;
+                n++;
+            }
+            break;
+        case 8: /* a change, then a test that fails: nothing changes */
+            patch = xprintf("[{\"op\":\"replace\",\"path\":\"/items/%zu/done\",\"value\":true},"
+                            "{\"op\":\"test\",\"path\":\"/items/%zu/id\",\"value\":-1}]", i, j);
+            fails = 1;
+            break;
+        default: /* out of range */
+            patch = xprintf("[{\"op\":\"remove\",\"path\":\"/items/%zu\"}]", n + 5);
+            fails = 1;
+            break;
+        }
+        ts_status status = dispatch_with(store, "patch", patch);
+        if (fails) {
+            refused++;
+            if (status != TS_E_REDUCER || strstr(ts_last_error(), "returned a patch that failed") == NULL) mismatches++;
+        } else if (status != TS_OK) {
+            mismatches++;
+        }
+        char *want = model_text(items, n);
+        char *pointer = xprintf("/%s", key);
+        char *got = state_of(store, pointer);
+        if (got == NULL || strcmp(got, want) != 0) {
+            if (mismatches++ < 3) report(0, __FILE__, __LINE__, "big slice reads as its model", patch);
+        }
+        free(got);
+        free(pointer);
+        size_t probe = model_rand(n);
+        pointer = xprintf("/%s/items/%zu/id", key, probe);
+        got = state_of(store, pointer);
+        char *id = xprintf("%ld", items[probe].id);
+        if (got == NULL || strcmp(got, id) != 0) mismatches++;
+        free(got);
+        free(id);
+        free(pointer);
+        for (int k = 0; k < WATCHED; k++) {
+            const size_t at = watched_index[k];
+            const char *was = at < old_n ? (before[at].done ? "true" : "false") : "missing";
+            const char *is = at < n ? (items[at].done ? "true" : "false") : "missing";
+            int want_calls = strcmp(was, is) != 0;
+            if (w[k].calls - calls_before[k] != want_calls) listener_mismatches++;
+        }
+        free(want);
+        free(patch);
+    }
+    free(before);
+    CHECK_INT(mismatches, 0);
+    CHECK_INT(listener_mismatches, 0);
+    CHECK(refused > 0);
+    for (int k = 0; k < WATCHED; k++) free(pointers[k]);
+}
+
+static void test_patch_big_slice_model(void) {
+    const size_t n = 3000;
+    int steps = quick ? 60 : 400;
+    model_item *items = malloc(sizeof *items * (n + (size_t)steps + 1));
+    if (items == NULL) abort();
+    for (size_t i = 0; i < n; i++) items[i] = (model_item){(long)i, (int)(i % 3 == 0)};
+    char *doc = model_text(items, n);
+    CHECK(strlen(doc) >= 64 * 1024);
+    ts_store *store = doc_store(doc);
+    free(doc);
+    run_big_model(store, "doc", items, n, steps);
+    CHECK_STATE(store, "/other", "[1,2]");
+    ts_store_destroy(store);
+    free(items);
+}
+
+/* ---- Patch reducers (ts_store_add_patch_reducer) ---- */
+
+/* What the patch reducer saw of its slice, for the checks after the dispatch. */
+static struct {
+    int calls;
+    int had_slice;
+    int text_null;
+    size_t length;
+    int kind;
+    char *text;             /* a copy of slice->text, when it has one */
+    int items_split;        /* /items has no text (a node of the tree) */
+    size_t items_count;
+    long long id5;          /* /items/5/id */
+    long long first_ids[3]; /* the first three elements through ts_json_next */
+    ts_status int_of_slice; /* ts_json_int on the slice */
+    char *int_error;
+    ts_status missing;      /* ts_json_find of /nope */
+    char *missing_error;
+    ts_status keys;         /* ts_json_next with keys over the slice */
+    char *first_key;
+} seen;
+
+static void seen_reset(void) {
+    free(seen.text);
+    free(seen.int_error);
+    free(seen.missing_error);
+    free(seen.first_key);
+    memset(&seen, 0, sizeof seen);
+}
+
+/* init: ctx's text; "look": records what it reads; "patch": patches with
+ * the payload (as patch_reducer does). */
+static char *value_reducer(const ts_json *slice, const ts_action *a, void *ctx) {
+    seen.calls++;
+    if (slice == NULL) {
+        seen.had_slice = 0;
+        return xstrdup(ctx ? (const char *)ctx : "{}");
+    }
+    seen.had_slice = 1;
+    if (strcmp(a->type, "patch") == 0) {
+        record_status(ts_reducer_patch(a->payload));
+        return NULL;
+    }
+    if (strcmp(a->type, "set") == 0) return xprintf("%s", a->payload); /* the whole slice, as text */
+    if (strcmp(a->type, "look") != 0) return NULL;
+    seen_reset();
+    seen.had_slice = 1;
+    seen.text_null = slice->text == NULL;
+    seen.length = slice->length;
+    seen.kind = slice->kind;
+    if (slice->text != NULL) seen.text = xprintf("%.*s", (int)slice->length, slice->text);
+    ts_json items, value;
+    if (ts_json_find(slice, "/items", &items) == TS_OK) {
+        seen.items_split = items.text == NULL;
+        ts_json_count(&items, &seen.items_count);
+        int64_t id;
+        if (ts_json_find(&items, "/5/id", &value) == TS_OK && ts_json_int(&value, &id) == TS_OK) seen.id5 = id;
+        size_t cursor = 0;
+        for (int i = 0; i < 3 && ts_json_next(&items, &cursor, NULL, &value) == TS_OK; i++) {
+            ts_json idv;
+            if (ts_json_find(&value, "/id", &idv) == TS_OK && ts_json_int(&idv, &id) == TS_OK) seen.first_ids[i] = id;
+        }
+    }
+    int64_t ignored;
+    seen.int_of_slice = ts_json_int(slice, &ignored);
+    seen.int_error = xstrdup(ts_last_error());
+    seen.missing = ts_json_find(slice, "/nope/0", &value);
+    seen.missing_error = xstrdup(ts_last_error());
+    size_t cursor = 0;
+    ts_json key;
+    seen.keys = ts_json_next(slice, &cursor, &key, &value);
+    if (seen.keys == TS_OK) {
+        const char *k;
+        size_t kl;
+        if (ts_json_string(&key, &k, &kl) == TS_OK) seen.first_key = xprintf("%.*s", (int)kl, k);
+    }
+    return NULL;
+}
+
+/* A store whose "doc" is owned by value_reducer, starting at `doc`. */
+static ts_store *value_store(const char *doc, const char *const *types) {
+    ts_store *store = new_store("{\"other\":[1,2]}");
+    if (ts_store_add_patch_reducer(store, "doc", types, value_reducer, (void *)doc) != TS_OK) abort();
+    return store;
+}
+
+/* What a patch reducer reads of a slice, small (one text) and big (a tree):
+ * the same values the text has; a split value has no text but its length
+ * and kind; the getters' failures name the same things. */
+static void check_value_reads(size_t n) {
+    model_item *items = malloc(sizeof *items * n);
+    if (items == NULL) abort();
+    for (size_t i = 0; i < n; i++) items[i] = (model_item){(long)i * 7, 0};
+    char *doc = model_text(items, n);
+    ts_store *store = value_store(doc, NULL);
+    seen_reset();
+    CHECK_OK(dispatch_with(store, "look", "null"));
+    CHECK(seen.had_slice);
+    CHECK(seen.length == strlen(doc));
+    CHECK_INT(seen.kind, TS_JSON_OBJECT);
+    if (n >= 1000) {
+        /* Big: the slice and its list are split, nothing was joined for the reducer. */
+        CHECK(seen.text_null);
+        CHECK(seen.items_split);
+    } else {
+        CHECK(!seen.text_null && seen.text != NULL && strcmp(seen.text, doc) == 0);
+        CHECK(!seen.items_split);
+    }
+    CHECK(seen.items_count == n);
+    CHECK(seen.id5 == 35);
+    CHECK(seen.first_ids[0] == 0 && seen.first_ids[1] == 7 && seen.first_ids[2] == 14);
+    CHECK_INT(seen.int_of_slice, TS_E_ARGUMENT);
+    CHECK_CONTAINS(seen.int_error, "ts_json_int: expected an integer, found object");
+    CHECK_INT(seen.missing, TS_E_NOT_FOUND);
+    CHECK_CONTAINS(seen.missing_error, "ts_json_find: JSON Pointer \"/nope/0\": no member \"nope\" in the object at \"\"");
+    CHECK_INT(seen.keys, TS_OK);
+    CHECK(seen.first_key != NULL && strcmp(seen.first_key, "items") == 0);
+    /* Patched, then read again: the state is the text, and the reducer sees the change. */
+    CHECK_OK(dispatch_with(store, "patch", "[{\"op\":\"replace\",\"path\":\"/items/5/id\",\"value\":-5}]"));
+    CHECK_OK(dispatch_with(store, "look", "null"));
+    CHECK(seen.id5 == -5);
+    items[5].id = -5;
+    char *want = model_text(items, n);
+    CHECK_STATE(store, "/doc", want);
+    CHECK_STATE(store, "/doc/items/5", "{\"id\":-5,\"done\":false}");
+    free(want);
+    /* Set as text (one text again), then patched: a tree again from that patch on. */
+    CHECK_OK(dispatch_with(store, "set", doc));
+    CHECK_OK(dispatch_with(store, "look", "null"));
+    CHECK(!seen.text_null && seen.text != NULL && strcmp(seen.text, doc) == 0);
+    CHECK(seen.id5 == 35);
+    CHECK_OK(dispatch_with(store, "patch", "[{\"op\":\"replace\",\"path\":\"/items/5/id\",\"value\":-5}]"));
+    CHECK_OK(dispatch_with(store, "look", "null"));
+    CHECK(seen.text_null == (n >= 1000));
+    CHECK(seen.id5 == -5);
+    /* The same patches through a ts_reducer_fn: its slice is one text again. */
+    CHECK_OK(ts_store_replace_reducer(store, "doc", patch_reducer, NULL));
+    CHECK_OK(dispatch_with(store, "patch", "[{\"op\":\"replace\",\"path\":\"/items/5/id\",\"value\":5}]"));
+    CHECK_STATE(store, "/doc/items/5/id", "5");
+    CHECK_OK(dispatch_with(store, "patch", "[{\"op\":\"replace\",\"path\":\"/items/5/id\",\"value\":35}]"));
+    CHECK_STATE(store, "/doc", doc);
+    ts_store_destroy(store);
+    seen_reset();
+    free(doc);
+    free(items);
+}
+
+static void test_patch_reducer_reads(void) {
+    check_value_reads(10);
+    check_value_reads(4000); /* about 100 KB */
+}
+
+/* The model test of the big slice, through a patch reducer (whose slice is
+ * a tree from its init call on). */
+static void test_patch_reducer_big_model(void) {
+    const size_t n = 3000;
+    int steps = quick ? 60 : 400;
+    model_item *items = malloc(sizeof *items * (n + (size_t)steps + 1));
+    if (items == NULL) abort();
+    for (size_t i = 0; i < n; i++) items[i] = (model_item){(long)i, (int)(i % 3 == 0)};
+    char *doc = model_text(items, n);
+    ts_store *store = value_store(doc, NULL);
+    free(doc);
+    run_big_model(store, "doc", items, n, steps);
+    CHECK_STATE(store, "/other", "[1,2]");
+    ts_store_destroy(store);
+    free(items);
+}
+
+static char *null_init_value_reducer(const ts_json *slice, const ts_action *a, void *ctx) {
+    (void)a;
+    (void)ctx;
+    if (slice == NULL) record_status(ts_reducer_patch("[]"));
+    return NULL;
+}
+
+/* Registration: its errors, the init call, the type filter, replace and remove. */
+static void test_patch_reducer_registration(void) {
+    ts_store *store = new_store("{}");
+    const char *const bad[] = {"todos/*x", NULL};
+    const char *const todos[] = {"todos/*", NULL};
+    CHECK_ST(ts_store_add_patch_reducer(NULL, "doc", NULL, value_reducer, NULL), TS_E_ARGUMENT);
+    CHECK_ST(ts_store_add_patch_reducer(store, NULL, NULL, value_reducer, NULL), TS_E_ARGUMENT);
+    CHECK_ST(ts_store_add_patch_reducer(store, "doc", NULL, NULL, NULL), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "ts_store_add_patch_reducer: fn is NULL");
+    CHECK_ST(ts_store_add_patch_reducer(store, "doc", bad, value_reducer, NULL), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "ts_store_add_patch_reducer: types[0]");
+    /* The init call: no slice; a patch there is misuse, and NULL is no first value. */
+    statuses_reset();
+    CHECK_ST(ts_store_add_patch_reducer(store, "n", NULL, null_init_value_reducer, NULL), TS_E_REDUCER);
+    CHECK_INT(patch_statuses[0], TS_E_MISUSE);
+    CHECK_GET_FAILS(store, "/n", TS_E_NOT_FOUND, "no key");
+    seen_reset();
+    CHECK_OK(ts_store_add_patch_reducer(store, "doc", todos, value_reducer, "{\"items\":[]}"));
+    CHECK(seen.calls == 1 && !seen.had_slice);
+    CHECK_STATE(store, "/doc", "{\"items\":[]}");
+    CHECK_ST(ts_store_add_patch_reducer(store, "doc", NULL, value_reducer, NULL), TS_E_ARGUMENT);
+    /* Only its types (and the store's own actions). */
+    seen.calls = 0;
+    CHECK_OK(dispatch_with(store, "other/x", "null"));
+    CHECK_INT(seen.calls, 0);
+    CHECK_OK(dispatch_with(store, "todos/x", "null"));
+    CHECK_INT(seen.calls, 1);
+    /* Replaced by a text reducer, then removed: the slice stays. */
+    CHECK_OK(ts_store_replace_reducer(store, "doc", patch_reducer, NULL));
+    CHECK_OK(dispatch_with(store, "patch", "[{\"op\":\"add\",\"path\":\"/items/-\",\"value\":1}]"));
+    CHECK_STATE(store, "/doc", "{\"items\":[1]}");
+    CHECK_OK(ts_store_remove_reducer(store, "doc"));
+    CHECK_STATE(store, "/doc", "{\"items\":[1]}");
+    ts_store_destroy(store);
+    seen_reset();
+}
+
 void run_patch_tests(void) {
     RUN(test_patch_every_op);
     RUN(test_patch_failures);
@@ -597,4 +972,8 @@ void run_patch_tests(void) {
     RUN(test_patch_pointer_listeners);
     RUN(test_patch_nested_dispatch);
     RUN(test_patch_threads);
+    RUN(test_patch_big_slice_model);
+    RUN(test_patch_reducer_reads);
+    RUN(test_patch_reducer_big_model);
+    RUN(test_patch_reducer_registration);
 }

@@ -20,7 +20,12 @@
  * - when the last operation of an accepted patch is "add" or "replace" at a
  *   path that does not end in "/-", the result has that operation's value,
  *   byte for byte, at that path (tsj_find);
- * - the document is never written to.
+ * - the document is never written to;
+ * - the same patch on the document kept as a tree (tsj_tree_patch; split at
+ *   0, 8 or 64 bytes by the patch's length, so that small documents split
+ *   too) gives the same status, message, offset, reported paths and result
+ *   text as tsj_patch_apply, and leaves the tree it was applied to reading
+ *   as the document.
  */
 #include "turnstate_json.h"
 
@@ -179,6 +184,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
               "results differ: %.200s / %.200s", a.out ? a.out : "(unchanged)", b.out ? b.out : "(unchanged)");
         check_last_value(a.out ? a.out : doc, a.out ? a.out_len : len, patch, patch_len);
     }
+    /* The same through a tree. */
+    static const size_t splits[] = {0, 8, 64};
+    size_t saved_split = tsj_tree_split_bytes;
+    tsj_tree_split_bytes = splits[patch_len % 3];
+    tsj_tree *tree = tsj_tree_make(doc, len, &err);
+    CHECK(tree != NULL, "tsj_tree_make refused minified text: %s", err.message);
+    tsj_tree *next = NULL;
+    outcome t;
+    memset(&t, 0, sizeof t);
+    t.rc = tsj_tree_patch(tree, patch, patch_len, max_depth, &next, on_path, &t.paths, &t.err);
+    CHECK(t.rc == a.rc && strcmp(t.err.message, a.err.message) == 0 && t.err.offset == a.err.offset,
+          "tree: %s \"%s\" at %lld, text: %s \"%s\" at %lld", tsj_code_name(t.rc), t.err.message, t.err.offset,
+          tsj_code_name(a.rc), a.err.message, a.err.offset);
+    CHECK(t.paths.count == a.paths.count && t.paths.len == a.paths.len &&
+              memcmp(t.paths.buf, a.paths.buf, a.paths.len) == 0,
+          "tree: reported paths differ");
+    if (a.rc == TSJ_OK) {
+        size_t next_len = 0;
+        const char *next_text = next ? tsj_tree_text(next, &next_len) : NULL;
+        CHECK((next == NULL) == (a.out == NULL) &&
+                  (a.out == NULL || (next_text != NULL && next_len == a.out_len &&
+                                     memcmp(next_text, a.out, a.out_len) == 0)),
+              "tree: results differ: %.200s / %.200s", next_text ? next_text : "(unchanged)",
+              a.out ? a.out : "(unchanged)");
+    } else {
+        CHECK(next == NULL, "tree: a failure left a result");
+    }
+    char *old_text = NULL;
+    size_t old_len = 0;
+    CHECK(tsj_tree_at_pointer(tree, "", 0, &old_text, &old_len, &err) == TSJ_OK && old_len == len &&
+              memcmp(old_text, doc, len) == 0,
+          "tree: the tree patched no longer reads as the document");
+    free(old_text);
+    tsj_tree_free(next);
+    tsj_tree_free(tree);
+    tsj_tree_split_bytes = saved_split;
     if (a.rc == TSJ_OK) free(a.out);
     if (b.rc == TSJ_OK) free(b.out);
     tsj_doc_free(index);

@@ -2446,6 +2446,389 @@ static void test_patch_big(void) {
   free(doc), free(want);
 }
 
+
+/* ---- Trees (tsj_tree) against the flat text --------------------------- */
+
+/* A small deterministic generator (xorshift), so failures replay. */
+static unsigned long long g_tree_rng = 88172645463325252ULL;
+static unsigned tree_rand(unsigned n) {
+  g_tree_rng ^= g_tree_rng << 13;
+  g_tree_rng ^= g_tree_rng >> 7;
+  g_tree_rng ^= g_tree_rng << 17;
+  return (unsigned)(g_tree_rng % n);
+}
+
+typedef struct tbuf {
+  char *p;
+  size_t n, cap;
+} tbuf;
+
+static void tb_put(tbuf *b, const char *s, size_t n) {
+  if (b->n + n + 1 > b->cap) {
+    b->cap = (b->n + n + 1) * 2;
+    b->p = realloc(b->p, b->cap);
+    if (!b->p) abort();
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = '\0';
+}
+static void tb_str(tbuf *b, const char *s) { tb_put(b, s, strlen(s)); }
+
+/* Keys as written in JSON (raw, escapes included): "\u0061" is the key "a". */
+static const char *const g_tree_keys[] = {"\"a\"", "\"b\"", "\"c d\"", "\"~x\"", "\"a/b\"", "\"\\u0061b\"",
+                                          "\"items\"", "\"\xc3\xa9\"", "\"done\"", "\"0\""};
+enum { TREE_KEYS = sizeof g_tree_keys / sizeof g_tree_keys[0] };
+static const char *const g_tree_scalars[] = {"0", "1", "-0", "1.0", "1e2", "12345", "true", "false", "null",
+                                             "\"x\"", "\"line\\nbreak\"", "\"\\u0041\"", "\"some longer text here\""};
+enum { TREE_SCALARS = sizeof g_tree_scalars / sizeof g_tree_scalars[0] };
+
+static void tree_gen(tbuf *b, int depth) {
+  unsigned r = tree_rand(10);
+  if (depth >= 4 || r < 4) {
+    tb_str(b, g_tree_scalars[tree_rand(TREE_SCALARS)]);
+    return;
+  }
+  if (r < 7) {
+    unsigned n = tree_rand(8) == 0 ? 20 + tree_rand(30) : tree_rand(6);
+    tb_str(b, "[");
+    for (unsigned i = 0; i < n; i++) {
+      if (i) tb_str(b, ",");
+      tree_gen(b, depth + 1);
+    }
+    tb_str(b, "]");
+    return;
+  }
+  /* Distinct keys: a random subset in random order ("a" and "\u0061b" differ). */
+  unsigned used = 0, n = tree_rand(6);
+  tb_str(b, "{");
+  for (unsigned i = 0; i < n; i++) {
+    unsigned k = tree_rand(TREE_KEYS);
+    if (used & (1u << k)) continue;
+    if (used) tb_str(b, ",");
+    used |= 1u << k;
+    tb_str(b, g_tree_keys[k]);
+    tb_str(b, ":");
+    tree_gen(b, depth + 1);
+  }
+  tb_str(b, "}");
+}
+
+/* Every pointer of a value (its own first), escaped as RFC 6901 wants. */
+static void tree_paths(const char *text, size_t len, tsj_span v, tbuf *prefix, char ***paths, size_t *count) {
+  *paths = realloc(*paths, (*count + 1) * sizeof **paths);
+  (*paths)[(*count)++] = strdup(prefix->p ? prefix->p : "");
+  if (v.kind != TSJ_ARRAY && v.kind != TSJ_OBJECT) return;
+  size_t cursor = 0, index = 0, mark = prefix->n;
+  tsj_span key, child;
+  while (tsj_span_next(text, v, &cursor, &key, &child, NULL) == TSJ_OK) {
+    tb_str(prefix, "/");
+    if (v.kind == TSJ_ARRAY) {
+      char num[32];
+      snprintf(num, sizeof num, "%zu", index);
+      tb_str(prefix, num);
+    } else {
+      const char *k;
+      size_t kl;
+      char *owned = NULL;
+      tsj_span_string(text, key, &k, &kl, &owned, NULL);
+      for (size_t i = 0; i < kl; i++) {
+        if (k[i] == '~') tb_str(prefix, "~0");
+        else if (k[i] == '/') tb_str(prefix, "~1");
+        else tb_put(prefix, k + i, 1);
+      }
+      free(owned);
+    }
+    tree_paths(text, len, child, prefix, paths, count);
+    prefix->n = mark;
+    if (prefix->p) prefix->p[mark] = '\0';
+    index++;
+  }
+}
+
+/* A pointer to use in a patch: mostly one that exists, else a variation
+ * (a child that may not exist, "-", a leading zero, an index past the end). */
+static void tree_pick(char **paths, size_t count, tbuf *out) {
+  out->n = 0;
+  tb_str(out, "");
+  tb_str(out, paths[tree_rand((unsigned)count)]);
+  static const char *const tails[] = {"/-", "/0", "/01", "/99", "/zz", "/a", "/~1x", "/done", "/3"};
+  if (tree_rand(3) == 0) tb_str(out, tails[tree_rand(sizeof tails / sizeof tails[0])]);
+}
+
+static void json_string_of(tbuf *b, const char *s) {
+  tb_str(b, "\"");
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') tb_put(b, "\\", 1);
+    tb_put(b, s, 1);
+  }
+  tb_str(b, "\"");
+}
+
+static void tree_patch_gen(const char *doc, size_t len, tbuf *patch) {
+  char **paths = NULL;
+  size_t count = 0;
+  tbuf prefix = {0};
+  tb_str(&prefix, "");
+  tree_paths(doc, len, (tsj_span){0, len, doc[0] == '{' ? TSJ_OBJECT : doc[0] == '[' ? TSJ_ARRAY : TSJ_NULL},
+             &prefix, &paths, &count);
+  static const char *const ops[] = {"add", "remove", "replace", "move", "copy", "test", "add", "replace"};
+  unsigned n = 1 + tree_rand(3);
+  tbuf p = {0}, from = {0}, value = {0};
+  patch->n = 0;
+  tb_str(patch, "[");
+  for (unsigned i = 0; i < n; i++) {
+    const char *op = ops[tree_rand(sizeof ops / sizeof ops[0])];
+    tree_pick(paths, count, &p);
+    if (i) tb_str(patch, ",");
+    tb_str(patch, "{\"op\":\"");
+    tb_str(patch, op);
+    tb_str(patch, "\",\"path\":");
+    json_string_of(patch, p.p);
+    if (!strcmp(op, "move") || !strcmp(op, "copy")) {
+      tree_pick(paths, count, &from);
+      tb_str(patch, ",\"from\":");
+      json_string_of(patch, from.p);
+    }
+    if (!strcmp(op, "add") || !strcmp(op, "replace") || !strcmp(op, "test")) {
+      value.n = 0;
+      tb_str(&value, "");
+      char *found = NULL;
+      if (!strcmp(op, "test") && tree_rand(2) == 0 &&
+          tsj_text_at_pointer(doc, len, p.p, strlen(p.p), &found, NULL, NULL) == TSJ_OK) {
+        tb_str(&value, found); /* a test that holds */
+        free(found);
+      } else {
+        tree_gen(&value, 2);
+      }
+      tb_str(patch, ",\"value\":");
+      tb_str(patch, value.p);
+    }
+    tb_str(patch, "}");
+  }
+  tb_str(patch, "]");
+  for (size_t i = 0; i < count; i++) free(paths[i]);
+  free(paths);
+  free(prefix.p);
+  free(p.p);
+  free(from.p);
+  free(value.p);
+}
+
+static void collect_path(const char *path, size_t path_len, void *ctx) {
+  tb_put(ctx, path, path_len);
+  tb_put(ctx, "\n", 1);
+}
+
+/* Whether ref names the value at span fs of flat: same kind and text. */
+static int tree_ref_matches(const tsj_tree_ref *ref, const char *flat, tsj_span fs) {
+  if (ref->span.kind != fs.kind || ref->span.length != fs.length) return 0;
+  if (!ref->node) return ref->text && memcmp(ref->text + ref->span.offset, flat + fs.offset, fs.length) == 0;
+  char *joined = NULL;
+  size_t jl = 0;
+  int ok = tsj_tree_at_pointer(ref->node, "", 0, &joined, &jl, NULL) == TSJ_OK && jl == fs.length &&
+           memcmp(joined, flat + fs.offset, jl) == 0 && tsj_tree_kind(ref->node) == fs.kind;
+  free(joined);
+  return ok;
+}
+
+/* Whether the children of a node (tsj_tree_count, tsj_tree_child) are those of span fs (tsj_span_next). */
+static int tree_children_match(const tsj_tree *node, const char *flat, tsj_span fs) {
+  size_t cursor = 0, i = 0;
+  tsj_span key, child;
+  while (tsj_span_next(flat, fs, &cursor, &key, &child, NULL) == TSJ_OK) {
+    tsj_tree_ref k, v;
+    if (tsj_tree_child(node, i, &k, &v, NULL) != TSJ_OK || !tree_ref_matches(&v, flat, child)) return 0;
+    if (fs.kind == TSJ_OBJECT && (!k.text || k.span.length != key.length ||
+                                  memcmp(k.text, flat + key.offset, key.length) != 0))
+      return 0;
+    i++;
+  }
+  tsj_tree_ref k, v;
+  tsj_error e;
+  return tsj_tree_count(node) == i && tsj_tree_child(node, i, &k, &v, &e) == TSJ_ERR_NOT_FOUND && v.node == NULL &&
+         v.text == NULL;
+}
+
+/* Random documents, each patched 12 times in a chain, through the flat
+ * text (tsj_patch_apply) and through a tree (tsj_tree_patch) split at
+ * several sizes: the same codes, messages, offsets, paths reported and
+ * texts; look-ups (tsj_tree_at_pointer against tsj_text_at_pointer) the
+ * same; and the tree a patch was applied to still reads as before. */
+static void test_tree_differential(void) {
+  static const size_t splits[] = {0, 8, 40, 4096};
+  size_t saved = tsj_tree_split_bytes;
+  int cases = 0, mismatches = 0, changed = 0, refused = 0, split_trees = 0;
+  int done_flat = 0; /* patches that applied, but through the whole text */
+  for (size_t si = 0; si < sizeof splits / sizeof splits[0]; si++) {
+    tsj_tree_split_bytes = splits[si];
+    for (int d = 0; d < 150; d++) {
+      tbuf b = {0};
+      tree_gen(&b, tree_rand(2));
+      char *doc = NULL;
+      size_t len = 0;
+      if (tsj_minify(b.p, b.n, &doc, &len, NULL) != TSJ_OK) {
+        CHECK(0, "generated document is not JSON: %s", b.p);
+        free(b.p);
+        continue;
+      }
+      free(b.p);
+      tsj_error err;
+      tsj_tree *tree = tsj_tree_make(doc, len, &err);
+      CHECK(tree != NULL && tsj_tree_length(tree) == len, "tsj_tree_make: %s", err.message);
+      if (!tree) {
+        free(doc);
+        continue;
+      }
+      split_trees += tsj_tree_is_split(tree);
+      for (int step = 0; step < 12; step++) {
+        tbuf patch = {0}, flat_paths = {0}, tree_paths_seen = {0};
+        tb_str(&flat_paths, "");
+        tb_str(&tree_paths_seen, "");
+        tree_patch_gen(doc, len, &patch);
+        char *flat = NULL;
+        size_t flat_len = 0;
+        tsj_error ferr, terr;
+        int frc = tsj_patch_apply(doc, len, NULL, patch.p, patch.n, TSJ_MAX_DEPTH - 1, &flat, &flat_len,
+                                  collect_path, &flat_paths, &ferr);
+        tsj_tree *next = NULL;
+        const size_t before = tsj_tree_fallbacks;
+        int trc = tsj_tree_patch(tree, patch.p, patch.n, TSJ_MAX_DEPTH - 1, &next, collect_path,
+                                 &tree_paths_seen, &terr);
+        cases++;
+        int same = frc == trc && strcmp(ferr.message, terr.message) == 0 && ferr.offset == terr.offset &&
+                   strcmp(flat_paths.p, tree_paths_seen.p) == 0 && (flat == NULL) == (next == NULL);
+        size_t next_len = 0;
+        const char *next_text = next ? tsj_tree_text(next, &next_len) : NULL;
+        if (same && flat) same = next_text && next_len == flat_len && memcmp(next_text, flat, flat_len) == 0;
+        /* The tree patched is unchanged: its parts still read as before. */
+        char *old = NULL;
+        size_t old_len = 0;
+        if (same) same = tsj_tree_at_pointer(tree, "", 0, &old, &old_len, NULL) == TSJ_OK && old_len == len &&
+                         memcmp(old, doc, len) == 0;
+        free(old);
+        if (!same && mismatches++ < 5)
+          CHECK(0, "tree vs flat (split %zu): doc %.200s patch %.300s: flat %d \"%s\" %.200s / tree %d \"%s\" %.200s", splits[si],
+                doc, patch.p, frc, ferr.message, flat ? flat : "(none)", trc, terr.message,
+                next_text ? next_text : "(none)");
+        if (frc) refused++;
+        else if (tsj_tree_fallbacks != before) done_flat++;
+        /* Look-ups: every path of the document and some that are not there. */
+        if (same && next) {
+          char **paths = NULL;
+          size_t count = 0;
+          tbuf prefix = {0};
+          tb_str(&prefix, "");
+          tree_paths(flat, flat_len,
+                     (tsj_span){0, flat_len, flat[0] == '{' ? TSJ_OBJECT : flat[0] == '[' ? TSJ_ARRAY : TSJ_NULL},
+                     &prefix, &paths, &count);
+          for (size_t i = 0; i < count + 3; i++) {
+            tbuf ptr = {0};
+            tb_str(&ptr, "");
+            if (i < count) tb_str(&ptr, paths[i]);
+            else tree_pick(paths, count, &ptr);
+            if (i == count + 2) tb_str(&ptr, "/~2");
+            char *a = NULL, *t = NULL;
+            size_t al = 0, tl = 0;
+            tsj_error ae, te;
+            int arc = tsj_text_at_pointer(flat, flat_len, ptr.p, ptr.n, &a, &al, &ae);
+            int trc2 = tsj_tree_at_pointer(next, ptr.p, ptr.n, &t, &tl, &te);
+            int ok = arc == trc2 && strcmp(ae.message, te.message) == 0 && ae.offset == te.offset &&
+                     (a == NULL) == (t == NULL) && (!a || (al == tl && memcmp(a, t, al) == 0));
+            /* tsj_tree_find: the same value (joined when it is a node), code and message as tsj_find. */
+            tsj_span fs;
+            tsj_tree_ref ref;
+            tsj_error fe, re;
+            int frc2 = tsj_find(flat, flat_len, NULL, ptr.p, ptr.n, &fs, &fe);
+            int rrc = tsj_tree_find(next, ptr.p, ptr.n, &ref, &re);
+            ok &= frc2 == rrc && strcmp(fe.message, re.message) == 0 && fe.offset == re.offset;
+            if (ok && rrc == TSJ_OK) ok &= tree_ref_matches(&ref, flat, fs);
+            if (ok && rrc == TSJ_OK && ref.node) ok &= tree_children_match(ref.node, flat, fs);
+            if (!ok && mismatches++ < 5)
+              CHECK(0, "tree look-up %s in %.200s: flat %d %.100s \"%s\" / tree %d %.100s \"%s\"", ptr.p, flat, arc,
+                    a ? a : "-", ae.message, trc2, t ? t : "-", te.message);
+            free(a);
+            free(t);
+            free(ptr.p);
+          }
+          for (size_t i = 0; i < count; i++) free(paths[i]);
+          free(paths);
+          free(prefix.p);
+        }
+        if (flat) {
+          changed++;
+          free(doc);
+          doc = flat;
+          len = flat_len;
+          tsj_tree_free(tree);
+          tree = next;
+        } else {
+          tsj_tree_free(next);
+        }
+        free(patch.p);
+        free(flat_paths.p);
+        free(tree_paths_seen.p);
+      }
+      tsj_tree_free(tree);
+      free(doc);
+    }
+  }
+  tsj_tree_split_bytes = saved;
+  CHECK(mismatches == 0, "tree differential: %d of %d patches differ", mismatches, cases);
+  /* Refusals are answered through the whole text; every patch that applies, in the tree. */
+  CHECK(changed > cases / 5 && refused > cases / 10 && split_trees > 100 && done_flat == 0,
+        "tree differential covers changes (%d), refusals (%d), split trees (%d); patches that applied through the "
+        "whole text: %d (expected none) of %d", changed, refused, split_trees, done_flat, cases);
+  printf("tree differential: %d patches (%d changed the document, %d refused), %d split trees\n", cases, changed,
+         refused, split_trees);
+}
+
+/* Sharing: a big array patched many times; every version reads its own
+ * values, and freeing them in any order is clean (valgrind run). */
+static void test_tree_versions(void) {
+  tbuf b = {0};
+  tb_str(&b, "{\"items\":[");
+  for (int i = 0; i < 3000; i++) {
+    char item[96];
+    snprintf(item, sizeof item, "%s{\"id\":%d,\"done\":false}", i ? "," : "", i);
+    tb_str(&b, item);
+  }
+  tb_str(&b, "]}");
+  tsj_error err;
+  tsj_tree *versions[40];
+  versions[0] = tsj_tree_make(b.p, b.n, &err);
+  CHECK(versions[0] && tsj_tree_is_split(versions[0]), "a 3000-item list is split: %s", err.message);
+  int ok = 1;
+  for (int v = 1; v < 40; v++) {
+    char patch[160];
+    if (v % 3 == 0) snprintf(patch, sizeof patch, "[{\"op\":\"add\",\"path\":\"/items/-\",\"value\":{\"id\":%d}}]", -v);
+    else if (v % 3 == 1) snprintf(patch, sizeof patch, "[{\"op\":\"replace\",\"path\":\"/items/%d/done\",\"value\":true}]", v * 70);
+    else snprintf(patch, sizeof patch, "[{\"op\":\"remove\",\"path\":\"/items/%d\"}]", v);
+    versions[v] = NULL;
+    ok &= tsj_tree_patch(versions[v - 1], patch, strlen(patch), TSJ_MAX_DEPTH, &versions[v], NULL, NULL, &err) ==
+              TSJ_OK && versions[v] != NULL;
+  }
+  CHECK(ok, "40 versions made");
+  /* Version 1 toggled item 70; version 0 did not. */
+  char *out = NULL;
+  CHECK(tsj_tree_at_pointer(versions[1], "/items/70/done", 14, &out, NULL, NULL) == TSJ_OK && out &&
+            strcmp(out, "true") == 0, "version 1 reads its change");
+  free(out);
+  out = NULL;
+  CHECK(tsj_tree_at_pointer(versions[0], "/items/70/done", 14, &out, NULL, NULL) == TSJ_OK && out &&
+            strcmp(out, "false") == 0, "version 0 does not see it");
+  free(out);
+  size_t n0 = 0;
+  const char *t0 = tsj_tree_text(versions[0], &n0);
+  CHECK(t0 && n0 == b.n && memcmp(t0, b.p, b.n) == 0, "version 0 joins to its text");
+  CHECK(tsj_tree_text(versions[0], NULL) == t0, "the joined text is kept");
+  for (int v = 0; v < 40; v += 2) tsj_tree_free(versions[v]);
+  for (int v = 1; v < 40; v += 2) tsj_tree_free(versions[v]);
+  tsj_tree_free(NULL);
+  CHECK(tsj_tree_make(NULL, 0, &err) == NULL && err.code == TSJ_ERR_INVALID_ARG, "tsj_tree_make NULL");
+  free(b.p);
+}
+
 int main(void) {
   test_minify_valid();
   test_minify_invalid();
@@ -2467,6 +2850,8 @@ int main(void) {
   test_patch_small_stack();
   test_patch_big();
   test_getters();
+  test_tree_differential();
+  test_tree_versions();
   /* Every validation case again through the in-place path that inputs of
    * 32 MiB and more take (validate_lean): same verdicts, same messages. */
   size_t saved = tsj_lean_input_bytes;

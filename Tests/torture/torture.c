@@ -26,6 +26,11 @@
  * reducers (ts_reducer_patch, reading with the getters) into one store with
  * a pointer listener, making fresh stores meanwhile; every patch lands once.
  *
+ * Phase "tree" (skipped with --only shutdown): the same with a patch reducer
+ * (ts_store_add_patch_reducer) whose slice is big enough to be kept as a tree
+ * of texts, while the threads also read values of it and its whole text
+ * (joined by whichever thread asks first) between their dispatches.
+ *
  * Phase "shutdown": N threads each do --rounds times what crashed before the
  * shutdown protocol: a store with the delay plugin loaded and then the
  * journal (even rounds) or guard (odd rounds) plugin, a few hundred @@delay
@@ -696,6 +701,100 @@ static long long phase_patch(void) {
     return (long long)threads * patch_ops;
 }
 
+/* ---- Phase "tree" ----------------------------------------------------------- */
+
+enum { TREE_PAD = 3000 }; /* padding items: the slice is about 85 KB, kept as a tree */
+
+static char *tree_reducer(const ts_json *slice, const ts_action *action, void *ctx) {
+    int64_t slot, n, value;
+    ts_json found;
+    char pointer[32], patch[256];
+    (void)ctx;
+    if (slice == NULL) {
+        size_t cap = 64 + 4 * MAX_THREADS + 48 * TREE_PAD, at;
+        char *first = malloc(cap);
+        int t;
+        if (first == NULL) return NULL;
+        at = (size_t)sprintf(first, "{\"n\":0,\"slots\":[");
+        for (t = 0; t < MAX_THREADS; t++) at += (size_t)sprintf(first + at, t ? ",0" : "0");
+        at += (size_t)sprintf(first + at, "],\"pad\":[");
+        for (t = 0; t < TREE_PAD; t++) at += (size_t)sprintf(first + at, "%s\"padding item number %d\"", t ? "," : "", t);
+        sprintf(first + at, "]}");
+        return first;
+    }
+    if (strcmp(action->type, "patch/inc") != 0) return NULL;
+    if (ts_json_get_int(action->payload, "/slot", &slot) != TS_OK || ts_json_find(slice, "/n", &found) != TS_OK ||
+        ts_json_int(&found, &n) != TS_OK) {
+        ts_reducer_fail(ts_last_error());
+        return NULL;
+    }
+    snprintf(pointer, sizeof pointer, "/slots/%lld", (long long)slot);
+    if (ts_json_find(slice, pointer, &found) != TS_OK || ts_json_int(&found, &value) != TS_OK) {
+        ts_reducer_fail(ts_last_error());
+        return NULL;
+    }
+    snprintf(patch, sizeof patch,
+             "[{\"op\":\"test\",\"path\":\"/n\",\"value\":%lld},{\"op\":\"replace\",\"path\":\"/n\",\"value\":%lld},"
+             "{\"op\":\"replace\",\"path\":\"%s\",\"value\":%lld}]",
+             (long long)n, (long long)n + 1, pointer, (long long)value + 1);
+    if (ts_reducer_patch(patch) != TS_OK) ts_reducer_fail(ts_last_error());
+    return NULL;
+}
+
+static ts_store *treed;
+static counter tree_slot0_changes;
+
+static void *tree_worker(void *arg) {
+    long slot = (long)(intptr_t)arg, i;
+    char action[96], pointer[32];
+    snprintf(action, sizeof action, "{\"type\":\"patch/inc\",\"payload\":{\"slot\":%ld}}", slot);
+    snprintf(pointer, sizeof pointer, "/p/slots/%ld", slot);
+    for (i = 0; i < patch_ops; i++) {
+        char *text = NULL;
+        ts_status status = ts_store_dispatch(treed, action);
+        if (status != TS_OK) failure("tree phase: dispatch", status);
+        /* Reads between dispatches: a value, and now and then the whole slice. */
+        status = ts_store_get_state(treed, (i % 32 == 0) ? "/p" : pointer, &text);
+        if (status != TS_OK) failure("tree phase: get_state", status);
+        ts_free(text);
+    }
+    return NULL;
+}
+
+static long long phase_tree(void) {
+    pthread_t workers[MAX_THREADS];
+    uint64_t token;
+    int t;
+    ts_status status;
+    char *text = NULL;
+    int64_t n = -1, value;
+    counter_init(&tree_slot0_changes);
+    patch_ops = ops / 10 < 100 ? 100 : ops / 10;
+    if ((status = ts_store_create(NULL, &treed)) != TS_OK ||
+        (status = ts_store_add_patch_reducer(treed, "p", NULL, tree_reducer, NULL)) != TS_OK ||
+        (status = ts_store_subscribe(treed, "/p/slots/0", count_listener, &tree_slot0_changes, &token)) != TS_OK) {
+        failure("tree phase: set-up", status);
+        return 0;
+    }
+    for (t = 0; t < threads; t++) pthread_create(&workers[t], NULL, tree_worker, (void *)(intptr_t)t);
+    for (t = 0; t < threads; t++) pthread_join(workers[t], NULL);
+    status = ts_store_get_state(treed, "/p", &text);
+    check(status == TS_OK && text != NULL && strlen(text) > 64 * 1024, "the tree phase's slice is big (kept as a tree)");
+    check(status == TS_OK && ts_json_get_int(text, "/n", &n) == TS_OK && n == (int64_t)threads * patch_ops,
+          "tree: every patch applied once: /p/n is threads x patches");
+    for (t = 0; t < threads && text != NULL; t++) {
+        char pointer[32];
+        snprintf(pointer, sizeof pointer, "/slots/%d", t);
+        check(ts_json_get_int(text, pointer, &value) == TS_OK && value == patch_ops,
+              "tree: each thread's slot is its number of patches");
+    }
+    check(counter_get(&tree_slot0_changes) == patch_ops, "tree: the pointer listener ran once per change of its value");
+    ts_free(text);
+    ts_store_destroy(treed);
+    printf("tree: %d threads x %ld patch dispatches with reads, /p/n %lld\n", threads, patch_ops, (long long)n);
+    return (long long)threads * patch_ops;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: torture [--threads N] [--ops N] [--rounds N] [--only shutdown] PLUGIN_DIR\n");
     exit(2);
@@ -733,6 +832,7 @@ int main(int argc, char **argv) {
     if (!only_shutdown) operations += phase_shared();
     if (!only_shutdown) operations += phase_token();
     if (!only_shutdown) operations += phase_patch();
+    if (!only_shutdown) operations += phase_tree();
     operations += phase_shutdown();
     clock_gettime(CLOCK_MONOTONIC, &t1);
     rmdir(work_dir);

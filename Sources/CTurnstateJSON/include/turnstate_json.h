@@ -392,6 +392,100 @@ int tsj_span_count(const char *text, const tsj_doc *index, tsj_span v, size_t *o
 int tsj_span_next(const char *text, tsj_span container, size_t *cursor, tsj_span *key, tsj_span *value,
                   tsj_error *err);
 
+/* ------------------------------------------------------------------------
+ * Trees: a document kept in parts, so that a patch costs what it changes
+ *
+ * A tsj_tree holds validated minified JSON text (as tsj_patch_apply's `doc`;
+ * not checked) split where that pays: every array or object whose text is
+ * tsj_tree_split_bytes or more (default 4096) is a node (an array's
+ * elements in a B-tree, an object's members in a list; objects of more than
+ * 256 members stay one text), and every other value is a leaf of text. A
+ * tree is immutable and thread-safe to read; versions made by
+ * tsj_tree_patch share every part the patch did not touch (reference
+ * counted: each tree handle is released with tsj_tree_free, in any order).
+ *
+ * Cost: tsj_tree_make is O(text); tsj_tree_patch of an operation whose path
+ * goes through nodes costs its path (O(tokens x log elements) plus the size
+ * of the leaf it ends in, and O(members) per object node), not O(text).
+ * The results, refusals, error codes, messages and on_path calls are
+ * exactly tsj_patch_apply's on the whole text: whatever the tree cannot do
+ * in place (a failing operation, "remove" of ""), it does by applying the
+ * patch to the whole text (joined once, see tsj_tree_text). */
+typedef struct tsj_tree tsj_tree;
+
+/* Containers of this many bytes or more are split (tests set it small). */
+extern size_t tsj_tree_split_bytes;
+/* How many tsj_tree_patch calls were answered through the whole text (for
+ * tests; counted atomically). */
+extern size_t tsj_tree_fallbacks;
+
+/* The tree of minified[0..len) (copied; the caller keeps its text). NULL on
+ * failure: TSJ_ERR_INVALID_ARG (NULL or empty), TSJ_ERR_NOMEM. */
+tsj_tree *tsj_tree_make(const char *minified, size_t len, tsj_error *err);
+
+/* Releases this handle (NULL-safe). */
+void tsj_tree_free(tsj_tree *tree);
+
+/* The length of the document's minified text. */
+size_t tsj_tree_length(const tsj_tree *tree);
+
+/* The document's whole minified text, NUL-terminated, owned by the tree:
+ * joined on the first call (O(text)) and kept until tsj_tree_free; later
+ * calls return it at once. Thread-safe. NULL if there is no memory (or
+ * tree is NULL); *len (may be NULL) is the length either way. */
+const char *tsj_tree_text(const tsj_tree *tree, size_t *len);
+
+/* 1 if the tree has nodes (its top-level value was split), 0 if it is one text. */
+int tsj_tree_is_split(const tsj_tree *tree);
+
+/* tsj_patch_apply on the tree's document: the same patch rules, results,
+ * codes, messages and on_path calls (max_depth as there). On success *out
+ * is a new tree (release it with tsj_tree_free), or NULL when the patch
+ * changes nothing. On failure *out is NULL and `tree` is unchanged.
+ * TSJ_ERR_INVALID_ARG for tree or out NULL, or patch NULL with
+ * patch_len > 0. */
+int tsj_tree_patch(const tsj_tree *tree, const char *patch, size_t patch_len, size_t max_depth, tsj_tree **out,
+                   tsj_path_cb on_path, void *ctx, tsj_error *err);
+
+/* tsj_doc_at_pointer on the tree's document (same results, codes and
+ * messages), found as tsj_tree_find finds it; the value's text is copied
+ * (joined, for a node). */
+int tsj_tree_at_pointer(const tsj_tree *tree, const char *pointer, size_t pointer_len, char **out, size_t *out_len,
+                        tsj_error *err);
+
+/* Reading a tree without joining it. A value in a tree is either a split
+ * container (node: a tsj_tree handle borrowed from the tree, valid while
+ * the tree is; text NULL; span {0, its length, its kind}), or a value in
+ * the text of a leaf (node NULL; span as tsj_find's, in text[0..text_len),
+ * which the tree owns). */
+typedef struct tsj_tree_ref {
+  const tsj_tree *node;
+  const char *text;
+  size_t text_len;
+  tsj_span span;
+} tsj_tree_ref;
+
+/* The kind (tsj_kind) of the tree's value. */
+int tsj_tree_kind(const tsj_tree *tree);
+
+/* The value at `pointer` below `tree` (a tree or a node from a
+ * tsj_tree_ref): the same values, codes and messages as tsj_find on its
+ * text. Through the nodes (O(log elements) per array, O(members) per
+ * object), then by stepping through the text of the leaf it reaches; a
+ * pointer that names nothing costs the same (messages are made as
+ * tsj_find makes them, naming the whole pointer). */
+int tsj_tree_find(const tsj_tree *tree, const char *pointer, size_t pointer_len, tsj_tree_ref *out,
+                  tsj_error *err);
+
+/* Elements of a split array or members of a split object (0 for a tree that is not split). */
+size_t tsj_tree_count(const tsj_tree *tree);
+
+/* Child i of a split container (O(log elements)): *value, and for an
+ * object its key in *key (a string: text is the key with its quotes; key
+ * may be NULL). TSJ_ERR_NOT_FOUND past the last child ("no more elements"
+ * / "no more members"), TSJ_ERR_INVALID_ARG for a tree that is not split. */
+int tsj_tree_child(const tsj_tree *tree, size_t i, tsj_tree_ref *key, tsj_tree_ref *value, tsj_error *err);
+
 /* Write `s[0..len)` as a JSON string literal (with quotes) into a malloc'ed
  * NUL-terminated buffer (*out, length in *out_len; out_len may be NULL).
  * Escapes '"' and '\\' and all control characters U+0000..U+001F (\b \f \n

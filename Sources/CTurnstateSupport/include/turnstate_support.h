@@ -111,6 +111,14 @@ typedef char *(*tsi_reducer_fn)(const char *slice_json, const void *action, void
  * innermost reducer call (one thread-local look-up for both ends). */
 char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *action, void *ctx,
                        tsi_reducer_call *call);
+/* As tsi_call_reducer, for a ts_patch_reducer_fn (stored as a
+ * tsi_reducer_fn): its slice is given as a ts_json made from `tree` (a
+ * split tsj_tree: the reducer reads it without its text) when not NULL,
+ * else from the minified slice_json[0..slice_length) and `index` (a
+ * tsj_doc over it, or NULL). Both NULL: the init call (the reducer gets
+ * NULL). */
+char *tsi_call_patch_reducer(tsi_reducer_fn fn, const char *slice_json, size_t slice_length, const void *tree,
+                             const void *index, const void *action, void *ctx, tsi_reducer_call *call);
 void tsi_reducer_clear(tsi_reducer_call *call);
 /* ts_reducer_slice_id and ts_reducer_answer_id: a ts_status, with the last
  * error set on failure. `reserve` gives a new slice id (the answer id is
