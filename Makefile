@@ -71,8 +71,11 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-
 PLUGIN_CFLAGS := -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -shared -fPIC -IInclude -D_FORTIFY_SOURCE=2 \
                  -fstack-protector-strong -Wl,-z,relro,-z,now
 C_PLUGINS := guard delay journal
-# replicate.so (issue 14): the plugin and its log engine (Redis Streams).
-REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine_redis.c Plugins/replicate/entry.c
+# replicate.so (issues 14, 21): the plugin and its log engines (Redis Streams,
+# NATS JetStream), chosen by the url's scheme.
+REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine.c Plugins/replicate/engine_redis.c \
+                     Plugins/replicate/engine_nats.c Plugins/replicate/entry.c
+REPLICATE_LIBS := -lhiredis -lnats -lssl -lcrypto -lpthread
 # The demo's plugin folder: loaded in name order, guard first, journal last.
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
@@ -119,9 +122,9 @@ plugins: setup
 	  echo "cc $$p.so"; \
 	  $(CC) $(PLUGIN_CFLAGS) Plugins/$$p/$$p.c -o $(BUILD)/plugins/$$p.so -lpthread; \
 	done
-	@# replicate.so links hiredis (Redis Streams is its log), never libturnstate.
+	@# replicate.so links hiredis and OpenSSL (Redis Streams), nats.c (JetStream), never libturnstate.
 	@echo "cc replicate.so"
-	@$(CC) $(PLUGIN_CFLAGS) -fvisibility=hidden $(REPLICATE_SOURCES) -o $(BUILD)/plugins/replicate.so -lhiredis -lpthread
+	@$(CC) $(PLUGIN_CFLAGS) -fvisibility=hidden $(REPLICATE_SOURCES) -o $(BUILD)/plugins/replicate.so $(REPLICATE_LIBS)
 	@$(MAKE) --no-print-directory inspector-plugin
 	$(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger $(PLUGIN_SHIP_FLAGS) $(PLUGIN_SWIFTFLAGS)
 	@cp -f $(PLUGIN_SCRATCH)/$(LIB_CONFIG)/libturnstate-logger.so $(BUILD)/plugins/logger.so

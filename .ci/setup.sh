@@ -5,8 +5,10 @@
 set -euo pipefail
 
 need_debs=(gcc g++ make pkg-config libffi-dev libsimdjson-dev valgrind python3 python3-venv binutils spin abigail-tools)
-# replicate.so (make test-replicate, make bench): Redis Streams and its C client.
-need_debs+=(redis-server libhiredis-dev)
+# replicate.so (make test-replicate, make test-replicate-nats, make bench): Redis
+# Streams and its C client, OpenSSL (rediss://), NATS JetStream's C client and
+# server (the tests start a three-server cluster), openssl (the tests' CA).
+need_debs+=(redis-server libhiredis-dev libssl-dev libnats-dev nats-server openssl)
 # The inspector plugin (Plugins/inspector): its HTTP server, and the browser
 # its test drives (make test-inspector: headless Chromium through Selenium).
 need_debs+=(libmicrohttpd-dev chromium chromium-driver)

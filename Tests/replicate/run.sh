@@ -63,6 +63,7 @@ exported=$(nm -D --defined-only "$PLUGIN" | awk '{print $3}' | grep -vE '^(_init
 if [ $BENCH = 0 ]; then
   check "replicate.so does not link libturnstate (NEEDED: $needed)" bash -c '! grep -q libturnstate <<<"$0"' "$needed"
   check "replicate.so links hiredis" grep -q libhiredis <<<"$needed"
+  check "replicate.so links nats.c (JetStream)" grep -q libnats <<<"$needed"
   check "replicate.so exports only ts_plugin_entry ($exported)" [ "$(echo $exported)" = ts_plugin_entry ]
 fi
 
