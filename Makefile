@@ -82,7 +82,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean deb \
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
         test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
-        test-model test-torture test-faults test-replicate lib-tsan bench coverage inspector-plugin test-inspector \
+        test-model test-torture test-faults test-replicate test-replicate-nats lib-tsan bench coverage inspector-plugin test-inspector \
         asan-lib asan-plugins fuzz-build fuzz-json-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs \
         man test-man
 
@@ -167,7 +167,7 @@ run: build demo-plugins
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
                test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
-               test-docs test-man test-harness test-replicate test-deb
+               test-docs test-man test-harness test-replicate test-replicate-nats test-deb
 test: setup
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -386,6 +386,16 @@ test-torture: $(call prebuilt,lib lib-tsan)
 ## damaged through a second client (refused and reported, never applied)
 test-replicate: $(call prebuilt,lib plugins)
 	TS_BUILD=$(BUILD) Tests/checks.sh Tests/replicate/run.sh
+
+## test-replicate-nats: replicate.so on NATS JetStream (Tests/replicate/nats_run.py):
+## a three-server cluster the test starts on loopback (an R3 stream), three
+## replica processes converge (the history checker: one common order, each
+## acknowledged action once, states equal to a fresh fold), the stream
+## leader's server SIGKILLed and restarted (nothing lost or doubled), two of
+## three servers down (TS_E_IO, nothing applied, recovery), TLS with a CA the
+## test makes, user/password and token credentials
+test-replicate-nats: $(call prebuilt,lib plugins)
+	TS_BUILD=$(BUILD) Tests/checks.sh python3 Tests/replicate/nats_run.py
 
 ## test-plugins: the shipped plugins (built from the headers alone) and the
 ## loader, natively and under valgrind; the logger plugin (Swift) and its test

@@ -95,7 +95,13 @@ typedef struct nats_engine {
     natsSubscription *acks;
     char id_prefix[40];
     uint64_t id_counter, attempt;
+    /* rp_wait looks at the stream itself when it has been quiet this long
+     * (a stream deleted or purged gives the cursor nothing to tell). */
+    int64_t looked_at;
+    int looked_damaged;
 } nt;
+
+#define QUIET_LOOK_MS 5000
 
 static const rp_ops nats_ops;
 
@@ -303,21 +309,49 @@ static natsStatus stream_info_by(nt *e, jsStreamInfo **si, int64_t deadline, jsE
     }
 }
 
+/* The log's subject: replicate.STREAM.ID. A replica of an earlier stream of
+ * that name publishes to its own log's subject, which the new stream does
+ * not take: it cannot write into another log. */
+static int set_subject(nt *e, char *err) {
+    char subject[300];
+    snprintf(subject, sizeof subject, "replicate.%s.%llu", e->stream, (unsigned long long)e->log_id);
+    free(e->subject);
+    e->subject = strdup(subject);
+    if (e->subject == NULL) {
+        rp_fail(err, "replicate: out of memory");
+        return RP_FAILED;
+    }
+    return 0;
+}
+
+/* The log's id in a stream's description (0: not made by replicate.so). */
+static uint64_t id_of(const jsStreamInfo *si) {
+    const char *description = si->Config != NULL ? si->Config->Description : NULL;
+    unsigned long long id = 0;
+    char tail;
+    if (description == NULL || strncmp(description, DESCRIPTION, strlen(DESCRIPTION)) != 0 ||
+        sscanf(description + strlen(DESCRIPTION), "%llu%c", &id, &tail) != 1)
+        return 0;
+    return id;
+}
+
 /* The stream: made if it is missing; its description gives the log's id.
  * 0, or RP_FAILED / RP_DAMAGED (a stream replicate.so did not make). */
 static int open_stream(nt *e, int64_t deadline, char *err) {
     jsStreamInfo *si = NULL;
     jsErrCode code = 0;
     natsStatus s = stream_info_by(e, &si, deadline, &code);
-    const char *description;
     char made[64];
     if (s == NATS_NOT_FOUND) {
         jsStreamConfig config;
         const char *subjects[1];
-        subjects[0] = e->subject;
         jsStreamConfig_Init(&config);
+        /* A new log: an id of its own (never 0). */
+        e->log_id = (random64() >> 1) | 1;
+        if (set_subject(e, err) != 0) return RP_FAILED;
+        subjects[0] = e->subject;
         config.Name = e->stream;
-        snprintf(made, sizeof made, DESCRIPTION "%llu", (unsigned long long)(random64() >> 1));
+        snprintf(made, sizeof made, DESCRIPTION "%llu", (unsigned long long)e->log_id);
         config.Description = made;
         config.Subjects = subjects;
         config.SubjectsLen = 1;
@@ -339,12 +373,15 @@ static int open_stream(nt *e, int64_t deadline, char *err) {
     } else if (s != NATS_OK) {
         return failed(e, err, s, "stream info");
     }
-    description = si->Config != NULL ? si->Config->Description : NULL;
-    if (description == NULL || strncmp(description, DESCRIPTION, strlen(DESCRIPTION)) != 0 ||
-        sscanf(description + strlen(DESCRIPTION), "%llu", (unsigned long long *)&e->log_id) != 1) {
+    e->log_id = id_of(si);
+    if (e->log_id == 0) {
         jsStreamInfo_Destroy(si);
         return damaged(e, err, "the stream was not made by replicate.so (its description is not \"" DESCRIPTION
                                "ID\"): use another \"stream\"");
+    }
+    if (set_subject(e, err) != 0) {
+        jsStreamInfo_Destroy(si);
+        return RP_FAILED;
     }
     if (si->Config->SubjectsLen != 1 || strcmp(si->Config->Subjects[0], e->subject) != 0 ||
         si->Config->Retention != js_LimitsPolicy || si->Config->MaxMsgs > 0 || si->Config->MaxBytes > 0 ||
@@ -444,12 +481,10 @@ rp_engine *rp_nats_open(const rp_options *o, char *err) {
     e->timeout_ms = o->timeout_ms;
     e->replicas = o->replicas > 0 ? o->replicas : 3;
     e->stream = strdup(o->stream);
-    snprintf(subject, sizeof subject, "replicate.%s", o->stream);
-    e->subject = strdup(subject);
     snprintf(subject, sizeof subject, "%s_snap", o->stream);
     e->bucket = strdup(subject);
     snprintf(e->id_prefix, sizeof e->id_prefix, "%016llx", (unsigned long long)random64());
-    if (e->stream == NULL || e->subject == NULL || e->bucket == NULL) {
+    if (e->stream == NULL || e->bucket == NULL) {
         rp_fail(err, "replicate: out of memory");
         goto fail;
     }
@@ -685,18 +720,16 @@ static int stream_state(nt *e, uint64_t applied, uint64_t *first, uint64_t *last
     jsErrCode code = 0;
     uint64_t id = 0;
     natsStatus s = js_GetStreamInfo(&si, e->js, e->stream, NULL, &code);
-    const char *description;
     if (s == NATS_NOT_FOUND) {
         return damaged(e, err, "the stream was deleted (this replica has applied entry %llu)",
                        (unsigned long long)applied);
     }
     if (s != NATS_OK) return failed(e, err, s, "stream info");
-    description = si->Config ? si->Config->Description : NULL;
-    if (description == NULL || strncmp(description, DESCRIPTION, strlen(DESCRIPTION)) != 0 ||
-        sscanf(description + strlen(DESCRIPTION), "%llu", (unsigned long long *)&id) != 1 || id != e->log_id) {
+    id = id_of(si);
+    if (id != e->log_id) {
         jsStreamInfo_Destroy(si);
         return damaged(e, err, "the stream is not the log %llu this replica joined (it was deleted and made again%s)",
-                       (unsigned long long)e->log_id, description ? "" : ", not by replicate.so");
+                       (unsigned long long)e->log_id, id ? "" : ", not by replicate.so");
     }
     *first = si->State.FirstSeq;
     *last = si->State.LastSeq;
@@ -812,6 +845,13 @@ static int nats_append_batch(rp_engine *base, const char *const *actions, size_t
             uint64_t n = 0, which = 0;
             const char *subject;
             s = natsSubscription_NextMsg(&msg, e->acks, left_ms(attempt_end));
+            if (s == NATS_NO_RESPONDERS) {
+                /* No server takes the subject now (a stream leader is being
+                 * elected, or the stream is gone): pause, then send again. */
+                snprintf(reason, sizeof reason, "no responders (no server of the stream is reachable)");
+                usleep(50000);
+                break;
+            }
             if (s != NATS_OK) {
                 break; /* this attempt's time is up: send again what is missing */
             }
@@ -840,6 +880,26 @@ static int nats_append_batch(rp_engine *base, const char *const *actions, size_t
             }
         }
     }
+    if (done < count && strstr(reason, "no responders") != NULL) {
+        /* No server takes this log's subject: the stream may be gone, or
+         * made again (with another subject). One short look. */
+        jsStreamInfo *si = NULL;
+        jsOptions jo;
+        jsOptions_Init(&jo);
+        jo.Wait = e->timeout_ms < 500 ? e->timeout_ms : 500;
+        if (js_GetStreamInfo(&si, e->js, e->stream, &jo, NULL) == NATS_NOT_FOUND) {
+            rc = damaged(e, err, "the stream was deleted (nothing was appended)");
+        } else if (si != NULL && id_of(si) != e->log_id) {
+            rc = damaged(e, err, "the stream is not the log %llu this replica joined (it was deleted and made again; "
+                                 "nothing was appended)",
+                         (unsigned long long)e->log_id);
+        }
+        if (si) jsStreamInfo_Destroy(si);
+        if (rc != 0) {
+            rp_batch_free(out);
+            goto end;
+        }
+    }
     if (done < count) {
     refused:
         rp_fail(err, "replicate: %s did not acknowledge the append within %d ms (timeout_ms)%s%.300s", e->shown,
@@ -854,9 +914,52 @@ static int nats_append_batch(rp_engine *base, const char *const *actions, size_t
                      (unsigned long long)after, (unsigned long long)top, (unsigned long long)top);
         goto end;
     }
-    /* Everything up to the last new entry. */
-    rc = take(e, out->count ? out->items[out->count - 1].seq : after, top, (size_t)-1, 0, deadline, out, &capacity,
-              err);
+    /* Everything up to the last new entry: from the cursor, the entries of
+     * others before it (they were committed before it: they are there or on
+     * their way); this call's own entries after the last of those are made
+     * here (this engine knows their sequences and actions) rather than
+     * waited for. */
+    {
+        uint64_t need = top, have;
+        for (;;) {
+            for (i = 0; i < count && seqs[i] != need; i++) {
+            }
+            if (i == count || need <= after) break;
+            need--;
+        }
+        have = out->count ? out->items[out->count - 1].seq : after;
+        rc = need > have ? take(e, have, need, (size_t)-1, 0, deadline, out, &capacity, err) : 0;
+        have = out->count ? out->items[out->count - 1].seq : after;
+        while (rc == 0) {
+            /* The smallest own sequence past what the batch holds. */
+            size_t next = count;
+            for (i = 0; i < count; i++)
+                if (seqs[i] > have && (next == count || seqs[i] < seqs[next])) next = i;
+            if (next == count) break;
+            if (out->count == capacity) {
+                size_t more = capacity ? capacity * 2 : 16;
+                rp_entry *items = realloc(out->items, sizeof *items * more);
+                if (items == NULL) {
+                    rp_fail(err, "replicate: out of memory");
+                    rc = RP_FAILED;
+                    break;
+                }
+                out->items = items;
+                capacity = more;
+            }
+            memset(&out->items[out->count], 0, sizeof out->items[0]);
+            snprintf(out->items[out->count].pos, RP_POS_SIZE, "%llu", (unsigned long long)seqs[next]);
+            out->items[out->count].seq = seqs[next];
+            out->items[out->count].action = strdup(actions[next]);
+            if (out->items[out->count].action == NULL) {
+                rp_fail(err, "replicate: out of memory");
+                rc = RP_FAILED;
+                break;
+            }
+            out->count++;
+            have = seqs[next];
+        }
+    }
     if (rc == RP_FAILED) {
         size_t n = strlen(err);
         rp_batch_free(out);
@@ -895,6 +998,12 @@ static int nats_read(rp_engine *base, const char *after_pos, size_t max, rp_batc
     out->items = NULL;
     out->count = 0;
     rc = stream_state(e, after, &first, &last, err);
+    if (rc == 0 && first > last && first > after + 1) {
+        /* No entry left, and those after this replica's position gone. */
+        return damaged(e, err, "it no longer holds entry %llu (the stream was purged up to %llu) and no snapshot "
+                               "covers it",
+                       (unsigned long long)(after + 1), (unsigned long long)last);
+    }
     if (rc != 0 || last <= after || max == 0 || last == 0) return rc;
     if (after + max < last) last = after + max;
     rc = take(e, after, last < first ? first : last, max, 0, now_ms() + e->timeout_ms, out, &capacity, err);
@@ -911,6 +1020,13 @@ static int nats_wait(rp_engine *base, const char *after_pos, int block_ms, size_
     rc = take(e, seq_of(after_pos), 0, max, block_ms, 0, out, &capacity, err);
     if (rc == RP_FAILED) rp_batch_free(out);
     if (rc == RP_FAILED) usleep(50000); /* no spin while the servers are away */
+    if (rc == 0 && out->count == 0 && (e->looked_damaged || now_ms() - e->looked_at >= QUIET_LOOK_MS)) {
+        uint64_t first, last;
+        e->looked_at = now_ms();
+        rc = stream_state(e, seq_of(after_pos), &first, &last, err);
+        if (rc == RP_FAILED) rc = 0; /* the servers away: the next look tells */
+        e->looked_damaged = rc == RP_DAMAGED;
+    }
     return rc;
 }
 

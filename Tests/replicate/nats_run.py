@@ -22,6 +22,8 @@ temporary folder; every server stopped at the end; each wait bounded):
      message
   5. credentials: user and password, token; wrong ones refused with a
      message that never shows them
+  6. a damaged log (Tests/replicate/tamper_nats.c, a second client on a
+     server of its own): refused with a message, never applied, no hang
 
 Prints "checks: N passed, M failed". With --bench: the REP-JS rows of `make
 bench` as "RESULT<tab>ID<tab>VALUE<tab>UNIT" lines: ordered mode on the R3
@@ -46,6 +48,7 @@ PLUGIN = os.path.join(BUILD, "plugins", "replicate.so")
 NATS_SERVER = os.environ.get("NATS_SERVER", "nats-server")
 REPLICA = os.path.join(BUILD, "tests", "replicate_replica")
 FAULTS = os.path.join(BUILD, "tests", "replicate_faults")
+TAMPER = os.path.join(BUILD, "tests", "replicate_tamper_nats")
 
 passed = failed = 0
 BENCH = False
@@ -571,6 +574,15 @@ def credentials(base):
     return [user, token]
 
 
+def tamper(base):
+    server = Server(base, "tamper")
+    server.write_conf()
+    server.start()
+    if check(wait_healthy([server], 20), "tamper: the server starts"):
+        run_program("tamper", [TAMPER, PLUGIN, server.url()])
+    return [server]
+
+
 def bench(base, cluster, scale):
     def result(name, value, unit):
         print("RESULT\t%s\t%s\t%s" % (name, value, unit), flush=True)
@@ -618,8 +630,9 @@ def main():
     cc = os.environ.get("CC", "cc")
     flags = ["-std=c99", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I" + os.path.join(ROOT, "Include")]
     link = ["-L" + os.path.join(BUILD, "lib"), "-Wl,-rpath," + os.path.join(BUILD, "lib"), "-lturnstate", "-lpthread"]
-    for source, target in (("replica.c", REPLICA), ("faults.c", FAULTS)):
-        subprocess.run([cc] + flags + [os.path.join(ROOT, "Tests", "replicate", source), "-o", target] + link,
+    for source, target, more in (("replica.c", REPLICA, []), ("faults.c", FAULTS, []),
+                                 ("tamper_nats.c", TAMPER, ["-lnats"])):
+        subprocess.run([cc] + flags + [os.path.join(ROOT, "Tests", "replicate", source), "-o", target] + link + more,
                        check=True)
     base = tempfile.mkdtemp(prefix="replicate-nats.")
     cluster = Cluster(base)
@@ -634,7 +647,7 @@ def main():
         if BENCH:
             bench(base, cluster, scale)
             return 0
-        only = os.environ.get("TS_ONLY", "converge leader_kill quorum tls credentials").split()
+        only = os.environ.get("TS_ONLY", "converge leader_kill quorum tls credentials tamper").split()
         if "converge" in only:
             converge(base, cluster)
         if "leader_kill" in only:
@@ -645,6 +658,8 @@ def main():
             others += tls(base)
         if "credentials" in only:
             others += credentials(base)
+        if "tamper" in only:
+            others += tamper(base)
     finally:
         cluster.stop_all()
         for s in others:
