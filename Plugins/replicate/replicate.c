@@ -1,11 +1,13 @@
 /*
  * replicate - a Turnstate middleware plugin that makes the stores of several
  * processes (on one machine or several) one replicated store, on an existing
- * ordered log (Redis Streams; engine.h is the interface another log would
- * implement).
+ * ordered log: Redis Streams or NATS JetStream, picked by the url's scheme
+ * (engine.h, engine.c).
  *
- * Config: {"url": "redis://[USER:PASSWORD@]HOST[:PORT]", "stream": "NAME",
- *          "timeout_ms": 2000, "snapshot_every": 10000}
+ * Config: {"url": "redis://[USER:PASSWORD@]HOST[:PORT]" or rediss://, or
+ *          "nats://[USER:PASSWORD@|TOKEN@]HOST[:PORT][,HOST[:PORT]...]" or tls://,
+ *          "stream": "NAME", "timeout_ms": 2000, "snapshot_every": 10000,
+ *          "replicas": 3 (NATS), "tls_ca": FILE, "tls_cert": FILE, "tls_key": FILE}
  *
  * Log first: run() does not pass a local action on with next. It appends it
  * to the stream and, in the same round trip, reads every entry between the
