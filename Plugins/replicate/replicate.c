@@ -1,11 +1,13 @@
 /*
  * replicate - a Turnstate middleware plugin that makes the stores of several
  * processes (on one machine or several) one replicated store, on an existing
- * ordered log (Redis Streams; engine.h is the interface another log would
- * implement).
+ * ordered log: Redis Streams or NATS JetStream, picked by the url's scheme
+ * (engine.h, engine.c).
  *
- * Config: {"url": "redis://[USER:PASSWORD@]HOST[:PORT]", "stream": "NAME",
- *          "timeout_ms": 2000, "snapshot_every": 10000}
+ * Config: {"url": "redis://[USER:PASSWORD@]HOST[:PORT]" or rediss://, or
+ *          "nats://[USER:PASSWORD@|TOKEN@]HOST[:PORT][,HOST[:PORT]...]" or tls://,
+ *          "stream": "NAME", "timeout_ms": 2000, "snapshot_every": 10000,
+ *          "replicas": 3 (NATS), "tls_ca": FILE, "tls_cert": FILE, "tls_key": FILE}
  *
  * Log first: run() does not pass a local action on with next. It appends it
  * to the stream and, in the same round trip, reads every entry between the
@@ -56,6 +58,8 @@ typedef struct replica {
     ts_status (*deliver)(const char *action_json); /* dispatch_after, or apply on an older table */
     char *url, *stream;
     uint64_t timeout_ms, snapshot_every;
+    char *tls_ca, *tls_cert, *tls_key; /* file paths (engine.h's rp_options) */
+    uint64_t replicas;                 /* NATS: of the stream it creates */
     /* Used only with the store held (run, create, the reader's exclusive step). */
     rp_engine *log;
     char pos[RP_POS_SIZE]; /* the last entry applied ("" before the first) */
@@ -404,17 +408,27 @@ static int parse_config(replica *r, const char *config, char *err) {
     }
     while ((m = pj_next_member(&it, &k, &v)) == 1) {
         enum pj_kind kind = pj_kind_of(v);
-        int is_url = pj_str_eq(k, "url"), is_stream = pj_str_eq(k, "stream");
-        if (is_url || is_stream) {
-            char **field = is_url ? &r->url : &r->stream;
+        /* Text fields: the url, the stream's name, files for TLS. */
+        static const char *const names[] = {"url", "stream", "tls_ca", "tls_cert", "tls_key"};
+        char **fields[5];
+        int text = -1, i;
+        fields[0] = &r->url;
+        fields[1] = &r->stream;
+        fields[2] = &r->tls_ca;
+        fields[3] = &r->tls_cert;
+        fields[4] = &r->tls_key;
+        for (i = 0; i < 5; i++)
+            if (pj_str_eq(k, names[i])) text = i;
+        if (text >= 0) {
+            char **field = fields[text];
             size_t length;
             if (*field != NULL) {
-                snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" appears twice", is_url ? "url" : "stream");
+                snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" appears twice", names[text]);
                 return 0;
             }
             if (kind != PJ_STRING) {
-                snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" must be a string, not %s",
-                         is_url ? "url" : "stream", pj_kind_name(kind));
+                snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" must be a string, not %s", names[text],
+                         pj_kind_name(kind));
                 return 0;
             }
             *field = pj_str_dup(pj_ws(v), &length);
@@ -424,29 +438,31 @@ static int parse_config(replica *r, const char *config, char *err) {
             }
             if (length == 0 || strlen(*field) != length) {
                 snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" must be non-empty text without NUL",
-                         is_url ? "url" : "stream");
+                         names[text]);
                 return 0;
             }
-        } else if (pj_str_eq(k, "timeout_ms") || pj_str_eq(k, "snapshot_every")) {
-            int timeout = pj_str_eq(k, "timeout_ms");
+        } else if (pj_str_eq(k, "timeout_ms") || pj_str_eq(k, "snapshot_every") || pj_str_eq(k, "replicas")) {
+            int timeout = pj_str_eq(k, "timeout_ms"), replicas = pj_str_eq(k, "replicas");
             uint64_t n = 0;
             int got = kind == PJ_NUMBER ? pj_uint64(v, &n) : PJ_U64_NOT_INTEGER;
-            if (got != PJ_U64_OK || (timeout && (n < 1 || n > 3600000))) {
+            if (got != PJ_U64_OK || (timeout && (n < 1 || n > 3600000)) || (replicas && (n < 1 || n > 5))) {
                 snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" must be %s, not %s",
-                         timeout ? "timeout_ms" : "snapshot_every",
-                         timeout ? "an integer from 1 to 3600000 (milliseconds)"
-                                 : "an integer from 0 to 18446744073709551615 (actions; 0 = never)",
+                         timeout ? "timeout_ms" : replicas ? "replicas" : "snapshot_every",
+                         timeout    ? "an integer from 1 to 3600000 (milliseconds)"
+                         : replicas ? "an integer from 1 to 5 (servers that keep the log: NATS)"
+                                    : "an integer from 0 to 18446744073709551615 (actions; 0 = never)",
                          got == PJ_U64_OK ? "that number" : pj_uint64_why(kind, got));
                 return 0;
             }
             if (timeout) r->timeout_ms = n;
+            else if (replicas) r->replicas = n;
             else r->snapshot_every = n;
         } else {
             char name[200];
             pj_str_show(k, name, sizeof name);
             snprintf(err, RP_ERR_SIZE,
                      "replicate: unknown config field \"%s\" (known: \"url\", \"stream\", \"timeout_ms\", "
-                     "\"snapshot_every\")",
+                     "\"snapshot_every\", \"tls_ca\", \"tls_cert\", \"tls_key\", \"replicas\")",
                      name);
             return 0;
         }
@@ -470,6 +486,9 @@ static void free_replica(replica *r) {
     rp_close(r->waiter);
     free(r->url);
     free(r->stream);
+    free(r->tls_ca);
+    free(r->tls_cert);
+    free(r->tls_key);
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->mutex);
     free(r);
@@ -511,11 +530,23 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
                      : store->apply;
     r->timeout_ms = 2000;
     r->snapshot_every = 10000;
+    r->replicas = 3;
     if (!parse_config(r, config_json ? config_json : "{}", err)) goto fail;
-    r->log = rp_open(r->url, r->stream, (int)r->timeout_ms, err);
-    if (r->log == NULL) goto fail;
-    r->waiter = rp_open(r->url, r->stream, (int)r->timeout_ms, err);
-    if (r->waiter == NULL) goto fail;
+    {
+        /* The engine: by the url's scheme (engine.c). */
+        rp_options options;
+        options.url = r->url;
+        options.stream = r->stream;
+        options.timeout_ms = (int)r->timeout_ms;
+        options.tls_ca = r->tls_ca;
+        options.tls_cert = r->tls_cert;
+        options.tls_key = r->tls_key;
+        options.replicas = (int)r->replicas;
+        r->log = rp_open(&options, err);
+        if (r->log == NULL) goto fail;
+        r->waiter = rp_open(&options, err);
+        if (r->waiter == NULL) goto fail;
+    }
     /* Join: the snapshot, then the log after it (the store is held), then
      * the log's own checks (rp_check): a damaged log is not joined. */
     rc = load_snapshot(r, err);

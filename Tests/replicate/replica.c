@@ -1,21 +1,32 @@
 /*
- * replica.c - one replica for Tests/replicate/run.sh and the benchmark: a C
- * store with replicate.so, which dispatches actions and then waits until it
- * has applied the whole stream.
+ * replica.c - one replica for Tests/replicate/run.sh, nats_run.py and the
+ * benchmark: a C store with replicate.so, which dispatches actions and then
+ * waits until it has applied the whole stream.
  *
  *   replica --plugin SO --url URL --stream NAME --origin a|b|c|d
  *           [--count N] [--threads T] [--snapshot-every N] [--go FILE]
  *           [--total-file FILE] [--out FILE] [--latency]
+ *           [--timeout-ms N] [--extra ',"key":value...'] [--history FILE]
+ *           [--acked FILE]
+ *   replica --fold HISTORY --out FILE
  *
  * State: {"counter": every "inc" applied, "a".."d": the "inc"s from that
- * origin}. Each action is {"type":"inc","payload":"ORIGIN"}. A dispatch
- * that fails (TS_E_IO: the server is down) is retried after 10 ms.
+ * origin}. Each action is {"type":"inc","payload":"ORIGIN","id":"ORIGIN.R.N"}
+ * (R: this run's random number, N: this attempt's number: every attempt of a
+ * dispatch has an id of its own). A dispatch that fails (TS_E_IO: the server
+ * is down) is retried after 10 ms.
  * Prints "join_ms=X" (loading the plugin: snapshot + replay), "acked=N" (every
  * 1,000 and at the end; flushed), "failed=N", with --latency "dispatch_p50_us"
  * and "dispatch_p99_us", and "rate=X" (dispatches/s). Then, when
  * --total-file names a file, waits for it (the stream's total number of
  * entries, written by the test once every dispatcher is done) and until its
  * counter equals that number; writes the whole state to --out.
+ * --extra adds members to the plugin's config; --history writes every action
+ * this replica applied, in the order it applied them, one a line (recorded
+ * by a middleware after the plugin: it runs on every replica for every
+ * entry); --acked writes the ids of the dispatches that returned TS_OK.
+ * --fold: a fresh store (the same reducers, no plugin) dispatches the actions
+ * of HISTORY in order and writes its state to --out (the history checker).
  */
 #define _DEFAULT_SOURCE
 
@@ -58,21 +69,57 @@ static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static long acked, failed;
 static double *latencies;
 static long latency_count;
+static unsigned long run_id;
+static long attempts;
+/* --history: the actions applied, in order; --acked: the ids acknowledged. */
+static char **history, **acked_ids;
+static long history_count, history_capacity, acked_capacity;
+
+static void keep(char ***list, long *count, long *capacity, const char *text) {
+    if (*count == *capacity) {
+        *capacity = *capacity ? *capacity * 2 : 1024;
+        *list = realloc(*list, sizeof **list * (size_t)*capacity);
+        if (*list == NULL) abort();
+    }
+    (*list)[(*count)++] = strdup(text);
+}
+
+/* After the plugin: every entry applied here, in order (the store is held). */
+static ts_status recorder(const ts_store_api *api, ts_next_fn next, const ts_action *action, void *ctx) {
+    (void)api;
+    (void)ctx;
+    keep(&history, &history_count, &history_capacity, action->json);
+    return next(action->json);
+}
+
+static int write_lines(const char *path, char **lines, long count) {
+    FILE *f = fopen(path, "w");
+    long i;
+    if (f == NULL) return 1;
+    for (i = 0; i < count; i++) fprintf(f, "%s\n", lines[i]);
+    return fclose(f) != 0;
+}
 
 static void *dispatcher(void *arg) {
-    char action[64];
+    char action[128], id[64];
     long i;
     (void)arg;
-    snprintf(action, sizeof action, "{\"type\":\"inc\",\"payload\":\"%s\"}", origin);
     for (i = 0; i < count_per_thread; i++) {
         for (;;) {
-            double t0 = now_s();
-            ts_status status = ts_store_dispatch(store, action);
-            double t1 = now_s();
+            double t0, t1;
+            ts_status status;
+            pthread_mutex_lock(&mutex);
+            snprintf(id, sizeof id, "%s.%lu.%ld", origin, run_id, ++attempts);
+            pthread_mutex_unlock(&mutex);
+            snprintf(action, sizeof action, "{\"type\":\"inc\",\"payload\":\"%s\",\"id\":\"%s\"}", origin, id);
+            t0 = now_s();
+            status = ts_store_dispatch(store, action);
+            t1 = now_s();
             if (status == TS_OK) {
                 pthread_mutex_lock(&mutex);
                 if (latencies) latencies[latency_count++] = t1 - t0;
-                acked++;
+                if (acked_capacity >= 0) keep(&acked_ids, &acked, &acked_capacity, id);
+                else acked++;
                 if (acked % 1000 == 0) {
                     printf("acked=%ld\n", acked);
                     fflush(stdout);
@@ -108,9 +155,10 @@ static long long counter_of(void) {
 
 int main(int argc, char **argv) {
     const char *plugin = NULL, *url = NULL, *stream = NULL, *go = NULL, *total_file = NULL, *out = NULL;
-    long count = 0, threads = 1, snapshot_every = 10000, t;
+    const char *extra = "", *history_file = NULL, *acked_file = NULL, *fold = NULL;
+    long count = 0, threads = 1, snapshot_every = 10000, timeout_ms = 2000, t;
     int latency = 0, i;
-    char config[1024];
+    char config[4096];
     pthread_t *ids;
     double t0, t1;
     for (i = 1; i < argc; i++) {
@@ -128,7 +176,50 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--go") == 0) go = v;
         else if (strcmp(a, "--total-file") == 0) total_file = v;
         else if (strcmp(a, "--out") == 0) out = v;
+        else if (strcmp(a, "--timeout-ms") == 0) timeout_ms = atol(v);
+        else if (strcmp(a, "--extra") == 0) extra = v;
+        else if (strcmp(a, "--history") == 0) history_file = v;
+        else if (strcmp(a, "--acked") == 0) acked_file = v;
+        else if (strcmp(a, "--fold") == 0) fold = v;
         else { fprintf(stderr, "replica: unknown option %s\n", a); return 2; }
+    }
+    acked_capacity = acked_file ? 0 : -1;
+    {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        run_id = (unsigned long)now.tv_nsec ^ ((unsigned long)getpid() << 16);
+    }
+    if (fold != NULL) {
+        /* The history checker: the same reducers, no plugin, the history in order. */
+        FILE *f = fopen(fold, "r");
+        char *line = NULL, *text = NULL;
+        size_t size = 0;
+        ssize_t n;
+        long lines = 0;
+        if (f == NULL || out == NULL || ts_store_create("{\"counter\":0,\"a\":0,\"b\":0,\"c\":0,\"d\":0}", &store) != TS_OK ||
+            ts_store_add_reducer(store, "counter", count_reducer, "*") != TS_OK) {
+            fprintf(stderr, "replica: --fold needs a readable HISTORY and --out\n");
+            return 2;
+        }
+        for (i = 0; i < 4; i++) ts_store_add_reducer(store, origins[i], count_reducer, (void *)origins[i]);
+        while ((n = getline(&line, &size, f)) > 0) {
+            if (line[n - 1] == '\n') line[n - 1] = '\0';
+            if (ts_store_dispatch(store, line) != TS_OK) {
+                fprintf(stderr, "replica: --fold: line %ld refused: %s\n", lines + 1, ts_last_error());
+                return 1;
+            }
+            lines++;
+        }
+        free(line);
+        fclose(f);
+        f = fopen(out, "w");
+        if (f == NULL || ts_store_get_state(store, NULL, &text) != TS_OK) return 1;
+        fprintf(f, "%s\n", text);
+        fclose(f);
+        ts_free(text);
+        printf("folded=%ld\n", lines);
+        ts_store_destroy(store);
+        return 0;
     }
     if (!plugin || !url || !stream || threads < 1 || strlen(origin) != 1 || origin[0] < 'a' || origin[0] > 'd') {
         fprintf(stderr, "replica: --plugin, --url, --stream and --origin a|b|c|d are required\n");
@@ -139,14 +230,15 @@ int main(int argc, char **argv) {
     for (i = 0; i < 4; i++) {
         if (ts_store_add_reducer(store, origins[i], count_reducer, (void *)origins[i]) != TS_OK) return 1;
     }
-    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"timeout_ms\":2000,\"snapshot_every\":%ld}",
-             url, stream, snapshot_every);
+    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"timeout_ms\":%ld,\"snapshot_every\":%ld%s}",
+             url, stream, timeout_ms, snapshot_every, extra);
     t0 = now_s();
     if (ts_store_load_plugin(store, plugin, config) != TS_OK) {
         fprintf(stderr, "replica %s: cannot load %s: %s\n", origin, plugin, ts_last_error());
         return 1;
     }
     t1 = now_s();
+    if (history_file && ts_store_add_middleware(store, "history", recorder, NULL) != TS_OK) return 1;
     printf("join_ms=%.1f counter=%lld\n", (t1 - t0) * 1000, counter_of());
     fflush(stdout);
 
@@ -195,6 +287,8 @@ int main(int argc, char **argv) {
         ts_free(text);
     }
     ts_store_destroy(store);
+    if (history_file && write_lines(history_file, history, history_count) != 0) return 1;
+    if (acked_file && write_lines(acked_file, acked_ids, acked) != 0) return 1;
     free(latencies);
     free(ids);
     return 0;

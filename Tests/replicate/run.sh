@@ -11,6 +11,11 @@
 #   6. a server that requires a password (AUTH; never shown in messages)
 #   7. a damaged or tampered log (Tests/replicate/tamper.c, a second client on
 #      a server of its own): refused and reported, never applied, no hang or spin
+#   8. TLS (rediss://, a CA made by Tests/replicate/certs.sh): the right CA and
+#      client certificate connect; another CA, no client certificate, plain
+#      text to the TLS port, TLS to a plain port, a CA file others can write and
+#      a key others can read are refused with a message
+# (NATS JetStream: Tests/replicate/nats_run.py, make test-replicate-nats.)
 # Prints "checks: N passed, M failed".
 # With --bench [--scale F]: the figures of `make bench` instead, as
 # "RESULT<tab>ID<tab>VALUE<tab>UNIT" lines for Benchmarks/report.py: REP-rate
@@ -65,6 +70,7 @@ exported=$(nm -D --defined-only "$PLUGIN" | awk '{print $3}' | grep -vE '^(_init
 if [ $BENCH = 0 ]; then
   check "replicate.so does not link libturnstate (NEEDED: $needed)" bash -c '! grep -q libturnstate <<<"$0"' "$needed"
   check "replicate.so links hiredis" grep -q libhiredis <<<"$needed"
+  check "replicate.so links nats.c (JetStream)" grep -q libnats <<<"$needed"
   check "replicate.so exports only ts_plugin_entry ($exported)" [ "$(echo $exported)" = ts_plugin_entry ]
 fi
 
@@ -294,6 +300,57 @@ auth_run "redis://127.0.0.1:$APORT" "$T/auth/none.log"
 check "auth: no password refuses the load" grep -q 'cannot load' "$T/auth/none.log"
 check "auth: no message shows the password" bash -c "! grep -h -- '$secret' '$T'/auth/*.log"
 kill -9 "$(cat "$T/auth/redis.pid")" 2>/dev/null
+
+# ---- 8. TLS (rediss://) ------------------------------------------------------------
+# A CA, server and client certificates made by certs.sh; a server that speaks
+# TLS only and verifies its clients (tls-auth-clients yes).
+if Tests/replicate/certs.sh "$T/certs" >"$T/certs.log" 2>&1; then
+  C=$T/certs; TPORT=$(free_port); mkdir -p "$T/tls"
+  "$REDIS_SERVER" --port 0 --tls-port "$TPORT" --bind 127.0.0.1 --dir "$T/tls" --appendonly no --save '' \
+    --tls-cert-file "$C/server.pem" --tls-key-file "$C/server.key" --tls-ca-cert-file "$C/ca.pem" \
+    --tls-auth-clients yes --daemonize yes --pidfile "$T/tls/redis.pid" --logfile "$T/tls/redis.log" >/dev/null
+  for _ in $(seq 200); do
+    redis-cli --tls --cacert "$C/ca.pem" --cert "$C/client.pem" --key "$C/client.key" -p "$TPORT" ping 2>/dev/null \
+      | grep -q PONG && break
+    sleep 0.05
+  done
+  tls_run() { # URL LOG EXTRA: one replica, 10 dispatches
+    "$REPLICA" --plugin "$PLUGIN" --url "$1" --stream tls --origin a --count 10 --threads 1 --extra "$3" >"$2" 2>&1
+  }
+  files() { # CA [nocert]
+    printf ',"tls_ca":"%s"' "$C/$1"
+    [ "${2:-}" = nocert ] || printf ',"tls_cert":"%s","tls_key":"%s"' "$C/client.pem" "$C/client.key"
+  }
+  tls_run "rediss://127.0.0.1:$TPORT" "$T/tls/right.log" "$(files ca.pem)"
+  check "tls: rediss:// with the right CA and a client certificate loads and dispatches" grep -q '^acked=10$' "$T/tls/right.log"
+  check "tls: the server has the 10 entries" [ "$(redis-cli --tls --cacert "$C/ca.pem" --cert "$C/client.pem" \
+    --key "$C/client.key" -p "$TPORT" xlen tls)" = 10 ]
+  tls_run "rediss://127.0.0.1:$TPORT" "$T/tls/other.log" "$(files other-ca.pem)"
+  check "tls: another CA: the load is refused (the server's certificate)" \
+    grep -q "cannot load.*the server's certificate was refused" "$T/tls/other.log"
+  tls_run "rediss://localhost:$TPORT" "$T/tls/name.log" "$(files ca.pem)"
+  check "tls: the certificate's name (DNS:localhost) is checked too: rediss://localhost works" \
+    grep -q '^acked=10$' "$T/tls/name.log"
+  tls_run "rediss://127.0.0.1:$TPORT" "$T/tls/nocert.log" "$(files ca.pem nocert)"
+  check "tls: no client certificate (the server verifies clients): refused" grep -q 'cannot load' "$T/tls/nocert.log"
+  tls_run "redis://127.0.0.1:$TPORT" "$T/tls/plain.log" ""
+  check "tls: plain text to the TLS port: refused, and the message says rediss://" \
+    grep -q 'cannot load.*use rediss://' "$T/tls/plain.log"
+  tls_run "rediss://127.0.0.1:$PORT" "$T/tls/notls.log" "$(files ca.pem)"
+  check "tls: TLS to a plain-text server: refused (the handshake fails)" \
+    grep -q 'cannot load.*the TLS handshake failed' "$T/tls/notls.log"
+  cp "$C/ca.pem" "$C/open-ca.pem"; chmod 0666 "$C/open-ca.pem"
+  tls_run "rediss://127.0.0.1:$TPORT" "$T/tls/openca.log" "$(files open-ca.pem)"
+  check "tls: a CA file that others can write is refused (chmod go-w)" \
+    grep -q 'can be written by other users.*chmod go-w' "$T/tls/openca.log"
+  chmod 0644 "$C/client.key"
+  tls_run "rediss://127.0.0.1:$TPORT" "$T/tls/openkey.log" "$(files ca.pem)"
+  check "tls: a private key that others can read is refused" grep -q 'can be read by other users' "$T/tls/openkey.log"
+  for f in other nocert plain notls; do echo "  tls, $f: $(grep -o 'replicate: .*' "$T/tls/$f.log" | head -1)"; done
+  kill -9 "$(cat "$T/tls/redis.pid")" 2>/dev/null
+else
+  fail "tls: certs.sh makes the test CA"; cat "$T/certs.log"
+fi
 
 # ---- 7. a damaged or tampered log ---------------------------------------------
 XPORT=$(free_port)
