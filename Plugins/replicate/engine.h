@@ -57,6 +57,31 @@ int rp_read(rp_engine *engine, const char *after, size_t max, rp_batch *out, cha
 /* Blocks up to block_ms for entries after `after`; returns up to `max` of
  * them (count 0 when the time ran out), checked against the counter. */
 int rp_wait(rp_engine *engine, const char *after, int block_ms, size_t max, rp_batch *out, char *err);
+/* Optimistic mode's appends (replicate.c's sender thread): `count` entries,
+ * their texts in `entries`, from the replica `origin` (1 to 64 characters
+ * of [0-9a-z], no other replica's), numbered `first`, first + 1, ... in this
+ * order. A replica numbers its appends 1, 2, 3 ... without a gap and sends
+ * them in that order; after a failure it sends again from the first one it
+ * does not know appended. Idempotent: the log keeps each number of an
+ * origin once, so an entry whose number it holds already is skipped (a
+ * resend after a lost answer appends nothing twice), and one past a number
+ * it does not hold is refused (RP_DAMAGED: the log lost that origin's
+ * numbers). The engine may send them as several commands, pipelined.
+ * `seq` is the last entry the replica applied: a log whose counter is behind
+ * it was reset (RP_DAMAGED). The log checks its keys' types and its counter
+ * against its last entry before it writes (as rp_append), not the entries
+ * between the replica's position and its end (the reader checks those as it
+ * reads them). No entry is returned: the reader reads them. *done says how
+ * many of the `count` are known to be in the log, a prefix: all of them
+ * when it returns 0. */
+int rp_append_many(rp_engine *engine, const char *origin, uint64_t first, size_t count, const char *const *entries,
+                   uint64_t seq, size_t *done, char *err);
+/* What the engine saw, without I/O: for replicate.so's status. */
+typedef struct rp_engine_info {
+    uint64_t head;        /* the log's last sequence number at the last read or append that told it (0: none yet) */
+    uint64_t connections; /* connections made so far (the first included) */
+} rp_engine_info;
+void rp_info(const rp_engine *engine, rp_engine_info *out);
 /* The snapshot: *found 0 when there is none; else *state (malloc'ed), the
  * position and sequence number of the last entry it covers, checked against
  * the log (rp_check_snapshot). */
