@@ -14,8 +14,10 @@ The pieces (built by `make bench` before this runs, release builds only):
     ctypes: P1-ctypes, P1-raw), same RESULT lines. P1-add is P1 minus the
     median of C1: what the binding and Python callbacks add per dispatch.
   - REP: replicate.so across three processes on a Redis server started on
-    loopback (Tests/replicate/run.sh --bench), same RESULT lines; skipped
-    with a note when redis-server or build/plugins/replicate.so is missing.
+    loopback (Tests/replicate/run.sh --bench), ordered and optimistic mode,
+    the latter also through a proxy adding 100 ms to every round trip; same
+    RESULT lines; skipped with a note when redis-server or
+    build/plugins/replicate.so is missing.
   - R1: the C1 loop from Rust, build/rust/release/examples/bench_r1 (cargo
     --release, bindings/rust/turnstate/examples/bench_r1.rs), same lines.
 Each workload gives several samples (one per run); the table shows their
@@ -102,6 +104,12 @@ ROWS += [
     ("REP-p99", "REP dispatch latency at the origin, p99", ("max", 2000)),
     ("REP-diverge", "REP divergence, 1M actions, a replica killed", ("eq", 0)),
     ("REP-join", "REP join from a snapshot after 1M actions", None),
+    ("REP-opt-rate", "REP optimistic: replicated dispatches/s, 1 process", ("min", 50000)),
+    ("REP-opt-p99", "REP optimistic local dispatch p99, 1 process", ("max", 50)),
+    ("REP-opt-p99-3", "REP optimistic local dispatch p99, 3 at once", ("max", 50)),
+    ("REP-opt-diverge", "REP optimistic divergence once quiet, 3 at once", ("eq", 0)),
+    ("REP-opt-proxy-p99", "REP optimistic local p99, +100 ms round trips", ("max", 50)),
+    ("REP-ord-proxy-p50", "REP ordered dispatch p50, +100 ms round trips", None),
     ("STARTUP", "start-up: load, create, 1 plugin, 1 dispatch", ("max", 15)),
     ("MEM-1M", "memory: peak RSS after 1M dispatches", None),
     ("MEM-10M", "memory: peak RSS after 10M dispatches", ("flat", 1.10, "MEM-1M")),

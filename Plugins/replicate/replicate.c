@@ -577,6 +577,7 @@ static int apply_batch(replica *r, rp_batch *batch, own_entry *own, size_t *gap_
          * pure): it stays unapplied everywhere. */
         status = deliver_entry(r, e);
         if (mine) {
+            r->confirmed_count++;
             own->done = 1;
             own->status = status;
             maybe_snapshot(r);
