@@ -108,6 +108,7 @@ ROWS += [
     ("REP-opt-p99", "REP optimistic local dispatch p99, 1 process", ("max", 50)),
     ("REP-opt-p99-3", "REP optimistic local dispatch p99, 3 at once", ("max", 50)),
     ("REP-opt-diverge", "REP optimistic divergence once quiet, 3 at once", ("eq", 0)),
+    ("REP-opt-rebase-10MB", "REP optimistic: one rebase of a 10 MB state", None),
     ("REP-opt-proxy-p99", "REP optimistic local p99, +100 ms round trips", ("max", 50)),
     ("REP-ord-proxy-p50", "REP ordered dispatch p50, +100 ms round trips", None),
     ("STARTUP", "start-up: load, create, 1 plugin, 1 dispatch", ("max", 15)),

@@ -29,7 +29,7 @@
  * line on stderr and looks again every second (it goes on once the log is
  * repaired). See README.md.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* SCHED_BATCH */
 
 #include "turnstate_plugin.h"
 
@@ -39,6 +39,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -128,7 +129,8 @@ typedef struct replica {
     int snapshot_due;
     uint64_t snapshot_due_seq;
     /* Counts for the status (store held). */
-    uint64_t confirmed_count, dropped_count, rebase_count;
+    uint64_t confirmed_count, dropped_count, rebase_count, last_rebase_us;
+    struct timespec rebase_started;
     /* The status's shared part (under mutex). */
     uint64_t head, reader_connections, sender_connections;
     int reader_ok, sender_ok;
@@ -250,12 +252,13 @@ static void status_text(replica *r, char *out, size_t size) {
     if (head < r->seq) head = r->seq;
     snprintf(out, size,
              "{\"mode\":\"%s\",\"seq\":%llu,\"head\":%llu,\"lag\":%llu,\"pending\":%zu,\"pending_bytes\":%zu,"
-             "\"unsent\":%zu,\"confirmed\":%llu,\"dropped\":%llu,\"rebases\":%llu,\"reconnections\":%llu,"
-             "\"connected\":%s,\"last_error\":%s}",
+             "\"unsent\":%zu,\"confirmed\":%llu,\"dropped\":%llu,\"rebases\":%llu,\"last_rebase_us\":%llu,"
+             "\"reconnections\":%llu,\"connected\":%s,\"last_error\":%s}",
              r->optimistic ? "optimistic" : "ordered", (unsigned long long)r->seq, (unsigned long long)head,
              (unsigned long long)(head - r->seq), count, bytes, unsent, (unsigned long long)r->confirmed_count,
              (unsigned long long)r->dropped_count, (unsigned long long)r->rebase_count,
-             (unsigned long long)reconnections, connected ? "true" : "false", error);
+             (unsigned long long)r->last_rebase_us, (unsigned long long)reconnections, connected ? "true" : "false",
+             error);
 }
 
 /* The "@@replicate/status" action (size STATUS_SIZE + 64). */
@@ -813,15 +816,26 @@ static void replay_pending(replica *r) {
     }
 }
 
-/* The end of a rebase: the store shows the confirmed state; keep it (and
- * store the snapshot if one is due), then the pending actions on top. */
+/* The end of a rebase: the store shows the confirmed state (the kept text
+ * and the tail); its text is taken again when the tail grew long or a
+ * snapshot is due (a get_state of the whole state: not at every rebase),
+ * then the pending actions on top. */
 static void finish_rebase(replica *r) {
-    if (capture_confirmed(r) == 0) snapshot_confirmed(r);
+    if ((r->snapshot_due || r->tail_count >= TAIL_FOLD_COUNT || r->tail_bytes >= TAIL_FOLD_BYTES) &&
+        capture_confirmed(r) == 0)
+        snapshot_confirmed(r);
     replay_pending(r);
     r->rebasing = 0;
     r->in_sync = 1;
     r->rebase_count++;
+    r->last_rebase_us = (uint64_t)(seconds_since(&r->rebase_started) * 1e6);
     emit_status(r, 1);
+}
+
+/* A rebase begins: a nested dispatch is queued from now on. */
+static void begin_rebase(replica *r) {
+    r->rebasing = 1;
+    clock_gettime(CLOCK_MONOTONIC, &r->rebase_started);
 }
 
 /* The log's order differs from what the store shows (another replica's
@@ -832,7 +846,7 @@ static void rebase(reader_work *w) {
     replica *r = w->r;
     own_entry none = {NULL, 0, TS_OK};
     size_t at = 0;
-    r->rebasing = 1;
+    begin_rebase(r);
     if ((w->rc = restore_confirmed(r, w->err)) != 0) {
         r->rebasing = 0;
         return;
@@ -859,7 +873,7 @@ static void tend(replica *r) {
     int quiet, must;
     char err[RP_ERR_SIZE];
     if (!r->in_sync) {
-        r->rebasing = 1;
+        begin_rebase(r);
         if (restore_confirmed(r, err) == 0) finish_rebase(r);
         else r->rebasing = 0;
     }
@@ -869,7 +883,7 @@ static void tend(replica *r) {
     if (quiet && (r->snapshot_due || r->tail_count >= TAIL_FOLD_COUNT || r->tail_bytes >= TAIL_FOLD_BYTES)) {
         if (capture_confirmed(r) == 0) snapshot_confirmed(r);
     } else if (must) {
-        r->rebasing = 1;
+        begin_rebase(r);
         if (restore_confirmed(r, err) == 0) finish_rebase(r);
         else r->rebasing = 0;
     }
@@ -942,6 +956,18 @@ static ts_status idle_step(void *self) {
 
 /* ---- Optimistic mode: the sender thread ------------------------------------ */
 
+/* The sender yields to the program's threads: SCHED_BATCH (Linux) keeps it,
+ * woken by a dispatch, from preempting the dispatching thread before its
+ * dispatch returns. Best effort. (Not the reader: it holds the store for
+ * its steps, and a dispatch would wait for it while it is preempted.) */
+static void background_thread(void) {
+#ifdef SCHED_BATCH
+    struct sched_param param;
+    memset(&param, 0, sizeof param);
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+#endif
+}
+
 /* Writes "#ORIGIN:N " at out; returns its length. */
 static size_t envelope(char *out, const char *origin, uint64_t n) {
     char digits[24];
@@ -987,6 +1013,7 @@ static void *sender_main(void *self) {
     char *buffer = malloc(room);
     const char **texts = malloc(SEND_MAX_COUNT * sizeof *texts);
     size_t *offsets = malloc(SEND_MAX_COUNT * sizeof *offsets);
+    background_thread();
     if (buffer == NULL || texts == NULL || offsets == NULL) {
         note_failure(r, 1, "replicate: out of memory: the sender thread stopped", 0);
         free(buffer);
@@ -1096,8 +1123,8 @@ static ts_status optimistic_run(replica *r, ts_next_fn next, const ts_action *ac
     if (r->rebasing) {
         /* Dispatched by a listener during a rebase: the rebase applies it
          * after the actions before it. */
-        pthread_cond_signal(&r->qwake);
         pthread_mutex_unlock(&r->qmutex);
+        pthread_cond_signal(&r->qwake);
         return TS_OK;
     }
     pthread_mutex_unlock(&r->qmutex);
@@ -1106,7 +1133,6 @@ static ts_status optimistic_run(replica *r, ts_next_fn next, const ts_action *ac
     pthread_mutex_lock(&r->qmutex);
     if (status == TS_OK) {
         pend_at(r, index)->ready = 1;
-        pthread_cond_signal(&r->qwake);
     } else {
         /* Not numbered yet (the sender stops at the first action that is not
          * ready): taken out, never appended. */
@@ -1114,6 +1140,7 @@ static ts_status optimistic_run(replica *r, ts_next_fn next, const ts_action *ac
         pend_remove(r, index);
     }
     pthread_mutex_unlock(&r->qmutex);
+    if (status == TS_OK) pthread_cond_signal(&r->qwake); /* after the unlock: the sender does not wait for it */
     if (status != TS_OK && !unchanged_by(status)) r->in_sync = 0; /* the reader's next step puts it right */
     return status;
 }

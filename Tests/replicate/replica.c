@@ -7,7 +7,7 @@
  *           [--count N] [--threads T] [--snapshot-every N] [--go FILE]
  *           [--total-file FILE] [--out FILE] [--latency]
  *           [--mode ordered|optimistic] [--status-ms N] [--take-every K]
- *           [--stock N] [--timeout-ms N] [--rate N]
+ *           [--stock N] [--timeout-ms N] [--rate N] [--big KB]
  *   replica --fold FILE [--stock N]
  *
  * State: {"counter": every action applied, "a".."d": those from that
@@ -24,7 +24,8 @@
  * 1,000 and at the end; flushed; with --status-ms also "pending=N
  * confirmed=N"), "failed=N", with --latency "dispatch_p50_us",
  * "dispatch_p99_us" and "dispatch_max_us", and "rate=X" (dispatches/s);
- * --rate N paces each thread to N dispatches/s. Then, when --total-file
+ * --rate N paces each thread to N dispatches/s; --big KB adds a slice of KB
+ * kilobytes that no reducer touches (a big state). Then, when --total-file
  * names a file, waits for it (the stream's total number of entries, written
  * by the test once every dispatcher is done) and until it has applied that
  * many (the counter in ordered mode; in optimistic mode the status's "seq",
@@ -217,13 +218,39 @@ static char *replicated_state(void) {
     return out;
 }
 
+static long big_kb;
+
 static int make_store(long long stock) {
-    char initial[256];
-    int i;
-    snprintf(initial, sizeof initial,
-             "{\"counter\":0,\"a\":0,\"b\":0,\"c\":0,\"d\":0,\"order\":0,\"stock\":%lld,\"status\":null,\"dropped\":0}",
+    char head[256];
+    char *initial;
+    size_t n, i, length;
+    int ok;
+    snprintf(head, sizeof head,
+             "{\"counter\":0,\"a\":0,\"b\":0,\"c\":0,\"d\":0,\"order\":0,\"stock\":%lld,\"status\":null,\"dropped\":0",
              stock);
-    if (ts_store_create(initial, &store) != TS_OK) return 0;
+    /* --big KB: a slice no reducer touches, KB strings of 1,000 bytes. */
+    n = (size_t)big_kb;
+    length = strlen(head);
+    initial = malloc(length + n * 1003 + 16);
+    if (initial == NULL) return 0;
+    memcpy(initial, head, length);
+    if (n > 0) {
+        memcpy(initial + length, ",\"big\":[", 8);
+        length += 8;
+        for (i = 0; i < n; i++) {
+            if (i) initial[length++] = ',';
+            initial[length++] = '"';
+            memset(initial + length, 'x', 1000);
+            length += 1000;
+            initial[length++] = '"';
+        }
+        initial[length++] = ']';
+    }
+    initial[length++] = '}';
+    initial[length] = '\0';
+    ok = ts_store_create(initial, &store) == TS_OK;
+    free(initial);
+    if (!ok) return 0;
     if (ts_store_add_reducer(store, "counter", count_reducer, "*") != TS_OK) return 0;
     for (i = 0; i < 4; i++) {
         if (ts_store_add_reducer(store, origins[i], count_reducer, (void *)origins[i]) != TS_OK) return 0;
@@ -298,6 +325,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--timeout-ms") == 0) timeout_ms = atol(v);
         else if (strcmp(a, "--rate") == 0) rate = atol(v);
         else if (strcmp(a, "--fold") == 0) fold_file = v;
+        else if (strcmp(a, "--big") == 0) big_kb = atol(v);
         else { fprintf(stderr, "replica: unknown option %s\n", a); return 2; }
     }
     if (fold_file) return fold(fold_file, stock);

@@ -219,6 +219,14 @@ if [ $BENCH = 1 ]; then
   result REP-opt-p99-3 "$(cat "$D"/*.log | grep '^dispatch_p99_us=' | cut -d= -f2 | sort -n | tail -1)" us
   result REP-opt-diverge $((differ + off)) "replicas+entries"
   echo "INFO	replicate: REP-opt-diverge: 3 x $n optimistic dispatches at once ($(cat "$D/total") entries, $(cat "$D"/*.log | sed -n 's/.*"rebases":\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s }') rebases, $(cat "$D"/*.log | sed -n 's/^dropped=//p' | awk '{ s += $1 } END { print s }') takes dropped): replicas whose state differs from the log folded by a fresh store + |applied + dropped - entries|"
+  # What a rebase costs on a big state: two replicas of a 10 MB state dispatching at once.
+  D=$T/bench-big; mkdir -p "$D"
+  for o in a b; do run_replica "$D" $o b5 300 --threads 1 --mode optimistic --rate 100 --big 10000 --latency; eval p$o=\$last_pid; done
+  sleep 1; touch "$D/go"
+  finish "$D" b5 "$pa" "$pb"
+  rebase_us=$(cat "$D"/*.log | sed -n 's/.*"last_rebase_us":\([0-9]*\).*/\1/p' | sort -n | tail -1)
+  result REP-opt-rebase-10MB "$(awk -v u="${rebase_us:-0}" 'BEGIN { print u / 1000 }')" ms
+  echo "INFO	replicate: REP-opt-rebase-10MB: the last rebase of two replicas of a 10 MB state dispatching 100/s each ($(cat "$D"/*.log | sed -n 's/.*"rebases":\([0-9]*\).*/\1/p' | tr '\n' ' ')rebases; local p50/p99 $(cat "$D"/*.log | grep '^dispatch_p50_us=' | cut -d= -f2 | tr '\n' ' ')/ $(cat "$D"/*.log | grep '^dispatch_p99_us=' | cut -d= -f2 | tr '\n' ' ')us: a dispatch waits for a rebase in progress)"
   # 100 ms added on every round trip (Tests/replicate/delay_proxy.py).
   D=$T/bench-proxy; mkdir -p "$D"; n=$(scaled 20000)
   proxy_port=$(free_port)
@@ -397,19 +405,29 @@ fi
 
 # ---- 8. optimistic mode ---------------------------------------------------------
 # a. one process: offline, bounds, status, a resend, a drop (the faults server, a proxy to it)
-redis-cli -p "$FPORT" ping >/dev/null 2>&1 || "$T/start"
-redis-cli -p "$FPORT" flushall >/dev/null
-OPORT=$(free_port)
-if start_proxy "$OPORT" "$FPORT" 0; then
-  out=$("$BUILD/tests/replicate_optimistic" "$PLUGIN" "redis://127.0.0.1:$FPORT" "$T/stop" "$T/start" \
+run_optimistic() { # LABEL COMMAND...: Tests/replicate/optimistic.c on a fresh faults server; its counts added
+  local label=$1 out n status; shift
+  redis-cli -p "$FPORT" ping >/dev/null 2>&1 || "$T/start"
+  for _ in $(seq 100); do redis-cli -p "$FPORT" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+  redis-cli -p "$FPORT" flushall >/dev/null
+  out=$("$@" "$BUILD/tests/replicate_optimistic" "$PLUGIN" "redis://127.0.0.1:$FPORT" "$T/stop" "$T/start" \
         "redis://127.0.0.1:$OPORT" "$proxy_pid" 2>&1)
   status=$?
-  echo "$out" | grep -v '^[0-9]* passed' | sed 's/^/  optimistic: /'
+  echo "$out" | grep -v '^[0-9]* passed' | sed "s/^/  $label: /"
   n=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')
   [ -n "$n" ] || n="0 1"
   passed=$((passed + ${n% *})); failed=$((failed + ${n#* }))
-  [ $status = 0 ] || [ "${n#* }" != 0 ] || fail "optimistic: exit status $status"
-  [ $status != 0 ] || echo "ok: optimistic: ${n% *} checks (offline, max_pending, status, resend, drop)"
+  [ $status = 0 ] || [ "${n#* }" != 0 ] || fail "$label: exit status $status"
+  [ $status != 0 ] || echo "ok: $label: ${n% *} checks (offline, max_pending, status, resend, drop)"
+}
+OPORT=$(free_port)
+if start_proxy "$OPORT" "$FPORT" 0; then
+  run_optimistic optimistic
+  if command -v valgrind >/dev/null; then
+    run_optimistic "optimistic under valgrind" valgrind -q --error-exitcode=99 --leak-check=full \
+      --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect \
+      --suppressions="$PWD/Tests/c/valgrind.supp"
+  fi
   kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null
 else
   fail "optimistic: the proxy starts"
