@@ -63,8 +63,8 @@
  * holds this many entries or bytes, and in any case past the hard bounds. */
 #define TAIL_FOLD_COUNT 1000
 #define TAIL_FOLD_BYTES (1u << 20)
-#define TAIL_MAX_COUNT 10000
-#define TAIL_MAX_BYTES (16u << 20)
+#define TAIL_MAX_COUNT 100000
+#define TAIL_MAX_BYTES (64u << 20)
 /* An origin: 16 hexadecimal digits, random for each instance. */
 #define ORIGIN_SIZE 17
 #define STATUS_SIZE (RP_ERR_SIZE * 2 + 512)
@@ -114,6 +114,7 @@ typedef struct replica {
     size_t pend_first, pend_count, pend_cap, pend_bytes;
     uint64_t next_n;  /* the next number the sender gives (under qmutex) */
     uint64_t acked_n; /* every number up to it is in the log (under qmutex) */
+    uint64_t ack_head; /* ... at entry ack_head or before (under qmutex) */
     int sender_stop;  /* under qmutex */
     rp_engine *sender_log;
     pthread_t sender;
@@ -129,7 +130,7 @@ typedef struct replica {
     int snapshot_due;
     uint64_t snapshot_due_seq;
     /* Counts for the status (store held). */
-    uint64_t confirmed_count, dropped_count, rebase_count, last_rebase_us;
+    uint64_t confirmed_count, dropped_count, rebase_count, last_rebase_us, covered_count;
     struct timespec rebase_started;
     /* The status's shared part (under mutex). */
     uint64_t head, reader_connections, sender_connections;
@@ -252,11 +253,11 @@ static void status_text(replica *r, char *out, size_t size) {
     if (head < r->seq) head = r->seq;
     snprintf(out, size,
              "{\"mode\":\"%s\",\"seq\":%llu,\"head\":%llu,\"lag\":%llu,\"pending\":%zu,\"pending_bytes\":%zu,"
-             "\"unsent\":%zu,\"confirmed\":%llu,\"dropped\":%llu,\"rebases\":%llu,\"last_rebase_us\":%llu,"
+             "\"unsent\":%zu,\"confirmed\":%llu,\"dropped\":%llu,\"covered\":%llu,\"rebases\":%llu,\"last_rebase_us\":%llu,"
              "\"reconnections\":%llu,\"connected\":%s,\"last_error\":%s}",
              r->optimistic ? "optimistic" : "ordered", (unsigned long long)r->seq, (unsigned long long)head,
              (unsigned long long)(head - r->seq), count, bytes, unsent, (unsigned long long)r->confirmed_count,
-             (unsigned long long)r->dropped_count, (unsigned long long)r->rebase_count,
+             (unsigned long long)r->dropped_count, (unsigned long long)r->covered_count, (unsigned long long)r->rebase_count,
              (unsigned long long)r->last_rebase_us, (unsigned long long)reconnections, connected ? "true" : "false",
              error);
 }
@@ -451,6 +452,39 @@ static int is_head(replica *r, const char *origin, uint64_t n) {
     return head;
 }
 
+/* The pending actions numbered below `below` are in the log before what
+ * this replica read after a snapshot: the snapshot covers them (its
+ * entries were trimmed before this replica read them), with an outcome
+ * this replica cannot know (no drop is reported for them). Taken off the
+ * list, counted as confirmed and covered. 1 when any was. Store held. */
+static int drop_covered(replica *r, uint64_t below) {
+    int any = 0;
+    pthread_mutex_lock(&r->qmutex);
+    while (r->pend_count > 0 && pend_at(r, 0)->n != 0 && pend_at(r, 0)->n < below) {
+        free(pend_at(r, 0)->action);
+        free(pend_at(r, 0)->reason);
+        pend_remove(r, 0);
+        r->confirmed_count++;
+        r->covered_count++;
+        any = 1;
+    }
+    pthread_mutex_unlock(&r->qmutex);
+    return any;
+}
+
+/* The same for the pending actions that the log acknowledged at entry
+ * ack_head or before, when this replica applied up to there without
+ * reading them (it loaded a snapshot past them). Store held. */
+static int drop_covered_by_acks(replica *r) {
+    uint64_t acked, head;
+    pthread_mutex_lock(&r->qmutex);
+    acked = r->acked_n;
+    head = r->ack_head;
+    pthread_mutex_unlock(&r->qmutex);
+    if (acked == 0 || r->seq < head) return 0;
+    return drop_covered(r, acked + 1);
+}
+
 /* Applies entry e, the next in the log, from the plugin's place: ordered
  * mode, and optimistic mode's confirmed state (during a rebase, when the
  * store shows the confirmed state; after tail_reserve). Optimistic mode
@@ -462,6 +496,9 @@ static ts_status deliver_entry(replica *r, rp_entry *e) {
     ts_status status;
     char *reason = NULL;
     if (!r->optimistic) return r->deliver(action);
+    /* One of its own after pending ones it did not read: those came before
+     * a snapshot it loaded. */
+    if (n != 0 && r->pend_count > 0 && strcmp(origin, r->origin) == 0) (void)drop_covered(r, n);
     if (!is_head(r, origin, n)) {
         status = r->deliver(action);
         tail_take(r, e->action);
@@ -821,6 +858,7 @@ static void replay_pending(replica *r) {
  * snapshot is due (a get_state of the whole state: not at every rebase),
  * then the pending actions on top. */
 static void finish_rebase(replica *r) {
+    (void)drop_covered_by_acks(r);
     if ((r->snapshot_due || r->tail_count >= TAIL_FOLD_COUNT || r->tail_bytes >= TAIL_FOLD_BYTES) &&
         capture_confirmed(r) == 0)
         snapshot_confirmed(r);
@@ -872,6 +910,8 @@ static void rebase(reader_work *w) {
 static void tend(replica *r) {
     int quiet, must;
     char err[RP_ERR_SIZE];
+    /* Covered by a snapshot: the store shows them on top, once too many. */
+    if (drop_covered_by_acks(r)) r->in_sync = 0;
     if (!r->in_sync) {
         begin_rebase(r);
         if (restore_confirmed(r, err) == 0) finish_rebase(r);
@@ -879,7 +919,7 @@ static void tend(replica *r) {
     }
     quiet = r->pend_count == 0 && r->in_sync;
     must = r->tail_count >= TAIL_MAX_COUNT || r->tail_bytes >= TAIL_MAX_BYTES ||
-           (r->snapshot_due && r->seq - r->snapshot_due_seq >= r->snapshot_every);
+           (r->snapshot_due && r->seq - r->snapshot_due_seq >= 4 * r->snapshot_every);
     if (quiet && (r->snapshot_due || r->tail_count >= TAIL_FOLD_COUNT || r->tail_bytes >= TAIL_FOLD_BYTES)) {
         if (capture_confirmed(r) == 0) snapshot_confirmed(r);
     } else if (must) {
@@ -1066,7 +1106,12 @@ static void *sender_main(void *self) {
         pthread_mutex_unlock(&r->mutex);
         rc = rp_append_many(r->sender_log, r->origin, first, k, texts, seq, &done, err);
         pthread_mutex_lock(&r->qmutex);
-        if (done > 0 && first + done - 1 > r->acked_n) r->acked_n = first + done - 1;
+        if (done > 0 && first + done - 1 > r->acked_n) {
+            rp_engine_info info;
+            rp_info(r->sender_log, &info);
+            r->acked_n = first + done - 1;
+            r->ack_head = info.head; /* the log's last number after the append: they are at or before it */
+        }
         pthread_mutex_unlock(&r->qmutex);
         if (rc == 0) note_ok(r, 1, r->sender_log);
         else note_failure(r, 1, err, rc == RP_DAMAGED);

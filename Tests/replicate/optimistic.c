@@ -6,7 +6,8 @@
  * persistent); PROXY_URL reaches the same server through
  * Tests/replicate/delay_proxy.py (process PROXY_PID, no delay), which this
  * program pauses (SIGSTOP) and resumes (SIGCONT) to stall the link of one
- * replica while another goes on.
+ * replica while another goes on, or loses every answer to (SIGUSR1, until
+ * SIGUSR2).
  * Checks: config refusals; a dispatch with the server down returns TS_OK at
  * once, the state shows it, the status counts it pending and says the log
  * is unreachable; max_pending refuses the next one with TS_E_IO and changes
@@ -15,7 +16,9 @@
  * and sent again is in the log once; an action that the log's order puts
  * where a reducer refuses it is dropped and reported (@@replicate/dropped,
  * with its reason, seen by the reducers and by middleware after the
- * plugin), and the replicas agree; a listener's nested dispatch is applied
+ * plugin), and the replicas agree; pending actions whose entries were
+ * trimmed before the replica read them (a snapshot covers them) are not
+ * applied twice; a listener's nested dispatch is applied
  * once everywhere; a store destroyed right after a dispatch still appends
  * it; the status in ordered mode. Prints "N passed, M failed".
  */
@@ -261,6 +264,7 @@ static void offline(const char *stop, const char *start) {
  * sent again on a new connection: the log holds it once. */
 static void resend(void) {
     ts_store *x = replica(proxy_url, "resend", 1000, "\"mode\":\"optimistic\",\"timeout_ms\":300");
+    char detail[200];
     check(ts_store_dispatch(x, "{\"type\":\"inc\"}") == TS_OK && settled(x, 1, 5), "resend: first action confirmed",
           ts_last_error());
     check(kill(proxy_pid, SIGSTOP) == 0, "resend: the link stalls", NULL);
@@ -269,8 +273,10 @@ static void resend(void) {
     check(kill(proxy_pid, SIGCONT) == 0, "resend: the link comes back", NULL);
     check(settled(x, 0, 10), "resend: confirmed", NULL);
     check(status_of(x, "reconnections") >= 1, "resend: it did reconnect", NULL);
+    snprintf(detail, sizeof detail, "counter %lld, seq %lld, a new replica counts %lld", number_at(x, "/counter"),
+             status_of(x, "seq"), log_count("resend"));
     check(number_at(x, "/counter") == 2 && status_of(x, "seq") == 2 && log_count("resend") == 2,
-          "resend: the log holds the action once (2 entries, counter 2)", NULL);
+          "resend: the log holds the action once (2 entries, counter 2)", detail);
     ts_store_destroy(x);
 }
 
@@ -308,6 +314,38 @@ static void dropped(void) {
           "drop: the report carries the action, TS_E_REDUCER and the reducer's reason", shown(y, "/last_dropped"));
     check(seen == 1, "drop: the middleware after the plugin saw the report once", NULL);
     check(number_at(x, "/dropped") == 0, "drop: x, whose action went through, heard of nothing", NULL);
+    ts_store_destroy(y);
+    ts_store_destroy(x);
+}
+
+/* y's appends reach the log but y reads nothing back (the proxy loses its
+ * answers) while x appends enough for its snapshots to trim y's entries
+ * away: y then loads a snapshot that covers its pending actions, which must
+ * leave the pending list and not be applied again. */
+static void covered(void) {
+    ts_store *y = replica(proxy_url, "cover", 0, "\"mode\":\"optimistic\",\"timeout_ms\":300");
+    ts_store *x = replica(url, "cover", 0, "\"snapshot_every\":2");
+    int i, ok = 1;
+    double until;
+    char detail[200];
+    check(ts_store_dispatch(y, "{\"type\":\"inc\"}") == TS_OK && settled(y, 1, 5), "cover: y's first action confirmed",
+          ts_last_error());
+    check(kill(proxy_pid, SIGUSR1) == 0, "cover: the proxy loses y's answers", NULL);
+    ok &= ts_store_dispatch(y, "{\"type\":\"inc\"}") == TS_OK;
+    ok &= ts_store_dispatch(y, "{\"type\":\"inc\"}") == TS_OK;
+    check(ok && number_at(y, "/counter") == 3, "cover: two more from y, pending", NULL);
+    until = now_s() + 5;
+    while (log_count("cover") < 3 && now_s() < until) usleep(50000);
+    check(log_count("cover") == 3, "cover: y's appends reached the log (their answers did not)", NULL);
+    for (i = 0; i < 10; i++) ok &= ts_store_dispatch(x, "{\"type\":\"inc\"}") == TS_OK;
+    check(ok, "cover: x appends 10 more, a snapshot every 2 (the stream trimmed past y's)", ts_last_error());
+    check(kill(proxy_pid, SIGUSR2) == 0, "cover: y's answers flow again", NULL);
+    check(settled(y, 13, 15), "cover: y catches up through the snapshot, nothing pending", NULL);
+    usleep(300000);
+    snprintf(detail, sizeof detail, "y %lld, x %lld, covered %lld", number_at(y, "/counter"), number_at(x, "/counter"),
+             status_of(y, "covered"));
+    check(number_at(y, "/counter") == 13 && number_at(x, "/counter") == 13 && status_of(y, "covered") == 2,
+          "cover: y's two actions counted once (13 on both), covered by the snapshot", detail);
     ts_store_destroy(y);
     ts_store_destroy(x);
 }
@@ -375,6 +413,7 @@ int main(int argc, char **argv) {
     offline(argv[3], argv[4]);
     resend();
     dropped();
+    covered();
     nested();
     flush_on_destroy();
     ordered_status();
