@@ -5,9 +5,22 @@
  * implement).
  *
  * Config: {"url": "redis://[USER:PASSWORD@]HOST[:PORT]", "stream": "NAME",
- *          "timeout_ms": 2000, "snapshot_every": 10000}
+ *          "timeout_ms": 2000, "snapshot_every": 10000, "mode": "ordered",
+ *          "max_pending": 100000, "max_pending_bytes": 67108864, "status_ms": 0}
  *
- * Log first: run() does not pass a local action on with next. It appends it
+ * Optimistic mode ("mode": "optimistic"; README.md, "Modes"): run() passes
+ * the action on at once and keeps it as pending; a sender thread appends
+ * the pending actions in batches (rp_append_many: "#ORIGIN:N ACTION", each
+ * number appended once however often it is sent); the reader thread
+ * confirms them as they come back (nothing recomputed when they come in the
+ * order they were applied) and otherwise rebases: the confirmed state's
+ * text put back (replace_state), the tail of entries confirmed since then
+ * and the new entries applied, then the pending actions again on top, all
+ * inside exclusive. An own action that a reducer refuses where the log put
+ * it is reported as "@@replicate/dropped". The status (both modes) is
+ * applied as "@@replicate/status".
+ *
+ * Ordered mode, log first: run() does not pass a local action on with next. It appends it
  * to the stream and, in the same round trip, reads every entry between the
  * last one this replica applied and its own; it applies them in stream
  * order, its own last, from the plugin's place in the chain

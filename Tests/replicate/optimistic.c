@@ -326,6 +326,7 @@ static void covered(void) {
     ts_store *y = replica(proxy_url, "cover", 0, "\"mode\":\"optimistic\",\"timeout_ms\":300");
     ts_store *x = replica(url, "cover", 0, "\"snapshot_every\":2");
     int i, ok = 1;
+    long long appended;
     double until;
     char detail[200];
     check(ts_store_dispatch(y, "{\"type\":\"inc\"}") == TS_OK && settled(y, 1, 5), "cover: y's first action confirmed",
@@ -334,18 +335,23 @@ static void covered(void) {
     ok &= ts_store_dispatch(y, "{\"type\":\"inc\"}") == TS_OK;
     ok &= ts_store_dispatch(y, "{\"type\":\"inc\"}") == TS_OK;
     check(ok && number_at(y, "/counter") == 3, "cover: two more from y, pending", NULL);
-    until = now_s() + 5;
-    while (log_count("cover") < 3 && now_s() < until) usleep(50000);
-    check(log_count("cover") == 3, "cover: y's appends reached the log (their answers did not)", NULL);
+    /* The sender's first append goes through (one batch, or the first of
+     * two); its answer is lost, and so is every answer after it (a new
+     * connection's SCRIPT LOAD too): nothing more is appended meanwhile. */
+    until = now_s() + 10;
+    while (log_count("cover") < 2 && now_s() < until) usleep(50000);
+    usleep(300000);
+    appended = log_count("cover") - 1;
+    check(appended >= 1, "cover: y's appends reached the log (their answers did not)", NULL);
     for (i = 0; i < 10; i++) ok &= ts_store_dispatch(x, "{\"type\":\"inc\"}") == TS_OK;
     check(ok, "cover: x appends 10 more, a snapshot every 2 (the stream trimmed past y's)", ts_last_error());
     check(kill(proxy_pid, SIGUSR2) == 0, "cover: y's answers flow again", NULL);
     check(settled(y, 13, 15), "cover: y catches up through the snapshot, nothing pending", NULL);
     usleep(300000);
-    snprintf(detail, sizeof detail, "y %lld, x %lld, covered %lld", number_at(y, "/counter"), number_at(x, "/counter"),
-             status_of(y, "covered"));
-    check(number_at(y, "/counter") == 13 && number_at(x, "/counter") == 13 && status_of(y, "covered") == 2,
-          "cover: y's two actions counted once (13 on both), covered by the snapshot", detail);
+    snprintf(detail, sizeof detail, "y %lld, x %lld, covered %lld of the %lld appended", number_at(y, "/counter"),
+             number_at(x, "/counter"), status_of(y, "covered"), appended);
+    check(number_at(y, "/counter") == 13 && number_at(x, "/counter") == 13 && status_of(y, "covered") == appended,
+          "cover: y's actions counted once (13 on both); those the trimmed entries held covered by the snapshot", detail);
     ts_store_destroy(y);
     ts_store_destroy(x);
 }
