@@ -16,7 +16,8 @@
 #         started, a link stalled through Tests/replicate/delay_proxy.py):
 #         dispatches return TS_OK offline and wait as pending, max_pending,
 #         the status, a resend after a lost answer appended once, an action
-#         the log's order refuses dropped and reported
+#         the log's order refuses dropped and reported, pending actions that
+#         a snapshot covers not applied twice (also under valgrind)
 #      b. history checker: three processes dispatch at once (with "take"s
 #         that run out): every replica's state equals a fresh store folding
 #         the log's order, each acknowledged action in the log exactly once,
