@@ -64,6 +64,19 @@ int rp_wait(rp_engine *e, const char *after, int block_ms, size_t max, rp_batch 
     return e->ops->wait(e, after, block_ms, max, out, err);
 }
 
+int rp_append_many(rp_engine *e, const char *origin, uint64_t first, size_t count, const char *const *entries,
+                   uint64_t seq, size_t *done, char *err) {
+    *done = 0;
+    if (count == 0) return 0;
+    return e->ops->append_many(e, origin, first, count, entries, seq, done, err);
+}
+
+void rp_info(const rp_engine *e, rp_engine_info *out) {
+    out->head = 0;
+    out->connections = 0;
+    e->ops->info(e, out);
+}
+
 int rp_snapshot_get(rp_engine *e, int *found, char **state, char pos[RP_POS_SIZE], uint64_t *seq, char *err) {
     return e->ops->snapshot_get(e, found, state, pos, seq, err);
 }

@@ -96,6 +96,42 @@ int rp_read(rp_engine *engine, const char *after, size_t max, rp_batch *out, cha
 /* Blocks up to block_ms for entries after `after`; returns up to `max` of
  * them (count 0 when the time ran out), checked against the counter. */
 int rp_wait(rp_engine *engine, const char *after, int block_ms, size_t max, rp_batch *out, char *err);
+/* Optimistic mode's appends (replicate.c's sender thread): `count` entries,
+ * their texts in `entries`, from the replica `origin` (1 to 64 characters
+ * of [0-9a-z], no other replica's), numbered `first`, first + 1, ... in this
+ * order. A replica numbers its appends 1, 2, 3 ... without a gap and sends
+ * them in that order; after a failure it sends again from the first one it
+ * does not know appended. Idempotent: the log keeps each number of an
+ * origin once, so an entry whose number it holds already is skipped (a
+ * resend after a lost answer appends nothing twice). The engine may send
+ * them as several commands, pipelined. No entry is returned: the reader
+ * reads them. *done says how many of the `count` are known to be in the
+ * log, a prefix: all of them when it returns 0.
+ * Redis: each origin's last number in STREAM:ids, in the same script as
+ * the append; one past a number it does not hold is refused (RP_DAMAGED:
+ * the log lost that origin's numbers); `seq` is the last entry the replica
+ * applied: a log whose counter is behind it was reset (RP_DAMAGED); the
+ * script checks the keys' types and the counter against the last entry
+ * before it writes (as rp_append), not the entries between the replica's
+ * position and its end (the reader checks those as it reads them).
+ * NATS: each entry one message with the message id "ORIGIN:N", published
+ * together and resent (same id) until acknowledged or timeout_ms; the
+ * stream's de-duplication window (2 minutes) keeps an id once, so a resend
+ * later than that after the entry reached the stream appends it again: the
+ * window bounds how long a replica may stay offline before a resend could
+ * duplicate. No per-origin counter: a gap is not refused, and an entry the
+ * stream refused while a later one was stored lands after it when resent.
+ * A new (not duplicate) entry numbered at or before `seq`: the stream was
+ * reset (RP_DAMAGED). */
+int rp_append_many(rp_engine *engine, const char *origin, uint64_t first, size_t count, const char *const *entries,
+                   uint64_t seq, size_t *done, char *err);
+/* What the engine saw, without I/O: for replicate.so's status. */
+typedef struct rp_engine_info {
+    uint64_t head;        /* the log's last sequence number at the last read or append that told it (0: none
+                             yet; NATS: the highest PubAck or read sequence) */
+    uint64_t connections; /* connections made so far (the first included; NATS: 1 + the client's reconnections) */
+} rp_engine_info;
+void rp_info(const rp_engine *engine, rp_engine_info *out);
 /* The snapshot: *found 0 when there is none; else *state (malloc'ed), the
  * position and sequence number of the last entry it covers, checked against
  * the log (rp_check_snapshot). */
@@ -115,6 +151,9 @@ typedef struct rp_ops {
     int (*check)(rp_engine *engine, const char *after, uint64_t seq, char *err);
     int (*read)(rp_engine *engine, const char *after, size_t max, rp_batch *out, char *err);
     int (*wait)(rp_engine *engine, const char *after, int block_ms, size_t max, rp_batch *out, char *err);
+    int (*append_many)(rp_engine *engine, const char *origin, uint64_t first, size_t count, const char *const *entries,
+                       uint64_t seq, size_t *done, char *err);
+    void (*info)(const rp_engine *engine, rp_engine_info *out);
     int (*snapshot_get)(rp_engine *engine, int *found, char **state, char pos[RP_POS_SIZE], uint64_t *seq, char *err);
     int (*snapshot_put)(rp_engine *engine, const char *state, const char *pos, uint64_t seq, int *stored, char *err);
 } rp_ops;

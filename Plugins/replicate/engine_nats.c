@@ -99,6 +99,8 @@ typedef struct nats_engine {
      * (a stream deleted or purged gives the cursor nothing to tell). */
     int64_t looked_at;
     int looked_damaged;
+    /* The highest sequence an acknowledgement or a read told (rp_info). */
+    uint64_t head;
 } nt;
 
 #define QUIET_LOOK_MS 5000
@@ -680,6 +682,7 @@ static int add_entry(nt *e, rp_batch *out, size_t *capacity, natsMsg *msg, uint6
     data.len = (size_t)natsMsg_GetDataLength(msg);
     rc = rp_parse_message(e->stream, seq, log, e->log_id, data, &out->items[out->count], err);
     if (rc == 0) out->count++;
+    if (rc == 0 && seq > e->head) e->head = seq;
     return rc;
 }
 
@@ -733,6 +736,7 @@ static int stream_state(nt *e, uint64_t applied, uint64_t *first, uint64_t *last
     }
     *first = si->State.FirstSeq;
     *last = si->State.LastSeq;
+    if (*last > e->head) e->head = *last;
     if (si->State.NumDeleted > 0) {
         uint64_t deleted = si->State.NumDeleted;
         jsStreamInfo_Destroy(si);
@@ -774,13 +778,12 @@ static int parse_ack(natsMsg *msg, uint64_t *seq, char *why_out, size_t size) {
     return 1;
 }
 
-/* Sends actions[i] (attempt number in the reply subject). */
-static natsStatus send_one(nt *e, const char *action, uint64_t id, uint64_t attempt) {
-    char reply[200], msg_id[64], log[24];
+/* Sends an entry with message id `msg_id` (attempt number in the reply subject). */
+static natsStatus send_with_id(nt *e, const char *action, const char *msg_id, uint64_t attempt) {
+    char reply[200], log[24];
     natsMsg *msg = NULL;
     natsStatus s;
     snprintf(reply, sizeof reply, "%s.%llu", e->inbox, (unsigned long long)attempt);
-    snprintf(msg_id, sizeof msg_id, "%s-%llu", e->id_prefix, (unsigned long long)id);
     snprintf(log, sizeof log, "%llu", (unsigned long long)e->log_id);
     s = natsMsg_Create(&msg, e->subject, reply, action, (int)strlen(action));
     if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Nats-Msg-Id", msg_id);
@@ -789,6 +792,13 @@ static natsStatus send_one(nt *e, const char *action, uint64_t id, uint64_t atte
     if (s == NATS_OK) s = natsConnection_PublishMsg(e->nc, msg);
     natsMsg_Destroy(msg);
     return s;
+}
+
+/* Sends actions[i] with this engine's own message id number `id`. */
+static natsStatus send_one(nt *e, const char *action, uint64_t id, uint64_t attempt) {
+    char msg_id[64];
+    snprintf(msg_id, sizeof msg_id, "%s-%llu", e->id_prefix, (unsigned long long)id);
+    return send_with_id(e, action, msg_id, attempt);
 }
 
 static int nats_append_batch(rp_engine *base, const char *const *actions, size_t count, const char *after_pos,
@@ -864,6 +874,7 @@ static int nats_append_batch(rp_engine *base, const char *const *actions, size_t
                     seqs[i] = n;
                     done++;
                     if (n > top) top = n;
+                    if (n > e->head) e->head = n;
                 } else {
                     attempts[i] = 0; /* refused: sent again with the next attempt */
                     if (strstr(reason, "maximum payload") || strstr(reason, "expected stream")) {
@@ -981,6 +992,133 @@ end:
     free(seqs);
     free(attempts);
     return rc;
+}
+
+/* Optimistic mode's appends: each entry with the message id "ORIGIN:N", all
+ * of them published at once (pipelined), then their acknowledgements taken;
+ * what an attempt left without one (ATTEMPT_MS) is sent again, with the same
+ * id, until timeout_ms has passed. The stream's de-duplication window (2
+ * minutes) keeps each id once: a resend of an entry the stream holds is
+ * answered "duplicate" with its first sequence, and counts as appended.
+ * Past the window the stream no longer knows the id: an entry resent after
+ * that (a replica offline for longer, holding entries whose answers it never
+ * got) would be appended a second time. Unlike Redis, JetStream keeps no
+ * per-origin counter: a number past one the log lacks is not refused, and an
+ * entry refused by the stream (no leader yet) while a later one of the same
+ * call was stored lands after it when sent again. *done is the prefix of the
+ * `count` that were acknowledged. */
+static int nats_append_many(rp_engine *base, const char *origin, uint64_t first, size_t count,
+                            const char *const *entries, uint64_t seq_applied, size_t *done, char *err) {
+    nt *e = (nt *)base;
+    int64_t deadline = now_ms() + e->timeout_ms;
+    uint64_t *seqs = NULL, *attempts = NULL;
+    size_t acked = 0, i;
+    char reason[300] = "", msg_id[100];
+    int rc = 0, fresh_behind = 0;
+    uint64_t behind = 0;
+    *done = 0;
+    if (count > BATCH_MAX) {
+        rp_fail(err, "replicate: an append of more than %d actions at once", BATCH_MAX);
+        return RP_FAILED;
+    }
+    seqs = calloc(count, sizeof *seqs);
+    attempts = calloc(count, sizeof *attempts);
+    if (seqs == NULL || attempts == NULL) {
+        free(seqs);
+        free(attempts);
+        rp_fail(err, "replicate: out of memory");
+        return RP_FAILED;
+    }
+    while (acked < count) {
+        int64_t attempt_end;
+        natsStatus s = NATS_OK;
+        if (left_ms(deadline) == 0) break;
+        for (i = 0; i < count && s == NATS_OK; i++) {
+            if (seqs[i] != 0) continue;
+            attempts[i] = ++e->attempt;
+            snprintf(msg_id, sizeof msg_id, "%s:%llu", origin, (unsigned long long)(first + i));
+            s = send_with_id(e, entries[i], msg_id, attempts[i]);
+        }
+        if (s != NATS_OK) {
+            snprintf(reason, sizeof reason, "%.280s", why(s));
+            if (s == NATS_MAX_PAYLOAD || s == NATS_INVALID_ARG) break;
+            usleep(20000);
+            continue;
+        }
+        attempt_end = now_ms() + ATTEMPT_MS;
+        if (attempt_end > deadline) attempt_end = deadline;
+        while (acked < count) {
+            natsMsg *msg = NULL;
+            uint64_t n = 0, which;
+            s = natsSubscription_NextMsg(&msg, e->acks, left_ms(attempt_end));
+            if (s == NATS_NO_RESPONDERS) {
+                snprintf(reason, sizeof reason, "no responders (no server of the stream is reachable)");
+                usleep(50000);
+                break;
+            }
+            if (s != NATS_OK) break; /* this attempt's time is up: send again what is missing */
+            which = strtoull(natsMsg_GetSubject(msg) + strlen(e->inbox) + 1, NULL, 10);
+            /* Attempt numbers grow with the index within one round. */
+            for (i = 0; i < count; i++)
+                if (attempts[i] == which && seqs[i] == 0) break;
+            if (i < count) {
+                if (parse_ack(msg, &n, reason, sizeof reason)) {
+                    const char *data = natsMsg_GetData(msg);
+                    int duplicate = data != NULL && strstr(data, "\"duplicate\":true") != NULL;
+                    seqs[i] = n;
+                    acked++;
+                    if (n > e->head) e->head = n;
+                    /* A new entry numbered at or before what this replica applied: a reset log. */
+                    if (!duplicate && n <= seq_applied && !fresh_behind) {
+                        fresh_behind = 1;
+                        behind = n;
+                    }
+                } else {
+                    attempts[i] = 0;
+                    if (strstr(reason, "maximum payload") || strstr(reason, "expected stream")) {
+                        natsMsg_Destroy(msg);
+                        goto end;
+                    }
+                }
+            }
+            natsMsg_Destroy(msg);
+            if (i < count && attempts[i] == 0) {
+                usleep(20000);
+                break;
+            }
+        }
+    }
+end:
+    while (*done < count && seqs[*done] != 0) (*done)++;
+    if (fresh_behind) {
+        rc = damaged(e, err, "this replica has applied entry %llu but the stream gave a new entry number %llu: the "
+                             "log was reset",
+                     (unsigned long long)seq_applied, (unsigned long long)behind);
+    } else if (*done < count) {
+        rp_fail(err, "replicate: %s did not acknowledge the append within %d ms (timeout_ms)%s%.300s", e->shown,
+                e->timeout_ms, reason[0] ? ": " : "", reason);
+        rc = RP_FAILED;
+    }
+    free(seqs);
+    free(attempts);
+    return rc;
+}
+
+/* What the engine saw, without I/O: the highest sequence an acknowledgement
+ * or a read told, and the connections made (the first, and the client
+ * library's reconnections, from its local counters). */
+static void nats_info(const rp_engine *base, rp_engine_info *out) {
+    const nt *e = (const nt *)base;
+    natsStatistics *stats = NULL;
+    uint64_t reconnects = 0;
+    out->head = e->head;
+    out->connections = e->nc != NULL ? 1 : 0;
+    if (e->nc != NULL && natsStatistics_Create(&stats) == NATS_OK) {
+        if (natsConnection_GetStats(e->nc, stats) == NATS_OK &&
+            natsStatistics_GetCounts(stats, NULL, NULL, NULL, NULL, &reconnects) == NATS_OK)
+            out->connections += reconnects;
+        natsStatistics_Destroy(stats);
+    }
 }
 
 static int nats_check(rp_engine *base, const char *after, uint64_t seq, char *err) {
@@ -1133,5 +1271,6 @@ static int nats_snapshot_put(rp_engine *base, const char *state, const char *pos
 }
 
 static const rp_ops nats_ops = {
-    nats_close, nats_append_batch, nats_check, nats_read, nats_wait, nats_snapshot_get, nats_snapshot_put,
+    nats_close, nats_append_batch, nats_check, nats_read, nats_wait, nats_append_many, nats_info, nats_snapshot_get,
+    nats_snapshot_put,
 };

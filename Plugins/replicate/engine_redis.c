@@ -7,6 +7,8 @@
  *            and "a" (the action's JSON text)
  *   S:seq    the last sequence number given out (INCR)
  *   S:snap   a hash: "state", "pos" (stream id), "n" (sequence number)
+ *   S:ids    a hash: each optimistic replica's last appended number, by
+ *            its origin (rp_append_many: what makes a resend idempotent)
  * Appending is one Lua script (atomic on the server): it checks the log
  * (the keys' types; the counter against the last entry's number; the
  * caller's position and number against the stream; the entries after that
@@ -66,8 +68,9 @@ typedef struct redis_engine {
     /* From redis://USER:PASSWORD@ or redis://:PASSWORD@ (NULL: no AUTH). */
     char *user, *password;
     int port;
-    char *stream, *seq_key, *snap_key;
+    char *stream, *seq_key, *snap_key, *ids_key;
     char *append_script; /* APPEND_HELPERS and APPEND_BODY */
+    char *many_script;   /* APPEND_HELPERS and MANY_BODY */
     int timeout_ms;
     int current_timeout_ms;
     /* The connection: fd -1 when there is none. */
@@ -81,7 +84,8 @@ typedef struct redis_engine {
     int backoff_ms;
     struct timespec next_attempt;
     /* The scripts' SHA1s once the server has them (this connection). */
-    char append_sha[41], snapshot_get_sha[41];
+    char append_sha[41], snapshot_get_sha[41], many_sha[41];
+    rp_engine_info info;
 } rd;
 
 /* KEYS: the stream, its counter, its snapshot. ARGV: the action, the
@@ -200,6 +204,65 @@ static const char APPEND_BODY[] =
     "  end\n"
     "end\n"
     "return range\n";
+
+/* rp_append_many. KEYS: the stream, its counter, its snapshot, its ids.
+ * ARGV: the origin, the first number, the caller's last applied sequence
+ * number, then the entries' texts. The cheap checks (types, the counter
+ * against the last entry, the caller not past the counter), then the
+ * entries whose numbers S:ids does not hold. Returns {counter, appended}. */
+static const char MANY_BODY[] =
+    "local I, origin, first, mine = KEYS[4], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+    "local raw, e = call(C, 'a number (its counter)', 'GET', C)\n"
+    "if e then return e end\n"
+    "local counter = 0\n"
+    "if raw then\n"
+    "  counter = num(raw)\n"
+    "  if not counter then\n"
+    "    return damaged('its counter \"' .. C .. '\" holds ' .. show(raw) .. ', ' .. INT) end\n"
+    "end\n"
+    "local tail, e2 = call(S, 'a stream', 'XREVRANGE', S, '+', '-', 'COUNT', 1)\n"
+    "if e2 then return e2 end\n"
+    "local last = tail[1]\n"
+    "if not last then\n"
+    "  if counter ~= 0 then\n"
+    "    return damaged('it holds no entry but its counter \"' .. C .. '\" is at ' .. int(counter) .. ' (the stream was deleted)') end\n"
+    "else\n"
+    "  local n, why = number(last)\n"
+    "  if not n then return damaged(why) end\n"
+    "  if not raw then\n"
+    "    return damaged('its last entry ' .. last[1] .. ' is number ' .. int(n) .. ' but its counter \"' .. C ..\n"
+    "                   '\" is missing (deleted)') end\n"
+    "  if n ~= counter then\n"
+    "    return damaged('its last entry ' .. last[1] .. ' is number ' .. int(n) .. ' but its counter \"' .. C ..\n"
+    "                   '\" is at ' .. int(counter) .. ' (an entry was added without the counter, or the counter was changed)') end\n"
+    "end\n"
+    "if mine > counter then\n"
+    "  return damaged('this replica has applied entry ' .. int(mine) .. ' but its counter \"' .. C .. '\" is at ' ..\n"
+    "                 int(counter) .. ': the log was reset (FLUSHALL, or its keys deleted or rewritten)') end\n"
+    "local held, e3 = call(I, 'a hash (its ids)', 'HGET', I, origin)\n"
+    "if e3 then return e3 end\n"
+    "local have = 0\n"
+    "if held then\n"
+    "  have = num(held)\n"
+    "  if not have then\n"
+    "    return damaged('its ids \"' .. I .. '\" hold ' .. show(held) .. ' for replica ' .. origin .. ', ' .. INT) end\n"
+    "end\n"
+    "if first > have + 1 then\n"
+    "  return damaged('its ids \"' .. I .. '\" hold number ' .. int(have) .. ' for replica ' .. origin ..\n"
+    "                 ', which appended up to ' .. int(first - 1) .. ' (the ids were deleted or reset)') end\n"
+    "local added = 0\n"
+    "for i = 4, #ARGV do\n"
+    "  if first + i - 4 > have then\n"
+    "    counter = counter + 1\n"
+    "    redis.call('XADD', S, '*', 'n', int(counter), 'a', ARGV[i])\n"
+    "    added = added + 1\n"
+    "  end\n"
+    "end\n"
+    "if added > 0 then\n"
+    "  redis.call('SET', C, int(counter))\n"
+    "  redis.call('HSET', I, origin, int(first + #ARGV - 4))\n"
+    "end\n"
+    "return {counter, added}\n";
 
 /* KEYS: the snapshot, the stream, its counter. The snapshot's fields, the
  * counter, the entry at the snapshot's position and the one after it (empty
@@ -407,8 +470,10 @@ rp_engine *rp_redis_open(const rp_options *o, char *err) {
     e->stream = concat(o->stream, "");
     e->seq_key = concat(o->stream, ":seq");
     e->snap_key = concat(o->stream, ":snap");
+    e->ids_key = concat(o->stream, ":ids");
     e->append_script = concat(APPEND_HELPERS, APPEND_BODY);
-    if (!e->stream || !e->seq_key || !e->snap_key || !e->append_script) {
+    e->many_script = concat(APPEND_HELPERS, MANY_BODY);
+    if (!e->stream || !e->seq_key || !e->snap_key || !e->ids_key || !e->append_script || !e->many_script) {
         fail(err, "replicate: out of memory");
         redis_close(&e->base);
         return NULL;
@@ -440,7 +505,9 @@ static void redis_close(rp_engine *base) {
     free(e->stream);
     free(e->seq_key);
     free(e->snap_key);
+    free(e->ids_key);
     free(e->append_script);
+    free(e->many_script);
     free(e);
 }
 
@@ -758,6 +825,7 @@ static int connected(rd *e, char *err) {
         freeReplyObject(r);
     }
     e->backoff_ms = 0;
+    e->info.connections++;
     return 0;
 }
 /* Text from the server for a message: at most `max` bytes, bytes outside
@@ -931,6 +999,10 @@ static int parse_counted(rd *e, const redisReply *r, const redisReply *counter, 
         rp_batch_free(out);
         return unexpected(e, "GET", err);
     }
+    if (c.str != NULL) {
+        uint64_t head;
+        if (rp_parse_seq(c, &head)) e->info.head = head;
+    }
     if (rp_check_counter(e->stream, out, c, counter_err) != 0) {
         memcpy(err, counter_err, RP_ERR_SIZE);
         return RP_DAMAGED;
@@ -963,7 +1035,7 @@ static redisReply *script(rd *e, const char *text, char sha[41], int argc, const
     size_t *lengths;
     int i;
     redisReply *r;
-    if (e->fd < 0) e->append_sha[0] = e->snapshot_get_sha[0] = '\0'; /* a new connection: maybe a new server */
+    if (e->fd < 0) e->append_sha[0] = e->snapshot_get_sha[0] = e->many_sha[0] = '\0'; /* a new connection: maybe a new server */
     if (sha[0] == '\0' && (*rc = load_script(e, text, sha, err)) != 0) return NULL;
     argv[1] = sha;
     lengths = malloc(sizeof *lengths * (size_t)argc);
@@ -1014,6 +1086,7 @@ static int append_or_check(rd *e, const char *const *actions, size_t count, cons
         if (rc == 0 && out->count < count) rc = unexpected(e, "the append script (too few entries)", err);
         /* This call's entries: the last `count`, contiguous. */
         for (i = 0; rc == 0 && i < count; i++) out->items[out->count - count + i].mine = (int)i + 1;
+        if (rc == 0) e->info.head = out->items[out->count - 1].seq;
         if (rc != 0) rp_batch_free(out);
     }
     freeReplyObject(r);
@@ -1029,6 +1102,79 @@ static int redis_check(rp_engine *base, const char *after, uint64_t seq, char *e
     rp_batch none;
     return append_or_check((rd *)base, NULL, 0, after, seq, "check", &none, err);
 }
+
+/* Entries per script call of rp_append_many (the calls of one batch are
+ * pipelined: sent together, then their answers read in order). */
+#define MANY_CHUNK 256
+
+static int redis_append_many(rp_engine *base, const char *origin, uint64_t first, size_t count,
+                             const char *const *entries, uint64_t seq, size_t *done, char *err) {
+    rd *e = (rd *)base;
+    char n[24], mine[24];
+    const char **argv;
+    size_t *lengths, off, chunks = 0;
+    int rc = 0, loaded;
+    *done = 0;
+    if (count == 0) return 0;
+    if (e->fd < 0) e->append_sha[0] = e->snapshot_get_sha[0] = e->many_sha[0] = '\0'; /* a new connection */
+    if (e->many_sha[0] == '\0' && (loaded = load_script(e, e->many_script, e->many_sha, err)) != 0) return loaded;
+    if (connected(e, err) != 0) return RP_FAILED;
+    argv = malloc((MANY_CHUNK + 10) * sizeof *argv);
+    lengths = malloc((MANY_CHUNK + 10) * sizeof *lengths);
+    if (argv == NULL || lengths == NULL) {
+        free(argv);
+        free(lengths);
+        fail(err, "replicate: out of memory");
+        return RP_FAILED;
+    }
+    snprintf(mine, sizeof mine, "%llu", (unsigned long long)seq);
+    set_timeout(e, e->timeout_ms);
+    /* Send every chunk, then read the answers (each a short array: the
+     * server's output cannot fill while this side is still writing). */
+    for (off = 0; off < count; off += MANY_CHUNK) {
+        size_t k = count - off < MANY_CHUNK ? count - off : MANY_CHUNK, i;
+        snprintf(n, sizeof n, "%llu", (unsigned long long)(first + off));
+        argv[0] = "EVALSHA"; argv[1] = e->many_sha; argv[2] = "4"; argv[3] = e->stream; argv[4] = e->seq_key;
+        argv[5] = e->snap_key; argv[6] = e->ids_key; argv[7] = origin; argv[8] = n; argv[9] = mine;
+        for (i = 0; i < 10; i++) lengths[i] = strlen(argv[i]);
+        for (i = 0; i < k; i++) {
+            argv[10 + i] = entries[off + i];
+            lengths[10 + i] = strlen(entries[off + i]);
+        }
+        if (send_command(e, (int)(10 + k), argv, lengths) != 0) {
+            free(argv);
+            free(lengths);
+            return failure(e, e->timeout_ms, err);
+        }
+        chunks++;
+    }
+    free(argv);
+    free(lengths);
+    for (off = 0; off < chunks; off++) {
+        void *reply = NULL;
+        redisReply *r;
+        size_t k = count - off * MANY_CHUNK < MANY_CHUNK ? count - off * MANY_CHUNK : MANY_CHUNK;
+        if (get_reply(e, &reply) != 0) return failure(e, e->timeout_ms, err);
+        r = reply;
+        /* After a failed chunk the next ones are refused too (their first
+         * number is past what the log holds): the first failure is told. */
+        if (rc == 0) {
+            if (r->type == REDIS_REPLY_ERROR) {
+                rc = error_reply(e, r, err);
+                if (strstr(err, "NOSCRIPT")) e->many_sha[0] = '\0';
+            } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER) {
+                e->info.head = (uint64_t)r->element[0]->integer;
+                *done += k;
+            } else {
+                rc = unexpected(e, "the append script", err);
+            }
+        }
+        freeReplyObject(r);
+    }
+    return rc;
+}
+
+static void redis_info(const rp_engine *base, rp_engine_info *out) { *out = ((const rd *)base)->info; }
 
 static int redis_read(rp_engine *base, const char *after, size_t max, rp_batch *out, char *err) {
     rd *e = (rd *)base;
@@ -1160,5 +1306,6 @@ static int redis_snapshot_put(rp_engine *base, const char *state, const char *po
 }
 
 static const rp_ops redis_ops = {
-    redis_close, redis_append_batch, redis_check, redis_read, redis_wait, redis_snapshot_get, redis_snapshot_put,
+    redis_close,  redis_append_batch, redis_check,        redis_read,         redis_wait,
+    redis_append_many, redis_info, redis_snapshot_get, redis_snapshot_put,
 };
