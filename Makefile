@@ -477,7 +477,8 @@ test-replicate: $(call prebuilt,setup-test lib plugins)
 ## acknowledged action once, states equal to a fresh fold), the stream
 ## leader's server SIGKILLed and restarted (nothing lost or doubled), two of
 ## three servers down (TS_E_IO, nothing applied, recovery), TLS with a CA the
-## test makes, user/password and token credentials
+## test makes, user/password and token credentials, optimistic mode (three
+## replicas converge to a fresh fold of the stream, drops reported)
 test-replicate-nats: $(call prebuilt,lib plugins)
 	TS_BUILD=$(BUILD) Tests/checks.sh python3 Tests/replicate/nats_run.py
 

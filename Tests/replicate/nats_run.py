@@ -24,6 +24,12 @@ temporary folder; every server stopped at the end; each wait bounded):
      message that never shows them
   6. a damaged log (Tests/replicate/tamper_nats.c, a second client on a
      server of its own): refused with a message, never applied, no hang
+  7. optimistic mode on the R3 cluster: three replica processes x 2 threads
+     dispatch at once (every 7th a "take" of a stock that runs out); once
+     quiet, every replica's state equals a fresh store folding the stream's
+     entries in order (read back by stream_texts(), a bare NATS client), no
+     ORIGIN:N and no action in the stream twice, every acknowledged action
+     in it, and each replica's drops equal the takes the fold refuses
 
 Prints "checks: N passed, M failed". With --bench: the REP-JS rows of `make
 bench` as "RESULT<tab>ID<tab>VALUE<tab>UNIT" lines: ordered mode on the R3
@@ -464,6 +470,128 @@ def leader_kill(base, cluster):
               "above passed)" % counts, flush=True)
 
 
+def stream_texts(server, stream, last):
+    """The data of messages 1..last of `stream`, in order, read through
+    JetStream's API ($JS.API.STREAM.MSG.GET) by a bare NATS protocol client
+    (no NATS library for Python here). None for a message it did not get."""
+    import base64
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    buf = b""
+
+    def line():
+        nonlocal buf
+        while b"\r\n" not in buf:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise OSError("connection closed")
+            buf += chunk
+        head, buf = buf.split(b"\r\n", 1)
+        return head.decode()
+
+    def body(n):
+        nonlocal buf
+        while len(buf) < n + 2:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise OSError("connection closed")
+            buf += chunk
+        data, buf = buf[:n], buf[n + 2:]
+        return data
+
+    line()  # INFO
+    out = [b"CONNECT {\"verbose\":false,\"pedantic\":false,\"headers\":true}\r\nSUB _INBOX.dump 1\r\n"]
+    for seq in range(1, last + 1):
+        req = json.dumps({"seq": seq}).encode()
+        out.append(b"PUB $JS.API.STREAM.MSG.GET.%s _INBOX.dump %d\r\n%s\r\n" % (stream.encode(), len(req), req))
+    sock.sendall(b"".join(out))
+    texts = [None] * last
+    got = 0
+    while got < last:
+        head = line()
+        if head.startswith("PING"):
+            sock.sendall(b"PONG\r\n")
+            continue
+        if head.startswith("MSG "):
+            reply = json.loads(body(int(head.split()[-1])))
+        elif head.startswith("HMSG "):
+            parts = head.split()
+            raw = body(int(parts[-1]))
+            reply = json.loads(raw[int(parts[-2]):])
+        else:
+            continue
+        got += 1
+        message = reply.get("message")
+        if message and 1 <= message.get("seq", 0) <= last:
+            texts[message["seq"] - 1] = base64.b64decode(message.get("data", "")).decode()
+    sock.close()
+    return texts
+
+
+def optimistic(base, cluster):
+    """Optimistic mode on the R3 stream: three processes at once, then the
+    stream folded by a fresh store (see the module's comment, 7)."""
+    reps = Replicas(base, "optimistic")
+    count, stock = 1500, 300
+    for o in "abc":
+        reps.start(o, cluster.url(), "opt", count, history=False,
+                   extra=["--mode", "optimistic", "--take-every", "7", "--stock", str(stock), "--status-ms", "200"])
+    time.sleep(0.3)
+    reps.go()
+    if not check(reps.wait_dispatchers(120), "optimistic: the dispatchers end"):
+        reps.kill_all()
+        return
+    # Until every replica's pending list is empty (replica.c prints confirmed_s then).
+    deadline = time.time() + 90
+    while time.time() < deadline and not all("confirmed_s=" in reps.log(o) for o in "abc"):
+        time.sleep(0.1)
+    total = None
+    for _ in range(50):  # the stream's leader, once quiet
+        total = cluster.last_seq("opt")
+        if total is not None:
+            break
+        time.sleep(0.1)
+    codes = reps.finish(total or 0)
+    check(all(c == 0 for c in codes.values()), "optimistic: the replicas end cleanly", str(codes))
+    acked = {o: reps.acked(o) for o in "abc"}
+    refused = {o: sum(int(l[8:]) for l in reps.log(o).splitlines() if l.startswith("refused=")) for o in "abc"}
+    check(all(acked[o] + refused[o] == count for o in "abc"),
+          "optimistic: every dispatch answered at once (TS_OK, or a take refused locally)", str((acked, refused)))
+    leader = cluster.leader("opt") or cluster.servers[0]
+    try:
+        texts = stream_texts(leader, "opt", total or 0)
+    except (OSError, ValueError) as e:
+        bad("optimistic: the stream read back", str(e))
+        return
+    check(None not in texts and len(texts) == (total or 0), "optimistic: the stream's %d entries read back" % (total or 0),
+          "%d missing" % texts.count(None))
+    texts = [t for t in texts if t is not None]
+    tags = [t.split(" ", 1)[0] for t in texts if t.startswith("#")]
+    actions = [t.split(" ", 1)[1] if t.startswith("#") else t for t in texts]
+    check(len(tags) == len(texts) and len(set(tags)) == len(tags),
+          "optimistic: every entry carries #ORIGIN:N, none twice (%d)" % len(tags), "%d tags, %d distinct" % (len(tags), len(set(tags))))
+    payloads = [json.loads(a)["payload"] for a in actions]
+    check(len(set(payloads)) == len(payloads), "optimistic: no action in the stream twice")
+    check(len(texts) == sum(acked.values()),
+          "optimistic: the stream holds every acknowledged action (%d)" % sum(acked.values()), "%d entries" % len(texts))
+    path = os.path.join(reps.dir, "actions.txt")
+    with open(path, "w") as f:
+        f.write("\n".join(actions) + ("\n" if actions else ""))
+    folded = os.path.join(reps.dir, "folded.json")
+    r = subprocess.run([REPLICA, "--fold", path, "--stock", str(stock), "--out", folded], capture_output=True,
+                       text=True, timeout=60)
+    if not check(r.returncode == 0, "optimistic: the stream folds in a fresh store", r.stderr.strip()):
+        return
+    want = open(folded).read()
+    differ = [o for o in "abc" if reps.read(o, ".json") != want]
+    check(not differ, "optimistic: 0 divergence: each replica's state equals the fold of the stream (%d entries)"
+          % len(actions), "differ: %s; fold %s; %s" % (differ, want.strip(), [reps.read(o, ".json").strip() for o in differ]))
+    fold_refused = {o: int(l.split("=")[1]) for l in r.stdout.splitlines() for o in "abc" if l.startswith("refused_%s=" % o)}
+    dropped = {o: [int(l[8:]) for l in reps.log(o).splitlines() if l.startswith("dropped=")] for o in "abc"}
+    check(all(dropped[o] and dropped[o][-1] == fold_refused.get(o) for o in "abc"),
+          "optimistic: each replica's drops (@@replicate/dropped) = the takes the fold refuses",
+          "dropped %s, fold %s" % ({o: dropped[o][-1:] for o in "abc"}, fold_refused))
+
+
 def run_program(label, args, timeout=180):
     """A C test program; its "N passed, M failed" added to ours."""
     global passed, failed
@@ -661,7 +789,7 @@ def main():
         if BENCH:
             bench(base, cluster, scale)
             return 0
-        only = os.environ.get("TS_ONLY", "converge leader_kill quorum tls credentials tamper").split()
+        only = os.environ.get("TS_ONLY", "converge leader_kill quorum tls credentials tamper optimistic").split()
         if "converge" in only:
             converge(base, cluster)
         if "leader_kill" in only:
@@ -674,6 +802,8 @@ def main():
             others += credentials(base)
         if "tamper" in only:
             others += tamper(base)
+        if "optimistic" in only:
+            optimistic(base, cluster)
     finally:
         cluster.stop_all()
         for s in others:
