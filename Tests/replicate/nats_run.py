@@ -28,7 +28,8 @@ temporary folder; every server stopped at the end; each wait bounded):
      dispatch at once (every 7th a "take" of a stock that runs out); once
      quiet, every replica's state equals a fresh store folding the stream's
      entries in order (read back by stream_texts(), a bare NATS client), no
-     ORIGIN:N and no action in the stream twice, every acknowledged action
+     ORIGIN:N and no action in the stream twice, each origin's numbers in
+     order without a gap, every acknowledged action
      in it, and each replica's drops equal the takes the fold refuses
 
 Prints "checks: N passed, M failed". With --bench: the REP-JS rows of `make
@@ -569,6 +570,13 @@ def optimistic(base, cluster):
     actions = [t.split(" ", 1)[1] if t.startswith("#") else t for t in texts]
     check(len(tags) == len(texts) and len(set(tags)) == len(tags),
           "optimistic: every entry carries #ORIGIN:N, none twice (%d)" % len(tags), "%d tags, %d distinct" % (len(tags), len(set(tags))))
+    numbers = {}
+    for t in tags:
+        o, n = t[1:].rsplit(":", 1)
+        numbers.setdefault(o, []).append(int(n))
+    check(all(ns == list(range(1, len(ns) + 1)) for ns in numbers.values()),
+          "optimistic: each replica's entries in the stream numbered 1, 2, 3 ... in order (%d origins)" % len(numbers),
+          str({o: ns[:5] for o, ns in numbers.items()}))
     payloads = [json.loads(a)["payload"] for a in actions]
     check(len(set(payloads)) == len(payloads), "optimistic: no action in the stream twice")
     check(len(texts) == sum(acked.values()),
