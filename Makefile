@@ -106,15 +106,18 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-
 PLUGIN_CFLAGS := $(C_STD) -O2 -g $(C_WARN) -shared -fPIC -IInclude -D_FORTIFY_SOURCE=2 \
                  -fstack-protector-strong -Wl,-z,relro,-z,now
 C_PLUGINS := guard delay journal
-# replicate.so (issue 14): the plugin and its log engine (Redis Streams).
-REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine_redis.c Plugins/replicate/entry.c
+# replicate.so (issues 14, 21): the plugin and its log engines (Redis Streams,
+# NATS JetStream), chosen by the url's scheme.
+REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine.c Plugins/replicate/engine_redis.c \
+                     Plugins/replicate/engine_nats.c Plugins/replicate/entry.c
+REPLICATE_LIBS := -lhiredis -lnats -lssl -lcrypto -lpthread
 # The demo's plugin folder: loaded in name order, guard first, journal last.
 DEMO_PLUGINS := $(BUILD)/demo/plugins
 
 .PHONY: setup build lib plugins demo-plugins examples run test install uninstall clean deb \
         test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest abi-baseline \
         test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
-        test-model test-torture test-faults test-replicate lib-tsan bench coverage inspector-plugin test-inspector \
+        test-model test-torture test-faults test-replicate test-replicate-nats lib-tsan bench coverage inspector-plugin test-inspector \
         asan-lib asan-plugins fuzz-build fuzz-json-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs \
         man test-man setup-test setup-deb check check-build flags test-setup
 
@@ -166,9 +169,9 @@ plugins: setup inspector-plugin
 	@for p in $(C_PLUGINS); do \
 	  $(STEP) $(LOGS)/$$p.log "cc $$p.so" $(CC) $(PLUGIN_CFLAGS) Plugins/$$p/$$p.c -o $(BUILD)/plugins/$$p.so -lpthread; \
 	done
-	@# replicate.so links hiredis (Redis Streams is its log), never libturnstate.
+	@# replicate.so links hiredis and OpenSSL (Redis Streams), nats.c (JetStream), never libturnstate.
 	@$(STEP) $(LOGS)/replicate.log "cc replicate.so" \
-	  $(CC) $(PLUGIN_CFLAGS) -fvisibility=hidden $(REPLICATE_SOURCES) -o $(BUILD)/plugins/replicate.so -lhiredis -lpthread
+	  $(CC) $(PLUGIN_CFLAGS) -fvisibility=hidden $(REPLICATE_SOURCES) -o $(BUILD)/plugins/replicate.so $(REPLICATE_LIBS)
 	@$(STEP) $(LOGS)/logger.log "swift build logger.so ($(LIB_CONFIG))" \
 	  $(LIBRARY_ONLY) $(SWIFT) build -c $(LIB_CONFIG) --scratch-path $(PLUGIN_SCRATCH) --product turnstate-logger \
 	  $(PLUGIN_SHIP_FLAGS) $(PLUGIN_SWIFTFLAGS)
@@ -218,7 +221,7 @@ run: build demo-plugins
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
                test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
-               test-docs test-man test-harness test-setup test-replicate test-deb
+               test-docs test-man test-harness test-setup test-replicate test-replicate-nats test-deb
 test: setup-test
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -463,9 +466,22 @@ test-torture: $(call prebuilt,setup-test lib lib-tsan)
 ## SIGKILLed and restarted catches up, the server killed and restarted loses
 ## no acknowledged dispatch, a replica joins after 100,000
 ## actions from a snapshot, bad configs and a server that is down, a log
-## damaged through a second client (refused and reported, never applied)
+## damaged through a second client (refused and reported, never applied);
+## optimistic mode: offline dispatches, bounds, status, resends, drops, a
+## history checker against the log folded by a fresh store, kills, +100 ms
 test-replicate: $(call prebuilt,setup-test lib plugins)
 	TS_BUILD=$(BUILD) Tests/checks.sh Tests/replicate/run.sh
+
+## test-replicate-nats: replicate.so on NATS JetStream (Tests/replicate/nats_run.py):
+## a three-server cluster the test starts on loopback (an R3 stream), three
+## replica processes converge (the history checker: one common order, each
+## acknowledged action once, states equal to a fresh fold), the stream
+## leader's server SIGKILLed and restarted (nothing lost or doubled), two of
+## three servers down (TS_E_IO, nothing applied, recovery), TLS with a CA the
+## test makes, user/password and token credentials, optimistic mode (three
+## replicas converge to a fresh fold of the stream, drops reported)
+test-replicate-nats: $(call prebuilt,lib plugins)
+	TS_BUILD=$(BUILD) Tests/checks.sh python3 Tests/replicate/nats_run.py
 
 ## test-plugins: the shipped plugins (built from the headers alone) and the
 ## loader, natively and under valgrind; the logger plugin (Swift) and its test

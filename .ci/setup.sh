@@ -28,9 +28,10 @@ if [ "${1:-}" = --dry-run ]; then dry_run=1; shift; fi
 list=${1:-}
 
 build_debs=(gcc g++ make pkg-config binutils libffi-dev libsimdjson-dev python3)
-# The plugins' own libraries: replicate.so (Redis Streams through hiredis)
-# and inspector.so (its HTTP server).
-build_debs+=(libhiredis-dev libmicrohttpd-dev)
+# The plugins' own libraries: replicate.so (Redis Streams through hiredis,
+# OpenSSL for rediss://, NATS JetStream's C client) and inspector.so (its
+# HTTP server).
+build_debs+=(libhiredis-dev libssl-dev libnats-dev libmicrohttpd-dev)
 
 # make deb: dpkg-shlibdeps, dpkg-gencontrol, dpkg-architecture.
 deb_debs=(dpkg-dev)
@@ -44,6 +45,9 @@ deb_debs=(dpkg-dev)
 # Debian's, which is new enough: 1.63); lintian (test-deb).
 test_debs=(valgrind python3-venv spin abigail-tools redis-server chromium chromium-driver bindgen libclang1-14 lintian)
 command -v cargo >/dev/null || test_debs+=(cargo)
+# make test-replicate-nats: a three-server NATS JetStream cluster; openssl
+# makes the TLS tests' CA and certificates.
+test_debs+=(nats-server openssl)
 # make test-man (make man needs python3 alone): man -l, groff, lexgrog
 # (man-db, groff-base) and col (bsdextrautils) render and read the pages.
 test_debs+=(man-db groff-base bsdextrautils)

@@ -22,8 +22,13 @@ The pieces (built by `make bench` before this runs, release builds only):
     "/pydux" rows are each round's ratio; instruction counts by callgrind
     (two runs, N and 6N dispatches: the difference over 5N).
   - REP: replicate.so across three processes on a Redis server started on
-    loopback (Tests/replicate/run.sh --bench), same RESULT lines; skipped
-    with a note when redis-server or build/plugins/replicate.so is missing.
+    loopback (Tests/replicate/run.sh --bench), ordered and optimistic mode,
+    the latter also through a proxy adding 100 ms to every round trip; same
+    RESULT lines; skipped with a note when redis-server or
+    build/plugins/replicate.so is missing.
+  - REP-JS: the same on a three-server NATS JetStream cluster on loopback, an
+    R3 stream, ordered mode (Tests/replicate/nats_run.py --bench); skipped
+    with a note when nats-server is missing.
   - R1: the C1 loop from Rust, build/rust/release/examples/bench_r1 (cargo
     --release, bindings/rust/turnstate/examples/bench_r1.rs), same lines.
   - RP, RA, RU and XP, XA, XU: CP, CA and CU from Rust
@@ -151,6 +156,18 @@ ROWS += [
     ("REP-p99", "REP dispatch latency at the origin, p99", ("max", 2000)),
     ("REP-diverge", "REP divergence, 1M actions, a replica killed", ("eq", 0)),
     ("REP-join", "REP join from a snapshot after 1M actions", None),
+    ("REP-JS-rate", "REP-JS JetStream R3, ordered, 3 replicas x 1 thread: dispatches/s", ("min", 5000)),
+    ("REP-JS-p50", "REP-JS dispatch latency at the origin, p50", None),
+    ("REP-JS-p99", "REP-JS dispatch latency at the origin, p99", ("max", 10000)),
+    ("REP-JS-rate4", "REP-JS 3 replicas x 4 threads: dispatches/s", None),
+    ("REP-JS-p994", "REP-JS 3 replicas x 4 threads: p99 at the origin", None),
+    ("REP-opt-rate", "REP optimistic: replicated dispatches/s, 1 process", ("min", 50000)),
+    ("REP-opt-p99", "REP optimistic local dispatch p99, 1 process", ("max", 50)),
+    ("REP-opt-p99-3", "REP optimistic local dispatch p99, 3 at once", ("max", 50)),
+    ("REP-opt-diverge", "REP optimistic divergence once quiet, 3 at once", ("eq", 0)),
+    ("REP-opt-rebase-10MB", "REP optimistic: one rebase of a 10 MB state", None),
+    ("REP-opt-proxy-p99", "REP optimistic local p99, +100 ms round trips", ("max", 50)),
+    ("REP-ord-proxy-p50", "REP ordered dispatch p50, +100 ms round trips", None),
     ("STARTUP", "start-up: load, create, 1 plugin, 1 dispatch", ("max", 15)),
     ("MEM-1M", "memory: peak RSS after 1M dispatches", None),
     ("MEM-10M", "memory: peak RSS after 10M dispatches", ("flat", 1.10, "MEM-1M")),
@@ -408,6 +425,12 @@ def c_workloads(args, samples, units, notes):
             parse_results(text, samples, units, notes)
         else:
             notes.append("REP not run: redis-server or %s is missing (make plugins; .ci/setup.sh test)" % plugin)
+        if shutil.which("nats-server") and os.path.exists(plugin):
+            text = run([sys.executable, os.path.join(ROOT, "Tests", "replicate", "nats_run.py"), "--bench", "--scale",
+                        str(args.scale)], what="replicate.so REP-JS (NATS JetStream)")
+            parse_results(text, samples, units, notes)
+        else:
+            notes.append("REP-JS not run: nats-server or %s is missing (make plugins; .ci/setup.sh test)" % plugin)
     if not args.only or re.search(args.only, "R1 R1-c R1-sys"):
         r1 = os.path.join(ROOT, "build", "rust", "release", "examples", "bench_r1")
         if os.path.exists(r1):

@@ -81,6 +81,11 @@ int rp_compare_pos(const char *a, const char *b) {
     ta.len = strlen(a);
     tb.str = b;
     tb.len = strlen(b);
+    /* JetStream sequences: plain decimals. */
+    if (parse_decimal(a, ta.len, UINT64_MAX, &am) && parse_decimal(b, tb.len, UINT64_MAX, &bm))
+        return am < bm ? -1 : am > bm;
+    am = 0;
+    bm = 0;
     if (!rp_parse_id(ta, &am, &as) || !rp_parse_id(tb, &bm, &bs)) return strcmp(a, b);
     if (am != bm) return am < bm ? -1 : 1;
     if (as != bs) return as < bs ? -1 : 1;
@@ -253,6 +258,96 @@ enum rp_step rp_step_of(const char *pos, uint64_t seq, const rp_entry *e) {
     if (rp_compare_pos(e->pos, pos) <= 0) return RP_SKIP;
     if (e->seq == seq + 1) return RP_APPLY;
     return e->seq > seq ? RP_GAP : RP_BACKWARD;
+}
+
+int rp_parse_message(const char *stream, uint64_t seq, rp_text log, uint64_t log_id, rp_text data, rp_entry *out,
+                     char *err) {
+    char shown[200];
+    uint64_t id;
+    memset(out, 0, sizeof *out);
+    if (seq == 0 || seq > RP_SEQ_MAX) {
+        damaged(err, stream, "a message's stream sequence %llu is not from 1 to %llu", (unsigned long long)seq,
+                (unsigned long long)RP_SEQ_MAX);
+        return RP_DAMAGED;
+    }
+    snprintf(out->pos, sizeof out->pos, "%llu", (unsigned long long)seq);
+    if (log.str == NULL) {
+        damaged(err, stream, "entry %llu was not written by replicate.so: it has no header \"Ts-Log\"",
+                (unsigned long long)seq);
+        return RP_DAMAGED;
+    }
+    if (!parse_decimal(log.str, log.len, UINT64_MAX, &id)) {
+        rp_show(log, shown, sizeof shown);
+        damaged(err, stream, "entry %llu was not written by replicate.so: its header \"Ts-Log\" is \"%s\", not a number",
+                (unsigned long long)seq, shown);
+        return RP_DAMAGED;
+    }
+    if (id != log_id) {
+        damaged(err, stream,
+                "entry %llu belongs to the log %llu, not to the log %llu this replica joined: the stream was deleted "
+                "and made again (or the entry copied from another stream)",
+                (unsigned long long)seq, (unsigned long long)id, (unsigned long long)log_id);
+        return RP_DAMAGED;
+    }
+    if (data.str == NULL || data.len == 0 || memchr(data.str, '\0', data.len) != NULL) {
+        damaged(err, stream, "entry %llu was not written by replicate.so: its action %s", (unsigned long long)seq,
+                data.str == NULL || data.len == 0 ? "is empty" : "contains a NUL byte");
+        return RP_DAMAGED;
+    }
+    out->seq = seq;
+    out->action = malloc(data.len + 1);
+    if (out->action == NULL) {
+        out->seq = 0;
+        snprintf(err, RP_ERR_SIZE, "replicate: out of memory");
+        return RP_FAILED;
+    }
+    memcpy(out->action, data.str, data.len);
+    out->action[data.len] = '\0';
+    return 0;
+}
+
+int rp_parse_js_snapshot(const char *stream, rp_text value, uint64_t log_id, int *found, char **state_out,
+                         char pos_out[RP_POS_SIZE], uint64_t *seq, char *err) {
+    char shown[200];
+    const char *space, *newline, *state;
+    uint64_t id, n;
+    size_t state_len;
+    *found = 0;
+    if (value.str == NULL) return 0;
+    space = memchr(value.str, ' ', value.len);
+    newline = memchr(value.str, '\n', value.len);
+    if (space == NULL || newline == NULL || newline < space ||
+        !parse_decimal(value.str, (size_t)(space - value.str), UINT64_MAX, &id) ||
+        !parse_decimal(space + 1, (size_t)(newline - space - 1), RP_SEQ_MAX, &n) || n == 0) {
+        rp_show(value, shown, sizeof shown);
+        damaged(err, stream, "its snapshot \"%s\" was not written by replicate.so (not \"LOG SEQ\" and a line of state)",
+                shown);
+        return RP_DAMAGED;
+    }
+    if (id != log_id) {
+        damaged(err, stream,
+                "its snapshot belongs to the log %llu, not to the log %llu this replica joined: the stream was "
+                "deleted and made again, and the snapshot kept",
+                (unsigned long long)id, (unsigned long long)log_id);
+        return RP_DAMAGED;
+    }
+    state = newline + 1;
+    state_len = value.len - (size_t)(state - value.str);
+    if (state_len == 0 || memchr(state, '\0', state_len) != NULL) {
+        damaged(err, stream, "its snapshot's state %s", state_len == 0 ? "is empty" : "contains a NUL byte");
+        return RP_DAMAGED;
+    }
+    *state_out = malloc(state_len + 1);
+    if (*state_out == NULL) {
+        snprintf(err, RP_ERR_SIZE, "replicate: out of memory");
+        return RP_FAILED;
+    }
+    memcpy(*state_out, state, state_len);
+    (*state_out)[state_len] = '\0';
+    snprintf(pos_out, RP_POS_SIZE, "%llu", (unsigned long long)n);
+    *seq = n;
+    *found = 1;
+    return 0;
 }
 
 void rp_batch_free(rp_batch *b) {

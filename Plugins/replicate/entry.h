@@ -3,7 +3,7 @@
  * without any I/O: pure functions (engine_redis.c and replicate.c use them;
  * Tests/fuzz/fuzz_replicate_entry.c fuzzes them).
  *
- * An entry as the log holds it:
+ * An entry as Redis holds it:
  *   id  a Redis stream id, "MS-SEQ": two decimal integers from 0 to
  *       18446744073709551615 without sign or leading zero
  *   fields, exactly two and in this order:
@@ -36,6 +36,7 @@ typedef struct rp_entry {
     char pos[RP_POS_SIZE]; /* its id */
     uint64_t seq;          /* its number */
     char *action;          /* malloc'ed */
+    int mine;              /* rp_append_batch: 1 + the index of this call's action; else 0 */
 } rp_entry;
 
 typedef struct rp_batch {
@@ -51,8 +52,10 @@ typedef struct rp_text {
 
 /* 1 when text is a stream id (then *ms and *seq, either may be NULL), else 0. */
 int rp_parse_id(rp_text text, uint64_t *ms, uint64_t *seq);
-/* Orders two positions: "" (before the first entry) or stream ids (which
- * rp_parse_id accepts); <0, 0, >0 as strcmp. */
+/* Orders two positions: "" (before the first entry), stream ids (which
+ * rp_parse_id accepts) or JetStream sequences (decimal integers without
+ * sign or leading zero, as numbers); <0, 0, >0 as strcmp. Anything else (and
+ * a stream id against a sequence) as strcmp. */
 int rp_compare_pos(const char *a, const char *b);
 /* 1 when text is a sequence number (1 to RP_SEQ_MAX), else 0. */
 int rp_parse_seq(rp_text text, uint64_t *out);
@@ -94,6 +97,30 @@ enum rp_step {
     RP_BACKWARD, /* after pos and numbered seq or less: the log is damaged */
 };
 enum rp_step rp_step_of(const char *pos, uint64_t seq, const rp_entry *e);
+
+/* ---- NATS JetStream (engine_nats.c) ------------------------------------------
+ * An entry is a message on the log's stream: its position is the stream
+ * sequence in decimal, and its number is that same sequence (JetStream gives
+ * them, one by one, to the messages of a stream). It carries the header
+ * "Ts-Log" with the log's id (the stream's creation time in nanoseconds,
+ * in decimal): a message without it was not written by replicate.so, one
+ * with another id was written into an earlier stream of that name (the
+ * stream was deleted and made again under a replica). Its data is the
+ * action's JSON text, without a NUL byte.
+ * The snapshot is the value of the key "snapshot" in the key-value bucket
+ * STREAM_snap: "LOG SEQ\n" then the state's JSON text (LOG and SEQ decimal,
+ * SEQ the last entry it covers). */
+
+/* One message as an entry: `seq` its stream sequence, `log` the Ts-Log
+ * header (str NULL: absent), `data` its data; `log_id` the log this replica
+ * joined. 0 with *out filled, RP_DAMAGED with a message, or RP_FAILED. */
+int rp_parse_message(const char *stream, uint64_t seq, rp_text log, uint64_t log_id, rp_text data, rp_entry *out,
+                     char *err);
+/* The snapshot's value (str NULL: no snapshot): *found 0 or 1 (*state_out
+ * malloc'ed, pos_out the sequence in decimal, *seq); RP_DAMAGED when it is
+ * malformed or of another log; RP_FAILED. */
+int rp_parse_js_snapshot(const char *stream, rp_text value, uint64_t log_id, int *found, char **state_out,
+                         char pos_out[RP_POS_SIZE], uint64_t *seq, char *err);
 
 void rp_batch_free(rp_batch *batch);
 

@@ -1,13 +1,29 @@
 /*
  * replicate - a Turnstate middleware plugin that makes the stores of several
  * processes (on one machine or several) one replicated store, on an existing
- * ordered log (Redis Streams; engine.h is the interface another log would
- * implement).
+ * ordered log: Redis Streams or NATS JetStream, picked by the url's scheme
+ * (engine.h, engine.c).
  *
- * Config: {"url": "redis://[USER:PASSWORD@]HOST[:PORT]", "stream": "NAME",
- *          "timeout_ms": 2000, "snapshot_every": 10000}
+ * Config: {"url": "redis://[USER:PASSWORD@]HOST[:PORT]" or rediss://, or
+ *          "nats://[USER:PASSWORD@|TOKEN@]HOST[:PORT][,HOST[:PORT]...]" or tls://,
+ *          "stream": "NAME", "timeout_ms": 2000, "snapshot_every": 10000,
+ *          "replicas": 3 (NATS), "tls_ca": FILE, "tls_cert": FILE, "tls_key": FILE,
+ *          "mode": "ordered", "max_pending": 100000, "max_pending_bytes": 67108864,
+ *          "status_ms": 0}
  *
- * Log first: run() does not pass a local action on with next. It appends it
+ * Optimistic mode ("mode": "optimistic"; README.md, "Modes"): run() passes
+ * the action on at once and keeps it as pending; a sender thread appends
+ * the pending actions in batches (rp_append_many: "#ORIGIN:N ACTION", each
+ * number appended once however often it is sent); the reader thread
+ * confirms them as they come back (nothing recomputed when they come in the
+ * order they were applied) and otherwise rebases: the confirmed state's
+ * text put back (replace_state), the tail of entries confirmed since then
+ * and the new entries applied, then the pending actions again on top, all
+ * inside exclusive. An own action that a reducer refuses where the log put
+ * it is reported as "@@replicate/dropped". The status (both modes) is
+ * applied as "@@replicate/status".
+ *
+ * Ordered mode, log first: run() does not pass a local action on with next. It appends it
  * to the stream and, in the same round trip, reads every entry between the
  * last one this replica applied and its own; it applies them in stream
  * order, its own last, from the plugin's place in the chain
@@ -29,15 +45,17 @@
  * line on stderr and looks again every second (it goes on once the log is
  * repaired). See README.md.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* SCHED_BATCH */
 
 #include "turnstate_plugin.h"
 
 #include "../common/pjson.h"
 #include "engine.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -45,17 +63,46 @@
 #include <string.h>
 #include <time.h>
 
-#define REPLICATE_VERSION "1.0.0"
+#define REPLICATE_VERSION "1.1.0"
 #define READ_BATCH 1000
+/* Optimistic mode reads more at a time: every batch that holds another
+ * replica's entry is one rebase, whose cost is the pending list's length. */
+#define OPTIMISTIC_READ_BATCH 10000
 #define WAIT_BLOCK_MS 250
 /* How long the reader waits before it looks at a damaged log again. */
 #define DAMAGED_RETRY_MS 1000
+/* Optimistic mode: what one append (rp_append_many) carries at most. */
+#define SEND_MAX_COUNT 4096
+#define SEND_MAX_BYTES (4u << 20)
+/* The confirmed tail (entries applied since the confirmed state's text was
+ * taken) is folded into a new text when the pending list is empty and it
+ * holds this many entries or bytes, and in any case past the hard bounds. */
+#define TAIL_FOLD_COUNT 1000
+#define TAIL_FOLD_BYTES (1u << 20)
+#define TAIL_MAX_COUNT 100000
+#define TAIL_MAX_BYTES (64u << 20)
+/* An origin: 16 hexadecimal digits, random for each instance. */
+#define ORIGIN_SIZE 17
+#define STATUS_SIZE (RP_ERR_SIZE * 2 + 512)
+
+/* One local action of optimistic mode, applied here and not yet read back
+ * from the log. */
+typedef struct pending {
+    char *action;      /* its JSON text */
+    size_t length;
+    uint64_t n;        /* its number in the log ("#ORIGIN:N"), 0 until the sender numbers it */
+    int ready;         /* run() kept it (its local dispatch succeeded) */
+    ts_status outcome; /* its last local application: TS_OK or a refusal (a rebase's replay) */
+    char *reason;      /* that refusal's message, or NULL */
+} pending;
 
 typedef struct replica {
     const ts_store_api *store;
     ts_status (*deliver)(const char *action_json); /* dispatch_after, or apply on an older table */
     char *url, *stream;
     uint64_t timeout_ms, snapshot_every;
+    char *tls_ca, *tls_cert, *tls_key; /* file paths (engine.h's rp_options) */
+    uint64_t replicas;                 /* NATS: of the stream it creates */
     /* Used only with the store held (run, create, the reader's exclusive step). */
     rp_engine *log;
     char pos[RP_POS_SIZE]; /* the last entry applied ("" before the first) */
@@ -70,6 +117,45 @@ typedef struct replica {
     int stop;
     int free_on_exit; /* destroy() ran on the reader thread itself */
     char reported[RP_ERR_SIZE]; /* the reader's last line on stderr (its own) */
+    uint64_t shared_seq; /* r->seq, for the sender (under mutex) */
+
+    /* ---- Optimistic mode and the status (README.md, "Modes") ---- */
+    int optimistic;
+    uint64_t max_pending, max_pending_bytes, status_ms;
+    char origin[ORIGIN_SIZE];
+    const char *(*last_error)(void); /* ts_last_error, when dlsym finds it: reasons of refusals */
+    /* The pending list: changed by run() and the reader's steps (store held)
+     * under qmutex; the sender reads it under qmutex. */
+    pthread_mutex_t qmutex;
+    pthread_cond_t qwake; /* new work for the sender, or stop */
+    pending *pend;
+    size_t pend_first, pend_count, pend_cap, pend_bytes;
+    uint64_t next_n;  /* the next number the sender gives (under qmutex) */
+    uint64_t acked_n; /* every number up to it is in the log (under qmutex) */
+    uint64_t ack_head; /* ... at entry ack_head or before (under qmutex) */
+    int sender_stop;  /* under qmutex */
+    rp_engine *sender_log;
+    pthread_t sender;
+    int sender_started;
+    /* With the store held: the confirmed state (the log up to entry
+     * confirmed_seq, as text), then the tail applied since (confirmed up to
+     * r->seq = confirmed + tail); the store shows confirmed + tail + pending. */
+    char *confirmed;
+    char **tail;
+    size_t tail_count, tail_cap, tail_bytes;
+    int in_sync;   /* the store shows exactly confirmed + tail + the pending list, in order */
+    int rebasing;  /* a rebase runs: a nested dispatch is queued, and applied by the rebase */
+    int snapshot_due;
+    uint64_t snapshot_due_seq;
+    /* Counts for the status (store held). */
+    uint64_t confirmed_count, dropped_count, rebase_count, last_rebase_us, covered_count;
+    struct timespec rebase_started;
+    /* The status's shared part (under mutex). */
+    uint64_t head, reader_connections, sender_connections;
+    int reader_ok, sender_ok;
+    char last_err[RP_ERR_SIZE];
+    char last_status[STATUS_SIZE]; /* the last status applied (reader thread) */
+    struct timespec last_status_at;
 } replica;
 
 /* What run() waits for: its own entry. */
@@ -82,6 +168,7 @@ typedef struct own_entry {
 static void publish(replica *r) {
     pthread_mutex_lock(&r->mutex);
     memcpy(r->shared_pos, r->pos, RP_POS_SIZE);
+    r->shared_seq = r->seq;
     pthread_mutex_unlock(&r->mutex);
 }
 
@@ -99,6 +186,348 @@ static void rest(replica *r, long ms) {
     while (!r->stop && pthread_cond_timedwait(&r->wake, &r->mutex, &until) != ETIMEDOUT) {
     }
     pthread_mutex_unlock(&r->mutex);
+}
+
+/* ---- Status: what the program can read ------------------------------------ */
+
+/* An exchange with the log that went through, seen by the reader (0) or the
+ * sender (1; ordered mode: run()), and what the engine saw (engine NULL:
+ * nothing to count, run()'s connection is read with the store held). */
+static void note_ok(replica *r, int sender, const rp_engine *engine) {
+    rp_engine_info info = {0, 0};
+    if (engine) rp_info(engine, &info);
+    pthread_mutex_lock(&r->mutex);
+    if (sender) {
+        r->sender_ok = 1;
+        if (engine) r->sender_connections = info.connections;
+    } else {
+        r->reader_ok = 1;
+        if (engine) r->reader_connections = info.connections;
+    }
+    if (info.head > r->head) r->head = info.head;
+    pthread_mutex_unlock(&r->mutex);
+}
+
+/* A failure: the log did not answer (damaged 0), or answered that it is
+ * damaged (1: the exchange itself went through). */
+static void note_failure(replica *r, int sender, const char *err, int damaged) {
+    pthread_mutex_lock(&r->mutex);
+    if (sender) r->sender_ok = damaged;
+    else r->reader_ok = damaged;
+    snprintf(r->last_err, sizeof r->last_err, "%s", err);
+    pthread_mutex_unlock(&r->mutex);
+}
+
+/* `text` as the inside of a JSON string (without the quotes), at most
+ * size - 1 bytes, never cut inside an escape. */
+static void json_escape(char *out, size_t size, const char *text) {
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (; *text; text++) {
+        unsigned char c = (unsigned char)*text;
+        char esc[8];
+        size_t n;
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\', esc[1] = (char)c, n = 2;
+        } else if (c < 0x20 || c == 0x7f) {
+            esc[0] = '\\', esc[1] = 'u', esc[2] = '0', esc[3] = '0', esc[4] = hex[c >> 4], esc[5] = hex[c & 15], n = 6;
+        } else {
+            esc[0] = (char)c, n = 1;
+        }
+        if (o + n + 1 > size) break;
+        memcpy(out + o, esc, n);
+        o += n;
+    }
+    out[o] = '\0';
+}
+
+static size_t unsent_of(const replica *r);
+
+/* The status as the payload of "@@replicate/status" (README.md, "Status").
+ * With the store held. */
+static void status_text(replica *r, char *out, size_t size) {
+    char err[RP_ERR_SIZE * 2], error[RP_ERR_SIZE * 2 + 2];
+    uint64_t head, reconnections = 0, connections;
+    int connected;
+    size_t unsent = 0, count, bytes;
+    rp_engine_info info;
+    rp_info(r->log, &info);
+    pthread_mutex_lock(&r->mutex);
+    head = r->head > info.head ? r->head : info.head;
+    connections = info.connections;
+    reconnections += connections > 1 ? connections - 1 : 0;
+    reconnections += r->reader_connections > 1 ? r->reader_connections - 1 : 0;
+    reconnections += r->sender_connections > 1 ? r->sender_connections - 1 : 0;
+    connected = r->reader_ok && r->sender_ok;
+    json_escape(err, sizeof err, r->last_err);
+    pthread_mutex_unlock(&r->mutex);
+    if (err[0]) snprintf(error, sizeof error, "\"%s\"", err);
+    else snprintf(error, sizeof error, "null");
+    pthread_mutex_lock(&r->qmutex);
+    count = r->pend_count;
+    bytes = r->pend_bytes;
+    if (r->optimistic) unsent = unsent_of(r);
+    pthread_mutex_unlock(&r->qmutex);
+    if (head < r->seq) head = r->seq;
+    snprintf(out, size,
+             "{\"mode\":\"%s\",\"seq\":%llu,\"head\":%llu,\"lag\":%llu,\"pending\":%zu,\"pending_bytes\":%zu,"
+             "\"unsent\":%zu,\"confirmed\":%llu,\"dropped\":%llu,\"covered\":%llu,\"rebases\":%llu,\"last_rebase_us\":%llu,"
+             "\"reconnections\":%llu,\"connected\":%s,\"last_error\":%s}",
+             r->optimistic ? "optimistic" : "ordered", (unsigned long long)r->seq, (unsigned long long)head,
+             (unsigned long long)(head - r->seq), count, bytes, unsent, (unsigned long long)r->confirmed_count,
+             (unsigned long long)r->dropped_count, (unsigned long long)r->covered_count, (unsigned long long)r->rebase_count,
+             (unsigned long long)r->last_rebase_us, (unsigned long long)reconnections, connected ? "true" : "false",
+             error);
+}
+
+/* The "@@replicate/status" action (size STATUS_SIZE + 64). */
+static void status_action(replica *r, char *out, size_t size) {
+    char payload[STATUS_SIZE];
+    status_text(r, payload, sizeof payload);
+    snprintf(out, size, "{\"type\":\"@@replicate/status\",\"payload\":%s}", payload);
+}
+
+static double seconds_since(const struct timespec *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+/* Applies "@@replicate/status" from the plugin's place (local: never
+ * appended) when it changed and status_ms has passed since the last one,
+ * or at once with `force` (after a rebase, which put back an older one).
+ * With the store held, on the reader thread. */
+static void emit_status(replica *r, int force) {
+    char action[STATUS_SIZE + 64];
+    if (r->status_ms == 0) return;
+    if (!force && seconds_since(&r->last_status_at) * 1000 < (double)r->status_ms) return;
+    status_action(r, action, sizeof action);
+    if (!force && strcmp(action, r->last_status) == 0) return;
+    memcpy(r->last_status, action, sizeof r->last_status);
+    clock_gettime(CLOCK_MONOTONIC, &r->last_status_at);
+    (void)r->deliver(action);
+}
+
+/* ---- Entries: "#ORIGIN:N ACTION" or the action alone ---------------------- */
+
+/* The action in an entry's text; *n and origin say whose it is ("" and 0:
+ * an entry of ordered mode, or of an older replicate.so). */
+static const char *split_entry(const char *text, char origin[ORIGIN_SIZE], uint64_t *n) {
+    const char *p = text + 1, *colon;
+    uint64_t v = 0;
+    origin[0] = '\0';
+    *n = 0;
+    if (text[0] != '#') return text;
+    colon = strchr(p, ':');
+    if (colon == NULL || colon == p || colon - p >= ORIGIN_SIZE) return text;
+    for (p = colon + 1; *p >= '0' && *p <= '9' && v < RP_SEQ_MAX; p++) v = v * 10 + (uint64_t)(*p - '0');
+    if (*p != ' ' || p == colon + 1 || v == 0) return text;
+    memcpy(origin, text + 1, (size_t)(colon - text - 1));
+    origin[colon - text - 1] = '\0';
+    *n = v;
+    return p + 1;
+}
+
+/* ---- The pending list (optimistic mode) ----------------------------------- */
+
+static pending *pend_at(replica *r, size_t i) { return &r->pend[r->pend_first + i]; }
+
+/* Under qmutex. 0, or -1 without memory. */
+static int pend_push(replica *r, char *action, size_t length, int ready) {
+    pending *p;
+    if (r->pend_first + r->pend_count == r->pend_cap) {
+        if (r->pend_first > 0) {
+            memmove(r->pend, r->pend + r->pend_first, r->pend_count * sizeof *r->pend);
+            r->pend_first = 0;
+        }
+        if (r->pend_count == r->pend_cap) {
+            size_t cap = r->pend_cap ? r->pend_cap * 2 : 256;
+            pending *grown = realloc(r->pend, cap * sizeof *grown);
+            if (grown == NULL) return -1;
+            r->pend = grown;
+            r->pend_cap = cap;
+        }
+    }
+    p = &r->pend[r->pend_first + r->pend_count++];
+    p->action = action;
+    p->length = length;
+    p->n = 0;
+    p->ready = ready;
+    p->outcome = TS_OK;
+    p->reason = NULL;
+    r->pend_bytes += length;
+    return 0;
+}
+
+/* Takes item i out (its action and reason are the caller's). Under qmutex. */
+static void pend_remove(replica *r, size_t i) {
+    r->pend_bytes -= pend_at(r, i)->length;
+    if (i == 0) {
+        r->pend_first++;
+    } else {
+        memmove(pend_at(r, i), pend_at(r, i + 1), (r->pend_count - i - 1) * sizeof *r->pend);
+    }
+    if (--r->pend_count == 0) r->pend_first = 0;
+}
+
+/* How many pending actions the log has not acknowledged. Under qmutex. */
+static size_t unsent_of(const replica *r) {
+    const pending *first;
+    if (r->pend_count == 0) return 0;
+    first = &r->pend[r->pend_first];
+    /* Numbered in list order without a gap: the acknowledged ones come first. */
+    if (first->n == 0 || first->n > r->acked_n) return r->pend_count;
+    return r->pend_count - (size_t)(r->acked_n - first->n + 1 < r->pend_count ? r->acked_n - first->n + 1
+                                                                               : r->pend_count);
+}
+
+/* ---- The confirmed tail (optimistic mode, store held) --------------------- */
+
+/* Room for two more actions in the tail (an entry and its report), so that
+ * tail_take cannot fail: 0, or -1 without memory (then nothing is applied). */
+static int tail_reserve(replica *r) {
+    if (r->tail_count + 2 > r->tail_cap) {
+        size_t cap = r->tail_cap ? r->tail_cap * 2 : 1024;
+        char **grown = realloc(r->tail, cap * sizeof *grown);
+        if (grown == NULL) return -1;
+        r->tail = grown;
+        r->tail_cap = cap;
+    }
+    return 0;
+}
+
+/* Appends a text applied as confirmed (an entry's text, envelope included,
+ * or an action), taken: freed with the tail. After tail_reserve. */
+static void tail_take(replica *r, char *text) {
+    r->tail[r->tail_count++] = text;
+    r->tail_bytes += strlen(text);
+}
+
+static void tail_clear(replica *r) {
+    size_t i;
+    for (i = 0; i < r->tail_count; i++) free(r->tail[i]);
+    r->tail_count = 0;
+    r->tail_bytes = 0;
+}
+
+/* The reason of the refusal `status` that the store just gave on this
+ * thread (ts_last_error, when dlsym found it), malloc'ed; NULL without memory. */
+static char *reason_of(replica *r, ts_status status) {
+    const char *why = r->last_error ? r->last_error() : NULL;
+    const char *text = why && *why ? why : r->store->status_name(status);
+    size_t n = strlen(text) + 1;
+    char *copy = malloc(n);
+    if (copy) memcpy(copy, text, n);
+    return copy;
+}
+
+/* Tells the program that one of its actions was dropped: the log's order
+ * put it where a reducer refused it (on every replica). Applied from the
+ * plugin's place (local, never appended), and kept in the tail: a rebase
+ * applies it again where it happened. Store held. */
+static void report_dropped(replica *r, const char *action, ts_status status, const char *reason) {
+    char why[RP_ERR_SIZE * 4];
+    size_t size = strlen(action) + sizeof why + 128;
+    char *report = malloc(size);
+    r->dropped_count++;
+    if (report == NULL) return;
+    json_escape(why, sizeof why, reason ? reason : r->store->status_name(status));
+    snprintf(report, size,
+             "{\"type\":\"@@replicate/dropped\",\"payload\":{\"action\":%s,\"status\":\"%s\",\"reason\":\"%s\"}}",
+             action, r->store->status_name(status), why);
+    (void)r->deliver(report);
+    if (r->tail_count < r->tail_cap) tail_take(r, report); /* tail_reserve made room */
+    else free(report);
+}
+
+/* The pending list's first action is confirmed: the log holds it at r->seq,
+ * where its outcome was `status` (reason: why it was refused). Store held,
+ * after tail_reserve. */
+static void confirm_head(replica *r, ts_status status, const char *reason) {
+    pending p;
+    pthread_mutex_lock(&r->qmutex);
+    p = *pend_at(r, 0);
+    pend_remove(r, 0);
+    pthread_mutex_unlock(&r->qmutex);
+    r->confirmed_count++;
+    if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0 && !r->snapshot_due) {
+        r->snapshot_due = 1;
+        r->snapshot_due_seq = r->seq;
+    }
+    tail_take(r, p.action);
+    if (status != TS_OK) report_dropped(r, p.action, status, reason);
+    free(p.reason);
+}
+
+/* Whether entry text `action` of `origin` numbered n is the pending list's
+ * first action. Store held. */
+static int is_head(replica *r, const char *origin, uint64_t n) {
+    int head;
+    if (n == 0 || r->pend_count == 0 || strcmp(origin, r->origin) != 0) return 0;
+    pthread_mutex_lock(&r->qmutex); /* the sender numbers it */
+    head = pend_at(r, 0)->n == n;
+    pthread_mutex_unlock(&r->qmutex);
+    return head;
+}
+
+/* The pending actions numbered below `below` are in the log before what
+ * this replica read after a snapshot: the snapshot covers them (its
+ * entries were trimmed before this replica read them), with an outcome
+ * this replica cannot know (no drop is reported for them). Taken off the
+ * list, counted as confirmed and covered. 1 when any was. Store held. */
+static int drop_covered(replica *r, uint64_t below) {
+    int any = 0;
+    pthread_mutex_lock(&r->qmutex);
+    while (r->pend_count > 0 && pend_at(r, 0)->n != 0 && pend_at(r, 0)->n < below) {
+        free(pend_at(r, 0)->action);
+        free(pend_at(r, 0)->reason);
+        pend_remove(r, 0);
+        r->confirmed_count++;
+        r->covered_count++;
+        any = 1;
+    }
+    pthread_mutex_unlock(&r->qmutex);
+    return any;
+}
+
+/* The same for the pending actions that the log acknowledged at entry
+ * ack_head or before, when this replica applied up to there without
+ * reading them (it loaded a snapshot past them). Store held. */
+static int drop_covered_by_acks(replica *r) {
+    uint64_t acked, head;
+    pthread_mutex_lock(&r->qmutex);
+    acked = r->acked_n;
+    head = r->ack_head;
+    pthread_mutex_unlock(&r->qmutex);
+    if (acked == 0 || r->seq < head) return 0;
+    return drop_covered(r, acked + 1);
+}
+
+/* Applies entry e, the next in the log, from the plugin's place: ordered
+ * mode, and optimistic mode's confirmed state (during a rebase, when the
+ * store shows the confirmed state; after tail_reserve). Optimistic mode
+ * takes e's text into the tail (e->action is then NULL). */
+static ts_status deliver_entry(replica *r, rp_entry *e) {
+    char origin[ORIGIN_SIZE];
+    uint64_t n;
+    const char *action = split_entry(e->action, origin, &n);
+    ts_status status;
+    char *reason = NULL;
+    if (!r->optimistic) return r->deliver(action);
+    /* One of its own after pending ones it did not read: those came before
+     * a snapshot it loaded. */
+    if (n != 0 && r->pend_count > 0 && strcmp(origin, r->origin) == 0) (void)drop_covered(r, n);
+    if (!is_head(r, origin, n)) {
+        status = r->deliver(action);
+        tail_take(r, e->action);
+        e->action = NULL;
+        return status;
+    }
+    status = r->deliver(action);
+    if (status != TS_OK) reason = reason_of(r, status);
+    confirm_head(r, status, reason);
+    free(reason);
+    return status;
 }
 
 /* The status a failure of the log gives: damage is not the log's silence. */
@@ -130,11 +559,20 @@ static int load_snapshot(replica *r, char *err) {
         return 0;
     }
     status = r->store->replace_state(state);
-    free(state);
     if (status != TS_OK) {
+        free(state);
         snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu) was refused: %s",
                  r->stream, (unsigned long long)seq, r->store->status_name(status));
         return RP_FAILED;
+    }
+    if (r->optimistic) {
+        /* Optimistic mode: the confirmed state is now the snapshot's (a
+         * rebase loads it while the store shows the confirmed state). */
+        free(r->confirmed);
+        r->confirmed = state;
+        tail_clear(r);
+    } else {
+        free(state);
     }
     memcpy(r->pos, pos, RP_POS_SIZE);
     r->seq = seq;
@@ -156,10 +594,10 @@ static void damaged(replica *r, char *err, const char *format, ...) {
  * tells trimming from damage: after_gap); RP_DAMAGED when an entry after
  * this replica's position is numbered at or below the last it applied
  * (nothing from it on is applied). */
-static int apply_batch(replica *r, const rp_batch *batch, own_entry *own, size_t *gap_at, char *err) {
+static int apply_batch(replica *r, rp_batch *batch, own_entry *own, size_t *gap_at, char *err) {
     size_t i;
     for (i = 0; i < batch->count; i++) {
-        const rp_entry *e = &batch->items[i];
+        rp_entry *e = &batch->items[i];
         ts_status status;
         int mine = own->pos != NULL && strcmp(e->pos, own->pos) == 0;
         switch (rp_step_of(r->pos, r->seq, e)) {
@@ -182,6 +620,10 @@ static int apply_batch(replica *r, const rp_batch *batch, own_entry *own, size_t
         case RP_APPLY:
             break;
         }
+        if (r->optimistic && tail_reserve(r) != 0) {
+            snprintf(err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
+            return RP_FAILED;
+        }
         /* Counted before it runs: a listener's nested dispatch must see it as
          * applied, not apply it again. */
         memcpy(r->pos, e->pos, RP_POS_SIZE);
@@ -191,8 +633,9 @@ static int apply_batch(replica *r, const rp_batch *batch, own_entry *own, size_t
          * then the reducers and listeners, on every replica. A reducer that
          * refuses an entry refuses it on every replica (the reducers are
          * pure): it stays unapplied everywhere. */
-        status = r->deliver(e->action);
+        status = deliver_entry(r, e);
         if (mine) {
+            r->confirmed_count++;
             own->done = 1;
             own->status = status;
             maybe_snapshot(r);
@@ -263,6 +706,8 @@ static int catch_up(replica *r, own_entry *own, char *err) {
     }
 }
 
+static ts_status optimistic_run(replica *r, ts_next_fn next, const ts_action *action);
+
 static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
     replica *r = self;
     rp_batch batch;
@@ -270,8 +715,28 @@ static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const
     char err[RP_ERR_SIZE], own_pos[RP_POS_SIZE];
     size_t at = 0;
     int rc;
-    (void)next; /* log first: the action reaches the reducers through apply */
+    if (strcmp(action->type, "@@replicate/status") == 0) {
+        /* The program asks for the status: filled in, applied here only. */
+        char text[STATUS_SIZE + 64];
+        ts_status status;
+        status_action(r, text, sizeof text);
+        status = next(text);
+        if (r->optimistic && status == TS_OK && tail_reserve(r) == 0) {
+            /* Kept with the confirmed state: a rebase applies it again. */
+            size_t n = strlen(text) + 1;
+            char *copy = malloc(n);
+            if (copy) {
+                memcpy(copy, text, n);
+                tail_take(r, copy);
+            }
+        }
+        return status;
+    }
+    if (r->optimistic) return optimistic_run(r, next, action);
+    /* Ordered: log first, the action reaches the reducers through deliver. */
     rc = rp_append(r->log, action->json, r->pos, r->seq, &batch, err);
+    if (rc != 0) note_failure(r, 1, err, rc == RP_DAMAGED);
+    else note_ok(r, 1, NULL);
     if (rc != 0) {
         /* Nothing was appended (or, after a timeout, maybe it was: then it is
          * applied everywhere when it is read back). */
@@ -306,7 +771,7 @@ static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const
 
 typedef struct reader_work {
     replica *r;
-    const rp_batch *batch;
+    rp_batch *batch;
     int read_rc;                 /* the read's result: 0 or RP_DAMAGED (after the batch) */
     const char *read_err;        /* its message */
     int rc;                      /* the step's result */
@@ -327,7 +792,420 @@ static ts_status reader_step(void *self) {
         w->rc = w->read_rc;
         memcpy(w->err, w->read_err, RP_ERR_SIZE);
     }
+    emit_status(w->r, 0);
     return TS_OK;
+}
+
+/* ---- Optimistic mode: the reader's side ------------------------------------ */
+
+/* Keeps the text of the state the store shows as the confirmed state (the
+ * log up to r->seq; the tail is then empty). 0, or -1 (no memory: the old
+ * text and the tail stay, and are still right). Store held. The text comes
+ * from get_state, malloc'ed (turnstate.h, Memory: free() is the table's
+ * free), like the snapshot's that load_snapshot keeps. */
+static int capture_confirmed(replica *r) {
+    char *state = NULL;
+    if (r->store->get_state("", &state) != TS_OK) return -1;
+    free(r->confirmed);
+    r->confirmed = state;
+    tail_clear(r);
+    return 0;
+}
+
+/* Stores the confirmed state as the snapshot, when one is due and the text
+ * is the state at r->seq. Best effort, as in ordered mode. Store held. */
+static void snapshot_confirmed(replica *r) {
+    char err[RP_ERR_SIZE];
+    int stored;
+    if (!r->snapshot_due || r->tail_count != 0 || r->confirmed == NULL) return;
+    (void)rp_snapshot_put(r->log, r->confirmed, r->pos, r->seq, &stored, err);
+    r->snapshot_due = 0;
+}
+
+/* Puts the store back to the confirmed state: its text, then the tail
+ * applied again. 0, or RP_FAILED with a message (the state is unchanged).
+ * Store held. */
+static int restore_confirmed(replica *r, char *err) {
+    size_t i;
+    ts_status status = r->store->replace_state(r->confirmed);
+    if (status != TS_OK) {
+        snprintf(err, RP_ERR_SIZE, "replicate: a rebase could not put back the confirmed state (replace_state: %s)",
+                 r->store->status_name(status));
+        return RP_FAILED;
+    }
+    for (i = 0; i < r->tail_count; i++) {
+        char origin[ORIGIN_SIZE];
+        uint64_t n;
+        (void)r->deliver(split_entry(r->tail[i], origin, &n));
+    }
+    return 0;
+}
+
+/* Applies the pending actions again, in order, on top of the confirmed
+ * state, and keeps each one's outcome (a refusal now is not yet a drop: the
+ * action's place in the log decides). Actions that listeners dispatch
+ * meanwhile join the list and are applied in turn. Store held. */
+static void replay_pending(replica *r) {
+    size_t i;
+    for (i = 0;; i++) {
+        char *action;
+        int ready;
+        ts_status status;
+        char *reason = NULL;
+        pthread_mutex_lock(&r->qmutex);
+        if (i >= r->pend_count) {
+            pthread_mutex_unlock(&r->qmutex);
+            break;
+        }
+        action = pend_at(r, i)->action;
+        ready = pend_at(r, i)->ready;
+        pthread_mutex_unlock(&r->qmutex);
+        if (!ready) continue;
+        status = r->deliver(action);
+        if (status != TS_OK) reason = reason_of(r, status);
+        pthread_mutex_lock(&r->qmutex);
+        pend_at(r, i)->outcome = status;
+        free(pend_at(r, i)->reason);
+        pend_at(r, i)->reason = reason;
+        pthread_mutex_unlock(&r->qmutex);
+    }
+}
+
+/* The end of a rebase: the store shows the confirmed state (the kept text
+ * and the tail); its text is taken again when the tail grew long or a
+ * snapshot is due (a get_state of the whole state: not at every rebase),
+ * then the pending actions on top. */
+static void finish_rebase(replica *r) {
+    (void)drop_covered_by_acks(r);
+    if ((r->snapshot_due || r->tail_count >= TAIL_FOLD_COUNT || r->tail_bytes >= TAIL_FOLD_BYTES) &&
+        capture_confirmed(r) == 0)
+        snapshot_confirmed(r);
+    replay_pending(r);
+    r->rebasing = 0;
+    r->in_sync = 1;
+    r->rebase_count++;
+    r->last_rebase_us = (uint64_t)(seconds_since(&r->rebase_started) * 1e6);
+    emit_status(r, 1);
+}
+
+/* A rebase begins: a nested dispatch is queued from now on. */
+static void begin_rebase(replica *r) {
+    r->rebasing = 1;
+    clock_gettime(CLOCK_MONOTONIC, &r->rebase_started);
+}
+
+/* The log's order differs from what the store shows (another replica's
+ * entry, or a snapshot, before this replica's pending actions): the
+ * confirmed state back, the batch's entries from there on (and whatever the
+ * log holds after a gap), then the pending actions again. Store held. */
+static void rebase(reader_work *w) {
+    replica *r = w->r;
+    own_entry none = {NULL, 0, TS_OK};
+    size_t at = 0;
+    begin_rebase(r);
+    if ((w->rc = restore_confirmed(r, w->err)) != 0) {
+        r->rebasing = 0;
+        return;
+    }
+    r->in_sync = 0;
+    /* The entries applied already are skipped (rp_step_of). */
+    w->rc = apply_batch(r, w->batch, &none, &at, w->err);
+    if (w->rc == 1) {
+        w->rc = after_gap(r, &w->batch->items[at], w->err);
+        if (w->rc == 0) w->rc = catch_up(r, &none, w->err);
+    } else if (w->rc == 0 && w->read_rc != 0) {
+        w->rc = w->read_rc;
+        memcpy(w->err, w->read_err, RP_ERR_SIZE);
+    }
+    finish_rebase(r);
+}
+
+/* What a step does after its entries: a store that does not show confirmed
+ * + tail + pending is rebased (a local dispatch failed after changing it);
+ * a long tail is folded into the confirmed text (at once when nothing is
+ * pending: the store shows the confirmed state; past the hard bounds, by a
+ * rebase); a due snapshot is stored; the status is applied. Store held. */
+static void tend(replica *r) {
+    int quiet, must;
+    char err[RP_ERR_SIZE];
+    /* Covered by a snapshot: the store shows them on top, once too many. */
+    if (drop_covered_by_acks(r)) r->in_sync = 0;
+    if (!r->in_sync) {
+        begin_rebase(r);
+        if (restore_confirmed(r, err) == 0) finish_rebase(r);
+        else r->rebasing = 0;
+    }
+    quiet = r->pend_count == 0 && r->in_sync;
+    must = r->tail_count >= TAIL_MAX_COUNT || r->tail_bytes >= TAIL_MAX_BYTES ||
+           (r->snapshot_due && r->seq - r->snapshot_due_seq >= 4 * r->snapshot_every);
+    if (quiet && (r->snapshot_due || r->tail_count >= TAIL_FOLD_COUNT || r->tail_bytes >= TAIL_FOLD_BYTES)) {
+        if (capture_confirmed(r) == 0) snapshot_confirmed(r);
+    } else if (must) {
+        begin_rebase(r);
+        if (restore_confirmed(r, err) == 0) finish_rebase(r);
+        else r->rebasing = 0;
+    }
+    emit_status(r, 0);
+}
+
+/* Optimistic mode, with the store held: the entries the reader read. The
+ * common case recomputes nothing: an entry that is this replica's first
+ * pending action (the store shows it already, with its outcome) is only
+ * counted as confirmed, and with nothing pending an entry is applied on
+ * top, as in ordered mode. Any other entry (another replica's before this
+ * one's pending actions, a gap) makes the rest of the batch a rebase. */
+static ts_status optimistic_step(void *self) {
+    reader_work *w = self;
+    replica *r = w->r;
+    size_t i;
+    w->rc = 0;
+    for (i = 0; i < w->batch->count; i++) {
+        rp_entry *e = &w->batch->items[i];
+        char origin[ORIGIN_SIZE];
+        uint64_t n;
+        const char *action;
+        enum rp_step step = rp_step_of(r->pos, r->seq, e);
+        if (step == RP_SKIP) continue;
+        if (step != RP_APPLY || !r->in_sync) break;
+        action = split_entry(e->action, origin, &n);
+        if (r->pend_count > 0 && !is_head(r, origin, n)) break;
+        if (tail_reserve(r) != 0) {
+            snprintf(w->err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
+            w->rc = RP_FAILED;
+            break;
+        }
+        memcpy(r->pos, e->pos, RP_POS_SIZE);
+        r->seq = e->seq;
+        publish(r);
+        if (r->pend_count > 0) {
+            /* Its outcome where the log put it is the one the store shows. */
+            pending *p = pend_at(r, 0);
+            ts_status outcome = p->outcome;
+            char *reason = p->reason;
+            p->reason = NULL;
+            confirm_head(r, outcome, reason);
+            free(reason);
+        } else {
+            (void)r->deliver(action);
+            tail_take(r, e->action);
+            e->action = NULL;
+        }
+    }
+    if (w->rc == 0) {
+        if (i < w->batch->count) {
+            rebase(w);
+        } else if (w->read_rc != 0) {
+            w->rc = w->read_rc;
+            memcpy(w->err, w->read_err, RP_ERR_SIZE);
+        }
+    }
+    tend(r);
+    return TS_OK;
+}
+
+/* With the store held, when the reader read nothing: tend() (and the
+ * status, in ordered mode too). */
+static ts_status idle_step(void *self) {
+    replica *r = self;
+    if (r->optimistic) tend(r);
+    else emit_status(r, 0);
+    return TS_OK;
+}
+
+/* ---- Optimistic mode: the sender thread ------------------------------------ */
+
+/* The sender yields to the program's threads: SCHED_BATCH (Linux) keeps it,
+ * woken by a dispatch, from preempting the dispatching thread before its
+ * dispatch returns. Best effort. (Not the reader: it holds the store for
+ * its steps, and a dispatch would wait for it while it is preempted.) */
+static void background_thread(void) {
+#ifdef SCHED_BATCH
+    struct sched_param param;
+    memset(&param, 0, sizeof param);
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+#endif
+}
+
+/* Writes "#ORIGIN:N " at out; returns its length. */
+static size_t envelope(char *out, const char *origin, uint64_t n) {
+    char digits[24];
+    size_t o = 0, d = 0, olen = strlen(origin);
+    out[o++] = '#';
+    memcpy(out + o, origin, olen);
+    o += olen;
+    out[o++] = ':';
+    do {
+        digits[d++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    while (d) out[o++] = digits[--d];
+    out[o++] = ' ';
+    return o;
+}
+
+/* The sender waits `ms`, or less when destroy() stops it; new dispatches do
+ * not cut it short (a log that is down is not asked more often). */
+static void sender_rest(replica *r, long ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&r->qmutex);
+    while (!r->sender_stop && pthread_cond_timedwait(&r->qwake, &r->qmutex, &until) != ETIMEDOUT) {
+    }
+    pthread_mutex_unlock(&r->qmutex);
+}
+
+/* Appends the pending actions, in order, batched (everything that came
+ * since the last append, up to SEND_MAX_COUNT and SEND_MAX_BYTES, as one
+ * pipelined rp_append_many), numbering each one once: a resend after a
+ * failure carries the same numbers, and the log keeps each number once.
+ * On stop: one last attempt for what is not acknowledged, then out. */
+static void *sender_main(void *self) {
+    replica *r = self;
+    size_t room = SEND_MAX_BYTES + SEND_MAX_COUNT * (ORIGIN_SIZE + 26);
+    char *buffer = malloc(room);
+    const char **texts = malloc(SEND_MAX_COUNT * sizeof *texts);
+    size_t *offsets = malloc(SEND_MAX_COUNT * sizeof *offsets);
+    background_thread();
+    if (buffer == NULL || texts == NULL || offsets == NULL) {
+        note_failure(r, 1, "replicate: out of memory: the sender thread stopped", 0);
+        free(buffer);
+        free(texts);
+        free(offsets);
+        return NULL;
+    }
+    for (;;) {
+        size_t k = 0, used = 0, start, i, done = 0;
+        uint64_t first = 0, seq;
+        int stop, rc;
+        char err[RP_ERR_SIZE];
+        pthread_mutex_lock(&r->qmutex);
+        for (;;) {
+            start = r->pend_count - unsent_of(r);
+            if ((start < r->pend_count && pend_at(r, start)->ready) || r->sender_stop) break;
+            pthread_cond_wait(&r->qwake, &r->qmutex);
+        }
+        stop = r->sender_stop;
+        /* Copied under the lock, into one buffer: a memcpy each. */
+        for (i = start; i < r->pend_count && k < SEND_MAX_COUNT; i++) {
+            pending *p = pend_at(r, i);
+            size_t need = used + ORIGIN_SIZE + 26 + p->length + 1;
+            if (!p->ready || (k > 0 && used + p->length > SEND_MAX_BYTES)) break;
+            if (need > room) {
+                /* One action larger than a batch: it goes alone. */
+                char *grown = realloc(buffer, need);
+                if (grown == NULL) break;
+                buffer = grown;
+                room = need;
+            }
+            if (p->n == 0) p->n = r->next_n++;
+            if (k == 0) first = p->n;
+            offsets[k] = used;
+            used += envelope(buffer + used, r->origin, p->n);
+            memcpy(buffer + used, p->action, p->length + 1);
+            used += p->length + 1;
+            k++;
+        }
+        pthread_mutex_unlock(&r->qmutex);
+        if (k == 0 && stop) break; /* stopped, nothing to send */
+        if (k == 0) {
+            note_failure(r, 1, "replicate: out of memory (the sender could not copy an action)", 0);
+            sender_rest(r, 50);
+            continue;
+        }
+        for (i = 0; i < k; i++) texts[i] = buffer + offsets[i];
+        pthread_mutex_lock(&r->mutex);
+        seq = r->shared_seq;
+        pthread_mutex_unlock(&r->mutex);
+        rc = rp_append_many(r->sender_log, r->origin, first, k, texts, seq, &done, err);
+        pthread_mutex_lock(&r->qmutex);
+        if (done > 0 && first + done - 1 > r->acked_n) {
+            rp_engine_info info;
+            rp_info(r->sender_log, &info);
+            r->acked_n = first + done - 1;
+            r->ack_head = info.head; /* the log's last number after the append: they are at or before it */
+        }
+        pthread_mutex_unlock(&r->qmutex);
+        if (rc == 0) note_ok(r, 1, r->sender_log);
+        else note_failure(r, 1, err, rc == RP_DAMAGED);
+        if (stop) break;
+        if (rc != 0) sender_rest(r, rc == RP_DAMAGED ? DAMAGED_RETRY_MS : 50);
+    }
+    free(buffer);
+    free(texts);
+    free(offsets);
+    return NULL;
+}
+
+/* ---- Optimistic mode: run() ------------------------------------------------ */
+
+/* Statuses after which the store is as it was (the reducers refused, or the
+ * text was refused before them): anything else may have changed it. */
+static int unchanged_by(ts_status status) {
+    return status == TS_E_REDUCER || status == TS_E_REENTRANT || status == TS_E_JSON || status == TS_E_NOT_ACTION ||
+           status == TS_E_UNKNOWN_ACTION || status == TS_E_NOMEM || status == TS_E_ARGUMENT;
+}
+
+/* Applies the action here at once (the rest of the chain: the middleware
+ * after the plugin, the reducers, the listeners) and keeps it as pending,
+ * for the sender to append; returns without waiting for the log. Refused
+ * here: not kept, never appended. With the store held. */
+static ts_status optimistic_run(replica *r, ts_next_fn next, const ts_action *action) {
+    size_t length = strlen(action->json), index;
+    char *copy;
+    ts_status status;
+    if (r->pend_count >= r->max_pending || r->pend_bytes + length > r->max_pending_bytes) {
+        char message[RP_ERR_SIZE * 2], last[RP_ERR_SIZE];
+        pthread_mutex_lock(&r->mutex);
+        snprintf(last, sizeof last, "%s", r->last_err[0] ? r->last_err : "no failure reported yet");
+        pthread_mutex_unlock(&r->mutex);
+        snprintf(message, sizeof message,
+                 "replicate: %zu actions (%zu bytes) of this replica wait for the log, the most that \"%s\" (%llu) "
+                 "allows; this one is refused and not applied (the log's last failure: %s)",
+                 r->pend_count, r->pend_bytes, r->pend_count >= r->max_pending ? "max_pending" : "max_pending_bytes",
+                 (unsigned long long)(r->pend_count >= r->max_pending ? r->max_pending : r->max_pending_bytes), last);
+        return r->store->fail(TS_E_IO, message);
+    }
+    copy = malloc(length + 1);
+    if (copy == NULL) return r->store->fail(TS_E_NOMEM, "replicate: out of memory");
+    memcpy(copy, action->json, length + 1);
+    pthread_mutex_lock(&r->qmutex);
+    if (pend_push(r, copy, length, r->rebasing) != 0) {
+        pthread_mutex_unlock(&r->qmutex);
+        free(copy);
+        return r->store->fail(TS_E_NOMEM, "replicate: out of memory");
+    }
+    /* From the list's head: only the reader's steps take actions off the
+     * head, and none runs on this thread before next() returns. */
+    index = r->pend_count - 1;
+    if (r->rebasing) {
+        /* Dispatched by a listener during a rebase: the rebase applies it
+         * after the actions before it. */
+        pthread_mutex_unlock(&r->qmutex);
+        pthread_cond_signal(&r->qwake);
+        return TS_OK;
+    }
+    pthread_mutex_unlock(&r->qmutex);
+    /* Kept before it runs: an action a listener dispatches comes after it. */
+    status = next(action->json);
+    pthread_mutex_lock(&r->qmutex);
+    if (status == TS_OK) {
+        pend_at(r, index)->ready = 1;
+    } else {
+        /* Not numbered yet (the sender stops at the first action that is not
+         * ready): taken out, never appended. */
+        free(pend_at(r, index)->action);
+        pend_remove(r, index);
+    }
+    pthread_mutex_unlock(&r->qmutex);
+    if (status == TS_OK) pthread_cond_signal(&r->qwake); /* after the unlock: the sender does not wait for it */
+    if (status != TS_OK && !unchanged_by(status)) r->in_sync = 0; /* the reader's next step puts it right */
+    return status;
 }
 
 /* A damaged log, told once on stderr (the reader has no caller), until it
@@ -340,6 +1218,22 @@ static void report(replica *r, const char *err) {
 }
 
 static void free_replica(replica *r);
+
+/* 16 hexadecimal digits, random: this instance's origin in the log. */
+static void new_origin(char origin[ORIGIN_SIZE]) {
+    unsigned char bytes[8];
+    uint64_t mix;
+    size_t i;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f == NULL || fread(bytes, 1, sizeof bytes, f) != sizeof bytes) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        mix = (uint64_t)t.tv_nsec * 6364136223846793005ULL ^ (uint64_t)t.tv_sec ^ (uint64_t)(uintptr_t)origin;
+        memcpy(bytes, &mix, sizeof bytes);
+    }
+    if (f) fclose(f);
+    for (i = 0; i < 8; i++) snprintf(origin + 2 * i, 3, "%02x", bytes[i]);
+}
 
 static void *reader_main(void *self) {
     replica *r = self;
@@ -355,14 +1249,17 @@ static void *reader_main(void *self) {
         memcpy(pos, r->shared_pos, RP_POS_SIZE);
         pthread_mutex_unlock(&r->mutex);
         if (stop) break;
-        rc = rp_wait(r->waiter, pos, WAIT_BLOCK_MS, READ_BATCH, &batch, err);
+        rc = rp_wait(r->waiter, pos, WAIT_BLOCK_MS, r->optimistic ? OPTIMISTIC_READ_BATCH : READ_BATCH, &batch, err);
+        if (rc == RP_FAILED) note_failure(r, 0, err, 0);
+        else note_ok(r, 0, r->waiter);
+        if (rc == RP_DAMAGED) note_failure(r, 0, err, 1);
         if (batch.count > 0) {
             work.r = r;
             work.batch = &batch;
             work.read_rc = rc;
             work.read_err = err;
             work.rc = 0;
-            status = r->store->exclusive(reader_step, &work);
+            status = r->store->exclusive(r->optimistic ? optimistic_step : reader_step, &work);
             rp_batch_free(&batch);
             if (status == TS_E_STORE_GONE) break;
             if (status != TS_OK) {
@@ -371,6 +1268,9 @@ static void *reader_main(void *self) {
             }
             rc = work.rc;
             memcpy(err, work.err, RP_ERR_SIZE);
+            if (rc == RP_FAILED) note_failure(r, 0, err, 0);
+        } else if (r->optimistic || r->status_ms != 0) {
+            if (r->store->exclusive(idle_step, r) == TS_E_STORE_GONE) break;
         }
         rp_batch_free(&batch);
         if (rc == RP_DAMAGED) {
@@ -393,6 +1293,54 @@ static void *reader_main(void *self) {
 
 /* ---- Config, create, destroy --------------------------------------------- */
 
+/* The fields of modes and the status (README.md, "Config"): 1 when `k` is
+ * one of them (read, or refused: then *bad), 0 when it is not. */
+static int parse_mode_field(replica *r, const char *k, const char *v, int *bad, char *err) {
+    enum pj_kind kind = pj_kind_of(v);
+    static const struct {
+        const char *name, *range;
+        uint64_t min, max;
+    } numbers[] = {
+        {"max_pending", "an integer from 1 to 100000000 (actions)", 1, 100000000},
+        {"max_pending_bytes", "an integer from 1024 to 1099511627776 (bytes)", 1024, 1099511627776ULL},
+        {"status_ms", "an integer from 0 to 3600000 (milliseconds; 0 = never)", 0, 3600000},
+    };
+    size_t i;
+    *bad = 0;
+    if (pj_str_eq(k, "mode")) {
+        if (kind == PJ_STRING && pj_str_eq(pj_ws(v), "ordered")) r->optimistic = 0;
+        else if (kind == PJ_STRING && pj_str_eq(pj_ws(v), "optimistic")) r->optimistic = 1;
+        else {
+            char shown[100];
+            if (kind == PJ_STRING) pj_str_show(pj_ws(v), shown, sizeof shown);
+            snprintf(err, RP_ERR_SIZE, "replicate: config field \"mode\" must be \"ordered\" or \"optimistic\", not %s%s%s",
+                     kind == PJ_STRING ? "\"" : pj_kind_name(kind), kind == PJ_STRING ? shown : "",
+                     kind == PJ_STRING ? "\"" : "");
+            *bad = 1;
+        }
+        return 1;
+    }
+    for (i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+        uint64_t n = 0;
+        int got;
+        if (!pj_str_eq(k, numbers[i].name)) continue;
+        got = kind == PJ_NUMBER ? pj_uint64(v, &n) : PJ_U64_NOT_INTEGER;
+        if (got != PJ_U64_OK || n < numbers[i].min || n > numbers[i].max) {
+            snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" must be %s, not %s", numbers[i].name,
+                     numbers[i].range, got == PJ_U64_OK ? "that number" : pj_uint64_why(kind, got));
+            *bad = 1;
+        } else if (i == 0) {
+            r->max_pending = n;
+        } else if (i == 1) {
+            r->max_pending_bytes = n;
+        } else {
+            r->status_ms = n;
+        }
+        return 1;
+    }
+    return 0;
+}
+
 static int parse_config(replica *r, const char *config, char *err) {
     pj_iter it;
     const char *k, *v;
@@ -404,17 +1352,29 @@ static int parse_config(replica *r, const char *config, char *err) {
     }
     while ((m = pj_next_member(&it, &k, &v)) == 1) {
         enum pj_kind kind = pj_kind_of(v);
-        int is_url = pj_str_eq(k, "url"), is_stream = pj_str_eq(k, "stream");
-        if (is_url || is_stream) {
-            char **field = is_url ? &r->url : &r->stream;
+        /* Text fields: the url, the stream's name, files for TLS. */
+        static const char *const names[] = {"url", "stream", "tls_ca", "tls_cert", "tls_key"};
+        char **fields[5];
+        int text = -1, i, bad;
+        fields[0] = &r->url;
+        fields[1] = &r->stream;
+        fields[2] = &r->tls_ca;
+        fields[3] = &r->tls_cert;
+        fields[4] = &r->tls_key;
+        for (i = 0; i < 5; i++)
+            if (pj_str_eq(k, names[i])) text = i;
+        if (parse_mode_field(r, k, v, &bad, err)) {
+            if (bad) return 0;
+        } else if (text >= 0) {
+            char **field = fields[text];
             size_t length;
             if (*field != NULL) {
-                snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" appears twice", is_url ? "url" : "stream");
+                snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" appears twice", names[text]);
                 return 0;
             }
             if (kind != PJ_STRING) {
-                snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" must be a string, not %s",
-                         is_url ? "url" : "stream", pj_kind_name(kind));
+                snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" must be a string, not %s", names[text],
+                         pj_kind_name(kind));
                 return 0;
             }
             *field = pj_str_dup(pj_ws(v), &length);
@@ -424,29 +1384,32 @@ static int parse_config(replica *r, const char *config, char *err) {
             }
             if (length == 0 || strlen(*field) != length) {
                 snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" must be non-empty text without NUL",
-                         is_url ? "url" : "stream");
+                         names[text]);
                 return 0;
             }
-        } else if (pj_str_eq(k, "timeout_ms") || pj_str_eq(k, "snapshot_every")) {
-            int timeout = pj_str_eq(k, "timeout_ms");
+        } else if (pj_str_eq(k, "timeout_ms") || pj_str_eq(k, "snapshot_every") || pj_str_eq(k, "replicas")) {
+            int timeout = pj_str_eq(k, "timeout_ms"), replicas = pj_str_eq(k, "replicas");
             uint64_t n = 0;
             int got = kind == PJ_NUMBER ? pj_uint64(v, &n) : PJ_U64_NOT_INTEGER;
-            if (got != PJ_U64_OK || (timeout && (n < 1 || n > 3600000))) {
+            if (got != PJ_U64_OK || (timeout && (n < 1 || n > 3600000)) || (replicas && (n < 1 || n > 5))) {
                 snprintf(err, RP_ERR_SIZE, "replicate: config field \"%s\" must be %s, not %s",
-                         timeout ? "timeout_ms" : "snapshot_every",
-                         timeout ? "an integer from 1 to 3600000 (milliseconds)"
-                                 : "an integer from 0 to 18446744073709551615 (actions; 0 = never)",
+                         timeout ? "timeout_ms" : replicas ? "replicas" : "snapshot_every",
+                         timeout    ? "an integer from 1 to 3600000 (milliseconds)"
+                         : replicas ? "an integer from 1 to 5 (servers that keep the log: NATS)"
+                                    : "an integer from 0 to 18446744073709551615 (actions; 0 = never)",
                          got == PJ_U64_OK ? "that number" : pj_uint64_why(kind, got));
                 return 0;
             }
             if (timeout) r->timeout_ms = n;
+            else if (replicas) r->replicas = n;
             else r->snapshot_every = n;
         } else {
             char name[200];
             pj_str_show(k, name, sizeof name);
             snprintf(err, RP_ERR_SIZE,
                      "replicate: unknown config field \"%s\" (known: \"url\", \"stream\", \"timeout_ms\", "
-                     "\"snapshot_every\")",
+                     "\"snapshot_every\", \"tls_ca\", \"tls_cert\", \"tls_key\", \"replicas\", \"mode\", "
+                     "\"max_pending\", \"max_pending_bytes\", \"status_ms\")",
                      name);
             return 0;
         }
@@ -464,12 +1427,40 @@ static int parse_config(replica *r, const char *config, char *err) {
     return 1;
 }
 
+/* Stops the sender (after its last attempt, bounded by timeout_ms, for what
+ * the log has not acknowledged) and waits for it. */
+static void stop_sender(replica *r) {
+    if (!r->sender_started) return;
+    pthread_mutex_lock(&r->qmutex);
+    r->sender_stop = 1;
+    pthread_cond_broadcast(&r->qwake);
+    pthread_mutex_unlock(&r->qmutex);
+    pthread_join(r->sender, NULL);
+    r->sender_started = 0;
+}
+
 static void free_replica(replica *r) {
+    size_t i;
     if (r == NULL) return;
+    stop_sender(r);
+    for (i = 0; i < r->pend_count; i++) {
+        free(pend_at(r, i)->action);
+        free(pend_at(r, i)->reason);
+    }
+    free(r->pend);
+    tail_clear(r);
+    free(r->tail);
+    free(r->confirmed);
+    rp_close(r->sender_log);
+    pthread_cond_destroy(&r->qwake);
+    pthread_mutex_destroy(&r->qmutex);
     rp_close(r->log);
     rp_close(r->waiter);
     free(r->url);
     free(r->stream);
+    free(r->tls_ca);
+    free(r->tls_cert);
+    free(r->tls_key);
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->mutex);
     free(r);
@@ -481,6 +1472,7 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     replica *r;
     ts_status status = TS_E_PLUGIN;
     own_entry none = {NULL, 0, TS_OK};
+    rp_options options;
     pthread_condattr_t clock;
     int rc;
     err[0] = '\0';
@@ -498,11 +1490,25 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
         goto fail_early;
     }
     pthread_mutex_init(&r->mutex, NULL);
-    /* rest() waits on the monotonic clock. */
+    pthread_mutex_init(&r->qmutex, NULL);
+    /* rest() and sender_rest() wait on the monotonic clock. */
     pthread_condattr_init(&clock);
     pthread_condattr_setclock(&clock, CLOCK_MONOTONIC);
     pthread_cond_init(&r->wake, &clock);
+    pthread_cond_init(&r->qwake, &clock);
     pthread_condattr_destroy(&clock);
+    r->max_pending = 100000;
+    r->max_pending_bytes = 64u << 20;
+    r->in_sync = 1;
+    r->reader_ok = r->sender_ok = 1;
+    r->next_n = 1;
+    new_origin(r->origin);
+    {
+        /* ts_last_error, for the reasons of refusals, where dlsym sees the
+         * library (the plugin does not link it). */
+        void *symbol = dlsym(RTLD_DEFAULT, "ts_last_error");
+        if (symbol) memcpy(&r->last_error, &symbol, sizeof symbol);
+    }
     r->store = store;
     /* dispatch_after: middleware after the plugin runs on every replica.
      * A table without it (not a plugin's own): apply, and nothing after. */
@@ -511,11 +1517,22 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
                      : store->apply;
     r->timeout_ms = 2000;
     r->snapshot_every = 10000;
+    r->replicas = 3;
     if (!parse_config(r, config_json ? config_json : "{}", err)) goto fail;
-    r->log = rp_open(r->url, r->stream, (int)r->timeout_ms, err);
-    if (r->log == NULL) goto fail;
-    r->waiter = rp_open(r->url, r->stream, (int)r->timeout_ms, err);
-    if (r->waiter == NULL) goto fail;
+    /* The engine: by the url's scheme (engine.c). */
+    {
+        options.url = r->url;
+        options.stream = r->stream;
+        options.timeout_ms = (int)r->timeout_ms;
+        options.tls_ca = r->tls_ca;
+        options.tls_cert = r->tls_cert;
+        options.tls_key = r->tls_key;
+        options.replicas = (int)r->replicas;
+        r->log = rp_open(&options, err);
+        if (r->log == NULL) goto fail;
+        r->waiter = rp_open(&options, err);
+        if (r->waiter == NULL) goto fail;
+    }
     /* Join: the snapshot, then the log after it (the store is held), then
      * the log's own checks (rp_check): a damaged log is not joined. */
     rc = load_snapshot(r, err);
@@ -526,6 +1543,22 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
         goto fail;
     }
     publish(r);
+    if (r->optimistic) {
+        /* The confirmed state's text; the sender and its connection. */
+        if (capture_confirmed(r) != 0) {
+            snprintf(err, sizeof err, "replicate: out of memory");
+            status = TS_E_NOMEM;
+            goto fail;
+        }
+        r->sender_log = rp_open(&options, err);
+        if (r->sender_log == NULL) goto fail;
+        if (pthread_create(&r->sender, NULL, sender_main, r) != 0) {
+            snprintf(err, sizeof err, "replicate: cannot start the sender thread");
+            goto fail;
+        }
+        r->sender_started = 1;
+    }
+    emit_status(r, 1);
     if (pthread_create(&r->reader, NULL, reader_main, r) != 0) {
         snprintf(err, sizeof err, "replicate: cannot start the reader thread");
         status = TS_E_PLUGIN;

@@ -1,10 +1,13 @@
 /*
- * faults.c - replicate.so's refusals and faults, for Tests/replicate/run.sh:
- *   faults PLUGIN URL STOP_CMD START_CMD
+ * faults.c - replicate.so's refusals and faults, for Tests/replicate/run.sh
+ * (Redis) and Tests/replicate/nats_run.py (NATS JetStream):
+ *   faults PLUGIN URL STOP_CMD START_CMD [EXTRA_CONFIG]
  * Bad configs and an unreachable server refuse the load with a message; with
- * the server stopped a dispatch fails with TS_E_IO and a message and changes
- * nothing; once it is back the plugin reconnects (with backoff) and the next
- * dispatch goes through. Prints "N passed, M failed".
+ * the server stopped (Redis) or two of three servers stopped (a JetStream
+ * cluster loses its quorum) a dispatch fails with TS_E_IO and a message and
+ * changes nothing; once they are back the plugin reconnects and the next
+ * dispatch goes through, applied once. EXTRA_CONFIG is added to every config
+ * (",\"replicas\":3"). Prints "N passed, M failed".
  */
 #define _DEFAULT_SOURCE
 
@@ -16,6 +19,7 @@
 #include <unistd.h>
 
 static int passed, failed;
+static const char *extra = "";
 
 static void check(int ok, const char *what, const char *detail) {
     if (ok) {
@@ -96,7 +100,7 @@ static void listeners_on_the_reader(const char *plugin, const char *url) {
     uint64_t token;
     ts_store *x = new_store(), *y = new_store(), *z = new_store();
     int i;
-    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"nested\",\"timeout_ms\":2000}", url);
+    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"nested\",\"timeout_ms\":2000%s}", url, extra);
     check(ts_store_subscribe(x, NULL, nested_listener, NULL, &token) == TS_OK &&
               ts_store_subscribe(z, NULL, destroying_listener, NULL, &token) == TS_OK,
           "listeners subscribe", ts_last_error());
@@ -107,8 +111,16 @@ static void listeners_on_the_reader(const char *plugin, const char *url) {
           "dispatches from y", ts_last_error());
     check(wait_for(x, 3) && wait_for(y, 3), "x's listener dispatched once from x's reader: 3 on both", NULL);
     check(nested_status == TS_OK, "the nested dispatch on the reader thread succeeded", NULL);
-    check(ts_store_dispatch(y, "{\"type\":\"inc\"}") == TS_OK && wait_for(x, 4) && counter(y) == 4,
-          "then 4 on both: nothing applied twice", NULL);
+    {
+        char detail[600], why[400];
+        ts_status status = ts_store_dispatch(y, "{\"type\":\"inc\"}");
+        int x4;
+        snprintf(why, sizeof why, "%s", status == TS_OK ? "" : ts_last_error());
+        x4 = wait_for(x, 4);
+        snprintf(detail, sizeof detail, "%s; x at %lld, y at %lld; %s", ts_status_name(status), counter(x), counter(y),
+                 why);
+        check(status == TS_OK && x4 && counter(y) == 4, "then 4 on both: nothing applied twice", detail);
+    }
     for (i = 0; i < 400 && !destroyed_from_listener; i++) usleep(10000);
     check(destroyed_from_listener, "z was destroyed from a listener on its reader thread", NULL);
     usleep(300000); /* its reader frees the instance on its way out */
@@ -130,7 +142,7 @@ static void middleware_sides(const char *plugin, const char *url) {
     char config[512];
     ts_store *p = new_store(), *q = new_store();
     int before_p = 0, after_p = 0, after_q = 0, i;
-    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"sides\",\"timeout_ms\":2000}", url);
+    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"sides\",\"timeout_ms\":2000%s}", url, extra);
     check(ts_store_add_middleware(p, "before", counting_middleware, &before_p) == TS_OK &&
               ts_store_load_plugin(p, plugin, config) == TS_OK &&
               ts_store_add_middleware(p, "after", counting_middleware, &after_p) == TS_OK &&
@@ -148,39 +160,63 @@ static void middleware_sides(const char *plugin, const char *url) {
 
 int main(int argc, char **argv) {
     const char *plugin, *url, *stop, *start;
-    char config[512];
+    char config[1024];
     ts_store *s;
     ts_status status = TS_OK;
     long long before;
-    int i;
-    if (argc != 5) {
-        fprintf(stderr, "usage: faults PLUGIN URL STOP_CMD START_CMD\n");
+    int i, nats;
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: faults PLUGIN URL STOP_CMD START_CMD [EXTRA_CONFIG]\n");
         return 2;
     }
     plugin = argv[1];
     url = argv[2];
     stop = argv[3];
     start = argv[4];
+    if (argc == 6) extra = argv[5];
+    nats = strncmp(url, "nats://", 7) == 0 || strncmp(url, "tls://", 6) == 0;
 
     refused(plugin, "{\"stream\":\"f\"}", TS_E_PLUGIN, "config field \"url\" is required");
     refused(plugin, "{\"url\":\"redis://127.0.0.1:1\"}", TS_E_PLUGIN, "config field \"stream\" is required");
-    refused(plugin, "{\"url\":\"http://x\",\"stream\":\"f\"}", TS_E_PLUGIN, "does not start with redis://");
-    refused(plugin, "{\"url\":\"redis://secret@127.0.0.1\",\"stream\":\"f\"}", TS_E_PLUGIN, "must be USER:PASSWORD or :PASSWORD");
-    refused(plugin, "{\"url\":\"redis://u:secret@/x\",\"stream\":\"f\"}", TS_E_PLUGIN, "not \"redis://***@/x\"");
-    refused(plugin, "{\"url\":\"redis://h:99999\",\"stream\":\"f\"}", TS_E_PLUGIN, "from 1 to 65535");
-    /* With credentials too (run under valgrind: nothing of them may leak). */
-    refused(plugin, "{\"url\":\"redis://u:secret@h:99999\",\"stream\":\"f\"}", TS_E_PLUGIN, "from 1 to 65535");
+    refused(plugin, "{\"url\":\"http://x\",\"stream\":\"f\"}", TS_E_PLUGIN, "must start with redis://");
     refused(plugin, "{\"url\":\"redis://h\",\"stream\":\"f\",\"timeout_ms\":0}", TS_E_PLUGIN, "\"timeout_ms\" must be");
     refused(plugin, "{\"url\":\"redis://h\",\"stream\":\"f\",\"snapshot_every\":-1}", TS_E_PLUGIN,
             "\"snapshot_every\" must be");
     refused(plugin, "{\"url\":\"redis://h\",\"stream\":\"f\",\"colour\":1}", TS_E_PLUGIN, "unknown config field");
     refused(plugin, "[]", TS_E_PLUGIN, "must be a JSON object");
-    /* Port 1 on loopback: nothing listens. */
-    refused(plugin, "{\"url\":\"redis://127.0.0.1:1\",\"stream\":\"f\",\"timeout_ms\":500}", TS_E_PLUGIN,
-            "cannot connect to redis://127.0.0.1:1");
+    refused(plugin, "{\"url\":\"nats://h\",\"stream\":\"f\",\"replicas\":6}", TS_E_PLUGIN, "\"replicas\" must be");
+    refused(plugin, "{\"url\":\"redis://h\",\"stream\":\"f\",\"tls_ca\":\"/x\"}", TS_E_PLUGIN,
+            "need a TLS url (rediss://)");
+    refused(plugin, "{\"url\":\"nats://h\",\"stream\":\"f\",\"tls_ca\":\"/x\"}", TS_E_PLUGIN,
+            "need a TLS url (tls://)");
+    refused(plugin, "{\"url\":\"rediss://127.0.0.1:1\",\"stream\":\"f\",\"tls_ca\":\"/no/such/ca.pem\"}", TS_E_PLUGIN,
+            "\"tls_ca\" file \"/no/such/ca.pem\" cannot be read");
+    refused(plugin, "{\"url\":\"rediss://127.0.0.1:1\",\"stream\":\"f\",\"tls_cert\":\"/x\"}", TS_E_PLUGIN,
+            "\"tls_cert\" and \"tls_key\" go together");
+    if (nats) {
+        refused(plugin, "{\"url\":\"nats://h\",\"stream\":\"a.b\"}", TS_E_PLUGIN, "letters, digits, '-' or '_'");
+        refused(plugin, "{\"url\":\"nats://secret:@h\",\"stream\":\"f\"}", TS_E_PLUGIN, "must be USER:PASSWORD or TOKEN");
+        refused(plugin, "{\"url\":\"nats://u:secret@h:1,/x\",\"stream\":\"f\"}", TS_E_PLUGIN, "not \"nats://***@h:1,/x\"");
+        refused(plugin, "{\"url\":\"nats://h:99999\",\"stream\":\"f\"}", TS_E_PLUGIN, "from 1 to 65535");
+        refused(plugin, "{\"url\":\"nats://u:secret@h:99999\",\"stream\":\"f\"}", TS_E_PLUGIN, "from 1 to 65535");
+        /* Port 1 on loopback: nothing listens. */
+        refused(plugin, "{\"url\":\"nats://127.0.0.1:1\",\"stream\":\"f\",\"timeout_ms\":500}", TS_E_PLUGIN,
+                "cannot connect to nats://127.0.0.1:1");
+    } else {
+        refused(plugin, "{\"url\":\"redis://secret@127.0.0.1\",\"stream\":\"f\"}", TS_E_PLUGIN,
+                "must be USER:PASSWORD or :PASSWORD");
+        refused(plugin, "{\"url\":\"redis://u:secret@/x\",\"stream\":\"f\"}", TS_E_PLUGIN, "not \"redis://***@/x\"");
+        refused(plugin, "{\"url\":\"redis://h:99999\",\"stream\":\"f\"}", TS_E_PLUGIN, "from 1 to 65535");
+        /* With credentials too (run under valgrind: nothing of them may leak). */
+        refused(plugin, "{\"url\":\"redis://u:secret@h:99999\",\"stream\":\"f\"}", TS_E_PLUGIN, "from 1 to 65535");
+        /* Port 1 on loopback: nothing listens. */
+        refused(plugin, "{\"url\":\"redis://127.0.0.1:1\",\"stream\":\"f\",\"timeout_ms\":500}", TS_E_PLUGIN,
+                "cannot connect to redis://127.0.0.1:1");
+    }
 
     s = new_store();
-    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"faults\",\"timeout_ms\":500}", url);
+    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"faults\",\"timeout_ms\":%d%s}", url,
+             nats ? 1500 : 500, extra);
     status = ts_store_load_plugin(s, plugin, config);
     check(status == TS_OK, "loads with the server up", ts_last_error());
     check(ts_store_dispatch(s, "{\"type\":\"inc\"}") == TS_OK && counter(s) == 1, "a dispatch reads its own write",
@@ -189,14 +225,20 @@ int main(int argc, char **argv) {
     before = counter(s);
     status = ts_store_dispatch(s, "{\"type\":\"inc\"}");
     check(status == TS_E_IO, "server down: TS_E_IO", ts_status_name(status));
-    check(strstr(ts_last_error(), "redis://") != NULL, "server down: the message names the server", ts_last_error());
+    check(strstr(ts_last_error(), nats ? (strncmp(url, "tls", 3) ? "nats://" : "tls://") : "redis://") != NULL,
+          "server down: the message names the server", ts_last_error());
     check(counter(s) == before, "server down: nothing applied", NULL);
     status = ts_store_dispatch(s, "{\"type\":\"inc\"}");
-    check(status == TS_E_IO && (strstr(ts_last_error(), "reconnecting") || strstr(ts_last_error(), "cannot connect")),
-          "server down: the next dispatch says it is reconnecting", ts_last_error());
+    check(status == TS_E_IO && (nats ? strstr(ts_last_error(), "did not acknowledge") != NULL
+                                     : strstr(ts_last_error(), "reconnecting") || strstr(ts_last_error(), "cannot connect")),
+          nats ? "quorum lost: the next dispatch fails too, unacknowledged"
+               : "server down: the next dispatch says it is reconnecting",
+          ts_last_error());
+    check(counter(s) == before, "still nothing applied", NULL);
     check(system(start) == 0, "the server starts again", start);
-    /* Backoff: at most 2 s between attempts. */
-    for (i = 0; i < 100; i++) {
+    /* Redis: backoff, at most 2 s between attempts; NATS: the cluster elects
+     * its leaders again. */
+    for (i = 0; i < (nats ? 400 : 100); i++) {
         status = ts_store_dispatch(s, "{\"type\":\"inc\"}");
         if (status == TS_OK) break;
         usleep(50000);

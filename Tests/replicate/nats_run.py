@@ -1,0 +1,846 @@
+#!/usr/bin/env python3
+"""Tests/replicate/nats_run.py [--bench [--scale F]] - replicate.so on NATS
+JetStream, against servers this script starts on loopback (free ports, a
+temporary folder; every server stopped at the end; each wait bounded):
+
+  1. a three-server JetStream cluster (R3 stream): three replica processes x
+     2 threads converge; the history checker: every replica records what it
+     applied, in order (Tests/replicate/replica.c --history); all applied one
+     common order, each acknowledged action exactly once, no action twice,
+     and each replica's state equals a fresh store folding that order
+  2. the stream leader's server SIGKILLed mid-run and restarted: 0
+     acknowledged dispatches lost, 0 applied twice, 0 divergence (the history
+     checker again)
+  3. two of three servers down (the stream leader and another): ordered
+     dispatches fail with TS_E_IO and apply nothing; once they are back (a
+     quorum) the next dispatch goes through, applied once; bad configs
+     (Tests/replicate/faults.c)
+  4. TLS (tls://, a CA made by Tests/replicate/certs.sh, mutual TLS): the
+     right CA and client certificate connect; another CA, no client
+     certificate, plain text to the TLS port, TLS to a plain port, a CA file
+     others can write and a key others can read are refused, each with a
+     message
+  5. credentials: user and password, token; wrong ones refused with a
+     message that never shows them
+  6. a damaged log (Tests/replicate/tamper_nats.c, a second client on a
+     server of its own): refused with a message, never applied, no hang
+  7. optimistic mode on the R3 cluster: three replica processes x 2 threads
+     dispatch at once (every 7th a "take" of a stock that runs out); once
+     quiet, every replica's state equals a fresh store folding the stream's
+     entries in order (read back by stream_texts(), a bare NATS client), no
+     ORIGIN:N and no action in the stream twice, each origin's numbers in
+     order without a gap, every acknowledged action
+     in it, and each replica's drops equal the takes the fold refuses
+
+Prints "checks: N passed, M failed". With --bench: the REP-JS rows of `make
+bench` as "RESULT<tab>ID<tab>VALUE<tab>UNIT" lines: ordered mode on the R3
+cluster, three replica processes, 1 dispatching thread each (REP-JS-rate,
+REP-JS-p50, REP-JS-p99) and 4 threads each (REP-JS-rate4).
+Env: TS_BUILD (build/), NATS_SERVER (nats-server).
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+BUILD = os.environ.get("TS_BUILD", os.path.join(ROOT, "build"))
+PLUGIN = os.path.join(BUILD, "plugins", "replicate.so")
+NATS_SERVER = os.environ.get("NATS_SERVER", "nats-server")
+REPLICA = os.path.join(BUILD, "tests", "replicate_replica")
+FAULTS = os.path.join(BUILD, "tests", "replicate_faults")
+TAMPER = os.path.join(BUILD, "tests", "replicate_tamper_nats")
+
+passed = failed = 0
+BENCH = False
+
+
+def ok(what):
+    global passed
+    passed += 1
+    if not BENCH:
+        print("ok: " + what, flush=True)
+
+
+def bad(what, detail=""):
+    global failed
+    failed += 1
+    print("FAIL: %s%s" % (what, (" (%s)" % detail) if detail else ""), flush=True)
+
+
+def check(condition, what, detail=""):
+    (ok if condition else bad)(*((what,) if condition else (what, detail)))
+    return condition
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_json(port, path, timeout=1.0):
+    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
+        return json.loads(r.read().decode())
+
+
+# ---- Servers -------------------------------------------------------------
+
+
+class Server:
+    """One nats-server, its config in DIR/NAME.conf, its pid in DIR/NAME.pid."""
+
+    def __init__(self, base, name, extra="", cluster=None):
+        self.name, self.dir = name, os.path.join(base, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.port, self.monitor = free_port(), free_port()
+        self.conf = os.path.join(base, name + ".conf")
+        self.pid_file = os.path.join(base, name + ".pid")
+        self.log = os.path.join(base, name + ".log")
+        self.extra, self.cluster = extra, cluster
+
+    def write_conf(self, routes=None):
+        lines = [
+            "server_name: %s" % self.name,
+            "listen: 127.0.0.1:%d" % self.port,
+            "http: 127.0.0.1:%d" % self.monitor,
+            "pid_file: %s" % json.dumps(self.pid_file),
+            "jetstream { store_dir: %s, max_memory_store: 256MB, max_file_store: 4GB }" % json.dumps(self.dir),
+        ]
+        if routes is not None:
+            lines.append("cluster { name: tsr, listen: 127.0.0.1:%d, routes: [%s] }"
+                         % (self.cluster, ", ".join("nats-route://127.0.0.1:%d" % r for r in routes)))
+        lines.append(self.extra)
+        with open(self.conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+    def start(self):
+        with open(self.log, "ab") as log:
+            subprocess.Popen([NATS_SERVER, "-c", self.conf], stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+
+    def pid(self):
+        try:
+            with open(self.pid_file) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def kill(self):
+        pid = self.pid()
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            for _ in range(100):  # gone (a zombie of no one: start_new_session, reparented)
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.02)
+            try:
+                os.unlink(self.pid_file)
+            except OSError:
+                pass
+
+    def healthy(self):
+        """Serving, and (in a cluster) knowing the JetStream meta leader."""
+        try:
+            if http_json(self.monitor, "/healthz").get("status") != "ok":
+                return False
+            return self.cluster is None or bool((http_json(self.monitor, "/jsz").get("meta_cluster") or {}).get("leader"))
+        except Exception:
+            return False
+
+    def url(self, scheme="nats"):
+        return "%s://127.0.0.1:%d" % (scheme, self.port)
+
+
+def wait_healthy(servers, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if all(s.healthy() for s in servers):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+class Cluster:
+    """Three servers in one JetStream cluster; its state in BASE/cluster.json
+    for the helpers that faults.c runs (stop-two, start-all)."""
+
+    def __init__(self, base, load=False):
+        self.base = base
+        if load:
+            with open(os.path.join(base, "cluster.json")) as f:
+                state = json.load(f)
+            self.servers = []
+            for s in state:
+                server = Server(base, s["name"])
+                server.__dict__.update(s)
+                self.servers.append(server)
+            return
+        self.servers = [Server(base, "n%d" % i, cluster=free_port()) for i in range(3)]
+        for s in self.servers:
+            s.write_conf([o.cluster for o in self.servers if o is not s])
+        with open(os.path.join(base, "cluster.json"), "w") as f:
+            json.dump([s.__dict__ for s in self.servers], f)
+
+    def url(self):
+        return "nats://" + ",".join("127.0.0.1:%d" % s.port for s in self.servers)
+
+    def start(self, which=None):
+        for s in which or self.servers:
+            s.start()
+
+    def wait_healthy(self, seconds=30, which=None):
+        return wait_healthy(which or self.servers, seconds)
+
+    def leader(self, stream):
+        """The server that leads `stream` (None: none now)."""
+        for s in self.servers:
+            try:
+                jsz = http_json(s.monitor, "/jsz?accounts=true&streams=true")
+            except Exception:
+                continue
+            for account in jsz.get("account_details") or []:
+                for detail in account.get("stream_detail") or []:
+                    if detail.get("name") == stream:
+                        name = (detail.get("cluster") or {}).get("leader")
+                        for o in self.servers:
+                            if o.name == name:
+                                return o
+        return None
+
+    def last_seq(self, stream):
+        for s in self.servers:
+            try:
+                jsz = http_json(s.monitor, "/jsz?accounts=true&streams=true")
+            except Exception:
+                continue
+            for account in jsz.get("account_details") or []:
+                for detail in account.get("stream_detail") or []:
+                    if detail.get("name") == stream and (detail.get("cluster") or {}).get("leader") == s.name:
+                        return detail["state"]["last_seq"]
+        return None
+
+    def wait_leader(self, stream, seconds=30):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            leader = self.leader(stream)
+            if leader is not None and leader.pid() is not None:
+                return leader
+            time.sleep(0.1)
+        return None
+
+    def stop_all(self):
+        for s in self.servers:
+            s.kill()
+
+
+def helper(argv):
+    """faults.c's STOP and START commands: stop-two BASE STREAM (the stream's
+    leader and one more), start-all BASE STREAM (and wait for a leader)."""
+    what, base, stream = argv
+    cluster = Cluster(base, load=True)
+    if what == "stop-two":
+        leader = cluster.leader(stream) or cluster.servers[0]
+        other = next(s for s in cluster.servers if s is not leader)
+        leader.kill()
+        other.kill()
+        with open(os.path.join(base, "stopped"), "w") as f:
+            f.write("%s %s\n" % (leader.name, other.name))
+        return 0
+    if what == "start-all":
+        stopped = [s for s in cluster.servers if s.pid() is None]
+        cluster.start(stopped)
+        if not cluster.wait_healthy(30):
+            return 1
+        return 0 if cluster.wait_leader(stream, 30) else 1
+    return 2
+
+
+# ---- Replicas ---------------------------------------------------------------
+
+
+class Replicas:
+    """Replica processes of one run: DIR/ORIGIN.{log,json,history,acked}."""
+
+    def __init__(self, base, name):
+        self.dir = os.path.join(base, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.procs = {}
+
+    def start(self, origin, url, stream, count, threads=2, extra=(), history=True):
+        d = self.dir
+        args = [REPLICA, "--plugin", PLUGIN, "--url", url, "--stream", stream, "--origin", origin, "--count",
+                str(count), "--threads", str(threads), "--go", os.path.join(d, "go"), "--total-file",
+                os.path.join(d, "total"), "--out", os.path.join(d, origin + ".json")] + list(extra)
+        if history:
+            args += ["--history", os.path.join(d, origin + ".history"), "--acked", os.path.join(d, origin + ".acked")]
+        log = open(os.path.join(d, origin + ".log"), "ab")
+        self.procs[origin] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+
+    def joined(self, origin, seconds=60):
+        """Waits until `origin` has joined (or ended). Replicas that open a new
+        stream at the same moment race to make it (see the replicate README:
+        a known limit), so the tests let the first replica make the stream,
+        then start the others."""
+        deadline = time.time() + seconds
+        while time.time() < deadline and "join_ms=" not in self.log(origin) and self.procs[origin].poll() is None:
+            time.sleep(0.05)
+
+    def log(self, origin):
+        try:
+            with open(os.path.join(self.dir, origin + ".log")) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def acked(self, origin):
+        values = [int(line[6:]) for line in self.log(origin).splitlines() if line.startswith("acked=")]
+        return values[-1] if values else 0
+
+    def go(self, seconds=60):
+        """Once every replica has joined (what a replica applies while it
+        joins is not in its history), start them together."""
+        deadline = time.time() + seconds
+        while time.time() < deadline and not all("join_ms=" in self.log(o) or p.poll() is not None
+                                                  for o, p in self.procs.items()):
+            time.sleep(0.05)
+        open(os.path.join(self.dir, "go"), "w").close()
+
+    def wait_dispatchers(self, seconds):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if all("failed=" in self.log(o) for o in self.procs) or any(p.poll() not in (None, 0)
+                                                                       for p in self.procs.values()):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def finish(self, total, seconds=90):
+        path = os.path.join(self.dir, "total")
+        with open(path + ".tmp", "w") as f:
+            f.write("%d\n" % total)
+        os.rename(path + ".tmp", path)
+        deadline = time.time() + seconds
+        codes = {}
+        for origin, p in self.procs.items():
+            try:
+                codes[origin] = p.wait(max(1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                codes[origin] = "killed (no end within %d s)" % seconds
+        return codes
+
+    def kill_all(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    def read(self, origin, suffix):
+        try:
+            with open(os.path.join(self.dir, origin + suffix)) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+
+def history_checks(label, reps, origins, total):
+    """The history checker (see the module's comment)."""
+    histories = {}
+    for o in origins:
+        if not os.path.exists(os.path.join(reps.dir, o + ".history")):
+            bad("%s: %s wrote its history" % (label, o), reps.log(o).strip()[-300:])
+            return
+        histories[o] = reps.read(o, ".history").splitlines()
+    first = histories[origins[0]]
+    check(all(histories[o] == first for o in origins),
+          "%s: all %d replicas applied one common order (%d actions)" % (label, len(origins), len(first)),
+          ", ".join("%s: %d" % (o, len(histories[o])) for o in origins))
+    ids = [json.loads(line)["id"] for line in first]
+    seen = {}
+    for i in ids:
+        seen[i] = seen.get(i, 0) + 1
+    twice = [i for i, n in seen.items() if n > 1]
+    check(not twice, "%s: no action applied twice" % label, "%d twice, e.g. %s" % (len(twice), twice[:3]))
+    acked = []
+    for o in origins:
+        acked += reps.read(o, ".acked").split()
+    lost = [i for i in acked if i not in seen]
+    check(not lost and len(acked) == len(set(acked)),
+          "%s: every acknowledged action (%d) applied exactly once" % (label, len(acked)),
+          "%d lost, e.g. %s" % (len(lost), lost[:3]))
+    check(len(first) == total, "%s: the history holds every entry of the stream (%d)" % (label, total),
+          "%d in the history" % len(first))
+    # A fresh store folding that order.
+    path = os.path.join(reps.dir, "common.history")
+    with open(path, "w") as f:
+        f.write("\n".join(first) + ("\n" if first else ""))
+    folded = os.path.join(reps.dir, "folded.json")
+    r = subprocess.run([REPLICA, "--fold", path, "--out", folded], capture_output=True, text=True, timeout=60)
+    if not check(r.returncode == 0, "%s: the history folds in a fresh store" % label, r.stderr.strip()):
+        return
+    want = open(folded).read()
+    differ = [o for o in origins if reps.read(o, ".json") != want]
+    check(not differ, "%s: each replica's state equals the fold of that order" % label,
+          "differ: %s; fold %s" % (differ, want.strip()))
+    return len(acked), len(first)
+
+
+# ---- Scenarios ----------------------------------------------------------------
+
+
+def extra_entries(reps, label, total, acked):
+    """Every entry is an acknowledged dispatch or one that answered TS_E_IO
+    (no answer within timeout_ms: it may still reach the log, and is then
+    applied everywhere; replica.c retries it under a new id)."""
+    errors = sum(reps.log(o).count("dispatch failed (TS_E_IO)") for o in "abc")
+    failed_lines = [int(line[7:]) for o in "abc" for line in reps.log(o).splitlines() if line.startswith("failed=")]
+    refused = sum(failed_lines)
+    check(acked <= total <= acked + refused,
+          "%s: the stream holds the %d acknowledged entries and at most the %d that answered TS_E_IO (%d)"
+          % (label, acked, refused, total - acked), "%d entries" % total)
+    state = reps.read("a", ".json").strip()
+    check(state.startswith('{"counter":%d,' % total), "%s: counter = the stream's %d entries" % (label, total), state)
+    return errors
+
+
+def converge(base, cluster):
+    reps = Replicas(base, "converge")
+    for o in "abc":
+        reps.start(o, cluster.url(), "conv", 1500, extra=["--latency"])
+        if o == "a":
+            reps.joined("a")
+    time.sleep(0.3)
+    start = time.time()
+    reps.go()
+    if not check(reps.wait_dispatchers(120), "converge: the dispatchers end"):
+        reps.kill_all()
+        return
+    elapsed = time.time() - start
+    total = cluster.last_seq("conv")
+    codes = reps.finish(total or 0)
+    p99 = [line.split("=")[1] for o in "abc" for line in reps.log(o).splitlines() if line.startswith("dispatch_p99_us=")]
+    print("  R3 cluster, three replicas x 2 threads: %s entries in %.2f s (%.0f/s); p99 at the origin (us): %s"
+          % (total, elapsed, (total or 0) / elapsed, " ".join(p99)), flush=True)
+    check(all(c == 0 for c in codes.values()), "converge: the replicas end cleanly", str(codes))
+    check(all(reps.acked(o) == 1500 for o in "abc"), "converge: every dispatch acknowledged",
+          " ".join(str(reps.acked(o)) for o in "abc"))
+    extra_entries(reps, "converge", total or 0, 4500)
+    history_checks("converge", reps, "abc", total or 0)
+
+
+def leader_kill(base, cluster):
+    reps = Replicas(base, "kill")
+    for o in "abc":
+        reps.start(o, cluster.url(), "kill", 2000)
+        if o == "a":
+            reps.joined("a")
+    time.sleep(0.3)
+    reps.go()
+    deadline = time.time() + 60
+    while time.time() < deadline and sum(reps.acked(o) for o in "abc") < 1500:
+        time.sleep(0.02)
+    leader = cluster.leader("kill")
+    if not check(leader is not None, "leader kill: the stream has a leader"):
+        reps.kill_all()
+        return
+    before = sum(reps.acked(o) for o in "abc")
+    leader.kill()
+    killed_at = time.time()
+    time.sleep(1.0)
+    leader.start()
+    print("  leader %s SIGKILLed after >= %d acknowledged dispatches, restarted after 1 s" % (leader.name, before),
+          flush=True)
+    if not check(reps.wait_dispatchers(120), "leader kill: the dispatchers end"):
+        reps.kill_all()
+        return
+    resumed = time.time() - killed_at
+    check(cluster.wait_healthy(90), "leader kill: the restarted server rejoins (healthy)")
+    total = cluster.last_seq("kill")
+    codes = reps.finish(total or 0)
+    errors = sum(reps.log(o).count("dispatch failed (TS_E_IO)") for o in "abc")
+    print("  leader kill: %s entries; %d dispatches answered TS_E_IO while the leader was away (retried); the "
+          "dispatchers ended %.1f s after the kill" % (total, errors, resumed), flush=True)
+    check(all(c == 0 for c in codes.values()), "leader kill: the replicas end cleanly", str(codes))
+    check(all(reps.acked(o) == 2000 for o in "abc"), "leader kill: every dispatch acknowledged in the end",
+          " ".join(str(reps.acked(o)) for o in "abc"))
+    extra_entries(reps, "leader kill", total or 0, 6000)
+    counts = history_checks("leader kill", reps, "abc", total or 0)
+    if counts:
+        print("  leader kill: %d acknowledged, %d entries, 0 lost, 0 applied twice, 0 divergence (if the checks "
+              "above passed)" % counts, flush=True)
+
+
+def stream_texts(server, stream, last):
+    """The data of messages 1..last of `stream`, in order, read through
+    JetStream's API ($JS.API.STREAM.MSG.GET) by a bare NATS protocol client
+    (no NATS library for Python here). None for a message it did not get."""
+    import base64
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    buf = b""
+
+    def line():
+        nonlocal buf
+        while b"\r\n" not in buf:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise OSError("connection closed")
+            buf += chunk
+        head, buf = buf.split(b"\r\n", 1)
+        return head.decode()
+
+    def body(n):
+        nonlocal buf
+        while len(buf) < n + 2:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise OSError("connection closed")
+            buf += chunk
+        data, buf = buf[:n], buf[n + 2:]
+        return data
+
+    line()  # INFO
+    out = [b"CONNECT {\"verbose\":false,\"pedantic\":false,\"headers\":true}\r\nSUB _INBOX.dump 1\r\n"]
+    for seq in range(1, last + 1):
+        req = json.dumps({"seq": seq}).encode()
+        out.append(b"PUB $JS.API.STREAM.MSG.GET.%s _INBOX.dump %d\r\n%s\r\n" % (stream.encode(), len(req), req))
+    sock.sendall(b"".join(out))
+    texts = [None] * last
+    got = 0
+    while got < last:
+        head = line()
+        if head.startswith("PING"):
+            sock.sendall(b"PONG\r\n")
+            continue
+        if head.startswith("MSG "):
+            reply = json.loads(body(int(head.split()[-1])))
+        elif head.startswith("HMSG "):
+            parts = head.split()
+            raw = body(int(parts[-1]))
+            reply = json.loads(raw[int(parts[-2]):])
+        else:
+            continue
+        got += 1
+        message = reply.get("message")
+        if message and 1 <= message.get("seq", 0) <= last:
+            texts[message["seq"] - 1] = base64.b64decode(message.get("data", "")).decode()
+    sock.close()
+    return texts
+
+
+def optimistic(base, cluster):
+    """Optimistic mode on the R3 stream: three processes at once, then the
+    stream folded by a fresh store (see the module's comment, 7)."""
+    reps = Replicas(base, "optimistic")
+    count, stock = 1500, 300
+    for o in "abc":
+        reps.start(o, cluster.url(), "opt", count, history=False,
+                   extra=["--mode", "optimistic", "--take-every", "7", "--stock", str(stock), "--status-ms", "200"])
+        if o == "a":
+            reps.joined("a")
+    time.sleep(0.3)
+    reps.go()
+    if not check(reps.wait_dispatchers(120), "optimistic: the dispatchers end"):
+        reps.kill_all()
+        return
+    # Until every replica's pending list is empty (replica.c prints confirmed_s then).
+    deadline = time.time() + 90
+    while time.time() < deadline and not all("confirmed_s=" in reps.log(o) for o in "abc"):
+        time.sleep(0.1)
+    total = None
+    for _ in range(50):  # the stream's leader, once quiet
+        total = cluster.last_seq("opt")
+        if total is not None:
+            break
+        time.sleep(0.1)
+    codes = reps.finish(total or 0)
+    check(all(c == 0 for c in codes.values()), "optimistic: the replicas end cleanly", str(codes))
+    acked = {o: reps.acked(o) for o in "abc"}
+    refused = {o: sum(int(l[8:]) for l in reps.log(o).splitlines() if l.startswith("refused=")) for o in "abc"}
+    check(all(acked[o] + refused[o] == count for o in "abc"),
+          "optimistic: every dispatch answered at once (TS_OK, or a take refused locally)", str((acked, refused)))
+    leader = cluster.leader("opt") or cluster.servers[0]
+    try:
+        texts = stream_texts(leader, "opt", total or 0)
+    except (OSError, ValueError) as e:
+        bad("optimistic: the stream read back", str(e))
+        return
+    check(None not in texts and len(texts) == (total or 0), "optimistic: the stream's %d entries read back" % (total or 0),
+          "%d missing" % texts.count(None))
+    texts = [t for t in texts if t is not None]
+    tags = [t.split(" ", 1)[0] for t in texts if t.startswith("#")]
+    actions = [t.split(" ", 1)[1] if t.startswith("#") else t for t in texts]
+    check(len(tags) == len(texts) and len(set(tags)) == len(tags),
+          "optimistic: every entry carries #ORIGIN:N, none twice (%d)" % len(tags), "%d tags, %d distinct" % (len(tags), len(set(tags))))
+    numbers = {}
+    for t in tags:
+        o, n = t[1:].rsplit(":", 1)
+        numbers.setdefault(o, []).append(int(n))
+    check(all(ns == list(range(1, len(ns) + 1)) for ns in numbers.values()),
+          "optimistic: each replica's entries in the stream numbered 1, 2, 3 ... in order (%d origins)" % len(numbers),
+          str({o: ns[:5] for o, ns in numbers.items()}))
+    payloads = [json.loads(a)["payload"] for a in actions]
+    check(len(set(payloads)) == len(payloads), "optimistic: no action in the stream twice")
+    check(len(texts) == sum(acked.values()),
+          "optimistic: the stream holds every acknowledged action (%d)" % sum(acked.values()), "%d entries" % len(texts))
+    path = os.path.join(reps.dir, "actions.txt")
+    with open(path, "w") as f:
+        f.write("\n".join(actions) + ("\n" if actions else ""))
+    folded = os.path.join(reps.dir, "folded.json")
+    r = subprocess.run([REPLICA, "--fold", path, "--stock", str(stock), "--out", folded], capture_output=True,
+                       text=True, timeout=60)
+    if not check(r.returncode == 0, "optimistic: the stream folds in a fresh store", r.stderr.strip()):
+        return
+    want = open(folded).read()
+    differ = [o for o in "abc" if reps.read(o, ".json") != want]
+    check(not differ, "optimistic: 0 divergence: each replica's state equals the fold of the stream (%d entries)"
+          % len(actions), "differ: %s; fold %s; %s" % (differ, want.strip(), [reps.read(o, ".json").strip() for o in differ]))
+    fold_refused = {o: int(l.split("=")[1]) for l in r.stdout.splitlines() for o in "abc" if l.startswith("refused_%s=" % o)}
+    dropped = {o: [int(l[8:]) for l in reps.log(o).splitlines() if l.startswith("dropped=")] for o in "abc"}
+    check(all(dropped[o] and dropped[o][-1] == fold_refused.get(o) for o in "abc"),
+          "optimistic: each replica's drops (@@replicate/dropped) = the takes the fold refuses",
+          "dropped %s, fold %s" % ({o: dropped[o][-1:] for o in "abc"}, fold_refused))
+
+
+def run_program(label, args, timeout=180):
+    """A C test program; its "N passed, M failed" added to ours."""
+    global passed, failed
+    try:
+        r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        out, code = r.stdout + r.stderr, r.returncode
+    except subprocess.TimeoutExpired as e:
+        out, code = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""), -1
+        out += "\n(no end within %d s)" % timeout
+    n = None
+    for line in out.splitlines():
+        if line.endswith(" failed") and " passed, " in line:
+            n = line
+        elif line.strip():
+            print("  %s: %s" % (label, line), flush=True)
+    if n is None:
+        bad("%s: no summary (exit status %s)" % (label, code))
+        return
+    p, f = n.split(" passed, ")
+    passed += int(p)
+    failed += int(f.split()[0])
+    if code != 0 and int(f.split()[0]) == 0:
+        bad("%s: exit status %s" % (label, code))
+    elif code == 0:
+        print("ok: %s: %s checks" % (label, p), flush=True)
+
+
+def quorum(base, cluster):
+    me = os.path.abspath(__file__)
+    stop = "%s %s --helper stop-two %s faults" % (sys.executable, me, base)
+    start = "%s %s --helper start-all %s faults" % (sys.executable, me, base)
+    run_program("faults (two of three servers down)", [FAULTS, PLUGIN, cluster.url(), stop, start, ',"replicas":3'])
+    try:
+        stopped = open(os.path.join(base, "stopped")).read().split()
+        print("  quorum: stopped %s (the stream's leader) and %s, then restarted them" % tuple(stopped), flush=True)
+    except (OSError, TypeError):
+        pass
+
+
+def one_replica(url, stream, log, extra=(), count=10, timeout_ms=3000):
+    args = [REPLICA, "--plugin", PLUGIN, "--url", url, "--stream", stream, "--origin", "a", "--count", str(count),
+            "--threads", "1", "--timeout-ms", str(timeout_ms), "--extra", "".join(extra)]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    with open(log, "w") as f:
+        f.write(r.stdout + r.stderr)
+    return r.stdout + r.stderr
+
+
+def tls(base):
+    certs = os.path.join(base, "certs")
+    subprocess.run([os.path.join(ROOT, "Tests", "replicate", "certs.sh"), certs], check=True, timeout=60)
+    c = lambda name: os.path.join(certs, name)
+    server = Server(base, "tls", extra="tls { cert_file: %s, key_file: %s, ca_file: %s, verify: true, timeout: 2 }"
+                    % (json.dumps(c("server.pem")), json.dumps(c("server.key")), json.dumps(c("ca.pem"))))
+    server.write_conf()
+    server.start()
+    plain = Server(base, "plain")
+    plain.write_conf()
+    plain.start()
+    if not check(wait_healthy([server, plain], 20), "tls: the servers start"):
+        return [server, plain]
+    R1 = ',"replicas":1'
+    files = lambda ca, cert=True: (R1, ',"tls_ca":%s' % json.dumps(c(ca)),
+                                   ',"tls_cert":%s,"tls_key":%s' % (json.dumps(c("client.pem")),
+                                                                     json.dumps(c("client.key"))) if cert else "")
+    d = os.path.join(base, "tlslogs")
+    os.makedirs(d, exist_ok=True)
+    out = one_replica(server.url("tls"), "t1", os.path.join(d, "right.log"), files("ca.pem"))
+    check("acked=10\n" in out, "tls: the right CA and client certificate: loads and dispatches", out.strip()[-300:])
+    out = one_replica(server.url("tls"), "t1", os.path.join(d, "other.log"), files("other-ca.pem"))
+    check("cannot load" in out and "TLS" in out and "certificate" in out,
+          "tls: another CA: the load is refused (the server's certificate)", out.strip()[-300:])
+    out = one_replica(server.url("tls"), "t1", os.path.join(d, "nocert.log"), files("ca.pem", cert=False))
+    check("cannot load" in out and "cannot connect to tls://" in out,
+          "tls: no client certificate (the server verifies clients): refused", out.strip()[-300:])
+    out = one_replica(server.url("nats"), "t1", os.path.join(d, "plain.log"), (R1,))
+    check("cannot load" in out and "requires TLS" in out, "tls: plain text to the TLS port: refused, use tls://",
+          out.strip()[-300:])
+    out = one_replica(plain.url("tls"), "t1", os.path.join(d, "noTLS.log"), files("ca.pem"), timeout_ms=1500)
+    check("cannot load" in out and "cannot connect to tls://" in out, "tls: TLS to a plain-text server: refused",
+          out.strip()[-300:])
+    # Files the loader would not trust.
+    shutil.copy(c("ca.pem"), c("open-ca.pem"))
+    os.chmod(c("open-ca.pem"), 0o666)
+    out = one_replica(server.url("tls"), "t1", os.path.join(d, "openca.log"), files("open-ca.pem"))
+    check("can be written by other users" in out and "chmod go-w" in out,
+          "tls: a CA file that others can write: refused, and the message says how to fix it", out.strip()[-300:])
+    os.chmod(c("client.key"), 0o644)
+    out = one_replica(server.url("tls"), "t1", os.path.join(d, "openkey.log"), files("ca.pem"))
+    check("can be read by other users" in out, "tls: a private key that others can read: refused",
+          out.strip()[-300:])
+    os.chmod(c("client.key"), 0o600)
+    return [server, plain]
+
+
+def credentials(base):
+    user = Server(base, "auth", extra='authorization { users: [ { user: "app", password: "pw-s3cret" } ] }')
+    user.write_conf()
+    user.start()
+    token = Server(base, "token", extra='authorization { token: "tok-s3cret" }')
+    token.write_conf()
+    token.start()
+    check(wait_healthy([user, token], 20), "credentials: the servers start")
+    d = os.path.join(base, "authlogs")
+    os.makedirs(d, exist_ok=True)
+    R1 = (',"replicas":1',)
+    out = one_replica("nats://app:pw-s3cret@127.0.0.1:%d" % user.port, "c1", os.path.join(d, "right.log"), R1)
+    check("acked=10\n" in out, "credentials: the right user and password load and dispatch", out.strip()[-300:])
+    out = one_replica("nats://app:wrong-pw-s3cret@127.0.0.1:%d" % user.port, "c1", os.path.join(d, "wrong.log"), R1)
+    check("cannot load" in out and "refused the credentials" in out, "credentials: a wrong password is refused",
+          out.strip()[-300:])
+    out = one_replica("nats://127.0.0.1:%d" % user.port, "c1", os.path.join(d, "none.log"), R1)
+    check("cannot load" in out and "refused the credentials" in out, "credentials: none is refused",
+          out.strip()[-300:])
+    out = one_replica("nats://tok-s3cret@127.0.0.1:%d" % token.port, "c2", os.path.join(d, "token.log"), R1)
+    check("acked=10\n" in out, "credentials: the right token loads and dispatches", out.strip()[-300:])
+    out = one_replica("nats://wrong-tok-s3cret@127.0.0.1:%d" % token.port, "c2", os.path.join(d, "badtoken.log"), R1)
+    check("cannot load" in out and "refused the credentials" in out, "credentials: a wrong token is refused",
+          out.strip()[-300:])
+    shown = [n for n in os.listdir(d) if "s3cret" in open(os.path.join(d, n)).read()]
+    check(not shown, "credentials: no message shows a password or token", str(shown))
+    return [user, token]
+
+
+def tamper(base):
+    server = Server(base, "tamper")
+    server.write_conf()
+    server.start()
+    if check(wait_healthy([server], 20), "tamper: the server starts"):
+        run_program("tamper", [TAMPER, PLUGIN, server.url()])
+    return [server]
+
+
+def bench(base, cluster, scale):
+    def result(name, value, unit):
+        print("RESULT\t%s\t%s\t%s" % (name, value, unit), flush=True)
+
+    figures = {}
+    for threads, label in ((1, ""), (4, "4")):
+        reps = Replicas(base, "bench%d" % threads)
+        n = max(100, int(6000 * scale))
+        stream = "bench%d" % threads
+        for o in "abc":
+            reps.start(o, cluster.url(), stream, n, threads=threads, extra=["--latency"], history=False)
+            if o == "a":
+                reps.joined("a")
+        time.sleep(0.5)
+        start = time.time()
+        reps.go()
+        reps.wait_dispatchers(300)
+        elapsed = time.time() - start
+        total = cluster.last_seq(stream) or 0
+        reps.finish(total)
+        p50 = max(int(line.split("=")[1]) for o in "abc" for line in reps.log(o).splitlines()
+                  if line.startswith("dispatch_p50_us="))
+        p99 = max(int(line.split("=")[1]) for o in "abc" for line in reps.log(o).splitlines()
+                  if line.startswith("dispatch_p99_us="))
+        figures[threads] = (total / elapsed, p50, p99)
+        result("REP-JS-rate" + label, "%.0f" % (total / elapsed), "dispatches/s")
+        if threads == 1:
+            result("REP-JS-p50", p50, "us")
+            result("REP-JS-p99", p99, "us")
+        else:
+            result("REP-JS-p99" + label, p99, "us")
+    print("INFO\treplicate: NATS JetStream, a three-server cluster on loopback, an R3 stream (file storage), three "
+          "replica processes in ordered mode (1, then 4 dispatching threads each); one sample per figure", flush=True)
+
+
+def main():
+    global BENCH
+    if len(sys.argv) > 1 and sys.argv[1] == "--helper":
+        return helper(sys.argv[2:])
+    BENCH = "--bench" in sys.argv
+    scale = float(sys.argv[sys.argv.index("--scale") + 1]) if "--scale" in sys.argv else 1.0
+    if shutil.which(NATS_SERVER) is None or not os.path.exists(PLUGIN):
+        print("FAIL: %s or %s missing (.ci/setup.sh installs nats-server; make plugins)" % (NATS_SERVER, PLUGIN))
+        print("checks: 0 passed, 1 failed")
+        return 1
+    os.makedirs(os.path.join(BUILD, "tests"), exist_ok=True)
+    cc = os.environ.get("CC", "cc")
+    flags = ["-std=c99", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I" + os.path.join(ROOT, "Include")]
+    link = ["-L" + os.path.join(BUILD, "lib"), "-Wl,-rpath," + os.path.join(BUILD, "lib"), "-lturnstate", "-lpthread"]
+    for source, target, more in (("replica.c", REPLICA, []), ("faults.c", FAULTS, []),
+                                 ("tamper_nats.c", TAMPER, ["-lnats"])):
+        subprocess.run([cc] + flags + [os.path.join(ROOT, "Tests", "replicate", source), "-o", target] + link + more,
+                       check=True)
+    base = tempfile.mkdtemp(prefix="replicate-nats.")
+    cluster = Cluster(base)
+    others = []
+    started = time.time()
+    try:
+        cluster.start()
+        if not check(cluster.wait_healthy(30), "a three-server JetStream cluster starts on loopback"):
+            for s in cluster.servers:
+                print(open(s.log).read()[-2000:])
+            return 1
+        if BENCH:
+            bench(base, cluster, scale)
+            return 0
+        only = os.environ.get("TS_ONLY", "converge leader_kill quorum tls credentials tamper optimistic").split()
+        if "converge" in only:
+            converge(base, cluster)
+        if "leader_kill" in only:
+            leader_kill(base, cluster)
+        if "quorum" in only:
+            quorum(base, cluster)
+        if "tls" in only:
+            others += tls(base)
+        if "credentials" in only:
+            others += credentials(base)
+        if "tamper" in only:
+            others += tamper(base)
+        if "optimistic" in only:
+            optimistic(base, cluster)
+    finally:
+        cluster.stop_all()
+        for s in others:
+            s.kill()
+        if os.environ.get("TS_KEEP"):
+            print("  kept " + base)
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    print("  (%.0f s)" % (time.time() - started))
+    print("checks: %d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

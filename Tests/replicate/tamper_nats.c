@@ -1,0 +1,282 @@
+/*
+ * tamper_nats.c - replicate.so on a damaged JetStream log, for
+ * Tests/replicate/nats_run.py:
+ *   tamper_nats PLUGIN URL
+ * The server at URL (one nats-server with JetStream) is this program's alone.
+ * A second client (nats.c, this program's own connection) does what a
+ * careless operator or another writer would: a message published on the
+ * log's subject without replicate.so's header, with another log's id, with
+ * a NUL byte in its action; an entry deleted from the middle; the stream
+ * purged, or deleted and made again under running replicas; the snapshot
+ * overwritten with garbage or ahead of the stream; a stream of that name that
+ * replicate.so did not make. What every case must give (Plugins/replicate/
+ * README.md, "A damaged log"): a dispatch or a join fails with TS_E_PLUGIN
+ * and a message that says what is wrong, nothing that the log does not hold
+ * in order is applied, no TS_OK for an action that was not applied, no hang
+ * (every case runs under alarm()).
+ * Prints "N passed, M failed".
+ */
+#define _DEFAULT_SOURCE
+
+#include "turnstate.h"
+
+#include <nats/nats.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *plugin, *url;
+static int passed, failed;
+static natsConnection *nc;
+static jsCtx *js;
+static const char *step = "";
+
+static void check(int ok, const char *what, const char *detail) {
+    if (ok) {
+        passed++;
+        if (getenv("TAMPER_VERBOSE")) printf("ok: %s (%s)\n", what, detail ? detail : "");
+    } else {
+        failed++;
+        printf("FAIL: %s (%s)\n", what, detail ? detail : "");
+    }
+    fflush(stdout);
+}
+
+static void on_alarm(int sig) {
+    static const char a[] = "FAIL: no return within the time allowed (a hang): ";
+    (void)sig;
+    if (write(1, a, sizeof a - 1) < 0 || write(1, step, strlen(step)) < 0 || write(1, "\n", 1) < 0) _exit(4);
+    _exit(3);
+}
+
+static char *count_reducer(const char *slice, const ts_action *action, void *ctx) {
+    char *out;
+    (void)ctx;
+    if (strcmp(action->type, "inc") != 0) return NULL;
+    out = ts_alloc(24);
+    if (out) snprintf(out, 24, "%lld", atoll(slice) + 1);
+    return out;
+}
+
+static char last_error[2048];
+
+/* A replica of `stream`: NULL when the load was refused (message in last_error). */
+static ts_store *join(const char *stream, ts_status *status) {
+    char config[512];
+    ts_store *s = NULL;
+    ts_status st;
+    if (ts_store_create("{\"count\":0}", &s) != TS_OK || ts_store_add_reducer(s, "count", count_reducer, NULL) != TS_OK)
+        exit(1);
+    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"replicas\":1,\"timeout_ms\":2000}", url, stream);
+    step = "joining";
+    alarm(30);
+    st = ts_store_load_plugin(s, plugin, config);
+    alarm(0);
+    snprintf(last_error, sizeof last_error, "%s", st == TS_OK ? "" : ts_last_error());
+    if (status) *status = st;
+    if (st != TS_OK) {
+        ts_store_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+static ts_store *replica(const char *stream) {
+    ts_store *s = join(stream, NULL);
+    char what[200];
+    snprintf(what, sizeof what, "a replica of \"%s\" loads", stream);
+    check(s != NULL, what, last_error);
+    if (s == NULL) exit(1);
+    return s;
+}
+
+static long long count(ts_store *s) {
+    char *text = NULL;
+    long long n = -1;
+    if (ts_store_get_state(s, "/count", &text) == TS_OK) n = atoll(text);
+    ts_free(text);
+    return n;
+}
+
+static ts_status dispatch(ts_store *s) {
+    ts_status status;
+    step = "a dispatch";
+    alarm(30);
+    status = ts_store_dispatch(s, "{\"type\":\"inc\"}");
+    alarm(0);
+    snprintf(last_error, sizeof last_error, "%s", status == TS_OK ? "" : ts_last_error());
+    return status;
+}
+
+/* A dispatch refused with TS_E_PLUGIN and `words` in its message, and nothing applied. */
+static void refused(ts_store *s, const char *label, const char *words) {
+    char what[300];
+    long long before = count(s);
+    ts_status status = dispatch(s);
+    snprintf(what, sizeof what, "%s: a dispatch is refused (TS_E_PLUGIN, \"%s\")", label, words);
+    check(status == TS_E_PLUGIN && strstr(last_error, words) != NULL, what, last_error);
+    snprintf(what, sizeof what, "%s: nothing applied", label);
+    check(count(s) == before, what, NULL);
+}
+
+/* A join refused with TS_E_PLUGIN and `words` in its message. */
+static void join_refused(const char *stream, const char *label, const char *words) {
+    char what[300];
+    ts_status status = TS_OK;
+    ts_store *s = join(stream, &status);
+    snprintf(what, sizeof what, "%s: a join is refused (TS_E_PLUGIN, \"%s\")", label, words);
+    check(s == NULL && status == TS_E_PLUGIN && strstr(last_error, words) != NULL, what, last_error);
+    if (s) ts_store_destroy(s);
+}
+
+static uint64_t log_id(const char *stream) {
+    jsStreamInfo *si = NULL;
+    uint64_t id = 0;
+    if (js_GetStreamInfo(&si, js, stream, NULL, NULL) == NATS_OK && si->Config->Description)
+        sscanf(si->Config->Description, "replicate.so log %llu", (unsigned long long *)&id);
+    if (si) jsStreamInfo_Destroy(si);
+    return id;
+}
+
+/* Publishes `data` (length n) on the log's subject with header Ts-Log
+ * `log` (NULL: none). */
+static void publish(const char *stream, const char *log, const char *data, int n) {
+    char subject[200];
+    natsMsg *msg = NULL;
+    jsPubAck *ack = NULL;
+    natsStatus s;
+    snprintf(subject, sizeof subject, "replicate.%s.%llu", stream, (unsigned long long)log_id(stream));
+    s = natsMsg_Create(&msg, subject, NULL, data, n);
+    if (s == NATS_OK && log) s = natsMsgHeader_Set(msg, "Ts-Log", log);
+    if (s == NATS_OK) s = js_PublishMsg(&ack, js, msg, NULL, NULL);
+    check(s == NATS_OK, "the second client publishes", natsStatus_GetText(s));
+    if (ack) jsPubAck_Destroy(ack);
+    natsMsg_Destroy(msg);
+    usleep(300000); /* the replicas' cursors have it */
+}
+
+static void id_text(const char *stream, char *out, size_t size) {
+    snprintf(out, size, "%llu", (unsigned long long)log_id(stream));
+}
+
+int main(int argc, char **argv) {
+    ts_store *a, *b, *c;
+    char id[32];
+    natsStatus s;
+    uint64_t revision;
+    kvStore *kv = NULL;
+    if (argc != 3) {
+        fprintf(stderr, "usage: tamper_nats PLUGIN URL\n");
+        return 2;
+    }
+    plugin = argv[1];
+    url = argv[2];
+    signal(SIGALRM, on_alarm);
+    if (natsConnection_ConnectTo(&nc, url) != NATS_OK || natsConnection_JetStream(&js, nc, NULL) != NATS_OK) {
+        printf("FAIL: the second client connects to %s\n0 passed, 1 failed\n", url);
+        return 1;
+    }
+
+    /* A message without replicate.so's header. */
+    a = replica("t1");
+    check(dispatch(a) == TS_OK && dispatch(a) == TS_OK && count(a) == 2, "foreign: two dispatches", last_error);
+    publish("t1", NULL, "{\"type\":\"inc\"}", 14);
+    refused(a, "foreign (no header)", "entry 3 was not written by replicate.so: it has no header \"Ts-Log\"");
+    join_refused("t1", "foreign (no header)", "entry 3 was not written by replicate.so");
+    ts_store_destroy(a);
+
+    /* Another log's id; a NUL byte; an empty action. */
+    a = replica("t2");
+    check(dispatch(a) == TS_OK, "other log: a dispatch", last_error);
+    publish("t2", "12345", "{\"type\":\"inc\"}", 14);
+    refused(a, "another log's id", "entry 2 belongs to the log 12345");
+    ts_store_destroy(a);
+    a = replica("t3");
+    id_text("t3", id, sizeof id);
+    check(dispatch(a) == TS_OK, "NUL: a dispatch", last_error);
+    publish("t3", id, "{\"type\":\"inc\"}\0x", 16);
+    refused(a, "NUL byte", "entry 2 was not written by replicate.so: its action contains a NUL byte");
+    join_refused("t3", "NUL byte", "contains a NUL byte");
+    ts_store_destroy(a);
+
+    /* An entry deleted from the middle: joins refused; a replica past it goes on. */
+    a = replica("t4");
+    check(dispatch(a) == TS_OK && dispatch(a) == TS_OK && dispatch(a) == TS_OK, "deleted: three dispatches", last_error);
+    s = js_DeleteMsg(js, "t4", 2, NULL, NULL);
+    check(s == NATS_OK, "the second client deletes entry 2", natsStatus_GetText(s));
+    join_refused("t4", "deleted from the middle", "1 of its entries were deleted from the middle");
+    check(dispatch(a) == TS_OK && count(a) == 4, "deleted from the middle: a replica past it goes on", last_error);
+    ts_store_destroy(a);
+
+    /* Purged (the oldest entries gone, no snapshot): joins refused; a replica past them goes on. */
+    a = replica("t5");
+    check(dispatch(a) == TS_OK && dispatch(a) == TS_OK, "purged: two dispatches", last_error);
+    s = js_PurgeStream(js, "t5", NULL, NULL);
+    check(s == NATS_OK, "the second client purges the stream", natsStatus_GetText(s));
+    join_refused("t5", "purged, no snapshot", "no longer holds entry 1");
+    check(dispatch(a) == TS_OK && count(a) == 3, "purged: a replica past them goes on", last_error);
+    ts_store_destroy(a);
+
+    /* Deleted and made again under a running replica. */
+    a = replica("t6");
+    check(dispatch(a) == TS_OK && dispatch(a) == TS_OK && dispatch(a) == TS_OK, "reset: three dispatches", last_error);
+    s = js_DeleteStream(js, "t6", NULL, NULL);
+    check(s == NATS_OK, "the second client deletes the stream", natsStatus_GetText(s));
+    b = replica("t6"); /* makes a new log */
+    check(dispatch(b) == TS_OK && count(b) == 1, "reset: a new replica starts a new log", last_error);
+    refused(a, "stream made again (behind the replica)", "it was deleted and made again; nothing was appended");
+    check(dispatch(b) == TS_OK && dispatch(b) == TS_OK && dispatch(b) == TS_OK && count(b) == 4,
+          "reset: the new log goes on past the old replica's position", last_error);
+    refused(a, "stream made again (past the replica)", "it was deleted and made again; nothing was appended");
+    ts_store_destroy(a);
+    ts_store_destroy(b);
+
+    /* The snapshot: garbage, then ahead of the stream. */
+    a = replica("t7");
+    check(dispatch(a) == TS_OK && dispatch(a) == TS_OK, "snapshot: two dispatches", last_error);
+    s = js_KeyValue(&kv, js, "t7_snap");
+    if (s == NATS_OK) s = kvStore_PutString(&revision, kv, "snapshot", "not a snapshot");
+    check(s == NATS_OK, "the second client writes the snapshot", natsStatus_GetText(s));
+    join_refused("t7", "a malformed snapshot", "its snapshot \"not a snapshot\" was not written by replicate.so");
+    {
+        char value[100];
+        id_text("t7", id, sizeof id);
+        snprintf(value, sizeof value, "%s 999999\n{\"count\":7}", id);
+        s = kvStore_PutString(&revision, kv, "snapshot", value);
+    }
+    check(s == NATS_OK, "the second client writes a snapshot ahead", natsStatus_GetText(s));
+    join_refused("t7", "a snapshot ahead of the stream", "its snapshot covers entry 999999 but the stream's last entry is 2");
+    check(dispatch(a) == TS_OK && count(a) == 3, "snapshot: a replica that does not need it goes on", last_error);
+    kvStore_Destroy(kv);
+    ts_store_destroy(a);
+
+    /* A stream of that name that replicate.so did not make. */
+    {
+        jsStreamConfig config;
+        jsStreamInfo *si = NULL;
+        const char *subjects[1] = {"elsewhere.>"};
+        jsStreamConfig_Init(&config);
+        config.Name = "t8";
+        config.Subjects = subjects;
+        config.SubjectsLen = 1;
+        s = js_AddStream(&si, js, &config, NULL, NULL);
+        check(s == NATS_OK, "the second client makes a stream \"t8\"", natsStatus_GetText(s));
+        if (si) jsStreamInfo_Destroy(si);
+        join_refused("t8", "a stream replicate.so did not make", "the stream was not made by replicate.so");
+    }
+
+    /* Repaired by starting a new log: the stream and the bucket deleted. */
+    js_DeleteStream(js, "t1", NULL, NULL);
+    js_DeleteKeyValue(js, "t1_snap");
+    c = replica("t1");
+    check(dispatch(c) == TS_OK && count(c) == 1, "repaired: a new log under the same name works", last_error);
+    ts_store_destroy(c);
+
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
