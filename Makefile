@@ -398,13 +398,14 @@ test-python: $(call prebuilt,setup-test lib)
 ## test-python-package: the Python package (bindings/python) in fresh venvs
 ## (pytest, hatchling, build, mypy, auditwheel from PyPI): its pytest suite
 ## against the bundled library, mypy --strict, the wheel from python -m build
-## (and auditwheel's manylinux one), and the README's Python example with the
+## (and auditwheel's manylinux one), and docs/python.md's example with the
 ## Swift toolchain hidden, from the wheels and after make install; then from a
 ## fresh git clone, where pip builds the library (make lib plugins: minutes)
 test-python-package: $(call prebuilt,setup-test lib plugins)
 	Tests/checks.sh bindings/python/tests/run.sh
 
-## test-readme: the README's Swift, C, C++ and plugin examples build and run as shown
+## test-readme: the examples of README.md, docs/ (C, C++, plugins, install) and the
+## DocC TestStore article build and run as shown; their relative links resolve
 test-readme: $(call prebuilt,setup-test lib)
 	Tests/checks.sh Tests/readme/check.sh
 
@@ -419,7 +420,7 @@ test-cpp: $(call prebuilt,setup-test lib plugins asan-plugins)
 ## test-rust: the Rust bindings (bindings/rust): turnstate-sys's declarations
 ## against the headers (bindgen), `cargo test --offline` against build/lib and
 ## build/plugins, its misuse tests (a Store dropped inside its own callbacks)
-## under valgrind, and the README's Rust example run with `cargo run --offline`
+## under valgrind, and docs/rust.md's example run with `cargo run --offline`
 ## against a `make install` in a temporary prefix, Swift toolchain hidden
 CARGO ?= cargo
 test-rust: $(call prebuilt,setup-test lib plugins)

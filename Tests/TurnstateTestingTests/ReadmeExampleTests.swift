@@ -1,5 +1,6 @@
-// The README's TestStore example ("Testing with the TestStore"), as it is
-// there: Tests/readme/check.sh fails when the two differ.
+// The example of the DocC article "Testing with the TestStore"
+// (Sources/Turnstate/Turnstate.docc/TestingWithTheTestStore.md, "An example"),
+// as it is there: Tests/readme/check.sh fails when the two differ.
 
 import Testing
 import Turnstate

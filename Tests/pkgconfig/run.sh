@@ -76,7 +76,7 @@ fi
 
 # 5. Build the consumer with pkg-config's flags; the .pc carries no rpath (as
 # sqlite3's and libgit2's do not), so a consumer of a private prefix adds its
-# own, as the README shows.
+# own, as docs/packaging.md shows.
 cflags_libs=$(pkg-config --cflags --libs turnstate)
 case "$cflags_libs" in
   *rpath*) fail "pkg-config --libs turnstate carries an rpath: $cflags_libs" ;;

@@ -111,7 +111,7 @@ static void test_thread_dispatching_during_destroy(void) {
     CHECK("the threads did dispatch", r->thread_dispatches > 0);
 }
 
-/* The shipped plugins in the README's order: delay, then journal or guard.
+/* The shipped plugins in docs/plugins.md's order: delay, then journal or guard.
  * Delayed actions are dispatched by delay's worker while the store is
  * destroyed. Before the protocol the worker ran journal_run on a freed
  * instance (a crash in 1-3% of runs, every run under ASan). */

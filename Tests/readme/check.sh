@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Keeps the README honest: its Swift quick start must type-check against the
-# Turnstate module, its TestStore example against TurnstateTesting (and be the
-# test that make test-swift runs), its C quick start must compile, run and print what the
-# README says, its C++ example must compile strictly, run and print what the
-# README says (and its shell commands run as written after the C quick
-# start's), and its plugin example must build with only the headers.
+# Keeps the README and the guides in docs/ honest: the README's Swift quick
+# start must type-check against the Turnstate module; the DocC article
+# "Testing with the TestStore"'s example against TurnstateTesting (and be the
+# test that make test-swift runs); the README's short C example and
+# docs/c-api.md's C quick start must compile, run and print what they say;
+# docs/cpp.md's C++ example must compile strictly, run and print what it says
+# (and its shell commands run as written after the C quick start's);
+# docs/plugins.md's plugin example must build with only the headers; and
+# every relative link of README.md and docs/*.md must name a file that exists
+# (and a heading of it, for a link with a #fragment).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # The C flags (TS_C_STD, TS_C_WARN): the Makefile's.
@@ -16,11 +20,11 @@ chmod 700 "$work"
 # The fenced blocks of one language under one heading (up to the next "## "
 # heading, or the next heading of the same level for a "### " one), less the
 # subsections named after it, concatenated.
-extract() { # heading language [excluded "### " subsection...]
+extract() { # file heading language [excluded "### " subsection...]
   python3 - "$@" <<'PY'
 import re, sys
-heading, language, excluded = sys.argv[1], sys.argv[2], sys.argv[3:]
-text = open("README.md").read()
+path, heading, language, excluded = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+text = open(path).read()
 start = text.index(heading + "\n")
 ends = [e for e in (text.find("\n## ", start + len(heading)),
                     text.find("\n### ", start + len(heading)) if heading.startswith("### ") else -1) if e >= 0]
@@ -42,27 +46,35 @@ check_that() { # description command...
   if "$@"; then echo "ok: $what"; passed=$((passed + 1)); else echo "FAILED: $what"; failed=$((failed + 1)); fi
 }
 
-extract "## Swift quick start" swift "### Testing with the TestStore" > "$work/main.swift"
+extract README.md "## Swift quick start" swift > "$work/main.swift"
 swift build --scratch-path .build --target Turnstate >/dev/null
 check swiftc -typecheck -swift-version 6 -I .build/debug/Modules "$work/main.swift"
 
 # The TestStore example: a swift-testing test file that type-checks against
 # TurnstateTesting, and that is, word for word, the test that `make test-swift`
 # runs (Tests/TurnstateTestingTests/ReadmeExampleTests.swift, from its first import).
-extract "### Testing with the TestStore" swift > "$work/teststore.swift"
+extract Sources/Turnstate/Turnstate.docc/TestingWithTheTestStore.md "### An example" swift > "$work/teststore.swift"
 swift build --scratch-path .build --target TurnstateTesting >/dev/null
 check swiftc -typecheck -swift-version 6 -I .build/debug/Modules "$work/teststore.swift"
 check diff <(sed -n '/^import /,$p' Tests/TurnstateTestingTests/ReadmeExampleTests.swift) <(sed '${/^$/d}' "$work/teststore.swift")
 
-extract "## C quick start" c > "$work/app.c"
+# The README's short C example: compiled as strictly, run, and its output
+# compared with the "# " lines of its shell block.
+extract README.md "## C quick start" c > "$work/first.c"
+cc $TS_C_STD $TS_C_WARN -IInclude "$work/first.c" -o "$work/first" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
+"$work/first" > "$work/first.out"
+check diff <(extract README.md "## C quick start" sh | sed -n 's/^# //p') "$work/first.out"
+
+# docs/c-api.md's C quick start.
+extract docs/c-api.md "## C quick start" c > "$work/app.c"
 cc $TS_C_STD $TS_C_WARN -IInclude "$work/app.c" -o "$work/app" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
 "$work/app" > "$work/app.out"
-expected=$(extract "## C quick start" sh | sed -n 's/^# //p')
+expected=$(extract docs/c-api.md "## C quick start" sh | sed -n 's/^# //p')
 check diff <(echo "$expected") "$work/app.out"
 
 # The quick start's shell commands, run as written (HOME is a scratch folder,
 # so `make install PREFIX=$HOME/.local` installs there; app.c is the block above).
-extract "## C quick start" sh | grep -v '^#' > "$work/commands.sh"
+extract docs/c-api.md "## C quick start" sh | grep -v '^#' > "$work/commands.sh"
 mkdir -p "$work/home" "$work/run" && cp "$work/app.c" "$work/run/app.c"
 # (make install's own output, a package resolution's too, goes to install.log.)
 sed -i "s|^make install\(.*\)|make -C $PWD --no-print-directory install\1 >'$work/install.log' 2>\&1|" "$work/commands.sh"
@@ -70,18 +82,18 @@ check bash -c "cd '$work/run' && HOME='$work/home' bash -euo pipefail '$work/com
 
 # The C++ example: built with the header as it is, run, and its output
 # compared with the "# " lines of the section's shell block.
-extract "## C++" cpp > "$work/app.cpp"
+extract docs/cpp.md "## C++" cpp > "$work/app.cpp"
 ${CXX:-c++} -std=c++17 -Wall -Wextra -pedantic -Werror -IInclude "$work/app.cpp" -o "$work/app_cpp" \
   -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
 "$work/app_cpp" > "$work/app_cpp.out"
-expected_cpp=$(extract "## C++" sh | sed -n 's/^# //p')
+expected_cpp=$(extract docs/cpp.md "## C++" sh | sed -n 's/^# //p')
 check diff <(echo "$expected_cpp") "$work/app_cpp.out"
 
 # The C++ section's shell commands, run as written right after the C quick
 # start's, as a new user goes on: the same HOME, whose ~/.local holds what
 # that `make install` put there (nothing else tells pkg-config or the loader
 # where it is).
-extract "## C++" sh | grep -v '^#' > "$work/commands_cpp.sh"
+extract docs/cpp.md "## C++" sh | grep -v '^#' > "$work/commands_cpp.sh"
 mkdir -p "$work/run_cpp" && cp "$work/app.cpp" "$work/run_cpp/app.cpp"
 cpp_commands() { # (a description, for check's line)
   if (cd "$work/run_cpp" && env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH HOME="$work/home" \
@@ -94,7 +106,7 @@ cpp_commands() { # (a description, for check's line)
 }
 check cpp_commands "the C++ section's commands, run after the C quick start's (HOME=$work/home)"
 
-extract "### Write a plugin" c > "$work/plugin.c"
+extract docs/plugins.md "### Write a plugin" c > "$work/plugin.c"
 cc $TS_C_STD $TS_C_WARN -shared -fPIC -IInclude "$work/plugin.c" -o "$work/counter.so"
 check bash -c "! readelf -d '$work/counter.so' | grep -q libturnstate"
 
@@ -109,7 +121,7 @@ check bash -c "! readelf -d '$work/counter.so' | grep -q libturnstate"
   echo 'int main(void) {'
   echo '    ts_store *store = NULL;'
   echo '    if (ts_store_create("{}", &store) != TS_OK) return 2;'
-  extract "## Install" c
+  extract docs/packaging.md "## Install" c
   echo '    ts_store_destroy(store);'
   echo '    return failures;'
   echo '}'
@@ -143,6 +155,10 @@ check_that "make run again: the journal restores the first run's state" \
 check_that "make run again: with the first run's todos" \
   grep -q '^  initial state: {"todos":\[{"id":1,"title":"Buy milk"' "$work/run2.out"
 check_that "make run again: every step succeeded" grep -q '^done\.$' "$work/run2.out"
+
+# Relative links (Tests/readme/links.py): to a file that exists, and to a
+# heading of it for a Markdown file's #fragment.
+check_that "every relative link of README.md and docs/*.md resolves" python3 Tests/readme/links.py README.md docs/*.md
 
 echo "readme: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,8 +1,8 @@
 /*
- * plugin_configs.c - what the README says each shipped plugin needs to
+ * plugin_configs.c - what docs/plugins.md says each shipped plugin needs to
  * start (## Plugins: "journal needs path and replicate needs url and
  * stream; guard, logger and delay start with no config"), and why it says
- * not to load the whole plugins folder with ts_store_load_plugins (## Install:
+ * not to load the whole plugins folder with ts_store_load_plugins (docs/packaging.md, ## Install:
  * the folder holds no NAME.json, so the journal refuses to start and the
  * load fails).
  *

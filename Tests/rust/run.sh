@@ -9,14 +9,14 @@
 #      callbacks, on the caller's thread and on the delay plugin's worker)
 #      again under valgrind (VALGRIND, the Makefile's command line): no
 #      invalid access, no definite or indirect leak;
-#   3. the crate's README (bindings/rust/turnstate/README.md) has the
-#      README's Rust example word for word (`cargo test` runs it as a
-#      doctest); the README's Rust example, as a user runs it: `make install` into a
-#      temporary prefix, a new cargo project with the README's Cargo.toml
-#      lines and src/main.rs, and the README's commands (`cargo run
+#   3. the crate's README (bindings/rust/turnstate/README.md) has
+#      docs/rust.md's Rust example word for word (`cargo test` runs it as a
+#      doctest); docs/rust.md's example, as a user runs it: `make install` into a
+#      temporary prefix, a new cargo project with its Cargo.toml
+#      lines and src/main.rs, and its commands (`cargo run
 #      --offline` with PKG_CONFIG_PATH at the prefix) run with the Swift
 #      toolchain hidden (Tests/install/without-swift.sh); its output must be
-#      the README's.
+#      what docs/rust.md shows.
 # Needs root for step 3 (a private mount namespace), valgrind for step 2.
 # Ends with
 # "checks: N passed, M failed".
@@ -78,12 +78,12 @@ else
   sed 's/^/    | /' "$tmp/misuse.log" 2>/dev/null | tail -n 60; fail "turnstate/tests/misuse.rs under valgrind"
 fi
 
-# 3. The README's example against an installed library, Swift hidden.
+# 3. docs/rust.md's example against an installed library, Swift hidden.
 extract() { # heading language
   python3 - "$1" "$2" <<'PY'
 import re, sys
 heading, language = sys.argv[1], sys.argv[2]
-text = open("README.md").read()
+text = open("docs/rust.md").read()
 start = text.index(heading + "\n")
 end = text.find("\n## ", start + len(heading))
 section = text[start:end if end >= 0 else len(text)]
@@ -102,14 +102,14 @@ blocks = re.findall(r"```rust\n(.*?)```", crate, re.S)
 sys.exit(0 if len(blocks) == 1 and blocks[0].rstrip("\n") == open(sys.argv[1]).read().rstrip("\n") else 1)
 PY
 then
-  pass "bindings/rust/turnstate/README.md has the README's Rust example, word for word"
+  pass "bindings/rust/turnstate/README.md has docs/rust.md's Rust example, word for word"
 else
-  fail "bindings/rust/turnstate/README.md has the README's Rust example, word for word"
+  fail "bindings/rust/turnstate/README.md has docs/rust.md's Rust example, word for word"
 fi
 extract "## Rust" toml >"$tmp/deps.toml"
-# The README's path to the crate, made the repository's.
+# docs/rust.md's path to the crate, made the repository's.
 if ! grep -q '^turnstate = { path = "[^"]*bindings/rust/turnstate" }' "$tmp/deps.toml"; then
-  fail "the README's Cargo.toml names the crate by path"; finish
+  fail "docs/rust.md's Cargo.toml names the crate by path"; finish
 fi
 {
   printf '[package]\nname = "app"\nversion = "0.1.0"\nedition = "2021"\n\n'
@@ -120,27 +120,27 @@ expected=$(sed -n 's/^# //p' "$tmp/readme.sh")
 # `make install` runs here (it builds with Swift); the rest where Swift is hidden.
 install_line=$(grep '^make install' "$tmp/readme.sh")
 grep -v '^#' "$tmp/readme.sh" | grep -v '^make install' >"$tmp/commands.sh"
-# HOME is a scratch folder (the README installs into $HOME/.local); rustup
+# HOME is a scratch folder (docs/rust.md installs into $HOME/.local); rustup
 # and cargo keep their own folders.
 export RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup} CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
 if HOME=$tmp/home bash -c "make -C '$root' --no-print-directory ${install_line#make }" >"$tmp/install.log" 2>&1; then
-  pass "README: $install_line (HOME=$tmp/home)"
+  pass "docs/rust.md: $install_line (HOME=$tmp/home)"
 else
-  sed 's/^/    | /' "$tmp/install.log" | tail -n 40; fail "README: $install_line"; finish
+  sed 's/^/    | /' "$tmp/install.log" | tail -n 40; fail "docs/rust.md: $install_line"; finish
 fi
 unset CARGO_TARGET_DIR LD_LIBRARY_PATH TURNSTATE_LIB_DIR TURNSTATE_PLUGINS_DIR PKG_CONFIG_PATH
 if (cd "$app" && HOME=$tmp/home CARGO_TARGET_DIR=$tmp/target \
       "$root/Tests/install/without-swift.sh" bash -euo pipefail "$tmp/commands.sh") \
       >"$tmp/run.out" 2>"$tmp/run.err"; then
-  pass "README: the Rust example builds and runs with cargo run --offline, Swift toolchain hidden"
+  pass "docs/rust.md: the Rust example builds and runs with cargo run --offline, Swift toolchain hidden"
   grep '^without-swift:' "$tmp/run.err" | sed 's/^/       /'
 else
-  sed 's/^/    | /' "$tmp/run.err" | tail -n 40; fail "README: the Rust example builds and runs (Swift hidden)"
+  sed 's/^/    | /' "$tmp/run.err" | tail -n 40; fail "docs/rust.md: the Rust example builds and runs (Swift hidden)"
 fi
 if diff <(echo "$expected") "$tmp/run.out" >"$tmp/diff.log"; then
-  pass "README: the example prints what the README says"
+  pass "docs/rust.md: the example prints what docs/rust.md says"
 else
-  sed 's/^/    | /' "$tmp/diff.log"; fail "README: the example prints what the README says"
+  sed 's/^/    | /' "$tmp/diff.log"; fail "docs/rust.md: the example prints what docs/rust.md says"
 fi
 binary=$tmp/target/debug/app
 if [ -x "$binary" ] && ldd "$binary" | grep -F "libturnstate.so.0 => $tmp/home/.local/lib/libturnstate.so.0" >/dev/null; then

@@ -6,18 +6,18 @@
 #      library, plugins required.
 #   2. python -m build (sdist, then the wheel from it, TURNSTATE_BUILD
 #      pointing at build/): the wheel's tag and contents; installed in a
-#      fresh venv, the README's Python example runs with the Swift toolchain
+#      fresh venv, docs/python.md's example runs with the Swift toolchain
 #      hidden (Tests/install/without-swift.sh).
 #   3. make install into a temporary prefix; with the Swift toolchain hidden,
 #      a fresh venv gets TURNSTATE_BUNDLE=0 pip install ./bindings/python (no
 #      library inside), finds the installed libturnstate.so.0 through the
 #      dynamic loader (LD_LIBRARY_PATH=PREFIX/lib, as a system folder would),
-#      runs the README's Python example, and the pytest suite.
+#      runs docs/python.md's example, and the pytest suite.
 #   4. A fresh clone of this checkout (git clone: committed files only, no
 #      build/): with the Swift toolchain hidden, pip install ./bindings/python
 #      fails and names the command to run; with it, in a fresh venv and
 #      TURNSTATE_BUILD unset, pip install ./bindings/python builds the library
-#      (make lib plugins, minutes) and the README's Python example runs.
+#      (make lib plugins, minutes) and docs/python.md's example runs.
 # Needs python3 with venv, network access to PyPI, root (unshare) for 2 and 3.
 # Ends with "checks: N passed, M failed" (N counts pytest's passed tests).
 set -uo pipefail
@@ -51,17 +51,18 @@ count_pytest() { # log what
   echo "  pytest ($2): ${summary:-no summary}"
 }
 
-# The README's Python example and the output it shows.
+# The Python example of docs/python.md (the guide that was the README's
+# "Python" section) and the output it shows.
 "$PYTHON" - "$tmp" <<'PY'
 import re, sys
-text = open("README.md", encoding="utf-8").read()
+text = open("docs/python.md", encoding="utf-8").read()
 start = text.index("## Python\n")
 end = text.find("\n## ", start + 1)
 section = text[start:end if end >= 0 else len(text)]
 open(sys.argv[1] + "/example.py", "w").write(re.findall(r"```python\n(.*?)```", section, re.S)[0])
 open(sys.argv[1] + "/example.out", "w").write(re.findall(r"```text\n(.*?)```", section, re.S)[0])
 PY
-check "README.md has a Python example and its output" test -s "$tmp/example.py" -a -s "$tmp/example.out"
+check "docs/python.md has a Python example and its output" test -s "$tmp/example.py" -a -s "$tmp/example.out"
 
 # 1. pip install ./bindings/python in a fresh venv: the library bundled.
 venv=$tmp/venv-repo
@@ -80,7 +81,7 @@ if "$PYTHON" -m venv "$venv" >"$tmp/venv.log" 2>&1 &&
     (cd "$tmp" && "$venv/bin/mypy" --strict --no-incremental -p turnstate) >"$tmp/mypy.log" 2>&1
     check "mypy --strict -p turnstate (the installed package)" test $? -eq 0 || true
     (cd "$tmp" && "$venv/bin/mypy" --no-incremental example.py) >>"$tmp/mypy.log" 2>&1
-    check "mypy: the README's Python example type-checks against the package" test $? -eq 0 || true
+    check "mypy: docs/python.md's example type-checks against the package" test $? -eq 0 || true
     grep -q "error:" "$tmp/mypy.log" && show "$tmp/mypy.log"
   else
     show "$tmp/pip-mypy.log"; fail "pip install mypy"
@@ -133,10 +134,10 @@ done
 SCRIPT
   if Tests/install/without-swift.sh bash "$tmp/wheel.sh" >"$tmp/wheel-run.log" 2>&1; then
     pass "Swift hidden: the wheel in a fresh venv loads its bundled library (ldd finds everything)"
-    check "Swift hidden: the README's Python example prints what the README says (wheel)" \
+    check "Swift hidden: docs/python.md's example prints what docs/python.md says (wheel)" \
       diff "$tmp/example.out" "$tmp/example-wheel.out"
   else
-    show "$tmp/wheel-run.log"; fail "Swift hidden: the wheel in a fresh venv runs the README example"
+    show "$tmp/wheel-run.log"; fail "Swift hidden: the wheel in a fresh venv runs docs/python.md's example"
   fi
 
   # 2b. auditwheel repair: the manylinux tag this build machine's glibc
@@ -158,10 +159,10 @@ cd "$tmp"
 "$tmp/venv-repaired/bin/python" "$tmp/example.py" > "$tmp/example-repaired.out"
 SCRIPT
     if Tests/install/without-swift.sh bash "$tmp/repaired.sh" >"$tmp/repaired-run.log" 2>&1; then
-      check "Swift and the system's libsimdjson hidden: the README's Python example runs (manylinux wheel)" \
+      check "Swift and the system's libsimdjson hidden: docs/python.md's example runs (manylinux wheel)" \
         diff "$tmp/example.out" "$tmp/example-repaired.out"
     else
-      show "$tmp/repaired-run.log"; fail "Swift and libsimdjson hidden: the manylinux wheel runs the README example"
+      show "$tmp/repaired-run.log"; fail "Swift and libsimdjson hidden: the manylinux wheel runs docs/python.md's example"
     fi
   else
     show "$tmp/pip-auditwheel.log"; show "$tmp/repair.log" 2>/dev/null; fail "auditwheel repair"
@@ -192,7 +193,7 @@ SCRIPT
       bash -c '! ls "$0"/venv-installed/lib/python*/site-packages/turnstate/_lib >/dev/null 2>&1' "$tmp"
     check "Swift hidden: it loads the installed library ($(cat "$tmp/installed-lib.out"))" \
       grep -qx "system $prefix/lib/libturnstate.so.0.*" "$tmp/installed-lib.out"
-    check "Swift hidden: the README's Python example prints what the README says (installed library)" \
+    check "Swift hidden: docs/python.md's example prints what docs/python.md says (installed library)" \
       diff "$tmp/example.out" "$tmp/example-installed.out"
     grep -qE '[0-9]+ (failed|error)' "$tmp/pytest-installed.log" && show "$tmp/pytest-installed.log"
     count_pytest "$tmp/pytest-installed.log" "installed library, Swift hidden"
@@ -233,7 +234,7 @@ SCRIPT
     (cd "$tmp" && "$tmp/venv-clone/bin/python" -c 'import turnstate; print(turnstate.library_source())' \
        >"$tmp/clone-lib.out" 2>&1 && "$tmp/venv-clone/bin/python" "$tmp/example.py" >"$tmp/example-clone.out" 2>&1)
     check "fresh clone: the package loads its bundled library ($(cat "$tmp/clone-lib.out"))" grep -qx bundled "$tmp/clone-lib.out"
-    check "fresh clone: the README's Python example prints what the README says" diff "$tmp/example.out" "$tmp/example-clone.out"
+    check "fresh clone: docs/python.md's example prints what docs/python.md says" diff "$tmp/example.out" "$tmp/example-clone.out"
   else
     show "$tmp/clone-pip.log"; fail "fresh clone: pip install ./bindings/python"
   fi
