@@ -6,10 +6,12 @@
 //!
 //! The stores are those of bench.c: the C1 counter (a reducer and a
 //! listener, Rust closures) plus "todos", a list of 10 or 100,000 items
-//! (about 8 MB) owned by a closure added with `add_reducer_for(&["todos/*"])`
-//! that reads with the getters and answers with a `Patch`:
+//! (about 8 MB) owned by a closure added with `add_patch_reducer(&["todos/*"])`
+//! (its slice a `JsonRef`: the store keeps the big one as a tree, as bench.c's
+//! `ts_store_add_patch_reducer`) that reads with the getters and answers with
+//! a `Patch`:
 //!   RP  toggles one item ("todos/toggle" {"id": N}: the payload's id and
-//!       the item's "done" read with `payload_at` and `JsonText::at`, one
+//!       the item's "done" read with `payload_at` and `JsonRef::at`, one
 //!       `replace`), 10 and 100,000 items, runs alternating (RP-ratio);
 //!   RA  appends ("todos/add": `add` at "/items/-"), to fresh stores each run;
 //!   RU  an action that no reducer's filter matches (the counter added for
@@ -78,7 +80,7 @@ fn todo_store(items: u64, counter_types: Option<&[&str]>) -> (Store, Arc<AtomicU
         .subscribe(None, move |_| counted.store(counted.load(Ordering::Relaxed) + 1, Ordering::Relaxed))
         .unwrap_or_else(|e| die("subscribe", e));
     store
-        .add_reducer_for("todos", &["todos/*"], move |slice, action| {
+        .add_patch_reducer("todos", &["todos/*"], move |slice, action| {
             let slice = match slice {
                 None => return Ok(Reduced::Slice(todo_slice(items))),
                 Some(slice) => slice,
@@ -93,7 +95,7 @@ fn todo_store(items: u64, counter_types: Option<&[&str]>) -> (Store, Arc<AtomicU
                 _ => Ok(Reduced::Unchanged),
             }
         })
-        .unwrap_or_else(|e| die("add_reducer_for", e));
+        .unwrap_or_else(|e| die("add_patch_reducer", e));
     (store, calls)
 }
 
