@@ -94,8 +94,9 @@
  *   during the callback.
  *
  * - Reducers for named action types that answer with a change
- *   (add_reducer_for, reducer_for_fn, turnstate::patch, turnstate::reduced)
- *   and the JSON getters (json_text, json_ref, json_doc): see "Reading
+ *   (add_reducer_for, reducer_for_fn, turnstate::patch, turnstate::reduced;
+ *   add_patch_reducer, patch_reducer_fn, whose slice is a json_ref, for big
+ *   slices) and the JSON getters (json_text, json_ref, json_doc): see "Reading
  *   JSON" and "Answering with a change" below.
  *
  * Needs C++17 (std::optional, std::string_view); compiles with
@@ -1678,38 +1679,6 @@ inline char *reducer_trampoline(const char *slice, const ts_action *action, void
     }
 }
 
-inline char *reducer_for_trampoline(const char *slice, const ts_action *action, void *ctx) noexcept {
-    auto *entry = static_cast<ReducerForEntry *>(ctx);
-    try {
-        CallbackScope in(entry->core);
-        std::optional<json_text> slice_text;
-        if (slice != nullptr) slice_text.emplace(slice);
-        reduced result = entry->fn(slice_text, Action(*action));
-        switch (result.what()) {
-        case reduced::kind::unchanged: return nullptr;
-        case reduced::kind::patch:
-            if (result.json().find('\0') != std::string::npos)
-                throw reducer_error("the reducer's patch contains a NUL byte");
-            // A patch that the library refuses (not JSON, not an array, in
-            // the init call) fails this reducer's call there and then, with
-            // its message: nothing more to do here.
-            ts_reducer_patch(result.json().c_str());
-            return nullptr;
-        case reduced::kind::slice: break;
-        }
-        const std::string &json = result.json();
-        auto *out = static_cast<char *>(ts_alloc(json.size() + 1));
-        if (out == nullptr) throw std::bad_alloc();
-        std::memcpy(out, json.data(), json.size());
-        out[json.size()] = '\0';
-        return out;
-    } catch (...) {
-        record(std::current_exception());
-        ts_reducer_fail(describe());
-        return nullptr;
-    }
-}
-
 /* A reducer's answer, handed to the store: NULL (unchanged, or after
  * ts_reducer_patch) or the new slice in ts_alloc() memory. */
 inline char *hand_over(const reduced &result) {
@@ -1731,6 +1700,20 @@ inline char *hand_over(const reduced &result) {
     std::memcpy(out, json.data(), json.size());
     out[json.size()] = '\0';
     return out;
+}
+
+inline char *reducer_for_trampoline(const char *slice, const ts_action *action, void *ctx) noexcept {
+    auto *entry = static_cast<ReducerForEntry *>(ctx);
+    try {
+        CallbackScope in(entry->core);
+        std::optional<json_text> slice_text;
+        if (slice != nullptr) slice_text.emplace(slice);
+        return hand_over(entry->fn(slice_text, Action(*action)));
+    } catch (...) {
+        record(std::current_exception());
+        ts_reducer_fail(describe());
+        return nullptr;
+    }
 }
 
 inline char *patch_reducer_trampoline(const ts_json *slice, const ts_action *action, void *ctx) noexcept {
