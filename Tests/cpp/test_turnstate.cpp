@@ -1143,6 +1143,155 @@ TEST(test_getters_from_threads) {
 
 } // namespace
 
+/* ---- Patch reducers (add_patch_reducer: the slice as a json_ref) ---------- */
+
+/* A slice well over 64 KiB (the store keeps a patch reducer's copy of it as
+ * a tree): 1,500 items of about 100 bytes, an owner whose string has
+ * escapes, a small object. */
+std::string big_slice() {
+    std::string items;
+    for (int i = 0; i < 1500; ++i) {
+        if (i > 0) items += ',';
+        std::string n = std::to_string(i);
+        items += "{\"id\":" + n + ",\"title\":\"item number " + n + " of the big list\",\"done\":" +
+                 (i % 3 == 0 ? "true" : "false") + ",\"weight\":" + n + ".5,\"tags\":[\"a\",\"b\"]}";
+    }
+    return "{\"items\":[" + items +
+           R"(],"owner":"ada \"the first\"","meta":{"version":3,"ratio":0.25,"big":-9007199254740993},"summary":null})";
+}
+
+/* What both reducers answer, read through the getters from `slice` (the
+ * whole slice as a value): a toggle, an append, a removal, and a summary
+ * written from reads of every kind. */
+reduced big_answer(json_ref slice, const Action &action) {
+    if (action.type == "big/toggle") {
+        std::string path = "/items/" + std::to_string(action.payload_at("/id").as_uint64()) + "/done";
+        return patch().replace(path, slice.at(path).as_bool() ? "false" : "true");
+    }
+    if (action.type == "big/add") return patch().add("/items/-", action.payload.value_or("null"));
+    if (action.type == "big/remove")
+        return patch().remove("/items/" + std::to_string(action.payload_at("").as_uint64()));
+    if (action.type == "big/summary") {
+        json_ref items = slice.at("/items");
+        uint64_t done = 0;
+        double weight = 0;
+        int64_t ids = 0;
+        for (json_ref item : items) {
+            done += item.at("/done").as_bool() ? 1 : 0;
+            weight += item.at("/weight").as_double();
+            ids += item.at("/id").as_int64();
+        }
+        std::string meta, top;
+        for (auto [key, value] : slice.at("/meta").members()) meta += (meta.empty() ? "" : ",") + turnstate::json_string(key);
+        for (auto [key, value] : slice.members()) top += (top.empty() ? "" : ",") + turnstate::json_string(key);
+        std::string last = std::string(items.at("/" + std::to_string(items.size() - 1) + "/title").as_string());
+        std::ostringstream summary;
+        summary << "{\"count\":" << items.size() << ",\"done\":" << done << ",\"weight\":" << weight
+                << ",\"ids\":" << ids << ",\"owner\":" << turnstate::json_string(slice.at("/owner").as_string())
+                << ",\"version\":" << slice.at("/meta/version").as_uint64()
+                << ",\"ratio\":" << slice.at("/meta/ratio").as_double() << ",\"meta\":[" << meta << "],\"top\":["
+                << top << "],\"top_count\":" << slice.size() << ",\"last\":" << turnstate::json_string(last)
+                << ",\"tags\":" << slice.at("/items/0/tags").json()
+                << ",\"has_owner\":" << (slice.find("/owner") ? "true" : "false")
+                << ",\"has_nothing\":" << (slice.find("/nothing") ? "true" : "false") << "}";
+        return patch().replace("/summary", summary.str());
+    }
+    return {};
+}
+
+TEST(test_patch_reducer_over_a_big_slice) {
+    Store store;
+    // The same reads and answers, once over the slice's text
+    // (add_reducer_for) and once over the slice the store keeps as a tree
+    // (add_patch_reducer).
+    store.add_reducer_for("flat", {"big/*"}, [](Text slice, const Action &action) -> reduced {
+        if (!slice) return big_slice();
+        return big_answer(slice->root(), action);
+    });
+    std::vector<std::string> seen;
+    store.add_patch_reducer("tree", {"big/*"}, [&seen](std::optional<json_ref> slice, const Action &action) -> reduced {
+        if (!slice) return big_slice();
+        std::optional<std::string_view> meta = slice->at("/meta").text();
+        seen.push_back(std::string(slice->split() ? "split" : "text") + (slice->text() ? " has text" : " no text") +
+                       (slice->at("/items").split() ? " items split" : " items text") +
+                       (slice->at("/items/0").split() ? " item split" : " item text") + " meta " +
+                       std::string(meta.value_or("none")));
+        return big_answer(*slice, action);
+    });
+    CHECK(big_slice().size() > 2 * 64 * 1024);
+    CHECK_EQ(store.get("/tree"), store.get("/flat"));
+    for (const char *action : {R"({"type":"big/summary"})", R"({"type":"big/toggle","payload":{"id":0}})",
+                               R"({"type":"big/toggle","payload":{"id":1499}})",
+                               R"({"type":"big/toggle","payload":{"id":700}})",
+                               R"({"type":"big/add","payload":{"id":1500,"title":"a new one","done":true,"weight":1,"tags":[]}})",
+                               R"({"type":"big/remove","payload":3})", R"({"type":"big/summary"})",
+                               R"({"type":"other"})"}) {
+        store.dispatch(action);
+        CHECK_EQ(store.get("/tree"), store.get("/flat"));
+    }
+    // The summary holds what was read (not only the same in both).
+    CHECK_EQ(store.get("/tree/summary/count"), std::string("1500"));
+    CHECK_EQ(store.get("/tree/summary/owner"), std::string(R"("ada \"the first\"")"));
+    CHECK_EQ(store.get("/tree/summary/meta"), std::string(R"(["version","ratio","big"])"));
+    CHECK_EQ(store.get("/tree/summary/top_count"), std::string("4"));
+    CHECK_EQ(store.get("/tree/summary/last"), std::string(R"("a new one")"));
+    CHECK_EQ(store.get("/tree/summary/tags"), std::string(R"(["a","b"])"));
+    CHECK_EQ(store.get("/tree/summary/has_owner"), std::string("true"));
+    CHECK_EQ(store.get("/tree/summary/has_nothing"), std::string("false"));
+    CHECK_EQ(store.get("/tree/items/0/done"), std::string("false"));
+    // Called for each "big/*" action, over split values: the slice and its
+    // list have no text; an item and a small object have theirs.
+    CHECK_EQ(seen.size(), size_t(7));
+    for (const std::string &call : seen)
+        CHECK_EQ(call, std::string(R"(split no text items split item text meta {"version":3,"ratio":0.25,"big":-9007199254740993})"));
+}
+
+TEST(test_split_values_have_no_text) {
+    Store store;
+    std::vector<std::string> joined;
+    store.add_patch_reducer("tree", {}, [&joined](std::optional<json_ref> slice, const Action &action) -> reduced {
+        if (!slice) return big_slice();
+        if (action.type == "join") {
+            joined.push_back(slice->to_json());
+            joined.push_back(slice->at("/items").to_json());
+            joined.push_back(slice->at("/meta").to_json());
+            try {
+                slice->as_int64();
+            } catch (const turnstate::argument_error &e) {
+                joined.push_back(e.what());
+            }
+            return {};
+        }
+        if (action.type == "text") return std::string(slice->json()); /* throws: split */
+        if (action.type == "toggle") return patch().replace("/items/5/done", "true");
+        return {};
+    });
+    store.dispatch(R"({"type":"toggle"})");
+    store.dispatch(R"({"type":"join"})");
+    std::string whole = store.get("/tree");
+    CHECK_EQ(joined.size(), size_t(4));
+    if (joined.size() == 4) {
+        CHECK_EQ(joined[0], whole);
+        CHECK_EQ(joined[1], store.get("/tree/items"));
+        CHECK_EQ(joined[2], store.get("/tree/meta"));
+        CHECK_CONTAINS(joined[3], "expected an integer");
+    }
+    // json() of a split value throws in the reducer: the dispatch fails
+    // with its message and the state is unchanged.
+    CHECK_THROWS(turnstate::error, store.dispatch(R"({"type":"text"})"), e,
+                 CHECK_CONTAINS(e.what(), "json_ref::json: an object that is split"));
+    CHECK_EQ(store.get("/tree"), whole);
+    // Bad arguments are refused before anything is added.
+    CHECK_THROWS(turnstate::argument_error, store.add_patch_reducer("other", {}, nullptr), e,
+                 CHECK_CONTAINS(e.what(), "the reducer is empty"));
+    CHECK_THROWS(turnstate::argument_error,
+                 store.add_patch_reducer("other", {"a/**"}, [](std::optional<json_ref>, const Action &) -> reduced {
+                     return "1";
+                 }),
+                 e, CHECK_CONTAINS(e.what(), "0"));
+    CHECK(!store.find("/other").has_value());
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
@@ -1177,6 +1326,8 @@ int main(int argc, char **argv) {
     RUN(test_getters_errors);
     RUN(test_getters_in_a_reducer);
     RUN(test_getters_from_threads);
+    RUN(test_patch_reducer_over_a_big_slice);
+    RUN(test_split_values_have_no_text);
     std::printf("checks: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -545,6 +545,22 @@ extern "C" {
         out_len: *mut usize,
     ) -> ts_status;
 }
+pub type ts_patch_reducer_fn = ::std::option::Option<
+    unsafe extern "C" fn(
+        slice: *const ts_json,
+        action: *const ts_action,
+        ctx: *mut ::std::os::raw::c_void,
+    ) -> *mut ::std::os::raw::c_char,
+>;
+extern "C" {
+    pub fn ts_store_add_patch_reducer(
+        store: *mut ts_store,
+        key: *const ::std::os::raw::c_char,
+        types: *const *const ::std::os::raw::c_char,
+        fn_: ts_patch_reducer_fn,
+        ctx: *mut ::std::os::raw::c_void,
+    ) -> ts_status;
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct ts_plugin {

@@ -6,10 +6,12 @@
 //!
 //! The stores are those of bench.c: the C1 counter (a reducer and a
 //! listener, Rust closures) plus "todos", a list of 10 or 100,000 items
-//! (about 8 MB) owned by a closure added with `add_reducer_for(&["todos/*"])`
-//! that reads with the getters and answers with a `Patch`:
+//! (about 8 MB) owned by a closure added with `add_patch_reducer(&["todos/*"])`
+//! (its slice a `JsonRef`: the store keeps the big one as a tree, as bench.c's
+//! `ts_store_add_patch_reducer`) that reads with the getters and answers with
+//! a `Patch`:
 //!   RP  toggles one item ("todos/toggle" {"id": N}: the payload's id and
-//!       the item's "done" read with `payload_at` and `JsonText::at`, one
+//!       the item's "done" read with `payload_at` and `JsonRef::at`, one
 //!       `replace`), 10 and 100,000 items, runs alternating (RP-ratio);
 //!   RA  appends ("todos/add": `add` at "/items/-"), to fresh stores each run;
 //!   RU  an action that no reducer's filter matches (the counter added for
@@ -78,7 +80,7 @@ fn todo_store(items: u64, counter_types: Option<&[&str]>) -> (Store, Arc<AtomicU
         .subscribe(None, move |_| counted.store(counted.load(Ordering::Relaxed) + 1, Ordering::Relaxed))
         .unwrap_or_else(|e| die("subscribe", e));
     store
-        .add_reducer_for("todos", &["todos/*"], move |slice, action| {
+        .add_patch_reducer("todos", &["todos/*"], move |slice, action| {
             let slice = match slice {
                 None => return Ok(Reduced::Slice(todo_slice(items))),
                 Some(slice) => slice,
@@ -93,7 +95,7 @@ fn todo_store(items: u64, counter_types: Option<&[&str]>) -> (Store, Arc<AtomicU
                 _ => Ok(Reduced::Unchanged),
             }
         })
-        .unwrap_or_else(|e| die("add_reducer_for", e));
+        .unwrap_or_else(|e| die("add_patch_reducer", e));
     (store, calls)
 }
 
@@ -203,22 +205,20 @@ fn ra(options: &Options) {
     let n = options.scaled(20_000).min(options.scaled(2_000).max(16));
     for _ in 0..options.runs {
         let only = options.only.as_deref();
-        let a = if only == Some("RA-100k") {
-            None
-        } else {
-            let (small, calls) = todo_store(10, None);
-            Some(time_actions("RA-10", &small, &calls, &action, n))
-        };
-        let b = if only == Some("RA-10") {
-            None
-        } else {
-            let (big, calls) = todo_store(100_000, None);
-            let b = time_actions("RA-100k", &big, &calls, &action, n);
+        // Both stores made before either loop and dropped after both, as
+        // bench.c's CA does (the heap each loop runs in is then the same).
+        let small = if only == Some("RA-100k") { None } else { Some(todo_store(10, None)) };
+        let big = if only == Some("RA-10") { None } else { Some(todo_store(100_000, None)) };
+        let a = small.as_ref().map(|(small, calls)| time_actions("RA-10", small, calls, &action, n));
+        let b = if let Some((big, calls)) = &big {
+            let b = time_actions("RA-100k", big, calls, &action, n);
             let title = big.get("/todos/items/100000/title").unwrap_or_else(|e| die("get", e));
             if title != "\"a new todo\"" {
                 die("the appends", format!("the appended item reads {}", title));
             }
             Some(b)
+        } else {
+            None
         };
         if let Some(a) = a {
             println!("RESULT\tRA-10\t{:.3}\tns", a);

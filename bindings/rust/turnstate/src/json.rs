@@ -244,6 +244,11 @@ pub struct JsonRef<'a> {
 }
 
 impl<'a> JsonRef<'a> {
+    /// A value the library handed over (a patch reducer's slice), valid for 'a.
+    pub(crate) unsafe fn from_library(raw: &sys::ts_json) -> JsonRef<'a> {
+        JsonRef { raw: *raw, _text: PhantomData }
+    }
+
     /// The kind of the value.
     pub fn kind(&self) -> Kind {
         match self.raw.kind {
@@ -360,10 +365,83 @@ impl<'a> JsonRef<'a> {
 
     /// The value's JSON text, as it is in the text it was found in (minified
     /// in the texts the library hands over).
+    ///
+    /// # Panics
+    ///
+    /// For a split value ([`is_split`](JsonRef::is_split): a big slice of a
+    /// [`Store::add_patch_reducer`](crate::Store::add_patch_reducer)
+    /// reducer, or one of its big arrays and objects), which has no text of
+    /// its own; in a reducer the panic fails the dispatch with
+    /// [`Status::Panic`]. [`text`](JsonRef::text) answers `None` instead,
+    /// [`to_json`](JsonRef::to_json) joins it.
     pub fn json(&self) -> &'a str {
+        match self.text() {
+            Some(text) => text,
+            None => panic!(
+                "JsonRef::json: {} that is split (a big slice of a patch reducer) has no text; use text() or to_json()",
+                kind_name(self.kind())
+            ),
+        }
+    }
+
+    /// As [`json`](JsonRef::json), with `None` for a split value.
+    pub fn text(&self) -> Option<&'a str> {
+        if self.raw.text.is_null() {
+            return None;
+        }
         let bytes: &'a [u8] = unsafe { std::slice::from_raw_parts(self.raw.text as *const u8, self.raw.length) };
         // A value of valid UTF-8 JSON text starts and ends at a character.
-        std::str::from_utf8(bytes).expect("the library's JSON text is UTF-8")
+        Some(std::str::from_utf8(bytes).expect("the library's JSON text is UTF-8"))
+    }
+
+    /// Whether the value is split: kept by the store as a tree of texts (the
+    /// slice of a [`Store::add_patch_reducer`](crate::Store::add_patch_reducer)
+    /// reducer of 64 KiB or more, and its arrays and objects of 4 KiB or
+    /// more; `turnstate.h`, "Patch reducers"). Every getter reads it
+    /// ([`at`](JsonRef::at), [`len`](JsonRef::len), [`iter`](JsonRef::iter),
+    /// [`members`](JsonRef::members)); it has no text
+    /// ([`text`](JsonRef::text) is `None`).
+    pub fn is_split(&self) -> bool {
+        self.raw.text.is_null()
+    }
+
+    /// A copy of the value's JSON text: [`text`](JsonRef::text) when it has
+    /// one, else joined from its children (costs its size). `Display` writes
+    /// the same.
+    pub fn to_json(&self) -> String {
+        let mut out = String::with_capacity(self.raw.length);
+        self.write_json(&mut out).expect("a String takes any text");
+        out
+    }
+
+    fn write_json<W: fmt::Write>(&self, out: &mut W) -> fmt::Result {
+        if let Some(text) = self.text() {
+            return out.write_str(text);
+        }
+        // Split: an array or an object whose children each have text or are
+        // split in turn; the keys of a split object have their text.
+        let object = self.raw.kind == sys::TS_JSON_OBJECT;
+        out.write_char(if object { '{' } else { '[' })?;
+        let mut cursor = 0usize;
+        let mut first = true;
+        loop {
+            let mut key = MaybeUninit::<sys::ts_json>::uninit();
+            let value = match next_child(&self.raw, &mut cursor, key.as_mut_ptr()) {
+                Some(value) => value,
+                None => break,
+            };
+            if !first {
+                out.write_char(',')?;
+            }
+            first = false;
+            if object {
+                let key = JsonRef { raw: unsafe { key.assume_init() }, _text: PhantomData };
+                out.write_str(key.json())?;
+                out.write_char(':')?;
+            }
+            JsonRef { raw: value, _text: PhantomData }.write_json(out)?;
+        }
+        out.write_char(if object { '}' } else { ']' })
     }
 
     /// The C view, for the functions of [`sys`].
@@ -401,13 +479,17 @@ fn not_utf8(error: std::str::Utf8Error) -> Error {
 
 impl fmt::Debug for JsonRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "JsonRef({:?}, {})", self.kind(), self.json())
+        match self.text() {
+            Some(text) => write!(f, "JsonRef({:?}, {})", self.kind(), text),
+            None => write!(f, "JsonRef({:?}, split, {} bytes)", self.kind(), self.raw.length),
+        }
     }
 }
 
+/// The value's JSON text (joined for a split value: costs its size).
 impl fmt::Display for JsonRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.json())
+        self.write_json(f)
     }
 }
 

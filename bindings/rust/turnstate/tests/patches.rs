@@ -516,3 +516,189 @@ fn json_text_can_go_to_scoped_threads_during_the_callback() {
     assert_send_sync::<Patch>();
     assert_send_sync::<Reduced>();
 }
+
+// ---- Patch reducers (add_patch_reducer: the slice as a JsonRef) -------------------
+
+/// The first value of a slice bigger than 64 KiB (so that the store keeps a
+/// patch reducer's copy of it as a tree): 1,500 items of about 100 bytes,
+/// an owner whose string has escapes, and a small object.
+fn big_slice() -> String {
+    let items: Vec<String> = (0..1500)
+        .map(|i| {
+            format!(
+                r#"{{"id":{},"title":"item number {} of the big list","done":{},"weight":{}.5,"tags":["a","b"]}}"#,
+                i,
+                i,
+                i % 3 == 0,
+                i
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"items":[{}],"owner":"ada \"the first\"","meta":{{"version":3,"ratio":0.25,"big":-9007199254740993}},"summary":null}}"#,
+        items.join(",")
+    )
+}
+
+/// What both reducers answer, read through the getters from `slice` (the
+/// whole slice as a value): a toggle, an append, a removal, and a summary
+/// written from reads of every kind (count, iteration, members, typed
+/// getters, a string with escapes).
+fn big_answer(slice: turnstate::JsonRef<'_>, action: &Action<'_>) -> Answer {
+    match action.kind() {
+        "big/toggle" => {
+            let path = format!("/items/{}/done", action.payload_at("/id")?.as_u64()?);
+            let done = slice.at(&path)?.as_bool()?;
+            Ok(Patch::new().replace(&path, if done { "false" } else { "true" }).into())
+        }
+        "big/add" => Ok(Patch::new().add("/items/-", action.payload().unwrap_or("null")).into()),
+        "big/remove" => Ok(Patch::new().remove(&format!("/items/{}", action.payload_at("")?.as_u64()?)).into()),
+        "big/summary" => {
+            let items = slice.at("/items")?;
+            let mut done = 0u64;
+            let mut weight = 0f64;
+            let mut ids = 0i64;
+            for item in items.iter()? {
+                done += u64::from(item.at("/done")?.as_bool()?);
+                weight += item.at("/weight")?.as_f64()?;
+                ids += item.at("/id")?.as_i64()?;
+            }
+            let keys: Vec<String> = slice.at("/meta")?.members()?.map(|(key, _)| format!("{:?}", key)).collect();
+            let top: Vec<String> = slice.members()?.map(|(key, _)| format!("{:?}", key)).collect();
+            let last = items.at(&format!("/{}/title", items.len()? - 1))?.as_str()?.into_owned();
+            let summary = format!(
+                r#"{{"count":{},"done":{},"weight":{},"ids":{},"owner":{:?},"version":{},"ratio":{},"meta":[{}],"top":[{}],"top_count":{},"last":{:?},"tags":{}}}"#,
+                items.len()?,
+                done,
+                weight,
+                ids,
+                slice.at("/owner")?.as_str()?,
+                slice.at("/meta/version")?.as_u64()?,
+                slice.at("/meta/ratio")?.as_f64()?,
+                keys.join(","),
+                top.join(","),
+                slice.len()?,
+                last,
+                slice.at("/items/0/tags")?.json(),
+            );
+            Ok(Patch::new().replace("/summary", &summary).into())
+        }
+        _ => Ok(Reduced::Unchanged),
+    }
+}
+
+#[test]
+fn a_patch_reducer_reads_a_big_slice_and_answers_as_a_text_reducer() {
+    let store = Store::new("{}").unwrap();
+    // The same reads and answers, once over the slice's text (add_reducer_for)
+    // and once over the slice the store keeps as a tree (add_patch_reducer).
+    store
+        .add_reducer_for("flat", &["big/*"], |slice, action| match slice {
+            None => Ok(Reduced::Slice(big_slice())),
+            Some(slice) => big_answer(slice.root()?, action),
+        })
+        .unwrap();
+    let split_seen = Arc::new(Mutex::new(Vec::new()));
+    let seen = split_seen.clone();
+    store
+        .add_patch_reducer("tree", &["big/*"], move |slice, action| match slice {
+            None => Ok(Reduced::Slice(big_slice())),
+            Some(slice) => {
+                seen.lock().unwrap().push((
+                    slice.is_split(),
+                    slice.text().is_none(),
+                    slice.at("/items")?.is_split(),
+                    slice.at("/items/0")?.is_split(),
+                    slice.at("/meta")?.text().map(str::to_string),
+                ));
+                big_answer(slice, action)
+            }
+        })
+        .unwrap();
+    assert!(big_slice().len() > 64 * 1024 + 64 * 1024, "the slice is well over 64 KiB");
+    let same = |after: &str| {
+        assert_eq!(store.get("/tree").unwrap(), store.get("/flat").unwrap(), "after {}", after);
+    };
+    same("the init calls");
+    for action in [
+        r#"{"type":"big/summary"}"#,
+        r#"{"type":"big/toggle","payload":{"id":0}}"#,
+        r#"{"type":"big/toggle","payload":{"id":1499}}"#,
+        r#"{"type":"big/toggle","payload":{"id":700}}"#,
+        r#"{"type":"big/add","payload":{"id":1500,"title":"a new one","done":true,"weight":1,"tags":[]}}"#,
+        r#"{"type":"big/remove","payload":3}"#,
+        r#"{"type":"big/summary"}"#,
+        r#"{"type":"other"}"#,
+    ] {
+        store.dispatch(action).unwrap();
+        same(action);
+    }
+    // The summary holds what was read (not only the same in both).
+    assert_eq!(store.get("/tree/summary/count").unwrap(), "1500");
+    assert_eq!(store.get("/tree/summary/owner").unwrap(), r#""ada \"the first\"""#);
+    assert_eq!(store.get("/tree/summary/meta").unwrap(), r#"["version","ratio","big"]"#);
+    assert_eq!(store.get("/tree/summary/top_count").unwrap(), "4");
+    assert_eq!(store.get("/tree/summary/last").unwrap(), r#""a new one""#);
+    assert_eq!(store.get("/tree/summary/tags").unwrap(), r#"["a","b"]"#);
+    assert_eq!(store.get("/tree/items/0/done").unwrap(), "false");
+    // The patch reducer was called for each "big/*" action, and read split
+    // values: the slice and its list have no text, an item and a small
+    // object have theirs.
+    let seen = split_seen.lock().unwrap();
+    assert_eq!(seen.len(), 7);
+    for calls in seen.iter() {
+        assert_eq!(
+            calls,
+            &(true, true, true, false, Some(r#"{"version":3,"ratio":0.25,"big":-9007199254740993}"#.to_string()))
+        );
+    }
+}
+
+#[test]
+fn a_split_value_has_no_text_and_joins_to_the_slices_text() {
+    let store = Store::new("{}").unwrap();
+    let joined = Arc::new(Mutex::new(Vec::new()));
+    let kept = joined.clone();
+    store
+        .add_patch_reducer("tree", EVERY_ACTION, move |slice, action| {
+            let slice = match slice {
+                None => return Ok(Reduced::Slice(big_slice())),
+                Some(slice) => slice,
+            };
+            match action.kind() {
+                "join" => {
+                    let items = slice.at("/items")?;
+                    kept.lock().unwrap().extend([
+                        slice.to_json(),
+                        slice.to_string(),
+                        items.to_json(),
+                        format!("{:?}", items),
+                        // Scalars of a split value read as for any array or object.
+                        slice.as_i64().unwrap_err().to_string(),
+                        items.as_str().unwrap_err().to_string(),
+                    ]);
+                    Ok(Reduced::Unchanged)
+                }
+                "text" => Ok(Reduced::Slice(slice.json().to_string())), // panics: split
+                "toggle" => Ok(Patch::new().replace("/items/5/done", "true").into()),
+                _ => Ok(Reduced::Unchanged),
+            }
+        })
+        .unwrap();
+    store.dispatch(r#"{"type":"toggle"}"#).unwrap();
+    store.dispatch(r#"{"type":"join"}"#).unwrap();
+    let whole = store.get("/tree").unwrap();
+    let joined = joined.lock().unwrap();
+    assert_eq!(joined[0], whole);
+    assert_eq!(joined[1], whole);
+    assert_eq!(joined[2], store.get("/tree/items").unwrap());
+    assert!(joined[3].starts_with("JsonRef(Array, split, "), "{}", joined[3]);
+    assert!(joined[4].contains("expected an integer"), "{}", joined[4]);
+    assert!(joined[5].contains("expected a string"), "{}", joined[5]);
+    // json() of a split value panics in the reducer: the dispatch fails
+    // with Status::Panic and the state is unchanged.
+    let error = store.dispatch(r#"{"type":"text"}"#).unwrap_err();
+    assert_eq!(error.status(), Status::Panic);
+    assert!(error.message().contains("JsonRef::json: an object that is split"), "{}", error.message());
+    assert_eq!(store.get("/tree").unwrap(), whole);
+}
