@@ -276,19 +276,32 @@ static int compare(const void *a, const void *b) {
 
 static long long counter_of(void) { return number_at("/counter"); }
 
-/* The replicated keys (not "status" and "dropped", this replica's own). */
+/* The replicated keys (not "status" and "dropped", this replica's own; with
+ * --patch also "log"). */
 static char *replicated_state(void) {
-    static const char *keys[] = {"counter", "a", "b", "c", "d", "order", "stock"};
-    size_t i, used = 0, size = 512;
+    static const char *keys[] = {"counter", "a", "b", "c", "d", "order", "stock", "log"};
+    size_t i, used = 0, size = 512, count = sizeof keys / sizeof keys[0] - (patch_mode ? 0 : 1);
     char *out = malloc(size);
     if (out == NULL) return NULL;
     out[used++] = '{';
-    for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        char pointer[16], *text = NULL;
+    for (i = 0; i < count; i++) {
+        char pointer[16], *text = NULL, *grown;
+        size_t need;
         snprintf(pointer, sizeof pointer, "/%s", keys[i]);
         if (ts_store_get_state(store, pointer, &text) != TS_OK) {
             free(out);
             return NULL;
+        }
+        need = used + strlen(keys[i]) + strlen(text) + 8;
+        if (need > size) {
+            size = need * 2;
+            grown = realloc(out, size);
+            if (grown == NULL) {
+                ts_free(text);
+                free(out);
+                return NULL;
+            }
+            out = grown;
         }
         used += (size_t)snprintf(out + used, size - used, "%s\"%s\":%s", i ? "," : "", keys[i], text);
         ts_free(text);
