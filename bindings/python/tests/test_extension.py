@@ -534,3 +534,77 @@ def test_a_replaced_or_removed_reducer_lets_its_kept_value_go(store):
     second = [ctx for ctx in store._keepalive if isinstance(ctx, _ext.Reducer)][-1]
     store.remove_reducer("doc")
     assert second.stats()["kept"] == 0 and store.get("/doc/big/999") == 999
+
+
+# ---- patch reducers: big slices kept as trees ----
+
+needs_patch_reducer = pytest.mark.skipif(not (V03 and _ext.has("add_patch_reducer")),
+                                         reason="the loaded libturnstate has no ts_store_add_patch_reducer")
+
+
+def big_doc():
+    """Over 64 KiB, with a split array, a split object (escaped keys) and
+    numbers that only the exact reader takes (an int beyond 64 bits)."""
+    return {
+        "items": [{"id": i, "title": "todo number %d" % i, "done": False} for i in range(2000)],
+        "by_name": {"k%03d \"q\" \\ \u00e9 \u0001" % i: {"n": i, "text": "x" * 40} for i in range(200)},
+        "huge": 2 ** 70,
+        "small": [1.5, -0.0, None, True],
+    }
+
+
+@needs_patch_reducer
+@pytest.mark.parametrize("start", ["initial", "store"])
+def test_a_split_slice_that_the_kept_value_does_not_match_is_read_whole(store, start):
+    # A patch whose value the kept copy cannot hold exactly (a tuple) is not
+    # kept: the next call gets the slice, split into a tree since the patch,
+    # with an id the reducer does not know, and must read all of it.
+    seen = []
+
+    def doc(state, action):
+        seen.append(state)
+        if action.type == "tuple":
+            return Patch([{"op": "add", "path": "/items/-", "value": (1, 2)},
+                          {"op": "replace", "path": "/by_name/k007 \"q\" \\ \u00e9 \u0001/n", "value": -7}])
+        return None
+
+    if start == "initial":
+        store.reducer("doc", doc, initial=big_doc())
+    else:  # the slice as the store was made with it: one text, parsed on the first call
+        store = Store({"doc": big_doc()})
+        store.reducer("doc", doc)
+    store.dispatch("look")
+    store.dispatch("tuple")
+    before = stats(store)
+    store.dispatch("look")
+    after = stats(store)
+    expected = big_doc()
+    expected["items"].append([1, 2])
+    expected["by_name"]["k007 \"q\" \\ \u00e9 \u0001"]["n"] = -7
+    assert seen[-1] == expected and isinstance(seen[-1]["huge"], int)
+    assert after["parses"] == before["parses"] + 1 and after["joins"] == before["joins"] + 1
+    store.dispatch("look")  # kept again: no parse
+    assert stats(store)["parses"] == after["parses"] and seen[-1] is seen[-2]
+    assert store.get("/doc") == expected
+    if start == "store":
+        store.close()
+
+
+@needs_patch_reducer
+def test_a_big_slice_patched_by_identity_never_needs_its_text(store):
+    @store.reducer("todos", initial=big_doc()["items"])
+    def todos(state, action):
+        if action.type == "toggle":
+            new = list(state)
+            new[action.payload] = {**state[action.payload], "done": not state[action.payload]["done"]}
+            return new
+        return state
+
+    store.dispatch("look")  # the first call reads the slice (initial= made it)
+    first = stats(store)
+    for i in (3, 1999, 3):
+        store.dispatch("toggle", i)
+    counters = stats(store)
+    assert first["parses"] == 1 and counters["patches"] == 3
+    assert counters["parses"] == 1 and counters["joins"] == first["joins"]
+    assert store.get("/todos/1999/done") is True and store.get("/todos/3/done") is False

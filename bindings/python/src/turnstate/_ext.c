@@ -15,6 +15,11 @@
  * - Reducers get their slice as read-only Python values (FrozenDict,
  *   FrozenList), kept between dispatches and re-parsed only when the slice
  *   changed behind them (ts_reducer_slice_id says which slice they got).
+ *   They are added as patch reducers (ts_store_add_patch_reducer) when the
+ *   library has them: the store then never makes the text of a big slice
+ *   for them, and keeps it as a tree that their patches change in place;
+ *   a slice they do not know is read from its text, or from the texts of
+ *   its parts joined when it is split.
  * - An action dispatched from Python reaches Python reducers as the Python
  *   payload (a read-only copy), not re-parsed from the text sent to the store.
  * - A reducer's answer becomes text through orjson, or a JSON Patch (a
@@ -43,6 +48,7 @@
 typedef ts_status (*id_fn)(uint64_t *out);
 typedef ts_status (*patch_fn)(const char *patch_json);
 typedef ts_status (*add_for_fn)(ts_store *, const char *, const char *const *, ts_reducer_fn, void *);
+typedef ts_status (*add_patch_fn)(ts_store *, const char *, const char *const *, ts_patch_reducer_fn, void *);
 
 static struct {
     void *handle;
@@ -72,6 +78,10 @@ static struct {
     patch_fn reducer_patch;
     add_for_fn add_reducer_for;
     add_for_fn replace_reducer_for;
+    /* Patch reducers (NULL with a library without them: reducers then get text). */
+    add_patch_fn add_patch_reducer;
+    ts_status (*json_next)(const ts_json *, size_t *, ts_json *, ts_json *);
+    ts_status (*json_string)(const ts_json *, const char **, size_t *);
 } lib;
 
 /* ---- Hooks: the Python side's helpers (configure()) ----------------------- */
@@ -603,6 +613,67 @@ static PyObject *parse(const char *text, size_t length, int frozen) {
     }
     if (result != NULL && frozen) freeze_parsed(result);
     return result;
+}
+
+/* Appends the JSON text of a slice value that a patch reducer got: its text
+ * when it has one, else (a split array or object of a big slice) its
+ * children's texts joined with the punctuation between them. */
+static int put_json_view(buffer *b, const ts_json *value, int depth) {
+    if (value->text != NULL) return buffer_put(b, value->text, value->length);
+    if ((value->kind != TS_JSON_ARRAY && value->kind != TS_JSON_OBJECT) || depth > TS_MAX_DEPTH) {
+        PyErr_Format(PyExc_RuntimeError, "turnstate: the slice has a value with no text that is not a container "
+                     "(kind %d)", (int)value->kind);
+        return -1;
+    }
+    const int object = value->kind == TS_JSON_OBJECT;
+    if (buffer_put(b, object ? "{" : "[", 1) < 0) return -1;
+    size_t cursor = 0;
+    ts_json key, child;
+    for (int first = 1;; first = 0) {
+        ts_status status = lib.json_next(value, &cursor, object ? &key : NULL, &child);
+        if (status == TS_E_NOT_FOUND) break;
+        if (status != TS_OK) {
+            PyErr_Format(PyExc_RuntimeError, "turnstate: reading the slice failed: %s", lib.last_error());
+            return -1;
+        }
+        if (!first && buffer_put(b, ",", 1) < 0) return -1;
+        if (object) {
+            if (key.text != NULL) {
+                if (buffer_put(b, key.text, key.length) < 0) return -1;
+            } else {
+                const char *name;
+                size_t name_length;
+                if (lib.json_string(&key, &name, &name_length) != TS_OK) {
+                    PyErr_Format(PyExc_RuntimeError, "turnstate: reading the slice failed: %s", lib.last_error());
+                    return -1;
+                }
+                if (buffer_put(b, "\"", 1) < 0 || buffer_put_escaped(b, name, name_length) < 0 ||
+                    buffer_put(b, "\"", 1) < 0)
+                    return -1;
+            }
+            if (buffer_put(b, ":", 1) < 0) return -1;
+        }
+        if (put_json_view(b, &child, depth + 1) < 0) return -1;
+    }
+    return buffer_put(b, object ? "}" : "]", 1);
+}
+
+/* The Python value of a patch reducer's slice: its text parsed, or for a
+ * split slice (no text) the text of its parts joined first (one copy, then
+ * one parse: cheaper than a parse per part). Sets *joined when it joined. */
+static PyObject *parse_view(const ts_json *slice, int frozen, int *joined) {
+    *joined = 0;
+    if (slice->text != NULL) return parse(slice->text, slice->length, frozen);
+    buffer b;
+    buffer_init(&b);
+    if (buffer_reserve(&b, slice->length) < 0) return NULL;
+    PyObject *value = NULL;
+    if (put_json_view(&b, slice, 0) == 0) {
+        *joined = 1;
+        value = parse(b.data, b.length, frozen);
+    }
+    buffer_free(&b);
+    return value;
 }
 
 /* Whether a value orjson wrote holds a float NaN or infinity (which orjson
@@ -1742,7 +1813,7 @@ typedef struct {
     PyObject *pending_value;
     PyObject *pending_patch;
     /* Counters for tests and benchmarks. */
-    unsigned long long parses, reuses, patches_sent, texts_sent;
+    unsigned long long parses, reuses, patches_sent, texts_sent, joins;
 } ReducerObject;
 
 static PyTypeObject Reducer_Type;
@@ -1799,8 +1870,9 @@ static void reducer_pend(ReducerObject *self, PyObject *value, PyObject *patch) 
 
 /* The slice as a read-only Python value: the kept one when the store passes
  * the same slice (or the one made from this reducer's last answer), else the
- * text parsed. Returns a new reference. */
-static PyObject *reducer_state(ReducerObject *self, const char *slice) {
+ * slice parsed: `slice` (a patch reducer's, see ts_store_add_patch_reducer)
+ * or `text` (a ts_reducer_fn's). Returns a new reference. */
+static PyObject *reducer_state(ReducerObject *self, const ts_json *slice, const char *text) {
     uint64_t id = 0;
     int known = lib.slice_id != NULL && lib.slice_id(&id) == TS_OK && id != 0;
     if (known && self->kept != NULL && id == self->kept_id) {
@@ -1835,9 +1907,11 @@ static PyObject *reducer_state(ReducerObject *self, const char *slice) {
         }
     }
     reducer_drop_pending(self);
-    PyObject *value = parse(slice, strlen(slice), 1);
+    int joined = 0;
+    PyObject *value = slice != NULL ? parse_view(slice, 1, &joined) : parse(text, strlen(text), 1);
     if (value == NULL) return NULL;
     self->parses++;
+    self->joins += (unsigned long long)joined;
     reducer_keep(self, known ? id : 0, known ? value : NULL);
     return value;
 }
@@ -1947,10 +2021,11 @@ static char *reducer_patch_answer(ReducerObject *self, PyObject *state, PyObject
     return NULL;
 }
 
-static char *reducer_call(ReducerObject *self, const char *slice, const ts_action *view, int nested) {
+static char *reducer_call(ReducerObject *self, const ts_json *slice, const char *text, const ts_action *view,
+                          int nested) {
     PyObject *state = NULL, *action = NULL, *result = NULL;
     char *out = NULL;
-    if (slice == NULL) {
+    if (slice == NULL && text == NULL) {
         reducer_keep(self, 0, NULL);
         reducer_drop_pending(self);
         if (self->initial_text != NULL) {
@@ -1971,7 +2046,7 @@ static char *reducer_call(ReducerObject *self, const char *slice, const ts_actio
         Py_DECREF(result);
         return out;
     }
-    state = reducer_state(self, slice);
+    state = reducer_state(self, slice, text);
     if (state == NULL) goto fail;
     call_frame *f = current_frame;
     action = f != NULL && f->py_text != NULL && f->py_text == view->json ? action_from_frame(f, view)
@@ -2007,15 +2082,29 @@ static char *reducer_trampoline(const char *slice, const ts_action *view, void *
         lib.reducer_fail("the Python interpreter is shutting down");
         return NULL;
     }
-    char *out = reducer_call((ReducerObject *)ctx, slice, view, h.mode != GIL_ENSURED);
+    char *out = reducer_call((ReducerObject *)ctx, NULL, slice, view, h.mode != GIL_ENSURED);
+    gil_leave(&h);
+    return out;
+}
+
+/* The same for a reducer added with ts_store_add_patch_reducer: the store
+ * never makes the text of a big slice for it (see README, "How it works"). */
+static char *patch_reducer_trampoline(const ts_json *slice, const ts_action *view, void *ctx) {
+    gil_hold h;
+    if (!gil_enter(&h)) {
+        lib.reducer_fail("the Python interpreter is shutting down");
+        return NULL;
+    }
+    char *out = reducer_call((ReducerObject *)ctx, slice, NULL, view, h.mode != GIL_ENSURED);
     gil_leave(&h);
     return out;
 }
 
 static PyObject *reducer_stats(ReducerObject *self, PyObject *unused) {
     (void)unused;
-    return Py_BuildValue("{sKsKsKsKsi}", "parses", self->parses, "reuses", self->reuses, "patches",
-                         self->patches_sent, "texts", self->texts_sent, "kept", self->kept != NULL);
+    return Py_BuildValue("{sKsKsKsKsKsi}", "parses", self->parses, "reuses", self->reuses, "patches",
+                         self->patches_sent, "texts", self->texts_sent, "joins", self->joins, "kept",
+                         self->kept != NULL);
 }
 
 /* forget(): drops the kept value (the reducer was replaced or removed: the
@@ -2029,7 +2118,8 @@ static PyObject *reducer_forget(ReducerObject *self, PyObject *unused) {
 
 static PyMethodDef reducer_methods[] = {
     {"stats", (PyCFunction)reducer_stats, METH_NOARGS,
-     "Counters: slices parsed, kept values reused, answers given as a patch and as text."},
+     "Counters: slices parsed (joins: of them, split slices joined first), kept values reused, answers given "
+     "as a patch and as text."},
     {"forget", (PyCFunction)reducer_forget, METH_NOARGS, "Drops the kept value."},
     {NULL, NULL, 0, NULL},
 };
@@ -2304,13 +2394,19 @@ static PyObject *core_add_reducer(CoreObject *self, PyObject *args) {
     Py_XINCREF(reducer->initial_text);
     reducer->kept_id = reducer->pending_id = 0;
     reducer->kept = reducer->pending_value = reducer->pending_patch = NULL;
-    reducer->parses = reducer->reuses = reducer->patches_sent = reducer->texts_sent = 0;
+    reducer->parses = reducer->reuses = reducer->patches_sent = reducer->texts_sent = reducer->joins = 0;
     PyObject_GC_Track(reducer);
     call_frame f;
     unsigned long long since = error_seq;
     core_begin(self, &f);
     ts_status status;
-    if (patterns != NULL)
+    /* Added as a patch reducer when the library has them (a slice the
+     * reducer keeps as a Python value then never needs its text, and a big
+     * one is kept as a tree that a patch changes in place); the C API
+     * replaces a reducer only with a ts_reducer_fn. */
+    if (!replace && lib.add_patch_reducer != NULL)
+        status = lib.add_patch_reducer(self->handle, key_text, patterns, patch_reducer_trampoline, reducer);
+    else if (patterns != NULL)
         status = (replace ? lib.replace_reducer_for : lib.add_reducer_for)(self->handle, key_text, patterns,
                                                                           reducer_trampoline, reducer);
     else
@@ -2517,6 +2613,10 @@ static PyObject *mod_load(PyObject *module, PyObject *arg) {
     SYM(reducer_patch, "ts_reducer_patch", 0);
     SYM(add_reducer_for, "ts_store_add_reducer_for", 0);
     SYM(replace_reducer_for, "ts_store_replace_reducer_for", 0);
+    SYM(add_patch_reducer, "ts_store_add_patch_reducer", 0);
+    SYM(json_next, "ts_json_next", 0);
+    SYM(json_string, "ts_json_string", 0);
+    if (lib.json_next == NULL || lib.json_string == NULL) lib.add_patch_reducer = NULL;
     {
         Dl_info info;
         const char *file = dladdr(*(void **)&lib.version_number, &info) && info.dli_fname ? info.dli_fname : NULL;
@@ -2564,6 +2664,7 @@ static PyObject *mod_has(PyObject *module, PyObject *arg) {
              : strcmp(name, "answer_id") == 0 ? (void *)lib.answer_id
              : strcmp(name, "reducer_patch") == 0 ? (void *)lib.reducer_patch
              : strcmp(name, "add_reducer_for") == 0 ? (void *)lib.add_reducer_for
+             : strcmp(name, "add_patch_reducer") == 0 ? (void *)lib.add_patch_reducer
                                                      : NULL;
     return PyBool_FromLong(fn != NULL);
 }
