@@ -2459,9 +2459,11 @@ int too_deep(tsj_error *err, const PatchOp &op, size_t tokens, size_t vdepth, si
 
 size_t pointer_tokens(const std::string &p) { return size_t(std::count(p.begin(), p.end(), '/')); }
 
-int patch_apply(const char *doc, size_t len, const tsj_doc *index, const char *patch, size_t patch_len,
-                size_t max_depth, char **out, size_t *out_len, tsj_path_cb on_path, void *ctx, tsj_error *err) {
-  Lease lease(patch_len);
+// Checks the patch text and reads its operations, for patch_apply and
+// tree_patch: pm is the patch minified (pn bytes, in the lease's buffer, so
+// kept as long as the lease is), where the operations' values are.
+int read_patch(Lease &lease, const char *patch, size_t patch_len, const char *&pm, size_t &pn,
+               std::vector<PatchOp> &ops, tsj_error *err) {
   Ctx &c = lease.ctx();
   const char *in;
   if (patch_len >= tsj_lean_input_bytes) {
@@ -2472,12 +2474,20 @@ int patch_apply(const char *doc, size_t len, const tsj_doc *index, const char *p
     in = c.in;
   }
   if (!grow(c.out, c.out_cap, patch_len + kPadding + 1, lease.temporary())) return nomem(err);
-  size_t pn = 0;
+  pn = 0;
   if (!minify_into(in, patch_len, c.out, pn)) return internal_error(err, "minify failed");
-  const char *pm = c.out;
+  pm = c.out;
   c.out[pn] = '\0';
+  return parse_patch(pm, pn, in, patch_len, ops, err);
+}
+
+int patch_apply(const char *doc, size_t len, const tsj_doc *index, const char *patch, size_t patch_len,
+                size_t max_depth, char **out, size_t *out_len, tsj_path_cb on_path, void *ctx, tsj_error *err) {
+  Lease lease(patch_len);
+  const char *pm = nullptr;
+  size_t pn = 0;
   std::vector<PatchOp> ops;
-  if (int rc = parse_patch(pm, pn, in, patch_len, ops, err)) return rc;
+  if (int rc = read_patch(lease, patch, patch_len, pm, pn, ops, err)) return rc;
   if (max_depth > TSJ_MAX_DEPTH) max_depth = TSJ_MAX_DEPTH;
 
   Work w(doc, len);
@@ -3299,22 +3309,10 @@ int tree_apply(P<TNode> &root, int kind, const std::string &path, const char *v,
 int tree_patch(const P<TNode> &root, const char *patch, size_t patch_len, size_t max_depth, P<TNode> &out,
                tsj_path_cb on_path, void *ctx, tsj_error *err) {
   Lease lease(patch_len);
-  Ctx &c = lease.ctx();
-  const char *in;
-  if (patch_len >= tsj_lean_input_bytes) {
-    if (int rc = validate_lean(patch, patch_len, err)) return rc;
-    in = patch;
-  } else {
-    if (int rc = load(c, patch, patch_len, lease.temporary(), err)) return rc;
-    in = c.in;
-  }
-  if (!grow(c.out, c.out_cap, patch_len + kPadding + 1, lease.temporary())) return nomem(err);
+  const char *pm = nullptr;
   size_t pn = 0;
-  if (!minify_into(in, patch_len, c.out, pn)) return internal_error(err, "minify failed");
-  const char *pm = c.out;
-  c.out[pn] = '\0';
   std::vector<PatchOp> ops;
-  if (int rc = parse_patch(pm, pn, in, patch_len, ops, err)) return rc;
+  if (int rc = read_patch(lease, patch, patch_len, pm, pn, ops, err)) return rc;
   if (max_depth > TSJ_MAX_DEPTH) max_depth = TSJ_MAX_DEPTH;
   P<TNode> t = root;
   bool changed = false;
