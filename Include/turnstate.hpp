@@ -324,6 +324,15 @@ inline void check_json(ts_status status) {
     if (status != TS_OK) throw_error(status, ts_last_error());
 }
 
+/* What a getter of turnstate.h that answers one value (ts_json_int,
+ * ts_json_count, ...) reads from value; its error thrown as check_json does. */
+template <class T>
+T json_get(const ts_json *value, ts_status (*getter)(const ts_json *, T *)) {
+    T out = 0;
+    check_json(getter(value, &out));
+    return out;
+}
+
 } // namespace detail
 
 /* One member of an object, as json_ref::members() gives them:
@@ -369,28 +378,20 @@ public:
     /* The integer the value holds: a number whose exact value is an integer
      * (42, -0, 1.0, 1e2) within int64_t; else argument_error (ts_json_int). */
     int64_t as_int64() const {
-        int64_t out = 0;
-        detail::check_json(ts_json_int(&v_, &out));
-        return out;
+        return detail::json_get(&v_, ts_json_int);
     }
     /* As as_int64(), within uint64_t (ts_json_uint). */
     uint64_t as_uint64() const {
-        uint64_t out = 0;
-        detail::check_json(ts_json_uint(&v_, &out));
-        return out;
+        return detail::json_get(&v_, ts_json_uint);
     }
     /* The double nearest to the number (correctly rounded); a number too
      * large for a double is argument_error, never an infinity. */
     double as_double() const {
-        double out = 0;
-        detail::check_json(ts_json_double(&v_, &out));
-        return out;
+        return detail::json_get(&v_, ts_json_double);
     }
     /* true or false; another kind is argument_error. */
     bool as_bool() const {
-        int out = 0;
-        detail::check_json(ts_json_bool(&v_, &out));
-        return out != 0;
+        return detail::json_get(&v_, ts_json_bool) != 0;
     }
     /* Whether the value is null. */
     bool is_null() const noexcept { return ts_json_is_null(&v_) != 0; }
@@ -411,9 +412,7 @@ public:
     /* The number of elements of an array or members of an object; another
      * kind is argument_error (ts_json_count). */
     size_t size() const {
-        size_t out = 0;
-        detail::check_json(ts_json_count(&v_, &out));
-        return out;
+        return detail::json_get(&v_, ts_json_count);
     }
     /* size() == 0. */
     bool empty() const { return size() == 0; }
