@@ -907,15 +907,29 @@ impl Store {
     where
         F: Fn(Option<JsonText<'_>>, &Action<'_>) -> std::result::Result<Reduced, String> + Send + Sync + 'static,
     {
+        self.install_filtered(key, types, reducer, |raw, key, types, ctx| unsafe {
+            install(raw, key, types, Some(reducer_for_trampoline::<F>), ctx)
+        })
+    }
+
+    // What add_reducer_for, replace_reducer_for and add_patch_reducer share:
+    // boxes the reducer, hands `install` the store, the key, the
+    // NULL-terminated patterns of `types` and the box (as its ctx), and
+    // keeps the box once that succeeds (dropped on any error).
+    fn install_filtered<F: Send + Sync + 'static>(
+        &self,
+        key: &str,
+        types: &[&str],
+        reducer: F,
+        install: impl FnOnce(*mut sys::ts_store, *const c_char, *const *const c_char, *mut c_void) -> sys::ts_status,
+    ) -> Result<()> {
         let boxed = Box::new(ReducerBox { store: self.as_ptr() as usize, f: reducer });
         let ctx = &*boxed as *const ReducerBox<F> as *mut c_void;
         let raw = self.as_ptr();
         let patterns = type_patterns(types)?;
         let mut pointers: Vec<*const c_char> = patterns.iter().map(|pattern| pattern.as_ptr()).collect();
         pointers.push(ptr::null());
-        with_c_text(key, "the key", |key| {
-            call(|| unsafe { install(raw, key, pointers.as_ptr(), Some(reducer_for_trampoline::<F>), ctx) })
-        })??;
+        with_c_text(key, "the key", |key| call(|| install(raw, key, pointers.as_ptr(), ctx)))??;
         self.keep(boxed);
         Ok(())
     }
@@ -967,19 +981,9 @@ impl Store {
     where
         F: Fn(Option<JsonRef<'_>>, &Action<'_>) -> std::result::Result<Reduced, String> + Send + Sync + 'static,
     {
-        let boxed = Box::new(ReducerBox { store: self.as_ptr() as usize, f: reducer });
-        let ctx = &*boxed as *const ReducerBox<F> as *mut c_void;
-        let raw = self.as_ptr();
-        let patterns = type_patterns(types)?;
-        let mut pointers: Vec<*const c_char> = patterns.iter().map(|pattern| pattern.as_ptr()).collect();
-        pointers.push(ptr::null());
-        with_c_text(key, "the key", |key| {
-            call(|| unsafe {
-                sys::ts_store_add_patch_reducer(raw, key, pointers.as_ptr(), Some(patch_reducer_trampoline::<F>), ctx)
-            })
-        })??;
-        self.keep(boxed);
-        Ok(())
+        self.install_filtered(key, types, reducer, |raw, key, types, ctx| unsafe {
+            sys::ts_store_add_patch_reducer(raw, key, types, Some(patch_reducer_trampoline::<F>), ctx)
+        })
     }
 
     /// Removes the reducer that owns `key` (`ts_store_remove_reducer`): its
