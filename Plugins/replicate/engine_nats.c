@@ -460,6 +460,7 @@ rp_engine *rp_nats_open(const rp_options *o, char *err) {
     natsStatus s;
     jsOptions jo;
     nt *e;
+    rp_engine *opened = NULL;
     if (!valid_name(o->stream)) {
         rp_fail(err, "replicate: with NATS, \"stream\" must be 1 to 200 letters, digits, '-' or '_' (a JetStream "
                      "stream's name), not \"%.200s\"",
@@ -488,14 +489,14 @@ rp_engine *rp_nats_open(const rp_options *o, char *err) {
     snprintf(e->id_prefix, sizeof e->id_prefix, "%016llx", (unsigned long long)random64());
     if (e->stream == NULL || e->bucket == NULL) {
         rp_fail(err, "replicate: out of memory");
-        goto fail;
+        goto out;
     }
-    if (parse_url(e, o->url, &servers, &count, &user, &password, &token, &host, err) != 0) goto fail;
+    if (parse_url(e, o->url, &servers, &count, &user, &password, &token, &host, err) != 0) goto out;
     if (secure) {
-        if (o->tls_ca != NULL && rp_read_trusted_file(o->tls_ca, "\"tls_ca\" file", 0, &ca, err) != 0) goto fail;
+        if (o->tls_ca != NULL && rp_read_trusted_file(o->tls_ca, "\"tls_ca\" file", 0, &ca, err) != 0) goto out;
         if (o->tls_cert != NULL && (rp_read_trusted_file(o->tls_cert, "\"tls_cert\" file", 0, &cert, err) != 0 ||
                                     rp_read_trusted_file(o->tls_key, "\"tls_key\" file", 1, &key, err) != 0))
-            goto fail;
+            goto out;
     }
     s = natsOptions_Create(&options);
     if (s == NATS_OK) s = natsOptions_SetServers(options, (const char **)servers, count);
@@ -520,13 +521,13 @@ rp_engine *rp_nats_open(const rp_options *o, char *err) {
     if (s != NATS_OK) {
         rp_fail(err, "replicate: %s: %s%.300s", e->shown,
                 ca != NULL || cert != NULL ? "the TLS files cannot be used: " : "", why(s));
-        goto fail;
+        goto out;
     }
     s = natsConnection_Connect(&e->nc, options);
     if (s != NATS_OK) {
         e->nc = NULL;
         connect_failure(e, s, err);
-        goto fail;
+        goto out;
     }
     jsOptions_Init(&jo);
     jo.Wait = o->timeout_ms;
@@ -539,24 +540,14 @@ rp_engine *rp_nats_open(const rp_options *o, char *err) {
     if (s == NATS_OK) s = natsSubscription_SetPendingLimits(e->acks, -1, -1);
     if (s != NATS_OK) {
         failed(e, err, s, "JetStream");
-        goto fail;
+        goto out;
     }
     {
         int64_t deadline = now_ms() + (o->timeout_ms > OPEN_MIN_MS ? o->timeout_ms : OPEN_MIN_MS);
-        if (open_stream(e, deadline, err) != 0 || open_bucket(e, deadline, err) != 0) goto fail;
+        if (open_stream(e, deadline, err) != 0 || open_bucket(e, deadline, err) != 0) goto out;
     }
-    for (i = 0; i < count; i++) free(servers[i]);
-    free(servers);
-    free(user);
-    free_secret(password);
-    free_secret(token);
-    free(host);
-    free(ca);
-    free(cert);
-    free_secret(key);
-    natsOptions_Destroy(options);
-    return &e->base;
-fail:
+    opened = &e->base;
+out: /* failed, or opened (`opened`): free what only the opening needed */
     for (i = 0; i < count; i++) free(servers[i]);
     free(servers);
     free(user);
@@ -567,8 +558,8 @@ fail:
     free(cert);
     free_secret(key);
     if (options) natsOptions_Destroy(options);
-    nats_close(&e->base);
-    return NULL;
+    if (opened == NULL) nats_close(&e->base);
+    return opened;
 }
 
 static void drop_cursor(nt *e) {
