@@ -460,6 +460,7 @@ rp_engine *rp_nats_open(const rp_options *o, char *err) {
     natsStatus s;
     jsOptions jo;
     nt *e;
+    rp_engine *opened = NULL;
     if (!valid_name(o->stream)) {
         rp_fail(err, "replicate: with NATS, \"stream\" must be 1 to 200 letters, digits, '-' or '_' (a JetStream "
                      "stream's name), not \"%.200s\"",
@@ -488,14 +489,14 @@ rp_engine *rp_nats_open(const rp_options *o, char *err) {
     snprintf(e->id_prefix, sizeof e->id_prefix, "%016llx", (unsigned long long)random64());
     if (e->stream == NULL || e->bucket == NULL) {
         rp_fail(err, "replicate: out of memory");
-        goto fail;
+        goto out;
     }
-    if (parse_url(e, o->url, &servers, &count, &user, &password, &token, &host, err) != 0) goto fail;
+    if (parse_url(e, o->url, &servers, &count, &user, &password, &token, &host, err) != 0) goto out;
     if (secure) {
-        if (o->tls_ca != NULL && rp_read_trusted_file(o->tls_ca, "\"tls_ca\" file", 0, &ca, err) != 0) goto fail;
+        if (o->tls_ca != NULL && rp_read_trusted_file(o->tls_ca, "\"tls_ca\" file", 0, &ca, err) != 0) goto out;
         if (o->tls_cert != NULL && (rp_read_trusted_file(o->tls_cert, "\"tls_cert\" file", 0, &cert, err) != 0 ||
                                     rp_read_trusted_file(o->tls_key, "\"tls_key\" file", 1, &key, err) != 0))
-            goto fail;
+            goto out;
     }
     s = natsOptions_Create(&options);
     if (s == NATS_OK) s = natsOptions_SetServers(options, (const char **)servers, count);
@@ -520,13 +521,13 @@ rp_engine *rp_nats_open(const rp_options *o, char *err) {
     if (s != NATS_OK) {
         rp_fail(err, "replicate: %s: %s%.300s", e->shown,
                 ca != NULL || cert != NULL ? "the TLS files cannot be used: " : "", why(s));
-        goto fail;
+        goto out;
     }
     s = natsConnection_Connect(&e->nc, options);
     if (s != NATS_OK) {
         e->nc = NULL;
         connect_failure(e, s, err);
-        goto fail;
+        goto out;
     }
     jsOptions_Init(&jo);
     jo.Wait = o->timeout_ms;
@@ -539,24 +540,14 @@ rp_engine *rp_nats_open(const rp_options *o, char *err) {
     if (s == NATS_OK) s = natsSubscription_SetPendingLimits(e->acks, -1, -1);
     if (s != NATS_OK) {
         failed(e, err, s, "JetStream");
-        goto fail;
+        goto out;
     }
     {
         int64_t deadline = now_ms() + (o->timeout_ms > OPEN_MIN_MS ? o->timeout_ms : OPEN_MIN_MS);
-        if (open_stream(e, deadline, err) != 0 || open_bucket(e, deadline, err) != 0) goto fail;
+        if (open_stream(e, deadline, err) != 0 || open_bucket(e, deadline, err) != 0) goto out;
     }
-    for (i = 0; i < count; i++) free(servers[i]);
-    free(servers);
-    free(user);
-    free_secret(password);
-    free_secret(token);
-    free(host);
-    free(ca);
-    free(cert);
-    free_secret(key);
-    natsOptions_Destroy(options);
-    return &e->base;
-fail:
+    opened = &e->base;
+out: /* failed, or opened (`opened`): free what only the opening needed */
     for (i = 0; i < count; i++) free(servers[i]);
     free(servers);
     free(user);
@@ -567,8 +558,8 @@ fail:
     free(cert);
     free_secret(key);
     if (options) natsOptions_Destroy(options);
-    nats_close(&e->base);
-    return NULL;
+    if (opened == NULL) nats_close(&e->base);
+    return opened;
 }
 
 static void drop_cursor(nt *e) {
@@ -794,11 +785,136 @@ static natsStatus send_with_id(nt *e, const char *action, const char *msg_id, ui
     return s;
 }
 
-/* Sends actions[i] with this engine's own message id number `id`. */
-static natsStatus send_one(nt *e, const char *action, uint64_t id, uint64_t attempt) {
-    char msg_id[64];
-    snprintf(msg_id, sizeof msg_id, "%s-%llu", e->id_prefix, (unsigned long long)id);
-    return send_with_id(e, action, msg_id, attempt);
+/* One attempt of an append (nats_append_batch, nats_append_many): sends
+ * each of the `count` texts that has no sequence number yet, as a new
+ * attempt, with the message id "<prefix><sep><first + i>". Stops at the
+ * first send that fails and returns its status. */
+static natsStatus send_round(nt *e, const char *const *texts, size_t count, const uint64_t *seqs,
+                             uint64_t *attempts, const char *prefix, char sep, uint64_t first) {
+    natsStatus s = NATS_OK;
+    char msg_id[100];
+    size_t i;
+    for (i = 0; i < count && s == NATS_OK; i++) {
+        if (seqs[i] != 0) continue;
+        attempts[i] = ++e->attempt;
+        snprintf(msg_id, sizeof msg_id, "%s%c%llu", prefix, sep, (unsigned long long)(first + i));
+        s = send_with_id(e, texts[i], msg_id, attempts[i]);
+    }
+    return s;
+}
+
+/* What next_ack() took. */
+enum { ACK_STOP, ACK_OTHER, ACK_STORED, ACK_REFUSED, ACK_FATAL };
+
+/* Takes the next acknowledgement of an attempt, waiting until attempt_end.
+ * ACK_STOP: none came in time (send again what is missing), or no server
+ * takes the subject now (a stream leader is being elected, or the stream is
+ * gone): `reason` says so, after a pause. Otherwise *index is the entry it
+ * answers (`count`: none of those waiting, ACK_OTHER); ACK_STORED: stored as
+ * number *n, *duplicate when the stream held its id already; ACK_REFUSED:
+ * refused (`reason`), the entry's attempt cleared so that it is sent again;
+ * ACK_FATAL: the same, but sending again cannot help (too large, or another
+ * stream). */
+static int next_ack(nt *e, int64_t attempt_end, size_t count, const uint64_t *seqs, uint64_t *attempts,
+                    size_t *index, uint64_t *n, int *duplicate, char *reason, size_t reason_size) {
+    natsMsg *msg = NULL;
+    uint64_t which;
+    size_t i;
+    int got = ACK_OTHER;
+    natsStatus s = natsSubscription_NextMsg(&msg, e->acks, left_ms(attempt_end));
+    if (s == NATS_NO_RESPONDERS) {
+        snprintf(reason, reason_size, "no responders (no server of the stream is reachable)");
+        usleep(50000);
+        return ACK_STOP;
+    }
+    if (s != NATS_OK) return ACK_STOP;
+    which = strtoull(natsMsg_GetSubject(msg) + strlen(e->inbox) + 1, NULL, 10);
+    /* Attempt numbers grow with the index within one round. */
+    for (i = 0; i < count; i++)
+        if (attempts[i] == which && seqs[i] == 0) break;
+    if (i < count) {
+        if (parse_ack(msg, n, reason, reason_size)) {
+            const char *data = natsMsg_GetData(msg);
+            *duplicate = data != NULL && strstr(data, "\"duplicate\":true") != NULL;
+            got = ACK_STORED;
+        } else {
+            attempts[i] = 0;
+            got = strstr(reason, "maximum payload") || strstr(reason, "expected stream") ? ACK_FATAL : ACK_REFUSED;
+        }
+    }
+    natsMsg_Destroy(msg);
+    *index = i;
+    return got;
+}
+
+/* Sends the `count` texts (message ids "<prefix><sep><first + i>") and takes
+ * their acknowledgements, attempt after attempt (each ATTEMPT_MS at most),
+ * sending again what an attempt left without one, until each has its
+ * sequence number in seqs[] or `deadline` has passed. *acked counts those
+ * acknowledged; stored() is told each acknowledgement as it comes, with its
+ * number and whether the stream held its id already. Returns 1 when an entry
+ * was refused for good (`reason` says why), else 0 (`reason`: the last
+ * failure, if any). */
+static int append_rounds(nt *e, const char *const *texts, size_t count, const char *prefix, char sep, uint64_t first,
+                         int64_t deadline, uint64_t *seqs, uint64_t *attempts, size_t *acked,
+                         void (*stored)(void *ctx, uint64_t n, int duplicate), void *ctx, char *reason,
+                         size_t reason_size) {
+    size_t i;
+    while (*acked < count) {
+        int64_t attempt_end;
+        natsStatus s = NATS_OK;
+        if (left_ms(deadline) == 0) break;
+        s = send_round(e, texts, count, seqs, attempts, prefix, sep, first);
+        if (s != NATS_OK) {
+            snprintf(reason, reason_size, "%.280s", why(s));
+            if (s == NATS_MAX_PAYLOAD || s == NATS_INVALID_ARG) break;
+            usleep(20000);
+            continue;
+        }
+        attempt_end = now_ms() + ATTEMPT_MS;
+        if (attempt_end > deadline) attempt_end = deadline;
+        while (*acked < count) {
+            uint64_t n = 0;
+            int duplicate = 0;
+            int got = next_ack(e, attempt_end, count, seqs, attempts, &i, &n, &duplicate, reason, reason_size);
+            if (got == ACK_STOP) break; /* send again what is missing */
+            if (got == ACK_FATAL) return 1;
+            if (got == ACK_STORED) {
+                seqs[i] = n;
+                (*acked)++;
+                if (n > e->head) e->head = n;
+                stored(ctx, n, duplicate);
+            }
+            /* A refusal (no leader yet): pause before the next attempt. */
+            if (i < count && attempts[i] == 0) {
+                usleep(20000);
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+/* nats_append_batch's stored(): the highest number acknowledged. */
+static void batch_stored(void *ctx, uint64_t n, int duplicate) {
+    uint64_t *top = ctx;
+    (void)duplicate;
+    if (n > *top) *top = n;
+}
+
+/* nats_append_many's stored(): the first new entry numbered at or before
+ * what this replica applied (a reset log). */
+typedef struct {
+    uint64_t seq_applied, behind;
+    int fresh_behind;
+} many_acks;
+
+static void many_stored(void *ctx, uint64_t n, int duplicate) {
+    many_acks *m = ctx;
+    if (!duplicate && n <= m->seq_applied && !m->fresh_behind) {
+        m->fresh_behind = 1;
+        m->behind = n;
+    }
 }
 
 static int nats_append_batch(rp_engine *base, const char *const *actions, size_t count, const char *after_pos,
@@ -833,64 +949,9 @@ static int nats_append_batch(rp_engine *base, const char *const *actions, size_t
     e->id_counter += count;
     /* Send them all; then, until each is acknowledged or the time is up,
      * take acknowledgements and send again what an attempt left without one. */
-    while (done < count) {
-        int64_t attempt_end;
-        natsStatus s = NATS_OK;
-        if (left_ms(deadline) == 0) break;
-        for (i = 0; i < count && s == NATS_OK; i++) {
-            if (seqs[i] != 0) continue;
-            attempts[i] = ++e->attempt;
-            s = send_one(e, actions[i], first_id + i, attempts[i]);
-        }
-        if (s != NATS_OK) {
-            snprintf(reason, sizeof reason, "%.280s", why(s));
-            if (s == NATS_MAX_PAYLOAD || s == NATS_INVALID_ARG) break;
-            usleep(20000);
-            continue;
-        }
-        attempt_end = now_ms() + ATTEMPT_MS;
-        if (attempt_end > deadline) attempt_end = deadline;
-        while (done < count) {
-            natsMsg *msg = NULL;
-            uint64_t n = 0, which = 0;
-            const char *subject;
-            s = natsSubscription_NextMsg(&msg, e->acks, left_ms(attempt_end));
-            if (s == NATS_NO_RESPONDERS) {
-                /* No server takes the subject now (a stream leader is being
-                 * elected, or the stream is gone): pause, then send again. */
-                snprintf(reason, sizeof reason, "no responders (no server of the stream is reachable)");
-                usleep(50000);
-                break;
-            }
-            if (s != NATS_OK) {
-                break; /* this attempt's time is up: send again what is missing */
-            }
-            subject = natsMsg_GetSubject(msg);
-            which = strtoull(subject + strlen(e->inbox) + 1, NULL, 10);
-            for (i = 0; i < count; i++)
-                if (attempts[i] == which && seqs[i] == 0) break;
-            if (i < count) {
-                if (parse_ack(msg, &n, reason, sizeof reason)) {
-                    seqs[i] = n;
-                    done++;
-                    if (n > top) top = n;
-                    if (n > e->head) e->head = n;
-                } else {
-                    attempts[i] = 0; /* refused: sent again with the next attempt */
-                    if (strstr(reason, "maximum payload") || strstr(reason, "expected stream")) {
-                        natsMsg_Destroy(msg);
-                        goto refused;
-                    }
-                }
-            }
-            natsMsg_Destroy(msg);
-            /* A refusal (no leader yet): pause before the next attempt. */
-            if (i < count && attempts[i] == 0) {
-                usleep(20000);
-                break;
-            }
-        }
-    }
+    if (append_rounds(e, actions, count, e->id_prefix, '-', first_id, deadline, seqs, attempts, &done, batch_stored,
+                      &top, reason, sizeof reason))
+        goto refused;
     if (done < count && strstr(reason, "no responders") != NULL) {
         /* No server takes this log's subject: the stream may be gone, or
          * made again (with another subject). One short look. */
@@ -1012,10 +1073,10 @@ static int nats_append_many(rp_engine *base, const char *origin, uint64_t first,
     nt *e = (nt *)base;
     int64_t deadline = now_ms() + e->timeout_ms;
     uint64_t *seqs = NULL, *attempts = NULL;
-    size_t acked = 0, i;
-    char reason[300] = "", msg_id[100];
-    int rc = 0, fresh_behind = 0;
-    uint64_t behind = 0;
+    size_t acked = 0;
+    char reason[300] = "";
+    int rc = 0;
+    many_acks many = {0, 0, 0};
     *done = 0;
     if (count > BATCH_MAX) {
         rp_fail(err, "replicate: an append of more than %d actions at once", BATCH_MAX);
@@ -1029,71 +1090,15 @@ static int nats_append_many(rp_engine *base, const char *origin, uint64_t first,
         rp_fail(err, "replicate: out of memory");
         return RP_FAILED;
     }
-    while (acked < count) {
-        int64_t attempt_end;
-        natsStatus s = NATS_OK;
-        if (left_ms(deadline) == 0) break;
-        for (i = 0; i < count && s == NATS_OK; i++) {
-            if (seqs[i] != 0) continue;
-            attempts[i] = ++e->attempt;
-            snprintf(msg_id, sizeof msg_id, "%s:%llu", origin, (unsigned long long)(first + i));
-            s = send_with_id(e, entries[i], msg_id, attempts[i]);
-        }
-        if (s != NATS_OK) {
-            snprintf(reason, sizeof reason, "%.280s", why(s));
-            if (s == NATS_MAX_PAYLOAD || s == NATS_INVALID_ARG) break;
-            usleep(20000);
-            continue;
-        }
-        attempt_end = now_ms() + ATTEMPT_MS;
-        if (attempt_end > deadline) attempt_end = deadline;
-        while (acked < count) {
-            natsMsg *msg = NULL;
-            uint64_t n = 0, which;
-            s = natsSubscription_NextMsg(&msg, e->acks, left_ms(attempt_end));
-            if (s == NATS_NO_RESPONDERS) {
-                snprintf(reason, sizeof reason, "no responders (no server of the stream is reachable)");
-                usleep(50000);
-                break;
-            }
-            if (s != NATS_OK) break; /* this attempt's time is up: send again what is missing */
-            which = strtoull(natsMsg_GetSubject(msg) + strlen(e->inbox) + 1, NULL, 10);
-            /* Attempt numbers grow with the index within one round. */
-            for (i = 0; i < count; i++)
-                if (attempts[i] == which && seqs[i] == 0) break;
-            if (i < count) {
-                if (parse_ack(msg, &n, reason, sizeof reason)) {
-                    const char *data = natsMsg_GetData(msg);
-                    int duplicate = data != NULL && strstr(data, "\"duplicate\":true") != NULL;
-                    seqs[i] = n;
-                    acked++;
-                    if (n > e->head) e->head = n;
-                    /* A new entry numbered at or before what this replica applied: a reset log. */
-                    if (!duplicate && n <= seq_applied && !fresh_behind) {
-                        fresh_behind = 1;
-                        behind = n;
-                    }
-                } else {
-                    attempts[i] = 0;
-                    if (strstr(reason, "maximum payload") || strstr(reason, "expected stream")) {
-                        natsMsg_Destroy(msg);
-                        goto end;
-                    }
-                }
-            }
-            natsMsg_Destroy(msg);
-            if (i < count && attempts[i] == 0) {
-                usleep(20000);
-                break;
-            }
-        }
-    }
-end:
+    many.seq_applied = seq_applied;
+    /* Refused for good or not, what follows is the same (`reason` tells). */
+    (void)append_rounds(e, entries, count, origin, ':', first, deadline, seqs, attempts, &acked, many_stored, &many,
+                        reason, sizeof reason);
     while (*done < count && seqs[*done] != 0) (*done)++;
-    if (fresh_behind) {
+    if (many.fresh_behind) {
         rc = damaged(e, err, "this replica has applied entry %llu but the stream gave a new entry number %llu: the "
                              "log was reset",
-                     (unsigned long long)seq_applied, (unsigned long long)behind);
+                     (unsigned long long)seq_applied, (unsigned long long)many.behind);
     } else if (*done < count) {
         rp_fail(err, "replicate: %s did not acknowledge the append within %d ms (timeout_ms)%s%.300s", e->shown,
                 e->timeout_ms, reason[0] ? ": " : "", reason);

@@ -124,15 +124,44 @@ static const char APPEND_HELPERS[] =
     "  end\n"
     "  return r\n"
     "end\n";
-static const char APPEND_BODY[] =
-    "local raw, e = call(C, 'a number (its counter)', 'GET', C)\n"
-    "if e then return e end\n"
-    "local counter = 0\n"
-    "if raw then\n"
-    "  counter = num(raw)\n"
-    "  if not counter then\n"
-    "    return damaged('its counter \"' .. C .. '\" holds ' .. show(raw) .. ', ' .. INT) end\n"
+
+/* Pieces shared by APPEND_BODY and MANY_BODY (Lua, pasted into both).
+ * The counter C, read as `raw` and as the number `counter` (0 when absent). */
+#define LUA_READ_COUNTER \
+    "local raw, e = call(C, 'a number (its counter)', 'GET', C)\n" \
+    "if e then return e end\n" \
+    "local counter = 0\n" \
+    "if raw then\n" \
+    "  counter = num(raw)\n" \
+    "  if not counter then\n" \
+    "    return damaged('its counter \"' .. C .. '\" holds ' .. show(raw) .. ', ' .. INT) end\n" \
     "end\n"
+
+/* The stream's last entry `last` (nil when it holds none) against the
+ * counter C (`raw` as read, `counter` as a number). */
+#define LUA_CHECK_LAST_AGAINST_COUNTER \
+    "if not last then\n" \
+    "  if counter ~= 0 then\n" \
+    "    return damaged('it holds no entry but its counter \"' .. C .. '\" is at ' .. int(counter) .. ' (the stream was deleted)') end\n" \
+    "else\n" \
+    "  local n, why = number(last)\n" \
+    "  if not n then return damaged(why) end\n" \
+    "  if not raw then\n" \
+    "    return damaged('its last entry ' .. last[1] .. ' is number ' .. int(n) .. ' but its counter \"' .. C ..\n" \
+    "                   '\" is missing (deleted)') end\n" \
+    "  if n ~= counter then\n" \
+    "    return damaged('its last entry ' .. last[1] .. ' is number ' .. int(n) .. ' but its counter \"' .. C ..\n" \
+    "                   '\" is at ' .. int(counter) .. ' (an entry was added without the counter, or the counter was changed)') end\n" \
+    "end\n"
+
+/* The caller's last applied number `mine` not past the counter. */
+#define LUA_CHECK_MINE_AGAINST_COUNTER \
+    "if mine > counter then\n" \
+    "  return damaged('this replica has applied entry ' .. int(mine) .. ' but its counter \"' .. C .. '\" is at ' ..\n" \
+    "                 int(counter) .. ': the log was reset (FLUSHALL, or its keys deleted or rewritten)') end\n"
+
+static const char APPEND_BODY[] =
+    LUA_READ_COUNTER
     /* The entry at the caller's position (then the first of range), and what
      * follows it; the entry before a position that the stream does not hold. */
     "local from, at = '-', nil\n"
@@ -144,24 +173,10 @@ static const char APPEND_BODY[] =
     "  else at = redis.call('XREVRANGE', S, pos, '-', 'COUNT', 1)[1] end\n"
     "end\n"
     "local last = range[#range] or at\n"
-    "if not last then\n"
-    "  if counter ~= 0 then\n"
-    "    return damaged('it holds no entry but its counter \"' .. C .. '\" is at ' .. int(counter) .. ' (the stream was deleted)') end\n"
-    "else\n"
-    "  local n, why = number(last)\n"
-    "  if not n then return damaged(why) end\n"
-    "  if not raw then\n"
-    "    return damaged('its last entry ' .. last[1] .. ' is number ' .. int(n) .. ' but its counter \"' .. C ..\n"
-    "                   '\" is missing (deleted)') end\n"
-    "  if n ~= counter then\n"
-    "    return damaged('its last entry ' .. last[1] .. ' is number ' .. int(n) .. ' but its counter \"' .. C ..\n"
-    "                   '\" is at ' .. int(counter) .. ' (an entry was added without the counter, or the counter was changed)') end\n"
-    "end\n"
+    LUA_CHECK_LAST_AGAINST_COUNTER
     "local mine = tonumber(ARGV[3])\n"
     "local reset = ': the log was reset (FLUSHALL, or its keys deleted) or a number was used twice'\n"
-    "if mine > counter then\n"
-    "  return damaged('this replica has applied entry ' .. int(mine) .. ' but its counter \"' .. C .. '\" is at ' ..\n"
-    "                 int(counter) .. ': the log was reset (FLUSHALL, or its keys deleted or rewritten)') end\n"
+    LUA_CHECK_MINE_AGAINST_COUNTER
     /* Trimmed: the stream no longer holds the caller's entry nor any before it. */
     "local trimmed = true\n"
     "if at then\n"
@@ -212,33 +227,12 @@ static const char APPEND_BODY[] =
  * entries whose numbers S:ids does not hold. Returns {counter, appended}. */
 static const char MANY_BODY[] =
     "local I, origin, first, mine = KEYS[4], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
-    "local raw, e = call(C, 'a number (its counter)', 'GET', C)\n"
-    "if e then return e end\n"
-    "local counter = 0\n"
-    "if raw then\n"
-    "  counter = num(raw)\n"
-    "  if not counter then\n"
-    "    return damaged('its counter \"' .. C .. '\" holds ' .. show(raw) .. ', ' .. INT) end\n"
-    "end\n"
+    LUA_READ_COUNTER
     "local tail, e2 = call(S, 'a stream', 'XREVRANGE', S, '+', '-', 'COUNT', 1)\n"
     "if e2 then return e2 end\n"
     "local last = tail[1]\n"
-    "if not last then\n"
-    "  if counter ~= 0 then\n"
-    "    return damaged('it holds no entry but its counter \"' .. C .. '\" is at ' .. int(counter) .. ' (the stream was deleted)') end\n"
-    "else\n"
-    "  local n, why = number(last)\n"
-    "  if not n then return damaged(why) end\n"
-    "  if not raw then\n"
-    "    return damaged('its last entry ' .. last[1] .. ' is number ' .. int(n) .. ' but its counter \"' .. C ..\n"
-    "                   '\" is missing (deleted)') end\n"
-    "  if n ~= counter then\n"
-    "    return damaged('its last entry ' .. last[1] .. ' is number ' .. int(n) .. ' but its counter \"' .. C ..\n"
-    "                   '\" is at ' .. int(counter) .. ' (an entry was added without the counter, or the counter was changed)') end\n"
-    "end\n"
-    "if mine > counter then\n"
-    "  return damaged('this replica has applied entry ' .. int(mine) .. ' but its counter \"' .. C .. '\" is at ' ..\n"
-    "                 int(counter) .. ': the log was reset (FLUSHALL, or its keys deleted or rewritten)') end\n"
+    LUA_CHECK_LAST_AGAINST_COUNTER
+    LUA_CHECK_MINE_AGAINST_COUNTER
     "local held, e3 = call(I, 'a hash (its ids)', 'HGET', I, origin)\n"
     "if e3 then return e3 end\n"
     "local have = 0\n"

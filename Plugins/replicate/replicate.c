@@ -172,8 +172,9 @@ static void publish(replica *r) {
     pthread_mutex_unlock(&r->mutex);
 }
 
-/* The reader waits `ms`, or less when destroy() stops it. */
-static void rest(replica *r, long ms) {
+/* The CLOCK_MONOTONIC time `ms` from now (the waits' condition variables
+ * use that clock). */
+static struct timespec deadline_in(long ms) {
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += ms / 1000;
@@ -182,6 +183,12 @@ static void rest(replica *r, long ms) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
+    return until;
+}
+
+/* The reader waits `ms`, or less when destroy() stops it. */
+static void rest(replica *r, long ms) {
+    struct timespec until = deadline_in(ms);
     pthread_mutex_lock(&r->mutex);
     while (!r->stop && pthread_cond_timedwait(&r->wake, &r->mutex, &until) != ETIMEDOUT) {
     }
@@ -1046,14 +1053,7 @@ static size_t envelope(char *out, const char *origin, uint64_t n) {
 /* The sender waits `ms`, or less when destroy() stops it; new dispatches do
  * not cut it short (a log that is down is not asked more often). */
 static void sender_rest(replica *r, long ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = deadline_in(ms);
     pthread_mutex_lock(&r->qmutex);
     while (!r->sender_stop && pthread_cond_timedwait(&r->qwake, &r->qmutex, &until) != ETIMEDOUT) {
     }

@@ -203,8 +203,9 @@ class Cluster:
     def wait_healthy(self, seconds=30, which=None):
         return wait_healthy(which or self.servers, seconds)
 
-    def leader(self, stream):
-        """The server that leads `stream` (None: none now)."""
+    def stream_details(self, stream):
+        """(server, `stream`'s detail in that server's /jsz), for each server
+        that answers and tells of `stream`, in order."""
         for s in self.servers:
             try:
                 jsz = http_json(s.monitor, "/jsz?accounts=true&streams=true")
@@ -213,22 +214,21 @@ class Cluster:
             for account in jsz.get("account_details") or []:
                 for detail in account.get("stream_detail") or []:
                     if detail.get("name") == stream:
-                        name = (detail.get("cluster") or {}).get("leader")
-                        for o in self.servers:
-                            if o.name == name:
-                                return o
+                        yield s, detail
+
+    def leader(self, stream):
+        """The server that leads `stream` (None: none now)."""
+        for _, detail in self.stream_details(stream):
+            name = (detail.get("cluster") or {}).get("leader")
+            for o in self.servers:
+                if o.name == name:
+                    return o
         return None
 
     def last_seq(self, stream):
-        for s in self.servers:
-            try:
-                jsz = http_json(s.monitor, "/jsz?accounts=true&streams=true")
-            except Exception:
-                continue
-            for account in jsz.get("account_details") or []:
-                for detail in account.get("stream_detail") or []:
-                    if detail.get("name") == stream and (detail.get("cluster") or {}).get("leader") == s.name:
-                        return detail["state"]["last_seq"]
+        for s, detail in self.stream_details(stream):
+            if (detail.get("cluster") or {}).get("leader") == s.name:
+                return detail["state"]["last_seq"]
         return None
 
     def wait_leader(self, stream, seconds=30):
