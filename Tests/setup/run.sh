@@ -125,6 +125,16 @@ quiet_and_local() { # LOG: no package resolution in it or in build/logs/{lib,log
   [ -n "$echoed" ] && echo "    commands echoed: $echoed"
   return 1
 }
+# As on a fresh clone: a Package.resolved that the test builds left (swift
+# build --build-tests reads the whole manifest and pins the docs and test
+# packages) would make the library-only build fetch those pins into its
+# scratch folder, from SwiftPM's cache. A user's `make run` after `make test`
+# does that too (quietly wrong, not broken: nothing is built from them); the
+# check looks at what a new clone does, with the file set aside meanwhile.
+if [ -f Package.resolved ]; then
+  mv Package.resolved "$work/Package.resolved.kept"
+  trap 'mv -f "$work/Package.resolved.kept" Package.resolved 2>/dev/null; rm -rf "$work"' EXIT
+fi
 if PATH=$fakepath FAKE_MISSING="${test_debs[*]}" make --no-print-directory V= run >"$work/run.log" 2>&1; then
   ok "make run without the test toolchain"
 else
