@@ -1284,35 +1284,13 @@ public:
      * reducers). */
     void add_patch_reducer(zstring key, const std::vector<std::string> &types, patch_reducer_fn fn) const {
         if (!fn) throw argument_error("add_patch_reducer: the reducer is empty");
-        std::vector<const char *> patterns;
-        patterns.reserve(types.size() + 1);
-        for (size_t i = 0; i < types.size(); ++i) {
-            if (types[i].find('\0') != std::string::npos)
-                throw argument_error("add_patch_reducer: types[" + std::to_string(i) + "] contains a NUL byte");
-            patterns.push_back(types[i].c_str());
-        }
-        patterns.push_back(nullptr);
+        std::vector<const char *> patterns = type_patterns("add_patch_reducer", types);
         detail::Core *c = core();
-        auto entry = std::make_unique<detail::PatchReducerEntry>(detail::PatchReducerEntry{c, std::move(fn)});
-        detail::PatchReducerEntry *raw = entry.get();
-        {
-            std::lock_guard<std::mutex> lock(c->mutex);
-            c->patch_reducers.push_back(std::move(entry));
-        }
-        detail::CallScope scope;
-        ts_status status =
-            ts_store_add_patch_reducer(c->store, key.c_str(), patterns.data(), detail::patch_reducer_trampoline, raw);
-        if (status != TS_OK) {
-            std::exception_ptr e = scope.take();
-            std::string message = ts_last_error();
-            {
-                std::lock_guard<std::mutex> lock(c->mutex);
-                detail::Core::erase(c->patch_reducers, raw);
-            }
-            if (e) std::rethrow_exception(e);
-            throw_error(status, message);
-        }
-        scope.finish(status);
+        keep_and_install(&detail::Core::patch_reducers, detail::PatchReducerEntry{c, std::move(fn)},
+                         [&](detail::PatchReducerEntry *raw) {
+                             return ts_store_add_patch_reducer(c->store, key.c_str(), patterns.data(),
+                                                               detail::patch_reducer_trampoline, raw);
+                         });
     }
 
     /* Removes the reducer that owns `key` (ts_store_remove_reducer): its
@@ -1431,20 +1409,35 @@ private:
     void install_reducer(reducer_installer install, const char *what, const zstring &key, reducer_fn fn) const {
         if (!fn) throw argument_error(std::string(what) + ": the reducer is empty");
         detail::Core *c = core();
-        auto entry = std::make_unique<detail::ReducerEntry>(detail::ReducerEntry{c, std::move(fn)});
-        detail::ReducerEntry *raw = entry.get();
+        keep_and_install(&detail::Core::reducers, detail::ReducerEntry{c, std::move(fn)},
+                         [&](detail::ReducerEntry *raw) {
+                             return install(c->store, key.c_str(), detail::reducer_trampoline, raw);
+                         });
+    }
+
+    /* Keeps `value` in the store's `list` (so that its callable lives as long
+     * as the store), then calls install(entry): the C function that hands
+     * the entry to the store. If that fails, the entry leaves the list
+     * again and the callback's own exception, or the status's error, is
+     * thrown. */
+    template <typename Entry, typename Install>
+    void keep_and_install(std::vector<std::unique_ptr<Entry>> detail::Core::*list, Entry value,
+                          Install install) const {
+        detail::Core *c = core();
+        auto entry = std::make_unique<Entry>(std::move(value));
+        Entry *raw = entry.get();
         {
             std::lock_guard<std::mutex> lock(c->mutex);
-            c->reducers.push_back(std::move(entry));
+            (c->*list).push_back(std::move(entry));
         }
         detail::CallScope scope;
-        ts_status status = install(c->store, key.c_str(), detail::reducer_trampoline, raw);
+        ts_status status = install(raw);
         if (status != TS_OK) {
             std::exception_ptr e = scope.take();
             std::string message = ts_last_error();
             {
                 std::lock_guard<std::mutex> lock(c->mutex);
-                detail::Core::erase(c->reducers, raw);
+                detail::Core::erase(c->*list, raw);
             }
             if (e) std::rethrow_exception(e);
             throw_error(status, message);
@@ -1452,10 +1445,10 @@ private:
         scope.finish(status);
     }
 
-    using reducer_for_installer = ts_status (*)(ts_store *, const char *, const char *const *, ts_reducer_fn, void *);
-    void install_reducer_for(reducer_for_installer install, const char *what, const zstring &key,
-                             const std::vector<std::string> &types, reducer_for_fn fn) const {
-        if (!fn) throw argument_error(std::string(what) + ": the reducer is empty");
+    /* The NULL-terminated array of patterns that ts_store_add_reducer_for
+     * and its kin take, pointing into `types` (which must outlive it); a
+     * type with a NUL byte is refused, naming `what`. */
+    static std::vector<const char *> type_patterns(const char *what, const std::vector<std::string> &types) {
         std::vector<const char *> patterns;
         patterns.reserve(types.size() + 1);
         for (size_t i = 0; i < types.size(); ++i) {
@@ -1464,26 +1457,19 @@ private:
             patterns.push_back(types[i].c_str());
         }
         patterns.push_back(nullptr);
+        return patterns;
+    }
+
+    using reducer_for_installer = ts_status (*)(ts_store *, const char *, const char *const *, ts_reducer_fn, void *);
+    void install_reducer_for(reducer_for_installer install, const char *what, const zstring &key,
+                             const std::vector<std::string> &types, reducer_for_fn fn) const {
+        if (!fn) throw argument_error(std::string(what) + ": the reducer is empty");
+        std::vector<const char *> patterns = type_patterns(what, types);
         detail::Core *c = core();
-        auto entry = std::make_unique<detail::ReducerForEntry>(detail::ReducerForEntry{c, std::move(fn)});
-        detail::ReducerForEntry *raw = entry.get();
-        {
-            std::lock_guard<std::mutex> lock(c->mutex);
-            c->reducers_for.push_back(std::move(entry));
-        }
-        detail::CallScope scope;
-        ts_status status = install(c->store, key.c_str(), patterns.data(), detail::reducer_for_trampoline, raw);
-        if (status != TS_OK) {
-            std::exception_ptr e = scope.take();
-            std::string message = ts_last_error();
-            {
-                std::lock_guard<std::mutex> lock(c->mutex);
-                detail::Core::erase(c->reducers_for, raw);
-            }
-            if (e) std::rethrow_exception(e);
-            throw_error(status, message);
-        }
-        scope.finish(status);
+        keep_and_install(&detail::Core::reducers_for, detail::ReducerForEntry{c, std::move(fn)},
+                         [&](detail::ReducerForEntry *raw) {
+                             return install(c->store, key.c_str(), patterns.data(), detail::reducer_for_trampoline, raw);
+                         });
     }
 
     Subscription subscribe_at(const char *pointer, listener_fn fn) const {
