@@ -2481,6 +2481,18 @@ int read_patch(Lease &lease, const char *patch, size_t patch_len, const char *&p
   return parse_patch(pm, pn, in, patch_len, ops, err);
 }
 
+// Tells on_path (when given) the paths a successful patch changed, in op
+// order: "from" then "path" for a move (a move onto itself too), "path" for
+// the others; "test" changes nothing.
+void report_paths(const std::vector<PatchOp> &ops, tsj_path_cb on_path, void *ctx) {
+  if (!on_path) return;
+  for (const PatchOp &op : ops) {
+    if (op.kind == OP_TEST) continue;
+    if (op.kind == OP_MOVE) on_path(op.from.c_str(), op.from.size(), ctx);
+    on_path(op.path.c_str(), op.path.size(), ctx);
+  }
+}
+
 int patch_apply(const char *doc, size_t len, const tsj_doc *index, const char *patch, size_t patch_len,
                 size_t max_depth, char **out, size_t *out_len, tsj_path_cb on_path, void *ctx, tsj_error *err) {
   Lease lease(patch_len);
@@ -2535,13 +2547,7 @@ int patch_apply(const char *doc, size_t len, const tsj_doc *index, const char *p
       }
     }
   }
-  if (on_path) {
-    for (const PatchOp &op : ops) {
-      if (op.kind == OP_TEST) continue;
-      if (op.kind == OP_MOVE) on_path(op.from.c_str(), op.from.size(), ctx);
-      on_path(op.path.c_str(), op.path.size(), ctx);
-    }
-  }
+  report_paths(ops, on_path, ctx);
   clear_err(err);
   if (!w.changed()) return TSJ_OK;  // nothing changed: *out stays NULL
   *out = w.release(out_len ? out_len : &pn);
@@ -3347,13 +3353,7 @@ int tree_patch(const P<TNode> &root, const char *patch, size_t patch_len, size_t
       }
     }
   }
-  if (on_path) {
-    for (const PatchOp &op : ops) {
-      if (op.kind == OP_TEST) continue;
-      if (op.kind == OP_MOVE) on_path(op.from.c_str(), op.from.size(), ctx);
-      on_path(op.path.c_str(), op.path.size(), ctx);
-    }
-  }
+  report_paths(ops, on_path, ctx);
   clear_err(err);
   if (changed) out = std::move(t);
   return TSJ_OK;
