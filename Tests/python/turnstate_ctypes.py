@@ -47,23 +47,20 @@ from ctypes import byref, c_uint64, c_void_p
 # bindings/python, calls the library through its compiled extension.)
 from ctypes import CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_int32, c_size_t, c_uint32
 
-TS_OK = 0
-TS_E_ARGUMENT = -1
-TS_E_JSON = -2
-TS_E_NOT_ACTION = -3
-TS_E_REDUCER = -4
-TS_E_REENTRANT = -5
-TS_E_PLUGIN = -6
-TS_E_IO = -7
-TS_E_NOMEM = -8
-TS_E_NOT_FOUND = -9
-TS_E_REJECTED = -10
-TS_E_STORE_GONE = -11
-TS_E_ABI = -12
-TS_E_UNKNOWN_ACTION = -13
-TS_E_MISUSE = -14
+def _package_codes():
+    """The status codes and TS_MAX_DEPTH as the Python package lists them
+    (bindings/python/src/turnstate/_capi.py, loaded by its path: importing
+    the package would need its compiled extension)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bindings", "python", "src",
+                        "turnstate", "_capi.py")
+    spec = importlib.util.spec_from_file_location("_turnstate_capi_codes", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {name: value for name, value in vars(module).items() if name.startswith("TS_")}
 
-TS_MAX_DEPTH = 256
+
+globals().update(_package_codes())
 
 ts_status = c_int32
 
