@@ -626,6 +626,39 @@ typedef struct ts_store_api {
      * of middleware added with ts_store_add_middleware (it has no place of
      * its own) and once the plugin is no longer in the chain. */
     ts_status (*dispatch_after)(const char *action_json);
+    /* Added after 0.2.0, after dispatch_after (check struct_size first). Only in
+     * the table a plugin's create() and run() get, and only from inside that
+     * plugin's run(): runs fn(ctx) on the calling thread with the store let
+     * go, then takes the store again and returns what fn returns. For a
+     * run() that waits (on the network: replicate.so's ordered mode waits
+     * for the log's acknowledgement), so that other threads' dispatches,
+     * reads and exclusive steps go on meanwhile instead of waiting too.
+     * While fn runs, other dispatches may change the state, and may run
+     * this plugin's run() on their threads; when unlocked returns the run()
+     * goes on holding the store, with the state as it is then, and may call
+     * `next` (once, as always). fn must not use the store's functions of
+     * this run (next) nor destroy the store; it may call the table's other
+     * functions as any thread may (they take the store as such a call does).
+     * ts_store_destroy and ts_store_remove_middleware (called from outside
+     * the store's callbacks) wait until every run() that let go of the store
+     * has taken it again and finished, so fn must end in bounded time.
+     * Refused, with fn not called and the store kept (the call's status and
+     * ts_last_error() say why):
+     *   TS_E_MISUSE  the calling thread holds the store more than once or in
+     *                a step that must not be split: the dispatch is nested
+     *                (made from a listener, from exclusive's fn, from another
+     *                middleware's run() or a plugin placed after another C
+     *                middleware, whose `next` holds the store again), or is
+     *                a replaced reducer's announcement; or the call is not
+     *                from inside this plugin's run() (from create(), from
+     *                another thread, from the table of middleware added with
+     *                ts_store_add_middleware);
+     *   TS_E_REENTRANT from inside a reducer;
+     *   TS_E_ARGUMENT fn is NULL;
+     *   TS_E_STORE_GONE the store was destroyed.
+     * A plugin that is refused waits with the store held instead (what it
+     * did before this call existed). */
+    ts_status (*unlocked)(ts_status (*fn)(void *ctx), void *ctx);
 } ts_store_api;
 
 /* A middleware: the shape of Swift's run(store:next:action:). Return TS_OK to

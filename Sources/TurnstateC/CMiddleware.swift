@@ -213,6 +213,27 @@ final class CMiddlewareHost<State: Sendable>: @unchecked Sendable {
         actionsAreJSON = bridge is JSONActionBridge
     }
 
+    /// For `unlocked`, under the store's lock held once: the place whose
+    /// run() is under way (on the calling thread, the only one inside the
+    /// store) is cleared, as if that run() had returned, so that other
+    /// threads' runs through it start and end cleanly while the store is
+    /// let go; the closure returned puts it back. nil when no run() of this
+    /// middleware is under way.
+    func suspendFrame() -> (() -> Void)? {
+        guard let binding = bindings.first(where: { $0.foreign != nil }) else { return nil }
+        let foreign = binding.foreign, native = binding.native, called = binding.called, failure = binding.failure
+        binding.foreign = nil
+        if native != nil { binding.native = nil }
+        binding.called = false
+        binding.failure = nil
+        return {
+            binding.foreign = foreign
+            if native != nil { binding.native = native }
+            binding.called = called
+            binding.failure = failure
+        }
+    }
+
     @_specialize(where State == JSONState)
     func binding(for next: Next) throws(StoreError) -> NextBinding {
         if let latest, latest.next === next { return latest }

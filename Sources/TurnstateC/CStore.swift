@@ -45,6 +45,9 @@ final class CStore: StoreFace, @unchecked Sendable {
         // loaded first, while the store still exists (their table's functions
         // answer TS_E_STORE_GONE).
         store.close()
+        // Dispatches that let go of the store in a plugin's unlocked() take
+        // it again and finish before any plugin is destroyed.
+        store.waitForReleasedCalls()
         // nil when init failed before the plugin set was made.
         plugins?.destroyAll()
         if let wholeText { free(wholeText.text) }
@@ -214,7 +217,12 @@ final class CStore: StoreFace, @unchecked Sendable {
 
     /// Closes the store: waits for dispatches under way on other threads;
     /// from then on every new call answers TS_E_STORE_GONE. Idempotent.
-    func close() { store.close() }
+    func close() {
+        store.close()
+        // A dispatch that let go of the store in a plugin's unlocked() is
+        // under way too: it takes the store again and finishes first.
+        store.waitForReleasedCalls()
+    }
 
     /// Destroys the plugins, last loaded first. Only after `close()`: no
     /// run() can start then, so none runs once its plugin's destroy() began.
@@ -262,6 +270,10 @@ final class CStore: StoreFace, @unchecked Sendable {
             try addedMiddleware[index].handle.remove()
             addedMiddleware.remove(at: index)
         }
+        // Dispatches that let go of the store in a plugin's unlocked() run
+        // on with the chain they started with: waited for, as the dispatches
+        // that hold the store are (not from inside the store's callbacks).
+        store.waitForReleasedCalls()
     }
 }
 

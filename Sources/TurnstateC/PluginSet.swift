@@ -93,7 +93,8 @@ package final class PluginSet<State: Sendable>: @unchecked Sendable {
         guard let store else { throw StoreError(.storeReleased, "the store was released") }
         // The plugin's own table: dispatch_after knows its place in the chain.
         let place = PluginPlace(store: store, bridge: bridge)
-        let own = try api.forPlugin { text throws(StoreError) in try place.dispatchAfter(text) }
+        let own = try api.forPlugin(dispatchAfter: { text throws(StoreError) in try place.dispatchAfter(text) },
+                                    unlocked: { body throws(StoreError) in try place.unlocked(body) })
         let instance = try file.create(config: minified!, api: own)
         instance.api = own
         return (instance, place)
@@ -177,6 +178,20 @@ final class PluginPlace<State: Sendable>: @unchecked Sendable {
     func join(_ host: CMiddlewareHost<State>) {
         self.host = host
         joined = true
+    }
+
+    /// What the plugin's table's `unlocked` does: runs `body` with the
+    /// store let go (Store.withoutLock), from inside the plugin's run() only;
+    /// the run's `next` is put aside meanwhile (other threads' runs use the
+    /// same place) and back before the run goes on.
+    func unlocked(_ body: () -> Int32) throws(StoreError) -> Int32 {
+        guard let store else { throw StoreError(.storeReleased, "unlocked: the store was destroyed") }
+        return try store.withoutLock(suspending: { () throws(StoreError) -> (() -> Void) in
+            guard joined, let host, let resume = host.suspendFrame() else {
+                throw StoreError(.misuse, "unlocked: called outside the plugin's run() (from create(), a listener, exclusive or another thread); only a run() under way can let go of the store")
+            }
+            return resume
+        }, body)
     }
 
     func dispatchAfter(_ text: UnsafePointer<CChar>) throws(StoreError) {

@@ -35,7 +35,8 @@ package final class StoreAPI: @unchecked Sendable {
     /// table's dispatch_after does: a plugin's own table has one (its place
     /// in the chain); without it dispatch_after answers TS_E_MISUSE.
     package init(for face: some StoreFace,
-                 dispatchAfter: (@Sendable (UnsafePointer<CChar>) throws(StoreError) -> Void)? = nil) throws(StoreError) {
+                 dispatchAfter: (@Sendable (UnsafePointer<CChar>) throws(StoreError) -> Void)? = nil,
+                 unlocked: (@Sendable (() -> Int32) throws(StoreError) -> Int32)? = nil) throws(StoreError) {
         self.face = face
         weak let face = face
         let gone = { (function: StaticString) in StoreError(.storeReleased, "\(function): the store was destroyed") }
@@ -83,7 +84,19 @@ package final class StoreAPI: @unchecked Sendable {
                 try dispatchAfter(text)
             }
         }
-        closures = [dispatch, getState, replaceState, apply, exclusive, after]
+        let release = try FFIClosure.exclusive { fn, context in
+            var result: Int32 = TS_OK
+            let status = CStatus.run { () throws(StoreError) in
+                guard face != nil else { throw gone("unlocked") }
+                let fn = try required(fn, "fn", in: "unlocked")
+                guard let unlocked else {
+                    throw StoreError(.misuse, "unlocked: only a plugin's own table can let go of the store in its run() (this is the table of middleware added with ts_store_add_middleware)")
+                }
+                result = try unlocked { fn(context) }
+            }
+            return status == TS_OK ? result : status
+        }
+        closures = [dispatch, getState, replaceState, apply, exclusive, after, release]
         table = .allocate(capacity: 1)
         table.initialize(to: ts_store_api(
             struct_size: UInt32(MemoryLayout<ts_store_api>.size),
@@ -98,14 +111,16 @@ package final class StoreAPI: @unchecked Sendable {
             status_name: { ts_status_name($0) },
             apply: unsafeBitCast(apply.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
             exclusive: unsafeBitCast(exclusive.code, to: (@convention(c) (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> ts_status).self),
-            dispatch_after: unsafeBitCast(after.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self)))
+            dispatch_after: unsafeBitCast(after.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
+            unlocked: unsafeBitCast(release.code, to: (@convention(c) (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> ts_status).self)))
     }
 
-    /// A table for one plugin: the same store, and dispatch_after bound to
-    /// that plugin's place in the chain.
-    func forPlugin(dispatchAfter: @escaping @Sendable (UnsafePointer<CChar>) throws(StoreError) -> Void) throws(StoreError) -> StoreAPI {
+    /// A table for one plugin: the same store, and dispatch_after and
+    /// unlocked bound to that plugin's place in the chain.
+    func forPlugin(dispatchAfter: @escaping @Sendable (UnsafePointer<CChar>) throws(StoreError) -> Void,
+                   unlocked: @escaping @Sendable (() -> Int32) throws(StoreError) -> Int32) throws(StoreError) -> StoreAPI {
         guard let face else { throw StoreError(.storeReleased, "the store was destroyed") }
-        return try StoreAPI(for: face, dispatchAfter: dispatchAfter)
+        return try StoreAPI(for: face, dispatchAfter: dispatchAfter, unlocked: unlocked)
     }
 
     deinit { table.deallocate() }

@@ -83,6 +83,40 @@ final class RecursiveLock: @unchecked Sendable {
         return try body()
     }
 
+    /// Lets go of the lock completely (however many times the calling thread,
+    /// which must hold it, took it) and returns how many times that was, for
+    /// ``retake(_:)``.
+    func releaseAll() -> Int {
+        let held = depth
+        depth = 0
+        owner.store(0, ordering: .relaxed)
+        pthread_mutex_unlock(mutex)
+        return held
+    }
+
+    /// Takes the lock again after ``releaseAll()``, as many times as it was held.
+    func retake(_ held: Int) {
+        pthread_mutex_lock(mutex)
+        owner.store(Self.currentThread, ordering: .relaxed)
+        depth = held
+    }
+
+    /// Waits on `condition` (whose mutex is this lock's), letting go of the
+    /// lock for the wait as ``releaseAll()`` does and holding it again after.
+    func wait(_ condition: UnsafeMutablePointer<pthread_cond_t>) {
+        let held = depth
+        depth = 0
+        owner.store(0, ordering: .relaxed)
+        pthread_cond_wait(condition, mutex)
+        owner.store(Self.currentThread, ordering: .relaxed)
+        depth = held
+    }
+
+    /// How many times the calling thread holds the lock (0 when it does not).
+    var depthOnCurrentThread: Int {
+        owner.load(ordering: .relaxed) == Self.currentThread ? depth : 0
+    }
+
     /// Whether the calling thread already holds the lock. Waits while another
     /// thread holds it (and then answers false).
     func isHeldByCurrentThread() -> Bool {

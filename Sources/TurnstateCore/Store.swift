@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A predictable state container: one state, changed only by dispatching
 /// actions through middleware to a pure reducer, with listeners told of
 /// every change.
@@ -73,6 +81,19 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
     /// What this store's subscriptions end themselves through.
     @usableFromInline let link = StoreLink()
     @exclusivity(unchecked) @usableFromInline var reentrancyViolation: StoreError?
+    /// The calls under way that let go of the store in ``withoutLock(_:)``:
+    /// their tickets, oldest first, and the next ticket (under the lock).
+    @exclusivity(unchecked) var releasedTickets: [UInt64] = []
+    @exclusivity(unchecked) var lastReleasedTicket: UInt64 = 0
+    /// Signalled (under the lock) when a released call takes the store again.
+    let releasedReturned: UnsafeMutablePointer<pthread_cond_t> = {
+        let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+        pthread_cond_init(condition, nil)
+        return condition
+    }()
+    /// How many steps that must not be interleaved (a replaced reducer's
+    /// announcement) are under way on the thread that holds the lock.
+    @exclusivity(unchecked) @usableFromInline var unsplittableSteps = 0
     /// Objects that live as long as the store (a face's plugin set),
     /// released last attached first.
     @exclusivity(unchecked) private var attachments: [AnyObject] = []
@@ -130,6 +151,8 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
             chainEnd?.storeIsGone = true
         }
         while attachments.popLast() != nil {}
+        pthread_cond_destroy(releasedReturned)
+        releasedReturned.deallocate()
     }
 
     // MARK: Reading
@@ -397,6 +420,8 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         if _slowPath(reducing || closed) { throw refusal(call) }
         let undo = try swap()
         let before = changes
+        unsplittableSteps += 1
+        defer { unsplittableSteps -= 1 }
         do {
             if let chain {
                 try chain(action)
@@ -551,6 +576,56 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
             if _slowPath(reducing || closed) { throw refusal(call) }
             return try body()
         }
+    }
+
+    /// Runs `body` with the store let go, then takes it again: for a C
+    /// plugin's run() that waits on the network (`ts_store_api.unlocked`),
+    /// so that other threads' calls go on meanwhile. Allowed only when the
+    /// calling thread holds the store exactly once (the middleware of a
+    /// dispatch that is not nested in another call into the store) and not
+    /// in a step that must not be interleaved (a replaced reducer's
+    /// announcement); otherwise refused with ``StoreError/Code/misuse``
+    /// (``StoreError/Code/reentrantCall`` from a reducer) and `body` is not
+    /// run. Whoever closes the store waits for such calls with
+    /// ``waitForReleasedCalls()`` before freeing what they may use.
+    /// `suspend` runs first, with the store held and the call accepted: it
+    /// puts aside what the caller's frame keeps in the store's shared
+    /// objects and returns how to put it back (run once the store is held
+    /// again); it may refuse, and then nothing else is done.
+    package func withoutLock<R>(suspending suspend: () throws(StoreError) -> (() -> Void),
+                                _ body: () -> R) throws(StoreError) -> R {
+        let held = lock.depthOnCurrentThread
+        guard held > 0 else {
+            throw StoreError(.misuse, "unlocked: the calling thread is not inside a call into this store (call it from the plugin's run())")
+        }
+        if reducing { throw refusal(.operation) }
+        guard held == 1, unsplittableSteps == 0 else {
+            throw StoreError(.misuse, "unlocked: this dispatch is nested inside another call into the store (a listener's or middleware's dispatch, exclusive, a replaced reducer's announcement), whose step must not be split; the store is kept")
+        }
+        let resume = try suspend()
+        lastReleasedTicket += 1
+        let ticket = lastReleasedTicket
+        releasedTickets.append(ticket)
+        let count = lock.releaseAll()
+        let result = body()
+        lock.retake(count)
+        resume()
+        if let index = releasedTickets.firstIndex(of: ticket) { releasedTickets.remove(at: index) }
+        pthread_cond_broadcast(releasedReturned)
+        return result
+    }
+
+    /// Waits until every call that had let go of the store in
+    /// ``withoutLock(_:)`` when this was called has taken it again (and so,
+    /// holding it, finished the step it was in). Does not wait when called
+    /// from inside a call into the store (the lock already held): that
+    /// caller's step must not be split either.
+    package func waitForReleasedCalls() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard lock.depth == 1 else { return }
+        let last = lastReleasedTicket
+        while let oldest = releasedTickets.first, oldest <= last { lock.wait(releasedReturned) }
     }
 
     /// As ``exclusively(_:)``, but for the rest of a call already under way

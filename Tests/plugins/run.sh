@@ -20,7 +20,7 @@ CC=${CC:-cc}
 . "$ROOT/Tests/flags.sh"
 WARN="$TS_CFLAGS ${TS_EXTRA_CFLAGS:-}"
 PLUGINS=(guard delay journal)
-TESTS=(guard delay journal loader shutdown)
+TESTS=(guard delay journal loader shutdown unlock)
 
 # Plugin files and every folder above them (a sticky root-owned one like /tmp
 # excepted) must not be writable by others, or the library refuses to load
@@ -123,6 +123,15 @@ if $CC $WARN -shared -fPIC -IInclude -ITests/plugins Tests/plugins/shutdown_plug
   chmod 755 "$BUILD/plugins/shutdown/watch.so"
 else
   fail "shutdown watcher does not build"
+fi
+
+# The unlocked() watcher (test_unlock.c): exports its counters for the test.
+mkdir -p "$BUILD/plugins/unlock"
+chmod 755 "$BUILD/plugins/unlock"
+if $CC $WARN -shared -fPIC -IInclude Tests/plugins/unlock_plugin.c -o "$BUILD/plugins/unlock/unlock.so" -lpthread; then
+  chmod 755 "$BUILD/plugins/unlock/unlock.so"
+else
+  fail "unlock watcher does not build"
 fi
 
 LINK="-L$BUILD/lib -Wl,-rpath,$BUILD/lib -lturnstate -lpthread -ldl"
