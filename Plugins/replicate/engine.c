@@ -71,6 +71,12 @@ int rp_append_many(rp_engine *e, const char *origin, uint64_t first, size_t coun
     return e->ops->append_many(e, origin, first, count, entries, seq, done, err);
 }
 
+void rp_idle(rp_engine *e) {
+    if (e && e->ops->idle) e->ops->idle(e);
+}
+
+int rp_reads_back_cheaply(const rp_engine *e) { return e->ops->reads_back_cheaply; }
+
 void rp_info(const rp_engine *e, rp_engine_info *out) {
     out->head = 0;
     out->connections = 0;

@@ -125,6 +125,17 @@ int rp_wait(rp_engine *engine, const char *after, int block_ms, size_t max, rp_b
  * reset (RP_DAMAGED). */
 int rp_append_many(rp_engine *engine, const char *origin, uint64_t first, size_t count, const char *const *entries,
                    uint64_t seq, size_t *done, char *err);
+/* Lets go of what the connection keeps for reading (NATS: its cursor, an
+ * ordered consumer to which the servers push every new entry); the next
+ * read makes it again. For a connection that reads rarely (replicate.so's
+ * ordered mode on NATS after a join or a catch-up: its reader thread has
+ * its own connection), so that the entries are not sent to it for nothing.
+ * Redis: nothing to do. */
+void rp_idle(rp_engine *engine);
+/* Whether an append reads back the entries before its own in the same
+ * round trip at no extra cost (Redis: one script), so that the appender
+ * applies them itself; NATS: the reader thread's cursor brings them. */
+int rp_reads_back_cheaply(const rp_engine *engine);
 /* What the engine saw, without I/O: for replicate.so's status. */
 typedef struct rp_engine_info {
     uint64_t head;        /* the log's last sequence number at the last read or append that told it (0: none
@@ -154,6 +165,8 @@ typedef struct rp_ops {
     int (*append_many)(rp_engine *engine, const char *origin, uint64_t first, size_t count, const char *const *entries,
                        uint64_t seq, size_t *done, char *err);
     void (*info)(const rp_engine *engine, rp_engine_info *out);
+    void (*idle)(rp_engine *engine); /* NULL: nothing to let go */
+    int reads_back_cheaply;
     int (*snapshot_get)(rp_engine *engine, int *found, char **state, char pos[RP_POS_SIZE], uint64_t *seq, char *err);
     int (*snapshot_put)(rp_engine *engine, const char *state, const char *pos, uint64_t seq, int *stored, char *err);
 } rp_ops;

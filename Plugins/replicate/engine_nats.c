@@ -917,6 +917,26 @@ static void many_stored(void *ctx, uint64_t n, int duplicate) {
     }
 }
 
+/* After an append that no server took ("no responders"): the stream may be
+ * gone, or made again (with another subject). One short look: RP_DAMAGED
+ * (message in err) when it is, else 0. */
+static int stream_replaced(nt *e, char *err) {
+    jsStreamInfo *si = NULL;
+    jsOptions jo;
+    int rc = 0;
+    jsOptions_Init(&jo);
+    jo.Wait = e->timeout_ms < 500 ? e->timeout_ms : 500;
+    if (js_GetStreamInfo(&si, e->js, e->stream, &jo, NULL) == NATS_NOT_FOUND) {
+        rc = damaged(e, err, "the stream was deleted (nothing was appended)");
+    } else if (si != NULL && id_of(si) != e->log_id) {
+        rc = damaged(e, err, "the stream is not the log %llu this replica joined (it was deleted and made again; "
+                             "nothing was appended)",
+                     (unsigned long long)e->log_id);
+    }
+    if (si) jsStreamInfo_Destroy(si);
+    return rc;
+}
+
 static int nats_append_batch(rp_engine *base, const char *const *actions, size_t count, const char *after_pos,
                              uint64_t seq_applied, rp_batch *out, char *err) {
     nt *e = (nt *)base;
@@ -953,20 +973,7 @@ static int nats_append_batch(rp_engine *base, const char *const *actions, size_t
                       &top, reason, sizeof reason))
         goto refused;
     if (done < count && strstr(reason, "no responders") != NULL) {
-        /* No server takes this log's subject: the stream may be gone, or
-         * made again (with another subject). One short look. */
-        jsStreamInfo *si = NULL;
-        jsOptions jo;
-        jsOptions_Init(&jo);
-        jo.Wait = e->timeout_ms < 500 ? e->timeout_ms : 500;
-        if (js_GetStreamInfo(&si, e->js, e->stream, &jo, NULL) == NATS_NOT_FOUND) {
-            rc = damaged(e, err, "the stream was deleted (nothing was appended)");
-        } else if (si != NULL && id_of(si) != e->log_id) {
-            rc = damaged(e, err, "the stream is not the log %llu this replica joined (it was deleted and made again; "
-                                 "nothing was appended)",
-                         (unsigned long long)e->log_id);
-        }
-        if (si) jsStreamInfo_Destroy(si);
+        rc = stream_replaced(e, err);
         if (rc != 0) {
             rp_batch_free(out);
             goto end;
@@ -1099,6 +1106,8 @@ static int nats_append_many(rp_engine *base, const char *origin, uint64_t first,
         rc = damaged(e, err, "this replica has applied entry %llu but the stream gave a new entry number %llu: the "
                              "log was reset",
                      (unsigned long long)seq_applied, (unsigned long long)many.behind);
+    } else if (*done == 0 && strstr(reason, "no responders") != NULL && (rc = stream_replaced(e, err)) != 0) {
+        /* Nothing was appended: the stream is gone or another one. */
     } else if (*done < count) {
         rp_fail(err, "replicate: %s did not acknowledge the append within %d ms (timeout_ms)%s%.300s", e->shown,
                 e->timeout_ms, reason[0] ? ": " : "", reason);
@@ -1275,7 +1284,9 @@ static int nats_snapshot_put(rp_engine *base, const char *state, const char *pos
     return 0;
 }
 
+static void nats_idle(rp_engine *base) { drop_cursor((nt *)base); }
+
 static const rp_ops nats_ops = {
-    nats_close, nats_append_batch, nats_check, nats_read, nats_wait, nats_append_many, nats_info, nats_snapshot_get,
-    nats_snapshot_put,
+    nats_close, nats_append_batch, nats_check, nats_read, nats_wait, nats_append_many, nats_info, nats_idle, 0,
+    nats_snapshot_get, nats_snapshot_put,
 };

@@ -1301,5 +1301,5 @@ static int redis_snapshot_put(rp_engine *base, const char *state, const char *po
 
 static const rp_ops redis_ops = {
     redis_close,  redis_append_batch, redis_check,        redis_read,         redis_wait,
-    redis_append_many, redis_info, redis_snapshot_get, redis_snapshot_put,
+    redis_append_many, redis_info, NULL, 1, redis_snapshot_get, redis_snapshot_put,
 };

@@ -23,12 +23,18 @@
  * it is reported as "@@replicate/dropped". The status (both modes) is
  * applied as "@@replicate/status".
  *
- * Ordered mode, log first: run() does not pass a local action on with next. It appends it
- * to the stream and, in the same round trip, reads every entry between the
- * last one this replica applied and its own; it applies them in stream
- * order, its own last, from the plugin's place in the chain
- * (ts_store_api.dispatch_after: the middleware after the plugin, then the
- * reducers and listeners), and returns that status: the dispatcher reads its
+ * Ordered mode, log first: run() does not pass a local action on with next. It queues it
+ * ("#ORIGIN:N ACTION", N numbered once) and waits with the store let go
+ * (ts_store_api.unlocked; with it held where that is refused or missing);
+ * one of the waiting dispatchers appends everything queued by all threads
+ * in one rp_append_batch, which in the same round trip reads every entry
+ * between this replica's position and the last appended. Each dispatcher
+ * then takes the store again and applies them in stream order, up to its
+ * own, from the plugin's place in the chain (ts_store_api.dispatch_after:
+ * the middleware after the plugin, then the reducers and listeners); an
+ * entry is applied once, by whichever thread reaches it first (another
+ * dispatcher, or the reader), and an own entry records its status in its
+ * dispatcher's slot; run() returns that status: the dispatcher reads its
  * own write. If the log does not answer within timeout_ms, the dispatch
  * fails with TS_E_IO and nothing was applied. Entries that other replicas
  * append are applied the same way by a reader thread, in order, inside
@@ -74,6 +80,9 @@
 /* Optimistic mode: what one append (rp_append_many) carries at most. */
 #define SEND_MAX_COUNT 4096
 #define SEND_MAX_BYTES (4u << 20)
+/* Ordered mode: what one append carries at most (one per dispatching
+ * thread at a time; its lists are on the appending thread's stack). */
+#define ORDERED_SEND_MAX 256
 /* The confirmed tail (entries applied since the confirmed state's text was
  * taken) is folded into a new text when the pending list is empty and it
  * holds this many entries or bytes, and in any case past the hard bounds. */
@@ -156,7 +165,45 @@ typedef struct replica {
     char last_err[RP_ERR_SIZE];
     char last_status[STATUS_SIZE]; /* the last status applied (reader thread) */
     struct timespec last_status_at;
+
+    /* ---- Ordered mode: the shared append queue (under qmutex) ---- */
+    struct ordered_slot *oq_first, *oq_last; /* queued for the sender, in order */
+    struct ordered_slot *o_waiting;        /* queued or sent, run() not yet returned */
+    uint64_t o_next_n;                /* the next number */
+    pthread_cond_t o_answered;        /* signalled when a batch's answer is in */
+    uint64_t o_batches, o_batched;    /* appends made, and the dispatches they carried */
+    int can_unlock;                   /* the table has ts_store_api.unlocked */
+    int reads_back;                   /* rp_reads_back_cheaply: Redis */
+    int o_sending;                    /* a dispatcher is appending the queue (under qmutex) */
 } replica;
+
+/* Ordered mode's shared append queue (README.md, "Ordered mode"): what one
+ * sender's append answered, for the slots it carried (under qmutex; the
+ * batch itself is read with the store held). */
+typedef struct ordered_answer {
+    int refs;       /* the slots that still use it */
+    rp_batch batch; /* the entries after the sender's position up to its last own one */
+} ordered_answer;
+
+/* One ordered dispatch under way: its place in the queue, then its answer. */
+typedef struct ordered_slot {
+    char *text;                 /* "#ORIGIN:N ACTION" */
+    size_t length;
+    uint64_t n;                 /* its number (N) */
+    struct ordered_slot *queued; /* the next one in the queue (under qmutex) */
+    struct ordered_slot *next;  /* the next one under way (r->o_waiting, under qmutex) */
+    /* The sender's answer (under qmutex). */
+    int answered, rc;
+    char err[RP_ERR_SIZE];
+    char pos[RP_POS_SIZE];      /* its entry's position, when rc is 0 */
+    ordered_answer *answer;
+    /* Its entry, once applied (with the store held, by whichever thread
+     * reached it: the dispatcher, another one, or the reader). */
+    int applied;
+    ts_status status;
+    char *reason;               /* a refusal's message, when another thread applied it */
+    pthread_t applier;
+} ordered_slot;
 
 /* What run() waits for: its own entry. */
 typedef struct own_entry {
@@ -257,6 +304,7 @@ static void status_text(replica *r, char *out, size_t size) {
     uint64_t head, reconnections = 0, connections;
     int connected;
     size_t unsent = 0, count, bytes;
+    uint64_t appends, appended;
     rp_engine_info info;
     rp_info(r->log, &info);
     pthread_mutex_lock(&r->mutex);
@@ -274,17 +322,19 @@ static void status_text(replica *r, char *out, size_t size) {
     count = r->pend_count;
     bytes = r->pend_bytes;
     if (r->optimistic) unsent = unsent_of(r);
+    appends = r->o_batches;
+    appended = r->o_batched;
     pthread_mutex_unlock(&r->qmutex);
     if (head < r->seq) head = r->seq;
     snprintf(out, size,
              "{\"mode\":\"%s\",\"seq\":%llu,\"head\":%llu,\"lag\":%llu,\"pending\":%zu,\"pending_bytes\":%zu,"
              "\"unsent\":%zu,\"confirmed\":%llu,\"dropped\":%llu,\"covered\":%llu,\"rebases\":%llu,\"last_rebase_us\":%llu,"
-             "\"reconnections\":%llu,\"connected\":%s,\"last_error\":%s}",
+             "\"reconnections\":%llu,\"connected\":%s,\"last_error\":%s,\"appends\":%llu,\"appended\":%llu}",
              r->optimistic ? "optimistic" : "ordered", (unsigned long long)r->seq, (unsigned long long)head,
              (unsigned long long)(head - r->seq), count, bytes, unsent, (unsigned long long)r->confirmed_count,
              (unsigned long long)r->dropped_count, (unsigned long long)r->covered_count, (unsigned long long)r->rebase_count,
              (unsigned long long)r->last_rebase_us, (unsigned long long)reconnections, connected ? "true" : "false",
-             error);
+             error, (unsigned long long)appends, (unsigned long long)appended);
 }
 
 /* The "@@replicate/status" action (size STATUS_SIZE + 64). */
@@ -510,6 +560,40 @@ static int drop_covered_by_acks(replica *r) {
     return drop_covered(r, acked + 1);
 }
 
+static void maybe_snapshot(replica *r);
+
+/* Ordered mode: applies `action`; when it is one of this replica's own
+ * dispatches under way ("#ORIGIN:N" with this origin), records its status
+ * in that dispatch's slot, whatever thread applies it. Store held. */
+static ts_status ordered_deliver(replica *r, const char *action, const char *origin, uint64_t n) {
+    ordered_slot *slot = NULL;
+    ts_status status;
+    if (n != 0 && strcmp(origin, r->origin) == 0) {
+        pthread_mutex_lock(&r->qmutex);
+        for (slot = r->o_waiting; slot && slot->n != n; slot = slot->next) {
+        }
+        pthread_mutex_unlock(&r->qmutex);
+    }
+    status = r->deliver(action);
+    if (slot) {
+        /* Read by its dispatcher (waiting for it without the store, or once
+         * it holds the store again). */
+        char *reason = status != TS_OK ? reason_of(r, status) : NULL;
+        pthread_mutex_lock(&r->qmutex);
+        slot->status = status;
+        slot->applier = pthread_self();
+        slot->reason = reason;
+        slot->applied = 1;
+        pthread_cond_broadcast(&r->o_answered);
+        pthread_mutex_unlock(&r->qmutex);
+    }
+    if (n != 0 && strcmp(origin, r->origin) == 0) {
+        r->confirmed_count++;
+        maybe_snapshot(r);
+    }
+    return status;
+}
+
 /* Applies entry e, the next in the log, from the plugin's place: ordered
  * mode, and optimistic mode's confirmed state (during a rebase, when the
  * store shows the confirmed state; after tail_reserve). Optimistic mode
@@ -520,7 +604,7 @@ static ts_status deliver_entry(replica *r, rp_entry *e) {
     const char *action = split_entry(e->action, origin, &n);
     ts_status status;
     char *reason = NULL;
-    if (!r->optimistic) return r->deliver(action);
+    if (!r->optimistic) return ordered_deliver(r, action, origin, n);
     /* One of its own after pending ones it did not read: those came before
      * a snapshot it loaded. */
     if (n != 0 && r->pend_count > 0 && strcmp(origin, r->origin) == 0) (void)drop_covered(r, n);
@@ -715,13 +799,239 @@ static int catch_up(replica *r, own_entry *own, char *err) {
 
 static ts_status optimistic_run(replica *r, ts_next_fn next, const ts_action *action);
 
+/* ---- Ordered mode: the shared append queue ---------------------------------
+ * run() takes a place in the queue (a number N, "#ORIGIN:N ACTION"), lets go
+ * of the store (ts_store_api.unlocked) while the sender appends everything
+ * queued, from every dispatching thread, in one rp_append_batch, and takes
+ * the store again once that append answered. It then applies the entries
+ * that append read back, in log order, up to its own (another dispatcher or
+ * the reader may have applied them already: an entry is applied once, by
+ * whichever thread reaches it, and a dispatch's own entry records its status
+ * in its slot). Where unlocked is refused (a nested dispatch) or missing (an
+ * older library), run() waits with the store held, as before. */
+
+static size_t envelope(char *out, const char *origin, uint64_t n);
+
+typedef struct ordered_wait {
+    replica *r;
+    ordered_slot *slot;
+    int follow; /* without the store: also wait for the reader to apply it */
+} ordered_wait;
+
+/* Appends what the dispatching threads queued, all of it (up to
+ * ORDERED_SEND_MAX and SEND_MAX_BYTES) in one rp_append_batch, then hands
+ * each slot its answer: its entry's position and the entries the append
+ * read back (from this replica's position up to the last one appended), or
+ * the failure. Called by one waiting dispatcher at a time (o_sending), with
+ * qmutex held, which it lets go of during the append. */
+static void ordered_send(replica *r) {
+    ordered_slot *slots[ORDERED_SEND_MAX];
+    const char *texts[ORDERED_SEND_MAX];
+    ordered_answer *answer;
+    char after[RP_POS_SIZE], err[RP_ERR_SIZE];
+    uint64_t seq;
+    size_t k = 0, bytes = 0, i, done = 0;
+    int rc;
+    while (r->oq_first && k < ORDERED_SEND_MAX && (k == 0 || bytes + r->oq_first->length <= SEND_MAX_BYTES)) {
+        ordered_slot *slot = r->oq_first;
+        r->oq_first = slot->queued;
+        if (r->oq_first == NULL) r->oq_last = NULL;
+        slot->queued = NULL;
+        bytes += slot->length;
+        slots[k] = slot;
+        texts[k] = slot->text;
+        k++;
+    }
+    r->o_sending = 1;
+    pthread_mutex_unlock(&r->qmutex);
+    answer = calloc(1, sizeof *answer);
+    if (answer == NULL) {
+        rc = RP_FAILED;
+        snprintf(err, sizeof err, "replicate: out of memory (nothing was appended)");
+    } else {
+        pthread_mutex_lock(&r->mutex);
+        memcpy(after, r->shared_pos, RP_POS_SIZE);
+        seq = r->shared_seq;
+        pthread_mutex_unlock(&r->mutex);
+        if (r->reads_back) {
+            rc = rp_append_batch(r->sender_log, texts, k, after, seq, &answer->batch, err);
+        } else {
+            /* NATS: each entry with the message id ORIGIN:N, resent until
+             * acknowledged; the reader thread's cursor brings them back. */
+            rc = rp_append_many(r->sender_log, r->origin, slots[0]->n, k, texts, seq, &done, err);
+        }
+        if (rc != 0) note_failure(r, 1, err, rc == RP_DAMAGED);
+        else note_ok(r, 1, r->sender_log);
+    }
+    pthread_mutex_lock(&r->qmutex);
+    r->o_sending = 0;
+    r->o_batches++;
+    r->o_batched += k;
+    for (i = 0; i < k; i++) {
+        /* append_many: the first `done` are known to be in the log. */
+        int failed = rc != 0 && (r->reads_back || i >= done);
+        slots[i]->rc = failed ? rc : 0;
+        if (failed) memcpy(slots[i]->err, err, RP_ERR_SIZE);
+    }
+    if (rc == 0 && r->reads_back) {
+        for (i = 0; i < answer->batch.count; i++) {
+            const rp_entry *e = &answer->batch.items[i];
+            if (e->mine > 0 && (size_t)e->mine <= k) memcpy(slots[e->mine - 1]->pos, e->pos, RP_POS_SIZE);
+        }
+        answer->refs = (int)k;
+        for (i = 0; i < k; i++) slots[i]->answer = answer;
+    } else if (answer) {
+        rp_batch_free(&answer->batch);
+        free(answer);
+    }
+    for (i = 0; i < k; i++) slots[i]->answered = 1;
+    pthread_cond_broadcast(&r->o_answered);
+}
+
+/* Waits for the append's answer to a slot (self: an ordered_wait). Without
+ * the store, or with it when unlocked was refused. The waiting threads
+ * share the sending: when no append is under way and the queue holds
+ * actions, the first to see it appends them all (its own and the others',
+ * in queue order), so one round trip carries every thread's dispatches and
+ * no thread hands its work to another. */
+static ts_status await_answer(void *self) {
+    replica *r = ((ordered_wait *)self)->r;
+    ordered_slot *slot = ((ordered_wait *)self)->slot;
+    pthread_mutex_lock(&r->qmutex);
+    while (!slot->answered) {
+        if (!r->o_sending && r->oq_first) ordered_send(r);
+        else pthread_cond_wait(&r->o_answered, &r->qmutex);
+    }
+    if (((ordered_wait *)self)->follow && slot->rc == 0 && !r->reads_back) {
+        /* NATS: the entry is in the log; the reader thread applies it (with
+         * the others it reads, in one exclusive step). Waited for up to
+         * timeout_ms; after that the dispatcher reads the log itself. */
+        struct timespec until = deadline_in((long)r->timeout_ms);
+        while (!slot->applied && pthread_cond_timedwait(&r->o_answered, &r->qmutex, &until) != ETIMEDOUT) {
+        }
+    }
+    pthread_mutex_unlock(&r->qmutex);
+    return TS_OK;
+}
+
+/* Takes `slot` out of the list of dispatches under way and drops its hold on
+ * the answer. */
+static void ordered_done(replica *r, ordered_slot *slot) {
+    ordered_slot **at;
+    ordered_answer *answer = NULL;
+    pthread_mutex_lock(&r->qmutex);
+    for (at = &r->o_waiting; *at; at = &(*at)->next) {
+        if (*at == slot) {
+            *at = slot->next;
+            break;
+        }
+    }
+    if (slot->answer && --slot->answer->refs == 0) answer = slot->answer;
+    pthread_mutex_unlock(&r->qmutex);
+    if (answer) {
+        rp_batch_free(&answer->batch);
+        free(answer);
+    }
+    free(slot->text);
+    free(slot->reason);
+    free(slot);
+}
+
+static ts_status ordered_run(replica *r, const ts_action *action) {
+    const ts_store_api *store = r->store;
+    ordered_slot *slot;
+    char err[RP_ERR_SIZE];
+    size_t length = strlen(action->json), at = 0;
+    ts_status status;
+    int rc = 0;
+    slot = calloc(1, sizeof *slot);
+    if (slot) slot->text = malloc(ORIGIN_SIZE + 26 + length + 1);
+    if (slot == NULL || slot->text == NULL) {
+        if (slot) free(slot);
+        return store->fail(TS_E_NOMEM, "replicate: out of memory");
+    }
+    pthread_mutex_lock(&r->qmutex);
+    slot->n = r->o_next_n++;
+    slot->length = envelope(slot->text, r->origin, slot->n);
+    memcpy(slot->text + slot->length, action->json, length + 1);
+    slot->length += length;
+    if (r->oq_last) r->oq_last->queued = slot;
+    else r->oq_first = slot;
+    r->oq_last = slot;
+    slot->next = r->o_waiting;
+    r->o_waiting = slot;
+    pthread_mutex_unlock(&r->qmutex);
+    /* The wait: with the store let go where the library allows it; where
+     * it refuses (this dispatch is nested in another call into the store)
+     * or cannot (an older library), with the store held. */
+    {
+        ordered_wait w;
+        w.r = r;
+        w.slot = slot;
+        w.follow = 1;
+        status = r->can_unlock ? store->unlocked(await_answer, &w) : TS_E_MISUSE;
+        if (status != TS_OK) {
+            /* The reader cannot apply anything while this thread holds the
+             * store: only the append is waited for. */
+            w.follow = 0;
+            (void)await_answer(&w);
+        }
+    }
+    /* The store is held again. */
+    if (slot->rc != 0) {
+        rc = slot->rc;
+        memcpy(err, slot->err, RP_ERR_SIZE);
+        ordered_done(r, slot);
+        /* Nothing was appended (or, after a timeout, maybe it was: then it is
+         * applied everywhere when it is read back, as any entry). */
+        return store->fail(status_of(rc), err);
+    }
+    if (!slot->applied && !r->reads_back) {
+        /* NATS, not applied by the reader yet (this dispatch is nested, or
+         * the reader is slow): read the log to its end here. Not found
+         * there: a snapshot this replica loaded covered it. */
+        own_entry none = {NULL, 0, TS_OK};
+        rc = catch_up(r, &none, err);
+        rp_idle(r->log);
+    } else if (!slot->applied) {
+        own_entry none = {NULL, 0, TS_OK};
+        rc = apply_batch(r, &slot->answer->batch, &none, &at, err);
+        /* This replica was further behind than the log keeps: the
+         * snapshot, then the rest (its own entry included). */
+        if (rc == 1) rc = after_gap(r, &slot->answer->batch.items[at], err);
+        if (rc == 0 && !slot->applied) rc = catch_up(r, &none, err);
+        if (rc == 0 && !slot->applied && rp_compare_pos(slot->pos, r->pos) > 0) {
+            /* Not read back, and not behind what this replica applied: gone. */
+            damaged(r, err, "it no longer holds entry %s", slot->pos);
+            rc = RP_DAMAGED;
+        }
+    }
+    if (rc != 0) {
+        size_t n = strlen(err);
+        if (!slot->applied && slot->pos[0] && n + 80 < RP_ERR_SIZE) {
+            snprintf(err + n, RP_ERR_SIZE - n, " (this action was appended as %s, and is not applied here)", slot->pos);
+        }
+        ordered_done(r, slot);
+        return store->fail(status_of(rc), err);
+    }
+    if (!slot->applied) {
+        ordered_done(r, slot);
+        return TS_OK; /* the snapshot already covered it */
+    }
+    status = slot->status;
+    if (status != TS_OK && !pthread_equal(slot->applier, pthread_self())) {
+        /* Applied on another thread: its reason, told here. */
+        snprintf(err, sizeof err, "%s", slot->reason ? slot->reason : store->status_name(status));
+        ordered_done(r, slot);
+        return store->fail(status, err);
+    }
+    ordered_done(r, slot);
+    return status;
+}
+
 static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
     replica *r = self;
-    rp_batch batch;
-    own_entry own;
-    char err[RP_ERR_SIZE], own_pos[RP_POS_SIZE];
-    size_t at = 0;
-    int rc;
+    (void)store; /* r->store is the same table */
     if (strcmp(action->type, "@@replicate/status") == 0) {
         /* The program asks for the status: filled in, applied here only. */
         char text[STATUS_SIZE + 64];
@@ -740,40 +1050,7 @@ static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const
         return status;
     }
     if (r->optimistic) return optimistic_run(r, next, action);
-    /* Ordered: log first, the action reaches the reducers through deliver. */
-    rc = rp_append(r->log, action->json, r->pos, r->seq, &batch, err);
-    if (rc != 0) note_failure(r, 1, err, rc == RP_DAMAGED);
-    else note_ok(r, 1, NULL);
-    if (rc != 0) {
-        /* Nothing was appended (or, after a timeout, maybe it was: then it is
-         * applied everywhere when it is read back). */
-        rp_batch_free(&batch);
-        return store->fail(status_of(rc), err);
-    }
-    memcpy(own_pos, batch.items[batch.count - 1].pos, RP_POS_SIZE);
-    own.pos = own_pos;
-    own.done = 0;
-    own.status = TS_OK;
-    rc = apply_batch(r, &batch, &own, &at, err);
-    /* This replica was further behind than the log keeps: the snapshot,
-     * then the rest (its own entry included). */
-    if (rc == 1) rc = after_gap(r, &batch.items[at], err);
-    rp_batch_free(&batch);
-    if (rc == 0 && !own.done) rc = catch_up(r, &own, err);
-    if (rc == 0 && !own.done && rp_compare_pos(own_pos, r->pos) > 0) {
-        /* Not read back, and not behind what this replica applied: gone. */
-        damaged(r, err, "it no longer holds entry %s", own_pos);
-        rc = RP_DAMAGED;
-    }
-    if (rc != 0) {
-        size_t n = strlen(err);
-        if (!own.done && n + 80 < RP_ERR_SIZE) {
-            snprintf(err + n, RP_ERR_SIZE - n, " (this action was appended as %s, and is not applied here)", own_pos);
-        }
-        return store->fail(status_of(rc), err);
-    }
-    if (!own.done) return TS_OK; /* the snapshot already covered it */
-    return own.status;
+    return ordered_run(r, action);
 }
 
 typedef struct reader_work {
@@ -1453,6 +1730,7 @@ static void free_replica(replica *r) {
     free(r->confirmed);
     rp_close(r->sender_log);
     pthread_cond_destroy(&r->qwake);
+    pthread_cond_destroy(&r->o_answered);
     pthread_mutex_destroy(&r->qmutex);
     rp_close(r->log);
     rp_close(r->waiter);
@@ -1496,12 +1774,14 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     pthread_condattr_setclock(&clock, CLOCK_MONOTONIC);
     pthread_cond_init(&r->wake, &clock);
     pthread_cond_init(&r->qwake, &clock);
+    pthread_cond_init(&r->o_answered, &clock);
     pthread_condattr_destroy(&clock);
     r->max_pending = 100000;
     r->max_pending_bytes = 64u << 20;
     r->in_sync = 1;
     r->reader_ok = r->sender_ok = 1;
     r->next_n = 1;
+    r->o_next_n = 1;
     new_origin(r->origin);
     {
         /* ts_last_error, for the reasons of refusals, where dlsym sees the
@@ -1515,6 +1795,8 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     r->deliver = store->struct_size >= offsetof(ts_store_api, dispatch_after) + sizeof store->dispatch_after
                      ? store->dispatch_after
                      : store->apply;
+    /* unlocked: ordered mode's dispatches wait for the log without the store. */
+    r->can_unlock = store->struct_size >= offsetof(ts_store_api, unlocked) + sizeof store->unlocked;
     r->timeout_ms = 2000;
     r->snapshot_every = 10000;
     r->replicas = 3;
@@ -1542,6 +1824,7 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
         status = status_of(rc);
         goto fail;
     }
+    r->reads_back = rp_reads_back_cheaply(r->log);
     publish(r);
     if (r->optimistic) {
         /* The confirmed state's text; the sender and its connection. */
@@ -1557,6 +1840,14 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
             goto fail;
         }
         r->sender_started = 1;
+    } else {
+        /* Ordered mode's appends: their own connection, used by one
+         * dispatcher at a time (o_sending). On NATS it never reads, and
+         * the store's connection lets go of its cursor after the join: the
+         * reader thread's connection is the one that receives the entries. */
+        r->sender_log = rp_open(&options, err);
+        if (r->sender_log == NULL) goto fail;
+        rp_idle(r->log);
     }
     emit_status(r, 1);
     if (pthread_create(&r->reader, NULL, reader_main, r) != 0) {

@@ -35,11 +35,13 @@ temporary folder; every server stopped at the end; each wait bounded):
 Prints "checks: N passed, M failed". With --bench: the REP-JS rows of `make
 bench` as "RESULT<tab>ID<tab>VALUE<tab>UNIT" lines: ordered mode on the R3
 cluster, three replica processes, 1 dispatching thread each (REP-JS-rate,
-REP-JS-p50, REP-JS-p99) and 4 threads each (REP-JS-rate4).
+REP-JS-p50, REP-JS-p99), 2 threads each (REP-JS-rate2, REP-JS-p992) and 4
+threads each (REP-JS-rate4, REP-JS-p994).
 Env: TS_BUILD (build/), NATS_SERVER (nats-server).
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -753,7 +755,7 @@ def bench(base, cluster, scale):
         print("RESULT\t%s\t%s\t%s" % (name, value, unit), flush=True)
 
     figures = {}
-    for threads, label in ((1, ""), (4, "4")):
+    for threads, label in ((1, ""), (2, "2"), (4, "4")):
         reps = Replicas(base, "bench%d" % threads)
         n = max(100, int(6000 * scale))
         stream = "bench%d" % threads
@@ -768,19 +770,30 @@ def bench(base, cluster, scale):
         elapsed = time.time() - start
         total = cluster.last_seq(stream) or 0
         reps.finish(total)
-        p50 = max(int(line.split("=")[1]) for o in "abc" for line in reps.log(o).splitlines()
+        p50 = max(float(line.split("=")[1]) for o in "abc" for line in reps.log(o).splitlines()
                   if line.startswith("dispatch_p50_us="))
-        p99 = max(int(line.split("=")[1]) for o in "abc" for line in reps.log(o).splitlines()
+        p99 = max(float(line.split("=")[1]) for o in "abc" for line in reps.log(o).splitlines()
                   if line.startswith("dispatch_p99_us="))
         figures[threads] = (total / elapsed, p50, p99)
+        appends = appended = 0
+        for o in "abc":
+            for line in reps.log(o).splitlines():
+                if line.startswith("status="):
+                    m = re.search(r'"appends":(\d+),"appended":(\d+)', line)
+                    if m:
+                        appends += int(m.group(1))
+                        appended += int(m.group(2))
+        if appends:
+            print("INFO\treplicate: REP-JS %d thread(s) each: %d dispatches in %d appends (%.2f a batch)"
+                  % (threads, appended, appends, appended / appends), flush=True)
         result("REP-JS-rate" + label, "%.0f" % (total / elapsed), "dispatches/s")
         if threads == 1:
-            result("REP-JS-p50", p50, "us")
-            result("REP-JS-p99", p99, "us")
+            result("REP-JS-p50", "%.0f" % p50, "us")
+            result("REP-JS-p99", "%.0f" % p99, "us")
         else:
-            result("REP-JS-p99" + label, p99, "us")
+            result("REP-JS-p99" + label, "%.0f" % p99, "us")
     print("INFO\treplicate: NATS JetStream, a three-server cluster on loopback, an R3 stream (file storage), three "
-          "replica processes in ordered mode (1, then 4 dispatching threads each); one sample per figure", flush=True)
+          "replica processes in ordered mode (1, 2, then 4 dispatching threads each); one sample per figure", flush=True)
 
 
 def main():
