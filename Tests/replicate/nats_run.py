@@ -444,6 +444,40 @@ def converge(base, cluster):
     history_checks("converge", reps, "abc", total or 0)
 
 
+def batched(base, cluster):
+    """Ordered mode with 4 dispatching threads per process: the threads'
+    dispatches share append round trips (the status's appends < appended:
+    a dispatch waits for the log without holding the store, and the first
+    waiting thread appends what all of them queued), and the history checker
+    still finds one common order, each acknowledged action once."""
+    reps = Replicas(base, "batched")
+    for o in "abc":
+        reps.start(o, cluster.url(), "batched", 800, threads=4)
+        if o == "a":
+            reps.joined("a")
+    time.sleep(0.3)
+    reps.go()
+    if not check(reps.wait_dispatchers(120), "batched: the dispatchers end"):
+        reps.kill_all()
+        return
+    total = cluster.last_seq("batched")
+    codes = reps.finish(total or 0)
+    check(all(c == 0 for c in codes.values()), "batched: the replicas end cleanly", str(codes))
+    check(all(reps.acked(o) == 800 for o in "abc"), "batched: every dispatch acknowledged",
+          " ".join(str(reps.acked(o)) for o in "abc"))
+    shared = {}
+    for o in "abc":
+        for line in reps.log(o).splitlines():
+            m = re.search(r'"appends":(\d+),"appended":(\d+)', line) if line.startswith("status=") else None
+            if m:
+                shared[o] = (int(m.group(1)), int(m.group(2)))
+    print("  batched: (appends, dispatches they carried) per replica: %s" % shared, flush=True)
+    check(len(shared) == 3 and all(0 < a < n for a, n in shared.values()),
+          "batched: each replica's 4 threads shared append round trips (fewer appends than dispatches)", str(shared))
+    extra_entries(reps, "batched", total or 0, 2400)
+    history_checks("batched", reps, "abc", total or 0)
+
+
 def leader_kill(base, cluster):
     reps = Replicas(base, "kill")
     for o in "abc":
@@ -827,9 +861,11 @@ def main():
         if BENCH:
             bench(base, cluster, scale)
             return 0
-        only = os.environ.get("TS_ONLY", "converge leader_kill quorum tls credentials tamper optimistic").split()
+        only = os.environ.get("TS_ONLY", "converge batched leader_kill quorum tls credentials tamper optimistic").split()
         if "converge" in only:
             converge(base, cluster)
+        if "batched" in only:
+            batched(base, cluster)
         if "leader_kill" in only:
             leader_kill(base, cluster)
         if "quorum" in only:
