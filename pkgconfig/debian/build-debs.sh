@@ -136,6 +136,8 @@ claim $dev "usr/include/turnstate.h"
 claim $dev "usr/include/turnstate_plugin.h"
 claim $dev "usr/include/turnstate.hpp"
 claim $dev "$libdir/pkgconfig/turnstate.pc"
+# turnstate-testgen (Tools/turnstate-testgen, a Python 3 script: docs/testgen.md)
+claim $dev "usr/bin/turnstate-testgen"
 # the man pages (make man, from the headers' comments)
 for page in man3/ts_store_dispatch.3.gz man7/turnstate.7.gz man7/turnstate-plugins.7.gz; do
   [ -f "$split/usr/share/man/$page" ] || die "usr/share/man/$page is missing from make install (make man writes the pages)"
