@@ -63,7 +63,14 @@ typedef struct recorder {
     /* What the signal handler reads. `busy` is set while the segments change:
      * the handler then writes nothing (it would read a half-made ring). */
     segment old, cur;
-    rec *pending; /* the action being dispatched now (it may be the one that crashes) */
+    /* The actions under way, outermost first (a listener's dispatch runs
+     * inside its outer one): each one's record until it joins the ring, and
+     * the snapshot taken before it when the newer segment was full. */
+    struct pending {
+        rec *record;
+        rec *snapshot;
+    } *stack;
+    size_t depth, stack_capacity;
     volatile sig_atomic_t busy;
     unsigned long dumps;
 } recorder;
@@ -226,7 +233,7 @@ static int write_all(int fd, const char *text, size_t length) {
     return 0;
 }
 
-/* Writes the snapshot, the actions after it and the pending action to fd.
+/* Writes the snapshot, the actions after it and the actions under way to fd.
  * Async-signal-safe: write(2) only, on records made beforehand. */
 static int write_session(const recorder *r, int fd) {
     const segment *first = r->old.snapshot ? &r->old : &r->cur;
@@ -235,7 +242,8 @@ static int write_session(const recorder *r, int fd) {
         if (write_all(fd, r->old.actions[i]->text, r->old.actions[i]->length) != 0) return -1;
     for (size_t i = 0; i < r->cur.count; i++)
         if (write_all(fd, r->cur.actions[i]->text, r->cur.actions[i]->length) != 0) return -1;
-    if (r->pending && write_all(fd, r->pending->text, r->pending->length) != 0) return -1;
+    for (size_t i = 0; i < r->depth; i++)
+        if (r->stack[i].record && write_all(fd, r->stack[i].record->text, r->stack[i].record->length) != 0) return -1;
     return 0;
 }
 
@@ -352,7 +360,11 @@ static void unregister_instance(recorder *r) {
 static void free_recorder(recorder *r) {
     free_segment(&r->old);
     free_segment(&r->cur);
-    free(r->pending);
+    for (size_t i = 0; i < r->depth; i++) {
+        free(r->stack[i].record);
+        free(r->stack[i].snapshot);
+    }
+    free(r->stack);
     free(r->path);
     free_patterns(&r->deny_types);
     free_patterns(&r->allow_types);
@@ -484,22 +496,67 @@ fail:
     return TS_E_PLUGIN;
 }
 
+/* Appends a record to the ring (called with the lock held and busy set). When
+ * the newer segment is full, it becomes the older one and `*snapshot` (the
+ * state before this action) starts the next; without one (out of memory) the
+ * record is dropped. Takes the record and, if used, the snapshot. */
+static void commit(recorder *r, rec *record, rec **snapshot) {
+    if (r->cur.count == r->capacity) {
+        rec **spare;
+        if (*snapshot == NULL ||
+            (r->old.actions == NULL && (r->old.actions = malloc(r->capacity * sizeof *r->old.actions)) == NULL)) {
+            free(record);
+            return;
+        }
+        spare = r->old.actions;
+        for (size_t i = 0; i < r->old.count; i++) free(r->old.actions[i]);
+        free(r->old.snapshot);
+        r->old = r->cur;
+        r->cur.actions = spare;
+        r->cur.count = 0;
+        r->cur.snapshot = *snapshot;
+        *snapshot = NULL;
+    }
+    r->cur.actions[r->cur.count++] = record;
+}
+
 static ts_status recorder_run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
     recorder *r = self;
     size_t type_length = strlen(action->type);
     int kept = r->has_allow_types ? matches(&r->allow_types, action->type, type_length)
                                   : !matches(&r->deny_types, action->type, type_length);
-    rec *record = NULL, *snapshot = NULL, *outer;
+    struct pending mine;
     ts_status status;
     (void)store;
     if (!kept) return next(action->json);
-    record = make_record('A', action->json, strlen(action->json));
-    if (record == NULL) return next(action->json); /* out of memory: this action is not recorded */
+    mine.record = make_record('A', action->json, strlen(action->json));
+    if (mine.record == NULL) return next(action->json); /* out of memory: this action is not recorded */
     pthread_mutex_lock(&r->lock);
-    /* The segment is full: the state before this action starts the next one. */
-    if (r->cur.count == r->capacity) snapshot = snapshot_record(r);
-    outer = r->pending; /* a dispatch from inside a dispatch (a listener) */
-    r->pending = record;
+    r->busy = 1;
+    /* A nested run (a listener dispatches): the outer actions under way have
+     * reached the reducers already; they join the ring first, in the order the
+     * reducers saw them (as the journal records them). */
+    for (size_t i = 0; i < r->depth; i++) {
+        if (r->stack[i].record == NULL) continue;
+        commit(r, r->stack[i].record, &r->stack[i].snapshot);
+        r->stack[i].record = NULL;
+    }
+    if (r->depth == r->stack_capacity) {
+        size_t capacity = r->stack_capacity ? r->stack_capacity * 2 : 4;
+        struct pending *grown = realloc(r->stack, capacity * sizeof *grown);
+        if (grown == NULL) {
+            r->busy = 0;
+            pthread_mutex_unlock(&r->lock);
+            free(mine.record);
+            return next(action->json); /* out of memory: this action is not recorded */
+        }
+        r->stack = grown;
+        r->stack_capacity = capacity;
+    }
+    /* The newer segment is full: the state before this action starts the next. */
+    mine.snapshot = r->cur.count == r->capacity ? snapshot_record(r) : NULL;
+    r->stack[r->depth++] = mine;
+    r->busy = 0;
     pthread_mutex_unlock(&r->lock);
 
     status = next(action->json);
@@ -508,35 +565,17 @@ static ts_status recorder_run(const ts_store_api *store, ts_next_fn next, const 
     if (status == TS_E_REDUCER && r->on_reducer_failure) {
         char why[300];
         snprintf(why, sizeof why, "a reducer failed (TS_E_REDUCER) for \"%.200s\"", action->type);
-        dump_now(r, why);
+        dump_now(r, why); /* this action still under way: the last record */
     }
     r->busy = 1;
-    r->pending = outer;
-    if (status == TS_OK) {
-        if (r->cur.count == r->capacity) {
-            if (snapshot == NULL || (r->old.actions == NULL &&
-                                     (r->old.actions = malloc(r->capacity * sizeof *r->old.actions)) == NULL)) {
-                free(record); /* out of memory: the ring keeps what it had */
-                record = NULL;
-            } else {
-                /* The older segment goes; the full one becomes the older. */
-                rec **spare = r->old.actions;
-                for (size_t i = 0; i < r->old.count; i++) free(r->old.actions[i]);
-                free(r->old.snapshot);
-                r->old = r->cur;
-                r->cur.actions = spare;
-                r->cur.count = 0;
-                r->cur.snapshot = snapshot;
-                snapshot = NULL;
-            }
-        }
-        if (record) r->cur.actions[r->cur.count++] = record;
-    } else {
-        free(record);
+    mine = r->stack[--r->depth];
+    if (mine.record != NULL) {
+        if (status == TS_OK) commit(r, mine.record, &mine.snapshot);
+        else free(mine.record);
     }
     r->busy = 0;
     pthread_mutex_unlock(&r->lock);
-    free(snapshot);
+    free(mine.snapshot);
     return status;
 }
 

@@ -216,6 +216,36 @@ static void crash(const char *plugin, const char *work) {
           "it holds the actions and, last, the one that crashed", d.last);
 }
 
+static void on_count(ts_store *store, void *ctx) {
+    int *fired = ctx;
+    if ((*fired)++ == 0) ts_store_dispatch(store, "{\"type\":\"items/add\",\"payload\":{\"from\":\"listener\"}}");
+}
+
+/* A listener's dispatch runs inside the outer one, after the outer action
+ * reached the reducers: the dump must list the outer action first. */
+static void nested_order(const char *plugin, const char *work) {
+    char path[1024], config[1200];
+    size_t size = 0;
+    int fired = 0;
+    uint64_t token;
+    ts_store *store = new_store();
+    char *text;
+    const char *inc, *add;
+    snprintf(path, sizeof path, "%s/nested.session", work);
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"signals\":false}", path);
+    ts_store_subscribe(store, "/count", on_count, &fired, &token);
+    check(ts_store_load_plugin(store, plugin, config) == TS_OK, "a recorder for the nested dispatch loads", ts_last_error());
+    ts_store_dispatch(store, "{\"type\":\"counter/inc\"}");
+    ts_store_dispatch(store, "{\"type\":\"items/boom\"}");
+    text = read_file(path, &size);
+    inc = text ? strstr(text, "counter/inc") : NULL;
+    add = text ? strstr(text, "items/add") : NULL;
+    check(inc && add && inc < add, "a listener's dispatch is recorded after the action whose listener made it",
+          text ? text : "no dump");
+    free(text);
+    ts_store_destroy(store);
+}
+
 static void on_user(int sig) { (void)sig; }
 
 static void handlers_put_back(const char *plugin, const char *work) {
@@ -244,6 +274,7 @@ int main(int argc, char **argv) {
     config_refusals(argv[1]);
     reducer_failure(argv[1], argv[2]);
     crash(argv[1], argv[2]);
+    nested_order(argv[1], argv[2]);
     handlers_put_back(argv[1], argv[2]);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
