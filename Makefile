@@ -501,11 +501,13 @@ test-plugins: $(call prebuilt,setup-test lib plugins)
 ## token cookie, security headers everywhere, idle connections time out; with
 ## patch reducers (app.c's patch mode) the recorded states, jump, present, skip
 ## give the same states as with whole-slice reducers; the inspector from Python
-## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh)
+## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh); the
+## session recorded in the browser, exported, becomes a C and a pytest test that pass (turnstate-testgen)
 test-inspector: $(call prebuilt,setup-test lib plugins)
 	@mkdir -p $(BUILD)/inspector
 	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
 	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
+	@$(FUZZ_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(FUZZ_VENV)/bin/pip install -q pytest
 	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)
 
 ## test-testgen: recorded sessions become tests (Tests/testgen/run.py): turnstate-testgen
