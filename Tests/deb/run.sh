@@ -112,8 +112,8 @@ for dep in libc6 libsimdjson; do
 done
 check "libturnstate0 Depends names no Swift package (its runtime is in the package)" \
   bash -c "! grep -qi swift <<<'$depends'"
-check "libturnstate-dev Depends: libturnstate0 (= its version)" \
-  [ "$(field "$dev_deb" Depends)" = "libturnstate0 (= $(field "$lib_deb" Version))" ]
+check "libturnstate-dev Depends: libturnstate0 (= its version), python3 (turnstate-testgen)" \
+  [ "$(field "$dev_deb" Depends)" = "libturnstate0 (= $(field "$lib_deb" Version)), python3" ]
 check "libturnstate0-dbgsym Depends: libturnstate0 (= its version)" \
   [ "$(field "$dbg_deb" Depends)" = "libturnstate0 (= $(field "$lib_deb" Version))" ]
 shlibs=$(dpkg-deb --ctrl-tarfile "$lib_deb" | tar -xO ./shlibs 2>/dev/null)

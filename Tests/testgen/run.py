@@ -23,9 +23,10 @@
    fixed (-DTS_BUG_FIXED); its crash dump becomes a C test that dies of the
    same SIGSEGV, and passes once fixed.
 6. With --swift: one Swift test package (XCTest, the C face from Swift),
-   generated from the todo journal, built once, passes; run again with the
-   changed reducers (TURNSTATE_TESTGEN_REDUCERS, no rebuild) it fails naming
-   the action and the path.
+   with a test of the todo journal, of the inspector's export and of the
+   recorder's reducer-failure dump, built once: the first two pass, and fail
+   naming the action and the path when run with the changed reducers
+   (TURNSTATE_TESTGEN_REDUCERS, no rebuild); the dump's fails at its action.
 The pytest tests run with TS_PACKAGE_PYTHON (a venv with the turnstate
 package and pytest; the Makefile's). Ends with "checks: N passed, M failed".
 """
@@ -308,6 +309,7 @@ def inspector_tests(work, session):
                             env=dict(ENV, TURNSTATE_TESTGEN_REDUCERS=mutant_so))
     check("with counter/inc changed, the pytest test fails naming action 0 (counter/inc) and /count",
           status == 1 and failure_named(output, 0, "counter/inc", "/count"), output)
+    return mutant_so
 
 
 # ---- 4. A Python program's journal, Python reducers ---------------------------------------
@@ -403,21 +405,43 @@ def recorder_tests(work):
 
 # ---- 6. Swift --------------------------------------------------------------------------------
 
-def swift_tests(journal, mutant_so):
+def swift_tests(work, journal, mutant_so, inspector, inspector_mutant_so):
+    """One package for every session (built once): the todo journal, the
+    inspector's export and the recorder's reducer-failure dump."""
     package = os.path.join(BUILD, "testgen-swift")
-    reducers = os.path.join(ROOT, "Examples", "testgen", "todo_reducers.c")
-    status, output = testgen("--lang", "swift", "--reducers", reducers, "-I", INCLUDE, journal, "-o", package)
-    check("testgen writes a Swift test package of the todo journal", status == 0, output)
+    shutil.rmtree(os.path.join(package, "Tests"), ignore_errors=True)
+    made = []
+    for session, reducers in ((journal, os.path.join(ROOT, "Examples", "testgen", "todo_reducers.c")),
+                              (inspector, os.path.join(HERE, "app_reducers.c")),
+                              (os.path.join(work, "recorder", "reducer.session"), os.path.join(HERE, "bug_reducers.c"))):
+        if session is None:
+            continue
+        status, output = testgen("--lang", "swift", "--reducers", reducers, "-I", INCLUDE, session, "-o", package)
+        made.append(status == 0)
+        check("testgen adds a Swift test of %s to the package" % os.path.basename(session), status == 0, output)
     swift = os.environ.get("SWIFT", "swift")
     status, output = run([swift, "build", "--build-tests", "--package-path", package], cwd=package)
     if not check("the generated Swift test package builds", status == 0, output[-3000:]):
         return
-    status, output = run([swift, "test", "--skip-build", "--package-path", package], cwd=package)
-    check("the generated Swift test passes", status == 0 and "with 0 failures" in output, output[-3000:])
-    status, output = run([swift, "test", "--skip-build", "--package-path", package], cwd=package,
-                         env=dict(ENV, TURNSTATE_TESTGEN_REDUCERS=mutant_so))
+
+    def swift_test(test, env=ENV):
+        return run([swift, "test", "--skip-build", "--package-path", package, "--filter", test], cwd=package, env=env)
+    status, output = swift_test("TodoJournalTests")
+    check("the Swift test of the todo journal passes", status == 0 and "with 0 failures" in output, output[-3000:])
+    status, output = swift_test("TodoJournalTests", dict(ENV, TURNSTATE_TESTGEN_REDUCERS=mutant_so))
     check("with todos/add changed, the Swift test fails naming action 0 (todos/add) and /todos/0/id",
           status != 0 and failure_named(output, 0, "todos/add", "/todos/0/id"), output[-3000:])
+    if inspector:
+        status, output = swift_test("InspectorSessionTests")
+        check("the Swift test of the inspector's export passes", status == 0 and "with 0 failures" in output,
+              output[-3000:])
+        status, output = swift_test("InspectorSessionTests", dict(ENV, TURNSTATE_TESTGEN_REDUCERS=inspector_mutant_so))
+        check("with counter/inc changed, the Swift test fails naming action 0 (counter/inc) and /count",
+              status != 0 and failure_named(output, 0, "counter/inc", "/count"), output[-3000:])
+    status, output = swift_test("ReducerSessionTests")
+    check("the Swift test of the recorder's dump fails at the failed action",
+          status != 0 and re.search(r"action \d+ \(items/boom\): the dispatch gave TS_E_REDUCER, expected TS_OK",
+                                    output), output[-3000:])
 
 
 def main():
@@ -428,12 +452,11 @@ def main():
         journal = todo_journal(work)
         mutant_so = todo_tests(work, journal)
         session = inspector_session(work)
-        if session:
-            inspector_tests(work, session)
+        inspector_mutant_so = inspector_tests(work, session) if session else None
         python_program(work)
         recorder_tests(work)
         if SWIFT:
-            swift_tests(journal, mutant_so)
+            swift_tests(work, journal, mutant_so, session, inspector_mutant_so)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("checks: %d passed, %d failed" % (passed, failed), flush=True)

@@ -241,6 +241,7 @@ for p in $lib $dev $dbg; do
   find "debian/$p" -type d -exec chmod 0755 {} +
   find "debian/$p" -type f -exec chmod 0644 {} +
 done
+chmod 0755 "debian/$dev/usr/bin/turnstate-testgen"   # a program (docs/testgen.md)
 dpkg-gencontrol -p$lib -Pdebian/$lib -Tdebian/$lib.substvars -fdebian/files
 dpkg-gencontrol -p$dev -Pdebian/$dev -Tdebian/$dev.substvars -fdebian/files
 # The -dbgsym control file: libturnstate0's, renamed, as dh_gencontrol writes it.
