@@ -668,7 +668,7 @@ bench: setup-test lib plugins
 	SWIFT=$(SWIFT) python3 Benchmarks/report.py $(BENCH_ARGS)
 
 ## install: the library, its private Swift runtime, the plugins, the headers,
-## turnstate.pc and the man pages into PREFIX (default /usr/local), LIBDIR
+## turnstate.pc, turnstate-testgen and the man pages into PREFIX (default /usr/local), LIBDIR
 ## (default PREFIX/lib), MANDIR (default PREFIX/share/man); DESTDIR for
 ## staging. Libraries 0644 and stripped; their debug information in a .debug
 ## folder beside each (gdb finds it by debuglink). Pages gzip -9n, as Debian's.
@@ -699,6 +699,9 @@ install: setup $(call prebuilt,lib plugins) man
 	@cd $(BUILD)/man; for page in man3/*.3 man7/*.7; do \
 	  gzip -9nc $$page > $(DESTDIR)$(MANDIR)/$$page.gz; chmod 0644 $(DESTDIR)$(MANDIR)/$$page.gz; \
 	done; echo "man pages: $$(ls man3 | wc -l) in $(MANDIR)/man3, $$(ls man7 | wc -l) in $(MANDIR)/man7"
+	$(Q)install -d $(DESTDIR)$(MANDIR)/man1
+	$(Q)gzip -9nc docs/man/turnstate-testgen.1 > $(DESTDIR)$(MANDIR)/man1/turnstate-testgen.1.gz
+	$(Q)chmod 0644 $(DESTDIR)$(MANDIR)/man1/turnstate-testgen.1.gz
 	@echo "installed into $(DESTDIR)$(PREFIX) (plugins in $(PLUGINSDIR))"
 
 ## deb: the Debian packages libturnstate0 (library, plugins, private Swift
@@ -716,6 +719,7 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(LIBDIR)/.debug/libturnstate.so.*.debug \
 	      $(DESTDIR)$(PREFIX)/include/turnstate.h $(DESTDIR)$(PREFIX)/include/turnstate_plugin.h \
 	      $(DESTDIR)$(PREFIX)/include/turnstate.hpp $(DESTDIR)$(PREFIX)/bin/turnstate-testgen \
+	      $(DESTDIR)$(MANDIR)/man1/turnstate-testgen.1.gz \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	rm -rf $(DESTDIR)$(LIBDIR)/turnstate
 	-rmdir $(DESTDIR)$(LIBDIR)/.debug 2>/dev/null

@@ -7,8 +7,8 @@
    record (skipped, with a warning), no action, a missing reducers file,
    Python reducers for a C test, a journal snapshot the reducers do not give.
 2. A journal of the todo demo (Examples/todo.c, with the journal and delay
-   plugins) becomes a C and a pytest test that pass (the C one natively and
-   under valgrind); with one reducer changed (todo.c's ids start at 2) each
+   plugins) becomes a C and a pytest test that pass (the C one natively,
+   under valgrind and under ASan); with one reducer changed (todo.c's ids start at 2) each
    fails naming the action (index and type) and the JSON Pointer.
 3. A session recorded with the inspector (Tests/inspector/app.c, the inspector
    and guard plugins; actions dispatched, one refused by guard) and exported
@@ -60,6 +60,9 @@ VALGRIND = shlex.split(os.environ.get("VALGRIND", "valgrind -q --error-exitcode=
                                      "--errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect "
                                      "--suppressions=" + os.path.join(ROOT, "Tests", "c", "valgrind.supp")))
 ENV = dict(os.environ, TURNSTATE_LIB=LIB, SWIFT_BACKTRACE="enable=no")
+# The ASan runs: leaks checked, with the suppressions the other ASan suites use.
+ASAN_ENV = dict(ENV, ASAN_OPTIONS="detect_leaks=1:allow_user_segv_handler=1",
+                LSAN_OPTIONS="suppressions=%s:print_suppressions=0" % os.path.join(ROOT, "Tests", "fuzz", "lsan.supp"))
 
 passed = failed = 0
 
@@ -202,6 +205,17 @@ def todo_tests(work, journal):
           output)
     status, output = run(VALGRIND + [test])
     check("the generated C test passes under valgrind", status == 0, output[-3000:])
+    fuzz_cc = os.environ.get("FUZZ_CC")
+    asan_lib = os.path.join(BUILD, "asan", "lib")
+    if fuzz_cc and os.path.exists(os.path.join(asan_lib, "libturnstate.so")):
+        status, output = run([fuzz_cc] + shlex.split(os.environ.get("TS_SAN_CFLAGS", "-std=c99 -O1 -g")) +
+                             ["-fsanitize=address", "-I" + INCLUDE, os.path.join(out, "test_todo.c"), reducers,
+                              "-o", os.path.join(out, "test_todo-asan"), "-fuse-ld=lld", "-L" + asan_lib,
+                              "-Wl,-rpath," + asan_lib, "-lturnstate", "-lpthread"])
+        if status == 0:
+            status, output = run([os.path.join(out, "test_todo-asan")], env=ASAN_ENV)
+        check("the generated C test passes under AddressSanitizer (leaks checked)",
+              status == 0 and "9 passed, 0 failed" in output, output[-3000:])
     bad = cc([os.path.join(out, "test_todo.c"), mutant], os.path.join(out, "test_todo_mutant"))
     status, output = run([bad])
     check("with todos/add changed, the C test fails naming action 0 (todos/add) and /todos/0/id",
@@ -367,7 +381,7 @@ def recorder_tests(work):
         asan_work = os.path.join(out, "asan")
         os.makedirs(asan_work)
         status, output = run([os.path.join(out, "test_recorder-asan"), os.path.join(out, "recorder-asan.so"),
-                              asan_work], env=dict(ENV, ASAN_OPTIONS="detect_leaks=1:allow_user_segv_handler=1"))
+                              asan_work], env=ASAN_ENV)
         check("test_recorder passes under AddressSanitizer (leaks checked)",
               status1 == 0 and status2 == 0 and status == 0 and " 0 failed" in output, o1 + o2 + output[-3000:])
     else:
