@@ -5,7 +5,8 @@
 
 1. turnstate-testgen's refusals: a corrupt record in the middle, a torn last
    record (skipped, with a warning), no action, a missing reducers file,
-   Python reducers for a C test, a journal snapshot the reducers do not give.
+   Python reducers for a C test, a journal snapshot the reducers do not give;
+   the C test's diff names a key with "/" and "~" by its escaped pointer.
 2. A journal of the todo demo (Examples/todo.c, with the journal and delay
    plugins) becomes a C and a pytest test that pass (the C one natively,
    under valgrind and under ASan); with one reducer changed (todo.c's ids start at 2) each
@@ -151,6 +152,36 @@ def refusals(work):
                              os.path.join(work, "torn.journal"), "-o", os.path.join(work, "x.c"))
     check("a setup function the reducers do not define is refused",
           status == 1 and "does not define no_such_setup(ts_store *)" in output, output)
+
+
+def pointer_escapes(work):
+    """The C test's diff names a member whose key holds "/" and "~" by its RFC
+    6901 pointer (~1, ~0), and an escaped string is compared by its content:
+    the expected state of a generated test edited by hand stands for a
+    reducer that changed."""
+    bug = os.path.join(HERE, "bug_reducers.c")
+    session = os.path.join(work, "escapes.session")
+    with open(session, "wb") as f:
+        f.write(record("S", '{"count":0,"session":{"token":null},"items":[]}') +
+                record("A", '{"type":"secret/login","payload":{"a/b~c":1,"t":"caf\\u00e9 \\"q\\""}}'))
+    status, output = testgen("--lang", "c", "--reducers", bug, "-I", INCLUDE, session,
+                             "-o", os.path.join(work, "test_escapes.c"))
+    check("testgen writes a C test of a state with \"/\", \"~\" and escapes in it", status == 0, output)
+    with open(os.path.join(work, "test_escapes.c")) as f:
+        text = f.read()
+    test = cc([os.path.join(work, "test_escapes.c"), bug], os.path.join(work, "test_escapes"))
+    status, output = run([test])
+    check("it passes (escaped strings compared by their content)", status == 0 and "2 passed, 0 failed" in output,
+          output)
+    before, _, after = text.rpartition('a/b~c\\":1')  # the last one: in the expected state, not the action
+    edited = before + 'a/b~c\\":2' + after
+    with open(os.path.join(work, "test_escapes_edited.c"), "w") as f:
+        f.write(edited)
+    test = cc([os.path.join(work, "test_escapes_edited.c"), bug], os.path.join(work, "test_escapes_edited"))
+    status, output = run([test])
+    check("with the expected value changed, it fails at /session/a~1b~0c, expected 2, actual 1",
+          edited != text and status == 1 and failure_named(output, 0, "secret/login", "/session/a~1b~0c")
+          and "expected: 2" in output and "actual:   1" in output, output)
 
 
 # ---- 2. The todo demo's journal ------------------------------------------------------
@@ -463,6 +494,7 @@ def main():
     os.chmod(work, 0o755)
     try:
         refusals(work)
+        pointer_escapes(work)
         journal = todo_journal(work)
         mutant_so = todo_tests(work, journal)
         session = inspector_session(work)
