@@ -22,7 +22,9 @@
    natively and under ASan (build/asan); its reducer-failure dump becomes a C
    test that fails at the failing action, and passes once the reducer is
    fixed (-DTS_BUG_FIXED); its crash dump becomes a C test that dies of the
-   same SIGSEGV, and passes once fixed.
+   same SIGSEGV, and passes once fixed. Loaded from Python (py_bug.py), it
+   dumps when a Python reducer raises, and the dump becomes a pytest test that
+   fails at that action, and passes once fixed.
 6. With --swift: one Swift test package (XCTest, the C face from Swift),
    with a test of the todo journal, of the inspector's export and of the
    recorder's reducer-failure dump, built once: the first two pass, and fail
@@ -382,6 +384,34 @@ def python_program(work):
           status == 1 and failure_named(output, 2, "todos/toggle", "/todos/0/done"), output)
 
 
+def python_recorder(work):
+    """The recorder loaded from Python: a Python reducer that raises makes the
+    dispatch fail (TS_E_REDUCER in the chain), the recorder dumps, and the
+    dump becomes a pytest test that fails at that action until it is fixed."""
+    out = os.path.join(work, "python-recorder")
+    os.makedirs(out)
+    module = shutil.copy(os.path.join(HERE, "py_bug.py"), os.path.join(out, "py_bug.py"))
+    plugin = os.path.join(work, "recorder", "recorder.so")
+    dump = os.path.join(out, "bug.session")
+    status, output = run([PYTHON, module, plugin, dump])
+    check("from Python, a reducer that raises makes the recorder dump", status == 0 and os.path.exists(dump)
+          and "a reducer failed (TS_E_REDUCER) for \"items/boom\"" in output, output)
+    status, output = testgen("--lang", "python", "--reducers", "py_bug:setup", "--python-path", out, dump,
+                             "-o", os.path.join(out, "test_bug.py"), python=PYTHON)
+    check("testgen makes a pytest test of the dump, warning that the action fails now",
+          status == 0 and "(items/boom) fails now: raised ValueError" in output, output)
+    status, output = pytest(os.path.join(out, "test_bug.py"))
+    check("that test fails at the action, with the reducer's exception",
+          status == 1 and "action 2 (items/boom): the dispatch gave raised ValueError, expected TS_OK: boom is not "
+                          "handled" in output, output[-3000:])
+    with open(module) as f:
+        text = f.read()
+    with open(module, "w") as f:
+        f.write(text.replace('raise ValueError("boom is not handled")', "return list(state)"))
+    status, output = pytest(os.path.join(out, "test_bug.py"))
+    check("and passes once the reducer is fixed", status == 0 and "1 passed" in output, output[-3000:])
+
+
 # ---- 5. The flight recorder -----------------------------------------------------------------
 
 def recorder_tests(work):
@@ -501,6 +531,7 @@ def main():
         inspector_mutant_so = inspector_tests(work, session) if session else None
         python_program(work)
         recorder_tests(work)
+        python_recorder(work)
         if SWIFT:
             swift_tests(work, journal, mutant_so, session, inspector_mutant_so)
     finally:
