@@ -41,7 +41,7 @@ SWIFT ?= swift
 # The shipped library: a SONAME, and a version script that exports only ts_*.
 # DWARF 4: Debian 12's valgrind (3.19) cannot read the DWARF 5 that Swift emits.
 DWARF4 := -Xswiftc -dwarf-version=4 -Xcc -gdwarf-4 -Xcxx -gdwarf-4
-LIB_LDFLAGS := $(DWARF4) -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/exports.map \
+LIB_LDFLAGS := $(DWARF4) -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/CAPI/exports.map \
                -Xlinker -soname -Xlinker libturnstate.so.$(SOVERSION)
 # What ships (the library and the Swift logger plugin) carries no path into
 # the build machine's toolchain: libturnstate finds its private copy of the
@@ -427,7 +427,7 @@ test-rust: $(call prebuilt,setup-test lib plugins)
 	CARGO=$(CARGO) TS_BUILD=$(BUILD) VALGRIND="$(VALGRIND)" Tests/checks.sh Tests/rust/run.sh
 
 ## test-model: spin checks the shutdown protocol model, and that it catches
-## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
+## each deliberately broken variant (Sources/TurnstateC/PluginHost/ShutdownProtocol.pml)
 test-model: $(call prebuilt,setup-test)
 	Tests/checks.sh Tests/model/run.sh
 
@@ -563,7 +563,7 @@ test-fuzz-replay: export TS_FUZZ_SEEDED_KNOWN = $(FUZZ_PY_KNOWN)
 asan-lib: setup
 	@$(STEP) $(LOGS)/asan-lib.log "swift build libturnstate (release, ASan and fuzzer coverage)" \
 	  $(LIBRARY_ONLY) $(SWIFT) build -c release --scratch-path $(ASAN_SCRATCH) --product turnstate $(ASAN_SWIFT_FLAGS) \
-	  -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/exports.map \
+	  -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/CAPI/exports.map \
 	  -Xlinker -soname -Xlinker libturnstate.so.$(SOVERSION)
 	$(Q)mkdir -p $(ASAN)/lib
 	$(Q)install -m 0755 $(ASAN_SCRATCH)/release/libturnstate.so $(ASAN)/lib/.libturnstate.so.new
