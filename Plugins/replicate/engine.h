@@ -169,9 +169,10 @@ rp_engine *rp_redis_open(const rp_options *options, char *err);
 rp_engine *rp_nats_open(const rp_options *options, char *err);
 
 /* Reads a file the plugin is given (a CA, a certificate, a key) as the
- * library's loader trusts its plugin files (Sources/TurnstateC/TrustedFile.
- * swift): with every link resolved, a regular file owned by root or this
- * process's effective user and not writable by group or others, in folders
+ * library's loader trusts its plugin files
+ * (Sources/TurnstateC/PluginHost/TrustedFile.swift): with every link
+ * resolved, a regular file owned by root or this process's effective user
+ * and not writable by group or others, in folders
  * up to / that are owned by root or that user and not writable by group or
  * others (a sticky folder owned by root, like /tmp, excepted). A `secret`
  * (a private key) must also not be readable by group or others. The file is

@@ -165,7 +165,7 @@ check "libturnstate0-dbgsym: Build-Ids names the library's" grep -qw "$id" <<<"$
 # (make deb's stage, DEBDIR/stage, altered in copies)
 if [ -d "$debdir/stage" ]; then
   refuse() { # WHAT EXPECTED-MESSAGE: build-debs.sh on $tmp/bad must fail, saying so
-    if "$root/pkgconfig/debian/build-debs.sh" "$version" "$tmp/bad" "$tmp/bad-out" >"$tmp/bad.log" 2>&1; then
+    if "$root/.ci/packaging/debian/build-debs.sh" "$version" "$tmp/bad" "$tmp/bad-out" >"$tmp/bad.log" 2>&1; then
       fail "build-debs.sh refuses $1 (it built packages)"
     elif grep -q "$2" "$tmp/bad.log"; then
       pass "build-debs.sh refuses $1: $(grep -m1 "$2" "$tmp/bad.log" | sed 's/^build-debs: //')"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Debian packages of Turnstate from a `make install` tree.
 #
-#   pkgconfig/debian/build-debs.sh VERSION STAGE OUTDIR
+#   .ci/packaging/debian/build-debs.sh VERSION STAGE OUTDIR
 #
 # VERSION is the upstream version (the Makefile's VERSION, read from
 # Include/turnstate.h); STAGE is the DESTDIR of
@@ -58,7 +58,7 @@ stage=$(cd "$2" && pwd)
 mkdir -p "$3"
 out=$(cd "$3" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/../../.." && pwd)
 
 die() { echo "build-debs: $*" >&2; exit 1; }
 
