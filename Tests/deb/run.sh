@@ -128,6 +128,8 @@ for p in libturnstate0 libturnstate-dev; do
     grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' "$tmp/x/$p/usr/share/doc/$p/copyright"
   check "$p: changelog.Debian.gz names $version" \
     bash -c "gzip -dc '$tmp/x/$p/usr/share/doc/$p/changelog.Debian.gz' | head -n1 | grep -q '($version-'"
+  check "$p: changelog.gz is the upstream CHANGELOG.md (Debian policy 12.7)" \
+    bash -c "gzip -dc '$tmp/x/$p/usr/share/doc/$p/changelog.gz' | cmp -s - '$root/CHANGELOG.md'"
 done
 check "libturnstate0's copyright covers the Swift runtime (Apache-2.0 with the Runtime Library Exception)" \
   grep -q '^License: Apache-2.0 with Runtime-Library exception' "$xl/usr/share/doc/libturnstate0/copyright"

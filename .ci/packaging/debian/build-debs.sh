@@ -197,9 +197,7 @@ for p in $lib $dev; do
   sed "s|@MAINTAINER@|$maintainer|" "$here/copyright" >"debian/$p/usr/share/doc/$p/copyright"
   gzip -9nc debian/changelog >"debian/$p/usr/share/doc/$p/changelog.Debian.gz"
   # the upstream changelog, where Debian policy (12.7) puts it
-  if [ -f "$root/CHANGELOG.md" ]; then
-    gzip -9nc "$root/CHANGELOG.md" >"debian/$p/usr/share/doc/$p/changelog.gz"
-  fi
+  gzip -9nc "$root/CHANGELOG.md" >"debian/$p/usr/share/doc/$p/changelog.gz"
 done
 # -dbgsym shares libturnstate0's documentation, as debhelper's dbgsym packages do
 install -d "debian/$dbg/usr/share/doc"
