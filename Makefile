@@ -41,12 +41,12 @@ SWIFT ?= swift
 # The shipped library: a SONAME, and a version script that exports only ts_*.
 # DWARF 4: Debian 12's valgrind (3.19) cannot read the DWARF 5 that Swift emits.
 DWARF4 := -Xswiftc -dwarf-version=4 -Xcc -gdwarf-4 -Xcxx -gdwarf-4
-LIB_LDFLAGS := $(DWARF4) -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/exports.map \
+LIB_LDFLAGS := $(DWARF4) -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/CAPI/exports.map \
                -Xlinker -soname -Xlinker libturnstate.so.$(SOVERSION)
 # What ships (the library and the Swift logger plugin) carries no path into
 # the build machine's toolchain: libturnstate finds its private copy of the
 # Swift runtime in $ORIGIN/turnstate (LIBDIR/turnstate, filled by
-# pkgconfig/swift-runtime.sh), and a Swift plugin uses the copy that
+# .ci/packaging/swift-runtime.sh), and a Swift plugin uses the copy that
 # libturnstate has already loaded (the loader matches the runtime's SONAMEs),
 # so a process maps one Swift runtime. Neither links the standard library's
 # string processing (libswift_StringProcessing, libswift_RegexParser), which
@@ -105,7 +105,7 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-
 # Hardened as Debian builds (lintian: hardening-no-fortify-functions, -no-bindnow).
 PLUGIN_CFLAGS := $(C_STD) -O2 -g $(C_WARN) -shared -fPIC -IInclude -D_FORTIFY_SOURCE=2 \
                  -fstack-protector-strong -Wl,-z,relro,-z,now
-C_PLUGINS := guard delay journal
+C_PLUGINS := guard delay journal recorder
 # replicate.so (issues 14, 21): the plugin and its log engines (Redis Streams,
 # NATS JetStream), chosen by the url's scheme.
 REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine.c Plugins/replicate/engine_redis.c \
@@ -119,7 +119,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
         test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults test-replicate test-replicate-nats lib-tsan bench coverage inspector-plugin test-inspector \
         asan-lib asan-plugins fuzz-build fuzz-json-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs \
-        man test-man setup-test setup-deb check check-build flags test-setup
+        man test-man setup-test setup-deb check check-build flags test-setup test-testgen
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -156,7 +156,7 @@ lib: setup
 	$(Q)mkdir -p $(BUILD)/lib
 	@# The private Swift runtime beside it, as installed: build/lib/turnstate.
 	@$(STEP) $(LOGS)/lib-runtime.log "copy the Swift runtime to $(call show,$(BUILD))/lib/turnstate" \
-	  pkgconfig/swift-runtime.sh $(BUILD)/lib/turnstate $(RELEASE_SCRATCH)/$(LIB_CONFIG)/libturnstate.so
+	  .ci/packaging/swift-runtime.sh $(BUILD)/lib/turnstate $(RELEASE_SCRATCH)/$(LIB_CONFIG)/libturnstate.so
 	@# A new file, renamed into place: never rewrite a library a running process has mapped.
 	$(Q)install -m 0755 $(RELEASE_SCRATCH)/$(LIB_CONFIG)/libturnstate.so $(BUILD)/lib/.libturnstate.so.new
 	$(Q)mv -f $(BUILD)/lib/.libturnstate.so.new $(BUILD)/lib/libturnstate.so.$(VERSION)
@@ -221,7 +221,8 @@ run: build demo-plugins
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
                test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
-               test-docs test-man test-harness test-setup test-replicate test-replicate-nats test-deb
+               test-docs test-man test-harness test-setup test-replicate test-replicate-nats test-deb \
+               test-testgen
 test: setup-test
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -427,7 +428,7 @@ test-rust: $(call prebuilt,setup-test lib plugins)
 	CARGO=$(CARGO) TS_BUILD=$(BUILD) VALGRIND="$(VALGRIND)" Tests/checks.sh Tests/rust/run.sh
 
 ## test-model: spin checks the shutdown protocol model, and that it catches
-## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
+## each deliberately broken variant (Sources/TurnstateC/PluginHost/ShutdownProtocol.pml)
 test-model: $(call prebuilt,setup-test)
 	Tests/checks.sh Tests/model/run.sh
 
@@ -500,12 +501,26 @@ test-plugins: $(call prebuilt,setup-test lib plugins)
 ## token cookie, security headers everywhere, idle connections time out; with
 ## patch reducers (app.c's patch mode) the recorded states, jump, present, skip
 ## give the same states as with whole-slice reducers; the inspector from Python
-## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh)
+## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh); the
+## session recorded in the browser, exported, becomes a C and a pytest test that pass (turnstate-testgen)
 test-inspector: $(call prebuilt,setup-test lib plugins)
 	@mkdir -p $(BUILD)/inspector
 	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
 	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
+	@$(FUZZ_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(FUZZ_VENV)/bin/pip install -q pytest
 	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)
+
+## test-testgen: recorded sessions become tests (Tests/testgen/run.py): turnstate-testgen
+## (Tools/turnstate-testgen) makes C, pytest and Swift tests of a todo demo journal, of a session
+## exported by the inspector's HTTP API and of a Python program's journal; they pass, and fail
+## naming the action and the JSON Pointer when one reducer changes (the C one also under
+## valgrind); the flight recorder plugin (Plugins/recorder) natively and under ASan: config
+## refusals, dumps on a reducer failure and on SIGSEGV, deny rules; its dumps become failing tests
+test-testgen: $(call prebuilt,setup-test lib plugins asan-lib)
+	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
+	@$(FUZZ_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(FUZZ_VENV)/bin/pip install -q pytest
+	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python FUZZ_CC=$(FUZZ_CC) VALGRIND="$(VALGRIND)" SWIFT=$(SWIFT) \
+	  Tests/checks.sh python3 Tests/testgen/run.py $(BUILD) --swift
 
 ## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
 ## C, JSON, Python, plugin and fault-injection suites, run against an
@@ -563,7 +578,7 @@ test-fuzz-replay: export TS_FUZZ_SEEDED_KNOWN = $(FUZZ_PY_KNOWN)
 asan-lib: setup
 	@$(STEP) $(LOGS)/asan-lib.log "swift build libturnstate (release, ASan and fuzzer coverage)" \
 	  $(LIBRARY_ONLY) $(SWIFT) build -c release --scratch-path $(ASAN_SCRATCH) --product turnstate $(ASAN_SWIFT_FLAGS) \
-	  -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/exports.map \
+	  -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/CAPI/exports.map \
 	  -Xlinker -soname -Xlinker libturnstate.so.$(SOVERSION)
 	$(Q)mkdir -p $(ASAN)/lib
 	$(Q)install -m 0755 $(ASAN_SCRATCH)/release/libturnstate.so $(ASAN)/lib/.libturnstate.so.new
@@ -653,7 +668,7 @@ bench: setup-test lib plugins
 	SWIFT=$(SWIFT) python3 Benchmarks/report.py $(BENCH_ARGS)
 
 ## install: the library, its private Swift runtime, the plugins, the headers,
-## turnstate.pc and the man pages into PREFIX (default /usr/local), LIBDIR
+## turnstate.pc, turnstate-testgen and the man pages into PREFIX (default /usr/local), LIBDIR
 ## (default PREFIX/lib), MANDIR (default PREFIX/share/man); DESTDIR for
 ## staging. Libraries 0644 and stripped; their debug information in a .debug
 ## folder beside each (gdb finds it by debuglink). Pages gzip -9n, as Debian's.
@@ -664,15 +679,18 @@ PLUGINSDIR = $(LIBDIR)/turnstate/plugins
 install: setup $(call prebuilt,lib plugins) man
 	$(Q)install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PLUGINSDIR)
 	@$(STEP) $(LOGS)/install-lib.log "install libturnstate.so.$(VERSION) (stripped) in $(DESTDIR)$(LIBDIR)" \
-	  pkgconfig/install-stripped.sh $(BUILD)/lib/libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR) libturnstate.so.$(VERSION)
+	  .ci/packaging/install-stripped.sh $(BUILD)/lib/libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR) libturnstate.so.$(VERSION)
 	$(Q)ln -sf libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libturnstate.so.$(SOVERSION)
 	$(Q)ln -sf libturnstate.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libturnstate.so
 	@$(STEP) $(LOGS)/install-runtime.log "install the private Swift runtime in $(DESTDIR)$(LIBDIR)/turnstate" \
-	  pkgconfig/swift-runtime.sh $(DESTDIR)$(LIBDIR)/turnstate $(BUILD)/lib/libturnstate.so.$(VERSION) $(BUILD)/plugins/logger.so
+	  .ci/packaging/swift-runtime.sh $(DESTDIR)$(LIBDIR)/turnstate $(BUILD)/lib/libturnstate.so.$(VERSION) $(BUILD)/plugins/logger.so
 	@for p in $(INSTALL_PLUGINS); do \
 	  $(STEP) $(LOGS)/install-$$p.log "install $$p.so (stripped) in $(DESTDIR)$(PLUGINSDIR)" \
-	    pkgconfig/install-stripped.sh $(BUILD)/plugins/$$p.so $(DESTDIR)$(PLUGINSDIR) $$p.so; \
+	    .ci/packaging/install-stripped.sh $(BUILD)/plugins/$$p.so $(DESTDIR)$(PLUGINSDIR) $$p.so; \
 	done
+	@echo "install turnstate-testgen in $(DESTDIR)$(PREFIX)/bin"
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
+	$(Q)install -m 0755 Tools/turnstate-testgen $(DESTDIR)$(PREFIX)/bin/turnstate-testgen
 	@echo "install the headers and turnstate.pc"
 	$(Q)install -m 0644 Include/turnstate.h Include/turnstate_plugin.h Include/turnstate.hpp $(DESTDIR)$(PREFIX)/include/
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
@@ -681,23 +699,27 @@ install: setup $(call prebuilt,lib plugins) man
 	@cd $(BUILD)/man; for page in man3/*.3 man7/*.7; do \
 	  gzip -9nc $$page > $(DESTDIR)$(MANDIR)/$$page.gz; chmod 0644 $(DESTDIR)$(MANDIR)/$$page.gz; \
 	done; echo "man pages: $$(ls man3 | wc -l) in $(MANDIR)/man3, $$(ls man7 | wc -l) in $(MANDIR)/man7"
+	$(Q)install -d $(DESTDIR)$(MANDIR)/man1
+	$(Q)gzip -9nc docs/man/turnstate-testgen.1 > $(DESTDIR)$(MANDIR)/man1/turnstate-testgen.1.gz
+	$(Q)chmod 0644 $(DESTDIR)$(MANDIR)/man1/turnstate-testgen.1.gz
 	@echo "installed into $(DESTDIR)$(PREFIX) (plugins in $(PLUGINSDIR))"
 
 ## deb: the Debian packages libturnstate0 (library, plugins, private Swift
 ## runtime), libturnstate-dev and libturnstate0-dbgsym in build/deb/, from
-## `make install PREFIX=/usr LIBDIR=/usr/lib/<multiarch>` (pkgconfig/debian/)
+## `make install PREFIX=/usr LIBDIR=/usr/lib/<multiarch>` (.ci/packaging/debian/)
 DEB_MULTIARCH = $(shell dpkg-architecture -qDEB_HOST_MULTIARCH)
 deb: setup-deb $(call prebuilt,lib plugins)
 	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb
 	@$(MAKE) --no-print-directory install PREFIX=/usr LIBDIR=/usr/lib/$(DEB_MULTIARCH) DESTDIR=$(BUILD)/deb/stage
 	@# Its output is its result: a line per package built, and the library's Depends.
-	$(Q)pkgconfig/debian/build-debs.sh $(VERSION) $(BUILD)/deb/stage $(BUILD)/deb
+	$(Q).ci/packaging/debian/build-debs.sh $(VERSION) $(BUILD)/deb/stage $(BUILD)/deb
 
 ## uninstall: remove what install put in DESTDIR, PREFIX and LIBDIR
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(LIBDIR)/.debug/libturnstate.so.*.debug \
 	      $(DESTDIR)$(PREFIX)/include/turnstate.h $(DESTDIR)$(PREFIX)/include/turnstate_plugin.h \
-	      $(DESTDIR)$(PREFIX)/include/turnstate.hpp \
+	      $(DESTDIR)$(PREFIX)/include/turnstate.hpp $(DESTDIR)$(PREFIX)/bin/turnstate-testgen \
+	      $(DESTDIR)$(MANDIR)/man1/turnstate-testgen.1.gz \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	rm -rf $(DESTDIR)$(LIBDIR)/turnstate
 	-rmdir $(DESTDIR)$(LIBDIR)/.debug 2>/dev/null
