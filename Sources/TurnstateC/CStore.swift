@@ -31,9 +31,8 @@ final class CStore: StoreFace, @unchecked Sendable {
         tsi_set_slice_index(JSONSlice.indexProvider)
         store = Store(initialState: state, failableReducer: { state, action throws(StoreError) in
             try reducers.reduce(&state, action)
-        })
-        reducers.store = store
-        store.useCNames()
+        }, reentrantCalls: reducers.reentrantCalls)
+        store.nameOperations(CNames.name)
         api = try StoreAPI(for: self)
         plugins = PluginSet(store: store, api: api, bridge: JSONActionBridge())
     }
@@ -355,6 +354,33 @@ final class PointerWatcher: @unchecked Sendable {
             return (slice.id, Array(UnsafeBufferPointer(start: value, count: length)))
         } catch where error.code == .notFound {
             return (slice.id, nil)
+        }
+    }
+}
+
+/// The C face's own operations, as its refusals name them.
+extension StoreOperation {
+    package static let addReducer = StoreOperation.face("ts_store_add_reducer")
+    package static let removeReducer = StoreOperation.face("ts_store_remove_reducer")
+    package static let replaceState = StoreOperation.face("replace_state")
+    package static let loadPlugin = StoreOperation.face("loading a plugin")
+}
+
+/// How a C store's refusals name the core's operations: C users see the C
+/// API's names (`ts_store_dispatch was called from inside a reducer`).
+enum CNames {
+    @Sendable
+    static func name(_ operation: StoreOperation, _ actionType: Any.Type?) -> String? {
+        switch operation {
+        case .dispatch: "ts_store_dispatch"
+        case .getState: "ts_store_get_state"
+        case .subscribe: "ts_store_subscribe"
+        case .unsubscribe: "ts_store_unsubscribe"
+        case .addMiddleware: "ts_store_add_middleware"
+        case .removeMiddleware: "ts_store_remove_middleware"
+        case .replaceReducer: "ts_store_replace_reducer"
+        // Named by this face already, or with no C name of their own.
+        case .stateChange, .operation, .face: nil
         }
     }
 }
