@@ -55,21 +55,20 @@ package final class JSONAction: Action, @unchecked Sendable {
 
     var json: UnsafePointer<CChar> { view.pointee.json }
 
-    /// `action` as a JSONAction, if it is one: a comparison of its dynamic
-    /// type and a load of the reference, where `as?` walks the runtime's
-    /// general cast machinery (hundreds of instructions) on every dispatch.
+    /// `action` as a JSONAction, if it is one: the existential is opened
+    /// (its concrete type becomes the generic `A`) and its type compared,
+    /// where `as?` walks the runtime's general cast machinery (hundreds of
+    /// instructions) on every dispatch. JSONAction is final, so a type equal
+    /// to it is it: the cast from `A` is then from a type to itself (the
+    /// standard library's identity cast, which checks just that).
     @inline(__always)
     static func cast(_ action: any Action) -> JSONAction? {
-        // The existential container's layout is part of Swift's ABI: three
-        // words of value buffer (a class instance's reference in the first),
-        // then the type's metadata, then the witness table. JSONAction is
-        // final, so the metadata word names it exactly.
-        withUnsafePointer(to: action) { container in
-            let words = UnsafeRawPointer(container)
-            guard words.load(fromByteOffset: 3 * MemoryLayout<Int>.size, as: UnsafeRawPointer.self)
-                    == unsafeBitCast(JSONAction.self as Any.Type, to: UnsafeRawPointer.self) else { return nil }
-            return words.load(as: JSONAction.self)
+        @inline(__always)
+        func open<A: Action>(_ action: A) -> JSONAction? {
+            guard A.self == JSONAction.self else { return nil }
+            return _identityCast(action, to: JSONAction.self)
         }
+        return open(action)
     }
     package var type: String { String(cString: view.pointee.type) }
 }
