@@ -12,6 +12,8 @@ import TurnstateCore
 /// semantics (ordering, re-entrancy, thread safety).
 final class CStore: StoreFace, @unchecked Sendable {
     let store: Store<JSONState>
+    /// What ts_store_dispatch parses into.
+    private let spareAction = SpareAction()
     private let reducers: ReducerTable
     private(set) var api: StoreAPI!
     private var plugins: PluginSet<JSONState>!
@@ -62,7 +64,7 @@ final class CStore: StoreFace, @unchecked Sendable {
     // MARK: Operations, one per C function
 
     func dispatch(_ json: UnsafePointer<CChar>) throws(StoreError) {
-        try store.dispatch(try JSONAction(parsing: json))
+        try spareAction.withParsed(json) { action throws(StoreError) in try store.dispatch(action) }
     }
 
     /// Runs the reducers and listeners for the action, skipping the middleware.
