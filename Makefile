@@ -321,28 +321,30 @@ test-json: $(call prebuilt,setup-test)
 
 ## test-c: the C API suite (C_SUITE: one program, build/tests/test_store),
 ## natively and under valgrind (--quick), then each program of C_TESTS
-# One program from the topic files; check.h/check.c are its harness (a failed
-# check names its rule and file:line). A new topic file goes in C_SUITE (and
-# its run_*_tests() in Tests/c/main.c).
-C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_reducers.c Tests/c/test_dispatch.c \
-           Tests/c/test_state.c Tests/c/test_subscribe.c Tests/c/test_middleware.c Tests/c/test_threads.c \
-           Tests/c/test_errors.c Tests/c/test_big.c Tests/c/test_replace.c Tests/c/test_filters.c \
-           Tests/c/test_patch.c Tests/c/test_getters.c Tests/c/test_slice_ids.c
-# Extra C test programs, each one file with its own main() that prints
-# "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
-# on failure; they may use check.h (check.c is linked in as an archive).
-# Versions, ts_alloc/ts_strdup, ts_reducer_fail.
+# The C test programs' harness is Tests/harness/ts_test.h (ts_test.c): a test
+# is `void test_<topic>__<rule>(void)`, and C_REGISTRY (gen_registry.py)
+# writes each program's table and main() from its sources before compiling,
+# so nothing is registered by hand. One test or topic: PROGRAM -s NAME.
+# C_SUITE: every Tests/c/test_TOPIC.c but C_TESTS's (a new topic file joins
+# by itself), with check.c (the C API's checks and shared helpers).
+TS_HARNESS := Tests/harness/ts_test.c
+C_REGISTRY := python3 Tests/harness/gen_registry.py
+# Extra C test programs, each its own program (its registry from its file
+# alone): versions, ts_alloc/ts_strdup, ts_reducer_fail.
 C_TESTS := Tests/c/test_memory_and_errors.c
+C_SUITE := Tests/c/check.c $(filter-out $(C_TESTS),$(sort $(wildcard Tests/c/test_*.c)))
+C_TEST_INCLUDES := -IInclude -ITests/harness -ITests/c
 test-c: $(call prebuilt,setup-test lib)
 	@mkdir -p $(BUILD)/tests
-	$(CC) $(CFLAGS) -IInclude $(C_SUITE) -o $(BUILD)/tests/test_store $(C_LINK)
+	$(C_REGISTRY) -o $(BUILD)/tests/registry_store.c $(C_SUITE)
+	$(CC) $(CFLAGS) $(C_TEST_INCLUDES) $(TS_HARNESS) $(C_SUITE) $(BUILD)/tests/registry_store.c \
+	  -o $(BUILD)/tests/test_store $(C_LINK)
 	Tests/checks.sh $(BUILD)/tests/test_store
 	Tests/checks.sh $(VALGRIND) $(BUILD)/tests/test_store --quick
-	@$(CC) $(CFLAGS) -IInclude -c Tests/c/check.c -o $(BUILD)/tests/check.o && \
-	  rm -f $(BUILD)/tests/libcheck.a && ar rcs $(BUILD)/tests/libcheck.a $(BUILD)/tests/check.o
 	@for t in $(C_TESTS); do \
-	  bin=$(BUILD)/tests/$$(basename $$t .c); \
-	  echo "cc $$t"; $(CC) $(CFLAGS) -IInclude -ITests/c $$t -o $$bin $(BUILD)/tests/libcheck.a $(C_LINK); \
+	  name=$$(basename $$t .c); name=$${name#test_}; bin=$(BUILD)/tests/$$name; \
+	  echo "cc $$t"; $(C_REGISTRY) --suite $$name -o $(BUILD)/tests/registry_$$name.c $$t && \
+	  $(CC) $(CFLAGS) $(C_TEST_INCLUDES) $(TS_HARNESS) $$t $(BUILD)/tests/registry_$$name.c -o $$bin $(C_LINK) || exit 1; \
 	  Tests/checks.sh $$bin; \
 	  Tests/checks.sh $(VALGRIND) $$bin --quick; \
 	done
@@ -623,15 +625,16 @@ test-fuzz-replay: $(call prebuilt,setup-test fuzz-build lib) fuzz-json-build
 ## test-c-asan: the C suite against the ASan library, with leak checks
 test-c-asan: $(call prebuilt,setup-test asan-lib)
 	@mkdir -p $(ASAN)/tests
-	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address $(C_SUITE) -o $(ASAN)/tests/test_store $(ASAN_LINK)
-	@# test_out_of_memory_is_nomem makes malloc fail on purpose: ASan must return NULL, not abort.
+	$(C_REGISTRY) -o $(ASAN)/tests/registry_store.c $(C_SUITE)
+	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address $(C_TEST_INCLUDES) $(TS_HARNESS) $(C_SUITE) $(ASAN)/tests/registry_store.c \
+	  -o $(ASAN)/tests/test_store $(ASAN_LINK)
+	@# test_errors__outOfMemoryIsNomemNotACrash makes malloc fail on purpose: ASan must return NULL, not abort.
 	ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 Tests/checks.sh $(ASAN)/tests/test_store
-	@$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -c Tests/c/check.c -o $(ASAN)/tests/check.o && \
-	  rm -f $(ASAN)/tests/libcheck.a && ar rcs $(ASAN)/tests/libcheck.a $(ASAN)/tests/check.o
 	@for t in $(C_TESTS); do \
-	  bin=$(ASAN)/tests/$$(basename $$t .c); \
-	  echo "clang(asan) $$t"; \
-	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -ITests/c $$t -o $$bin $(ASAN)/tests/libcheck.a $(ASAN_LINK); \
+	  name=$$(basename $$t .c); name=$${name#test_}; bin=$(ASAN)/tests/$$name; \
+	  echo "clang(asan) $$t"; $(C_REGISTRY) --suite $$name -o $(ASAN)/tests/registry_$$name.c $$t && \
+	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address $(C_TEST_INCLUDES) $(TS_HARNESS) $$t $(ASAN)/tests/registry_$$name.c \
+	    -o $$bin $(ASAN_LINK) || exit 1; \
 	  ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 Tests/checks.sh $$bin; \
 	done
 
