@@ -16,6 +16,8 @@ static): topic lower_snake ([a-z][a-z0-9_]*, no "__"), rule lowerCamelCase
 <topic>. Anything else is refused, with file:line, and nothing is written:
   - a function named test_* returning void that does not follow the pattern
     (a static one included: it could not be registered);
+  - a test_* name at the start of a line (its return type on the line
+    before), which this line-by-line scan would otherwise miss;
   - the same name defined twice (in one file or two);
   - a file test_<topic>.c with no test at all.
 Other sources (a suite's helpers, as Tests/c/check.c) may hold no test.
@@ -30,6 +32,8 @@ import sys
 # ends with ';', is not a definition).
 SETUP = re.compile(r"^void\s+ts_test_suite_setup\s*\(\s*void\s*\)")
 DEFINITION = re.compile(r"^(static\s+)?(?:inline\s+)?void\s+(test_\w*)\s*\(([^)]*)\)\s*(\{|$)")
+# A definition whose return type is on the line before: it would be missed.
+SPLIT = re.compile(r"^(test_\w*)\s*\(")
 NAME = re.compile(r"^test_([a-z][a-z0-9]*(?:_[a-z0-9]+)*)__([a-z][A-Za-z0-9]*)$")
 
 
@@ -47,6 +51,10 @@ def scan(path, errors, setups):
             continue
         m = DEFINITION.match(line)
         if not m:
+            split = SPLIT.match(line)
+            if split:
+                errors.append(f"{path}:{number}: {split.group(1)}: write `void {split.group(1)}(void)` on one line "
+                              "(the registry reads definitions line by line)")
             continue
         # A prototype split over lines ends with ';' on the next line.
         if m.group(4) == "" and number < len(lines) and lines[number].lstrip().startswith(";"):

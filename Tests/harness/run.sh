@@ -169,6 +169,7 @@ refused "a test of another topic in test_topic.c" "have the topic 'topic'" 'void
 refused "a test defined twice" "test_topic__twice is defined twice" \
   'void test_topic__twice(void) {}' 'void test_topic__twice(void) {}'
 refused "a test file with no test" "no test defined" 'static int helper(void) { return 1; }'
+refused "a definition with its return type on the line before" "on one line" 'void' 'test_topic__split(void) {}'
 cat >"$work/g/test_demo.c" <<'C'
 #include "ts_test.h"
 int demo_broken;
