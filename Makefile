@@ -98,6 +98,11 @@ export TS_C_STD := $(C_STD)
 export TS_C_WARN := $(C_WARN)
 export TS_CFLAGS = $(CFLAGS)
 export TS_SAN_CFLAGS := $(SAN_CFLAGS)
+# C++ (turnstate.hpp's tests, the README's C++ example, turnstate_json.cpp built for tests).
+CXX_STD := -std=c++17
+CXX_WARN := $(C_WARN)
+export TS_CXX_STD := $(CXX_STD)
+export TS_CXX_WARN := $(CXX_WARN)
 C_LINK := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lturnstate -lpthread
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
             --show-leak-kinds=definite,indirect --suppressions=$(CURDIR)/Tests/c/valgrind.supp
@@ -252,8 +257,8 @@ test-build: check-build lib-tsan asan-plugins fuzz-build
 ## flags: the C flags of this Makefile as shell assignments (Tests/flags.sh reads them when a test
 ## script runs without make)
 flags:
-	@printf "TS_C_STD='%s'\nTS_C_WARN='%s'\nTS_CFLAGS='%s'\nTS_SAN_CFLAGS='%s'\n" \
-	  '$(TS_C_STD)' '$(TS_C_WARN)' '$(TS_CFLAGS)' '$(TS_SAN_CFLAGS)'
+	@printf "TS_C_STD='%s'\nTS_C_WARN='%s'\nTS_CFLAGS='%s'\nTS_SAN_CFLAGS='%s'\nTS_CXX_STD='%s'\nTS_CXX_WARN='%s'\n" \
+	  '$(TS_C_STD)' '$(TS_C_WARN)' '$(TS_CFLAGS)' '$(TS_SAN_CFLAGS)' '$(TS_CXX_STD)' '$(TS_CXX_WARN)'
 
 ## test-harness: the test machinery: Tests/checks.sh's counts, Tests/run-suites.sh, .ci/step.sh, make help
 test-harness: $(call prebuilt,setup-test)
@@ -600,7 +605,7 @@ fuzz-json-build: $(FUZZ_JSON_TARGETS:%=$(ASAN)/bin/fuzz_%)
 $(ASAN)/obj/turnstate_json.o: Sources/CTurnstateJSON/turnstate_json.cpp Sources/CTurnstateJSON/include/turnstate_json.h
 	$(Q)mkdir -p $(ASAN)/obj
 	@$(STEP) $(LOGS)/asan-turnstate_json.log "clang++(asan) turnstate_json.o" \
-	  $(FUZZ_CXX) -std=c++17 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -fsanitize=address,fuzzer-no-link \
+	  $(FUZZ_CXX) $(CXX_STD) -O1 -g -fno-omit-frame-pointer $(CXX_WARN) -fsanitize=address,fuzzer-no-link \
 	  -ISources/CTurnstateJSON/include -c $< -o $@
 
 $(FUZZ_JSON_TARGETS:%=$(ASAN)/bin/fuzz_%): $(ASAN)/bin/fuzz_%: Tests/fuzz/fuzz_%.c $(ASAN)/obj/turnstate_json.o

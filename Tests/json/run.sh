@@ -28,11 +28,12 @@ else
   trap 'rm -rf "$BUILD"' EXIT INT TERM
 fi
 CC=${TSJ_CC:-gcc} CXX=${TSJ_CXX:-g++} EXTRA=${TSJ_EXTRA_FLAGS:-}
-# The C flags (TS_CFLAGS): the Makefile's.
+# The C and C++ flags (TS_CFLAGS, TS_CXX_STD, TS_CXX_WARN): the Makefile's.
 . "$ROOT/Tests/flags.sh"
 
 # shellcheck disable=SC2086 # EXTRA is a list of flags
-"$CXX" -O2 -g -std=c++17 -Wall -Wextra $EXTRA -I"$SRC/include" -c "$SRC/turnstate_json.cpp" -o "$BUILD/turnstate_json.o"
+# shellcheck disable=SC2086 # TS_CXX_* are lists of flags
+"$CXX" $TS_CXX_STD -O2 -g $TS_CXX_WARN $EXTRA -I"$SRC/include" -c "$SRC/turnstate_json.cpp" -o "$BUILD/turnstate_json.o"
 # The test program: its tests, the harness (Tests/harness/ts_test.h) and the
 # registry gen_registry.py writes from the tests' definitions.
 python3 "$ROOT/Tests/harness/gen_registry.py" -o "$BUILD/tsj_registry.c" "$TEST/tsj_test.c"
@@ -78,7 +79,7 @@ else
 fi
 echo "== differential test against jsonpatch (PyPI)"
 # shellcheck disable=SC2086
-"$CXX" -O2 -g -std=c++17 -shared -fPIC $EXTRA -I"$SRC/include" "$SRC/turnstate_json.cpp" -o "$BUILD/libtsj.so" -lsimdjson
+"$CXX" $TS_CXX_STD -O2 -g $TS_CXX_WARN -shared -fPIC $EXTRA -I"$SRC/include" "$SRC/turnstate_json.cpp" -o "$BUILD/libtsj.so" -lsimdjson
 VENV=$ROOT/build/json-venv
 if ! "$VENV/bin/python3" -c 'import jsonpatch' 2>/dev/null; then
   python3 -m venv "$VENV" && "$VENV/bin/pip" install -q 'jsonpatch==1.48' ||
