@@ -96,7 +96,7 @@ void test_filters__prefixPatternsMatchWholeSegments(void) {
     ts_store_destroy(store);
 }
 
-void test_filters__manyTypesAndLastByteDifferencesAreTold(void) {
+void test_filters__manyExactTypesAndNearMissesAreToldApart(void) {
     /* Enough exact types to fill the hash table's probing, and types that
      * differ only in their last byte. */
     ts_store *store = new_store(NULL);

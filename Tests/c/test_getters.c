@@ -145,7 +145,7 @@ static void check_same(const answer *a, const answer *b, const char *what, const
     ts_test_report(same, __FILE__, line, "same answers", detail);
 }
 
-void test_getters__everyKindIsTold(void) {
+void test_getters__everyKindIsReadInPlaceWithoutACopy(void) {
     ts_json v;
     CHECK_OK(ts_json_at(doc, "", &v));
     CHECK_INT(v.kind, TS_JSON_OBJECT);

@@ -558,7 +558,7 @@ static void destroying_listener(ts_store *store, void *ctx) {
     c->inner = c->api->apply("{\"type\":\"inc\"}");
 }
 
-void test_middleware__storeApiAppliesAsTheStoreDoes(void) {
+void test_middleware__storeApiApplyRunsTheReducersWithoutTheMiddleware(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     st.log = "R";

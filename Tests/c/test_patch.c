@@ -249,7 +249,7 @@ void test_patch__failedOperationFailsTheDispatchWithItsReason(void) {
     free(deep_doc);
 }
 
-void test_patch__unchangedAndAppendedSlicesAreTold(void) {
+void test_patch__emptyPatchLeavesTheSliceUnchangedAndCallsAppendInOrder(void) {
     ts_store *store = doc_store("{\"a\":1}");
     int whole = 0, pointed = 0;
     uint64_t t1, t2;
@@ -298,7 +298,7 @@ static ts_status patching_middleware(const ts_store_api *api, ts_next_fn next, c
     return next(a->json);
 }
 
-void test_patch__misuseIsRefused(void) {
+void test_patch__patchOutsideAReducerIsMisuse(void) {
     CHECK_ST(ts_reducer_patch("[]"), TS_E_MISUSE);
     CHECK_CONTAINS(ts_last_error(), "ts_reducer_patch: called outside a reducer");
     CHECK_ST(ts_reducer_patch(NULL), TS_E_MISUSE);
@@ -326,7 +326,7 @@ static char *init_patch_reducer(const char *slice, const ts_action *a, void *ctx
     return NULL;
 }
 
-void test_patch__patchAtInitIsApplied(void) {
+void test_patch__patchAtInitIsMisuseAndFailsTheRegistration(void) {
     ts_store *store = new_store("{\"a\":1}");
     statuses_reset();
     CHECK_ST(ts_store_add_reducer(store, "k", init_patch_reducer, NULL), TS_E_REDUCER);

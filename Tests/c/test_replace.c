@@ -33,7 +33,7 @@ static ts_status mw_refuse_type(const ts_store_api *api, ts_next_fn next, const 
     return next(a->json);
 }
 
-void test_replace__replacedReducerRunsFromTheNextAction(void) {
+void test_replace__replacedReducerKeepsTheStateAndSeesTheReplaceAction(void) {
     ts_store *store = new_store(NULL);
     rstat old = {0}, other = {0}, fresh = {0};
     mw_ctx m = {0};

@@ -168,7 +168,7 @@ static ts_status replacing_middleware(const ts_store_api *api, ts_next_fn next, 
     return next(a->json);
 }
 
-void test_slice_ids__changeBehindTheReducerIsSeen(void) {
+void test_slice_ids__sliceReplacedBehindTheReducerGetsAFreshId(void) {
     ts_store *store = NULL;
     seen_reset();
     CHECK_OK(ts_store_create(NULL, &store));

@@ -18,7 +18,7 @@ static void checking_listener(ts_store *store, void *ctx) {
     if (store == c->expected && ctx == c->expected_ctx) c->ok++;
 }
 
-void test_subscribe__listenersAreCalledAfterEachDispatch(void) {
+void test_subscribe__listenersRunInSubscriptionOrderAfterEachDispatch(void) {
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
     uint64_t t1 = 0, t2 = 0, t3 = 0;
@@ -224,7 +224,7 @@ static void nest_b(ts_store *store, void *ctx) {
     log_add(buf);
 }
 
-void test_subscribe__dispatchFromAListenerRunsAfterIt(void) {
+void test_subscribe__nestedDispatchFromAListenerRunsAtOnce(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     st.log = "R ";

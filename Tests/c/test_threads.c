@@ -334,7 +334,7 @@ static void *small_stack_main(void *arg) {
     return NULL;
 }
 
-void test_threads__dispatchWorksOnASmallStack(void) {
+void test_threads__deepDocumentsOnASmallStackFailWithJsonNotACrash(void) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     CHECK(pthread_attr_setstacksize(&attr, 128 * 1024) == 0);
