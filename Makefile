@@ -331,13 +331,19 @@ test-json: $(call prebuilt,setup-test)
 # writes each program's table and main() from its sources before compiling,
 # so nothing is registered by hand. One test or topic: PROGRAM -s NAME.
 # C_SUITE: every Tests/c/test_TOPIC.c but C_TESTS's (a new topic file joins
-# by itself), with check.c (the C API's checks and shared helpers).
+# by itself, after C_TOPICS), with check.c (the C API's checks and shared
+# helpers). C_TOPICS keeps the order the topics have always run in: basics
+# first (its first test reads ts_last_error before anything failed), big
+# after threads and errors (its peak-RSS check measures growth over what the
+# earlier tests already reached).
 TS_HARNESS := Tests/harness/ts_test.c
 C_REGISTRY := python3 Tests/harness/gen_registry.py
 # Extra C test programs, each its own program (its registry from its file
 # alone): versions, ts_alloc/ts_strdup, ts_reducer_fail.
 C_TESTS := Tests/c/test_memory_and_errors.c
-C_SUITE := Tests/c/check.c $(filter-out $(C_TESTS),$(sort $(wildcard Tests/c/test_*.c)))
+C_TOPICS := basics reducers dispatch state subscribe middleware threads errors big replace filters patch getters slice_ids
+C_SUITE := Tests/c/check.c $(C_TOPICS:%=Tests/c/test_%.c) \
+           $(filter-out $(C_TESTS) $(C_TOPICS:%=Tests/c/test_%.c),$(sort $(wildcard Tests/c/test_*.c)))
 C_TEST_INCLUDES := -IInclude -ITests/harness -ITests/c
 test-c: $(call prebuilt,setup-test lib)
 	@mkdir -p $(BUILD)/tests
