@@ -110,7 +110,7 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-
 # Hardened as Debian builds (lintian: hardening-no-fortify-functions, -no-bindnow).
 PLUGIN_CFLAGS := $(C_STD) -O2 -g $(C_WARN) -shared -fPIC -IInclude -D_FORTIFY_SOURCE=2 \
                  -fstack-protector-strong -Wl,-z,relro,-z,now
-C_PLUGINS := guard delay journal
+C_PLUGINS := guard delay journal recorder
 # replicate.so (issues 14, 21): the plugin and its log engines (Redis Streams,
 # NATS JetStream), chosen by the url's scheme.
 REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine.c Plugins/replicate/engine_redis.c \
@@ -124,7 +124,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
         test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults test-replicate test-replicate-nats lib-tsan bench coverage inspector-plugin test-inspector \
         asan-lib asan-plugins fuzz-build fuzz-json-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs \
-        man test-man setup-test setup-deb check check-build flags test-setup
+        man test-man setup-test setup-deb check check-build flags test-setup test-testgen
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -226,7 +226,8 @@ run: build demo-plugins
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
                test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
-               test-docs test-man test-harness test-setup test-replicate test-replicate-nats test-deb
+               test-docs test-man test-harness test-setup test-replicate test-replicate-nats test-deb \
+               test-testgen
 test: setup-test
 	@Tests/run-suites.sh $(TEST_SUITES)
 
@@ -513,12 +514,26 @@ test-plugins: $(call prebuilt,setup-test lib plugins)
 ## token cookie, security headers everywhere, idle connections time out; with
 ## patch reducers (app.c's patch mode) the recorded states, jump, present, skip
 ## give the same states as with whole-slice reducers; the inspector from Python
-## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh)
+## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh); the
+## session recorded in the browser, exported, becomes a C and a pytest test that pass (turnstate-testgen)
 test-inspector: $(call prebuilt,setup-test lib plugins)
 	@mkdir -p $(BUILD)/inspector
 	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
 	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
+	@$(FUZZ_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(FUZZ_VENV)/bin/pip install -q pytest
 	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)
+
+## test-testgen: recorded sessions become tests (Tests/testgen/run.py): turnstate-testgen
+## (Tools/turnstate-testgen) makes C, pytest and Swift tests of a todo demo journal, of a session
+## exported by the inspector's HTTP API and of a Python program's journal; they pass, and fail
+## naming the action and the JSON Pointer when one reducer changes (the C one also under
+## valgrind); the flight recorder plugin (Plugins/recorder) natively and under ASan: config
+## refusals, dumps on a reducer failure and on SIGSEGV, deny rules; its dumps become failing tests
+test-testgen: $(call prebuilt,setup-test lib plugins asan-lib)
+	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
+	@$(FUZZ_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(FUZZ_VENV)/bin/pip install -q pytest
+	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python FUZZ_CC=$(FUZZ_CC) VALGRIND="$(VALGRIND)" SWIFT=$(SWIFT) \
+	  Tests/checks.sh python3 Tests/testgen/run.py $(BUILD) --swift
 
 ## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
 ## C, JSON, Python, plugin and fault-injection suites, run against an
@@ -667,7 +682,7 @@ bench: setup-test lib plugins
 	SWIFT=$(SWIFT) python3 Benchmarks/report.py $(BENCH_ARGS)
 
 ## install: the library, its private Swift runtime, the plugins, the headers,
-## turnstate.pc and the man pages into PREFIX (default /usr/local), LIBDIR
+## turnstate.pc, turnstate-testgen and the man pages into PREFIX (default /usr/local), LIBDIR
 ## (default PREFIX/lib), MANDIR (default PREFIX/share/man); DESTDIR for
 ## staging. Libraries 0644 and stripped; their debug information in a .debug
 ## folder beside each (gdb finds it by debuglink). Pages gzip -9n, as Debian's.
@@ -687,6 +702,9 @@ install: setup $(call prebuilt,lib plugins) man
 	  $(STEP) $(LOGS)/install-$$p.log "install $$p.so (stripped) in $(DESTDIR)$(PLUGINSDIR)" \
 	    .ci/packaging/install-stripped.sh $(BUILD)/plugins/$$p.so $(DESTDIR)$(PLUGINSDIR) $$p.so; \
 	done
+	@echo "install turnstate-testgen in $(DESTDIR)$(PREFIX)/bin"
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
+	$(Q)install -m 0755 Tools/turnstate-testgen $(DESTDIR)$(PREFIX)/bin/turnstate-testgen
 	@echo "install the headers and turnstate.pc"
 	$(Q)install -m 0644 Include/turnstate.h Include/turnstate_plugin.h Include/turnstate.hpp $(DESTDIR)$(PREFIX)/include/
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
@@ -695,6 +713,9 @@ install: setup $(call prebuilt,lib plugins) man
 	@cd $(BUILD)/man; for page in man3/*.3 man7/*.7; do \
 	  gzip -9nc $$page > $(DESTDIR)$(MANDIR)/$$page.gz; chmod 0644 $(DESTDIR)$(MANDIR)/$$page.gz; \
 	done; echo "man pages: $$(ls man3 | wc -l) in $(MANDIR)/man3, $$(ls man7 | wc -l) in $(MANDIR)/man7"
+	$(Q)install -d $(DESTDIR)$(MANDIR)/man1
+	$(Q)gzip -9nc docs/man/turnstate-testgen.1 > $(DESTDIR)$(MANDIR)/man1/turnstate-testgen.1.gz
+	$(Q)chmod 0644 $(DESTDIR)$(MANDIR)/man1/turnstate-testgen.1.gz
 	@echo "installed into $(DESTDIR)$(PREFIX) (plugins in $(PLUGINSDIR))"
 
 ## deb: the Debian packages libturnstate0 (library, plugins, private Swift
@@ -711,7 +732,8 @@ deb: setup-deb $(call prebuilt,lib plugins)
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(LIBDIR)/.debug/libturnstate.so.*.debug \
 	      $(DESTDIR)$(PREFIX)/include/turnstate.h $(DESTDIR)$(PREFIX)/include/turnstate_plugin.h \
-	      $(DESTDIR)$(PREFIX)/include/turnstate.hpp \
+	      $(DESTDIR)$(PREFIX)/include/turnstate.hpp $(DESTDIR)$(PREFIX)/bin/turnstate-testgen \
+	      $(DESTDIR)$(MANDIR)/man1/turnstate-testgen.1.gz \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	rm -rf $(DESTDIR)$(LIBDIR)/turnstate
 	-rmdir $(DESTDIR)$(LIBDIR)/.debug 2>/dev/null

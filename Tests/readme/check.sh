@@ -156,6 +156,15 @@ check_that "make run again: with the first run's todos" \
   grep -q '^  initial state: {"todos":\[{"id":1,"title":"Buy milk"' "$work/run2.out"
 check_that "make run again: every step succeeded" grep -q '^done\.$' "$work/run2.out"
 
+# docs/testgen.md's complete example: the todo demo records a journal, which
+# turnstate-testgen makes a C test of; run as written from the top of the
+# checkout, its output compared with the "# " lines of its block.
+extract docs/testgen.md "## A complete example" sh | grep -v '^#' > "$work/testgen.sh"
+expected_testgen=$(extract docs/testgen.md "## A complete example" sh | sed -n 's/^# //p')
+check_that "docs/testgen.md's complete example runs and prints what it says" \
+  bash -c "bash -euo pipefail '$work/testgen.sh' >'$work/testgen.out' 2>&1 && diff <(echo \"\$0\") '$work/testgen.out' ||
+           { sed 's/^/    | /' '$work/testgen.out'; exit 1; }" "$expected_testgen"
+
 # Relative links (Tests/readme/links.py): to a file that exists, and to a
 # heading of it for a Markdown file's #fragment.
 check_that "every relative link of README.md and docs/*.md resolves" python3 Tests/readme/links.py README.md docs/*.md
