@@ -98,6 +98,11 @@ export TS_C_STD := $(C_STD)
 export TS_C_WARN := $(C_WARN)
 export TS_CFLAGS = $(CFLAGS)
 export TS_SAN_CFLAGS := $(SAN_CFLAGS)
+# C++ (turnstate.hpp's tests, the README's C++ example, turnstate_json.cpp built for tests).
+CXX_STD := -std=c++17
+CXX_WARN := $(C_WARN)
+export TS_CXX_STD := $(CXX_STD)
+export TS_CXX_WARN := $(CXX_WARN)
 C_LINK := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lturnstate -lpthread
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
             --show-leak-kinds=definite,indirect --suppressions=$(CURDIR)/Tests/c/valgrind.supp
@@ -223,8 +228,12 @@ TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
                test-docs test-man test-harness test-setup test-replicate test-replicate-nats test-deb \
                test-testgen
+# Suites of TEST_SUITES that mostly wait on the servers they start and install
+# nothing: they run one after the other in a second lane, beside the others
+# (Tests/run-suites.sh), which keeps `make test` under 15 minutes on 2 cores.
+TEST_SUITES_BESIDE := test-replicate test-replicate-nats
 test: setup-test
-	@Tests/run-suites.sh $(TEST_SUITES)
+	@TS_BESIDE="$(TEST_SUITES_BESIDE)" Tests/run-suites.sh $(TEST_SUITES)
 
 ## check: the edit-test loop, a few minutes: check-build, then CHECK_SUITES (the Swift tests, the
 ## C suite, the JSON layer, the plugins), printed and counted as make test prints and counts
@@ -253,8 +262,8 @@ test-build: check-build lib-tsan asan-plugins fuzz-build
 ## flags: the C flags of this Makefile as shell assignments (Tests/flags.sh reads them when a test
 ## script runs without make)
 flags:
-	@printf "TS_C_STD='%s'\nTS_C_WARN='%s'\nTS_CFLAGS='%s'\nTS_SAN_CFLAGS='%s'\n" \
-	  '$(TS_C_STD)' '$(TS_C_WARN)' '$(TS_CFLAGS)' '$(TS_SAN_CFLAGS)'
+	@printf "TS_C_STD='%s'\nTS_C_WARN='%s'\nTS_CFLAGS='%s'\nTS_SAN_CFLAGS='%s'\nTS_CXX_STD='%s'\nTS_CXX_WARN='%s'\n" \
+	  '$(TS_C_STD)' '$(TS_C_WARN)' '$(TS_CFLAGS)' '$(TS_SAN_CFLAGS)' '$(TS_CXX_STD)' '$(TS_CXX_WARN)'
 
 ## test-harness: the test machinery: Tests/checks.sh's counts, Tests/run-suites.sh, .ci/step.sh, make help
 test-harness: $(call prebuilt,setup-test)
@@ -322,28 +331,36 @@ test-json: $(call prebuilt,setup-test)
 
 ## test-c: the C API suite (C_SUITE: one program, build/tests/test_store),
 ## natively and under valgrind (--quick), then each program of C_TESTS
-# One program from the topic files; check.h/check.c are its harness (a failed
-# check names its rule and file:line). A new topic file goes in C_SUITE (and
-# its run_*_tests() in Tests/c/main.c).
-C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_reducers.c Tests/c/test_dispatch.c \
-           Tests/c/test_state.c Tests/c/test_subscribe.c Tests/c/test_middleware.c Tests/c/test_threads.c \
-           Tests/c/test_errors.c Tests/c/test_big.c Tests/c/test_replace.c Tests/c/test_filters.c \
-           Tests/c/test_patch.c Tests/c/test_getters.c Tests/c/test_slice_ids.c
-# Extra C test programs, each one file with its own main() that prints
-# "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
-# on failure; they may use check.h (check.c is linked in as an archive).
-# Versions, ts_alloc/ts_strdup, ts_reducer_fail.
+# The C test programs' harness is Tests/harness/ts_test.h (ts_test.c): a test
+# is `void test_<topic>__<rule>(void)`, and C_REGISTRY (gen_registry.py)
+# writes each program's table and main() from its sources before compiling,
+# so nothing is registered by hand. One test or topic: PROGRAM -s NAME.
+# C_SUITE: every Tests/c/test_TOPIC.c but C_TESTS's (a new topic file joins
+# by itself, after C_TOPICS), with check.c (the C API's checks and shared
+# helpers). C_TOPICS keeps the order the topics have always run in: basics
+# first (its first test reads ts_last_error before anything failed), big
+# after threads and errors (its peak-RSS check measures growth over what the
+# earlier tests already reached).
+TS_HARNESS := Tests/harness/ts_test.c
+C_REGISTRY := python3 Tests/harness/gen_registry.py
+# Extra C test programs, each its own program (its registry from its file
+# alone): versions, ts_alloc/ts_strdup, ts_reducer_fail.
 C_TESTS := Tests/c/test_memory_and_errors.c
+C_TOPICS := basics reducers dispatch state subscribe middleware threads errors big replace filters patch getters slice_ids
+C_SUITE := Tests/c/check.c $(C_TOPICS:%=Tests/c/test_%.c) \
+           $(filter-out $(C_TESTS) $(C_TOPICS:%=Tests/c/test_%.c),$(sort $(wildcard Tests/c/test_*.c)))
+C_TEST_INCLUDES := -IInclude -ITests/harness -ITests/c
 test-c: $(call prebuilt,setup-test lib)
 	@mkdir -p $(BUILD)/tests
-	$(CC) $(CFLAGS) -IInclude $(C_SUITE) -o $(BUILD)/tests/test_store $(C_LINK)
+	$(C_REGISTRY) -o $(BUILD)/tests/registry_store.c $(C_SUITE)
+	$(CC) $(CFLAGS) $(C_TEST_INCLUDES) $(TS_HARNESS) $(C_SUITE) $(BUILD)/tests/registry_store.c \
+	  -o $(BUILD)/tests/test_store $(C_LINK)
 	Tests/checks.sh $(BUILD)/tests/test_store
 	Tests/checks.sh $(VALGRIND) $(BUILD)/tests/test_store --quick
-	@$(CC) $(CFLAGS) -IInclude -c Tests/c/check.c -o $(BUILD)/tests/check.o && \
-	  rm -f $(BUILD)/tests/libcheck.a && ar rcs $(BUILD)/tests/libcheck.a $(BUILD)/tests/check.o
 	@for t in $(C_TESTS); do \
-	  bin=$(BUILD)/tests/$$(basename $$t .c); \
-	  echo "cc $$t"; $(CC) $(CFLAGS) -IInclude -ITests/c $$t -o $$bin $(BUILD)/tests/libcheck.a $(C_LINK); \
+	  name=$$(basename $$t .c); name=$${name#test_}; bin=$(BUILD)/tests/$$name; \
+	  echo "cc $$t"; $(C_REGISTRY) --suite $$name -o $(BUILD)/tests/registry_$$name.c $$t && \
+	  $(CC) $(CFLAGS) $(C_TEST_INCLUDES) $(TS_HARNESS) $$t $(BUILD)/tests/registry_$$name.c -o $$bin $(C_LINK) || exit 1; \
 	  Tests/checks.sh $$bin; \
 	  Tests/checks.sh $(VALGRIND) $$bin --quick; \
 	done
@@ -613,7 +630,7 @@ fuzz-json-build: $(FUZZ_JSON_TARGETS:%=$(ASAN)/bin/fuzz_%)
 $(ASAN)/obj/turnstate_json.o: Sources/CTurnstateJSON/turnstate_json.cpp Sources/CTurnstateJSON/include/turnstate_json.h
 	$(Q)mkdir -p $(ASAN)/obj
 	@$(STEP) $(LOGS)/asan-turnstate_json.log "clang++(asan) turnstate_json.o" \
-	  $(FUZZ_CXX) -std=c++17 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -fsanitize=address,fuzzer-no-link \
+	  $(FUZZ_CXX) $(CXX_STD) -O1 -g -fno-omit-frame-pointer $(CXX_WARN) -fsanitize=address,fuzzer-no-link \
 	  -ISources/CTurnstateJSON/include -c $< -o $@
 
 $(FUZZ_JSON_TARGETS:%=$(ASAN)/bin/fuzz_%): $(ASAN)/bin/fuzz_%: Tests/fuzz/fuzz_%.c $(ASAN)/obj/turnstate_json.o
@@ -638,15 +655,16 @@ test-fuzz-replay: $(call prebuilt,setup-test fuzz-build lib) fuzz-json-build
 ## test-c-asan: the C suite against the ASan library, with leak checks
 test-c-asan: $(call prebuilt,setup-test asan-lib)
 	@mkdir -p $(ASAN)/tests
-	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address $(C_SUITE) -o $(ASAN)/tests/test_store $(ASAN_LINK)
-	@# test_out_of_memory_is_nomem makes malloc fail on purpose: ASan must return NULL, not abort.
+	$(C_REGISTRY) -o $(ASAN)/tests/registry_store.c $(C_SUITE)
+	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address $(C_TEST_INCLUDES) $(TS_HARNESS) $(C_SUITE) $(ASAN)/tests/registry_store.c \
+	  -o $(ASAN)/tests/test_store $(ASAN_LINK)
+	@# test_errors__outOfMemoryIsNomemNotACrash makes malloc fail on purpose: ASan must return NULL, not abort.
 	ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 Tests/checks.sh $(ASAN)/tests/test_store
-	@$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -c Tests/c/check.c -o $(ASAN)/tests/check.o && \
-	  rm -f $(ASAN)/tests/libcheck.a && ar rcs $(ASAN)/tests/libcheck.a $(ASAN)/tests/check.o
 	@for t in $(C_TESTS); do \
-	  bin=$(ASAN)/tests/$$(basename $$t .c); \
-	  echo "clang(asan) $$t"; \
-	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -ITests/c $$t -o $$bin $(ASAN)/tests/libcheck.a $(ASAN_LINK); \
+	  name=$$(basename $$t .c); name=$${name#test_}; bin=$(ASAN)/tests/$$name; \
+	  echo "clang(asan) $$t"; $(C_REGISTRY) --suite $$name -o $(ASAN)/tests/registry_$$name.c $$t && \
+	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address $(C_TEST_INCLUDES) $(TS_HARNESS) $$t $(ASAN)/tests/registry_$$name.c \
+	    -o $$bin $(ASAN_LINK) || exit 1; \
 	  ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 Tests/checks.sh $$bin; \
 	done
 

@@ -83,7 +83,7 @@ check bash -c "cd '$work/run' && HOME='$work/home' bash -euo pipefail '$work/com
 # The C++ example: built with the header as it is, run, and its output
 # compared with the "# " lines of the section's shell block.
 extract docs/cpp.md "## C++" cpp > "$work/app.cpp"
-${CXX:-c++} -std=c++17 -Wall -Wextra -pedantic -Werror -IInclude "$work/app.cpp" -o "$work/app_cpp" \
+${CXX:-c++} $TS_CXX_STD $TS_CXX_WARN -IInclude "$work/app.cpp" -o "$work/app_cpp" \
   -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
 "$work/app_cpp" > "$work/app_cpp.out"
 expected_cpp=$(extract docs/cpp.md "## C++" sh | sed -n 's/^# //p')
@@ -127,11 +127,11 @@ check bash -c "! readelf -d '$work/counter.so' | grep -q libturnstate"
   echo '}'
 } > "$work/install_plugins.c"
 mkdir -p "$work/install_run"
-cc -std=c99 -Wall -Wextra -Werror -IInclude "-DPLUGINSDIR=\"$PWD/build/plugins\"" "$work/install_plugins.c" \
+cc $TS_C_STD $TS_C_WARN -IInclude "-DPLUGINSDIR=\"$PWD/build/plugins\"" "$work/install_plugins.c" \
   -o "$work/install_plugins" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
 check_that "## Install: the shipped plugins load one by one with the README's configs" \
   bash -c "cd '$work/install_run' && '$work/install_plugins' && [ -f app.journal ]"
-cc -std=c99 -Wall -Wextra -Werror -IInclude Tests/readme/plugin_configs.c -o "$work/plugin_configs" \
+cc $TS_C_STD $TS_C_WARN -IInclude Tests/readme/plugin_configs.c -o "$work/plugin_configs" \
   -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
 check_that "## Plugins: what each shipped plugin needs to start (plugin_configs.c)" \
   "$work/plugin_configs" "$PWD/build/plugins" "$work"
