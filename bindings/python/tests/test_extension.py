@@ -79,6 +79,67 @@ def test_every_mutation_of_a_reducers_state_is_refused_and_changes_nothing(store
     assert seen[-1] == before["doc"]  # the kept value too is as it was
 
 
+# A reducer that answered a type with a new list gets its kept list for that
+# type as a plain list (list(state) copies it ten times faster), checked after
+# the call: every change in place fails the dispatch and changes nothing.
+OPEN_MUTATIONS = [m for m in MUTATIONS_LIST if m[0] != "l.__init__([9])"] + [
+    ("l.__init__([9])", lambda l: list.__init__(l, [9])),
+    ("l[:] = reversed", lambda l: l.__setitem__(slice(None), l[::-1])),
+]
+
+
+@needs_03
+@pytest.mark.parametrize("what,mutate", OPEN_MUTATIONS, ids=[m[0] for m in OPEN_MUTATIONS])
+def test_a_list_handed_as_a_plain_list_is_checked_and_a_change_in_place_fails_the_dispatch(store, what, mutate):
+    seen = []
+
+    @store.reducer("items", initial=[3, 1, 2])
+    def items(state, action):
+        seen.append((action.type, type(state)))
+        if action.type == "add":
+            if action.payload == "mutate":
+                mutate(state)
+                return state
+            return state + [action.payload]
+        return None
+
+    store.dispatch("add", 4)  # a new list for "add": the next "add" gets a plain list
+    assert seen[-1] == ("add", FrozenList)
+    store.dispatch("add", 5)
+    assert seen[-1] == ("add", list) and stats(store)["opened"] == 1
+    store.dispatch("other")
+    assert seen[-1] == ("other", FrozenList)  # other types: read-only as before
+    before = store.state
+    with pytest.raises(TypeError, match="changed its state .* in place") as raised:
+        store.dispatch("add", "mutate")
+    assert "read-only" in str(raised.value) and "'items'" in str(raised.value)
+    assert store.state == before == {"items": [3, 1, 2, 4, 5]}
+    store.dispatch("look")
+    assert seen[-1][1] is FrozenList  # the kept value was dropped: parsed again, as the store holds it
+    assert stats(store)["parses"] == 2
+    assert store.state == before
+    store.dispatch("add", 6)  # and still works
+    assert store.state == {"items": [3, 1, 2, 4, 5, 6]}
+
+
+@needs_03
+def test_a_list_handed_as_a_plain_list_is_read_only_again_after_the_call(store):
+    held = []
+
+    @store.reducer("items", initial=[1, 2])
+    def items(state, action):
+        held.append(state)
+        return list(state) + [action.payload] if action.type == "add" else None
+
+    store.dispatch("add", 3)
+    store.dispatch("add", 4)
+    assert type(held[-1]) is list or type(held[-1]) is FrozenList
+    with pytest.raises(TypeError, match="read-only"):
+        held[-1].append(9)  # kept by the reducer past its call: read-only there
+    store.dispatch("look")
+    assert held[-1] == [1, 2, 3, 4] and store.state == {"items": [1, 2, 3, 4]}
+
+
 def test_read_only_values_read_like_dicts_and_lists(store):
     got = []
     store.reducer("doc", lambda state, action: got.append(state), initial={"a": [1, {"b": None}], "c": "x"})
@@ -345,6 +406,24 @@ def test_diff_by_identity():
                                                 {"op": "add", "path": "/e~1~0", "value": 1}]
     assert _ext.diff(old, {"d": "x", "a": old["a"], "b": old["b"]}) is None  # another order: the store keeps its own
     assert _ext.diff(old, [1]) is None
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 128, 200, 1000])
+def test_diff_of_big_lists_finds_each_change_at_any_place(n):
+    """The common ends of two lists are skipped 64 items at a time: changes
+    just inside and outside those blocks, at both ends."""
+    old = _ext.loads(json.dumps(list(range(n))).encode(), True)
+    places = sorted({p for p in (0, 1, 62, 63, 64, 65, 127, 128, 129, n // 2, n - 65, n - 64, n - 63, n - 2, n - 1)
+                     if 0 <= p < n})
+    for at in places:
+        new = list(old)
+        new[at] = -1
+        assert json.loads(_ext.diff(old, new)) == [{"op": "replace", "path": "/%d" % at, "value": -1}], at
+        assert json.loads(_ext.diff(old, old[:at] + old[at + 1:])) == [{"op": "remove", "path": "/%d" % at}], at
+        added = json.loads(_ext.diff(old, old[:at] + [-1] + old[at:]))
+        assert _ext.apply(list(range(n)), added) == list(range(at)) + [-1] + list(range(at, n)), at
+    assert json.loads(_ext.diff(old, old + [-1])) == [{"op": "add", "path": "/-", "value": -1}]
+    assert _ext.diff(old, list(old)) == b"[]"
 
 
 # ---- on= ----

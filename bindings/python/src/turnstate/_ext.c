@@ -187,6 +187,23 @@ static inline void gil_leave(gil_hold *h) {
 
 /* ---- Small helpers ----------------------------------------------------- */
 
+/* Calls a callback with `nargs` arguments at args[0..], args[-1] being
+ * writable (PY_VECTORCALL_ARGUMENTS_OFFSET: a bound method puts its self
+ * there instead of making a new tuple): through the callable's vectorcall
+ * pointer when it has one (a Python function: what PyObject_Vectorcall does,
+ * without its checks of the result, which cost about 30 instructions on
+ * every reducer and listener call), else PyObject_Vectorcall. */
+static inline PyObject *call_fast(PyObject *fn, PyObject *const *args, size_t nargs) {
+    vectorcallfunc call = PyVectorcall_Function(fn);
+    if (call != NULL) {
+        PyObject *result = call(fn, args, nargs | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        if (result == NULL && !PyErr_Occurred())
+            PyErr_Format(PyExc_SystemError, "%R returned NULL without setting an exception", fn);
+        return result;
+    }
+    return PyObject_Vectorcall(fn, args, nargs | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
 typedef struct {
     char *data;
     size_t length, capacity;
@@ -1382,6 +1399,9 @@ static int is_container(PyObject *value) {
 
 static int diff_value(diff_ctx *d, PyObject *old, PyObject *new_, int depth);
 
+/* Pointers compared per memcmp when diff_value skips the common ends of two lists. */
+#define DIFF_BLOCK 64
+
 /* A changed member: diffs it when both are containers of a kind and the old
  * one is read-only (kept), else replaces it. */
 static int diff_member(diff_ctx *d, PyObject *old, PyObject *new_, int depth) {
@@ -1429,7 +1449,15 @@ static int diff_value(diff_ctx *d, PyObject *old, PyObject *new_, int depth) {
         Py_ssize_t n = PyList_GET_SIZE(old), m = PyList_GET_SIZE(new_);
         PyObject **a = ((PyListObject *)old)->ob_item, **b = ((PyListObject *)new_)->ob_item;
         Py_ssize_t prefix = 0, suffix = 0;
+        /* The common ends a block of pointers at a time (memcmp), then one by
+         * one: a new list that changes one item of a big one is mostly ends. */
+        while (prefix + DIFF_BLOCK <= n && prefix + DIFF_BLOCK <= m &&
+               memcmp(a + prefix, b + prefix, DIFF_BLOCK * sizeof *a) == 0)
+            prefix += DIFF_BLOCK;
         while (prefix < n && prefix < m && a[prefix] == b[prefix]) prefix++;
+        while (suffix + DIFF_BLOCK <= n - prefix && suffix + DIFF_BLOCK <= m - prefix &&
+               memcmp(a + n - suffix - DIFF_BLOCK, b + m - suffix - DIFF_BLOCK, DIFF_BLOCK * sizeof *a) == 0)
+            suffix += DIFF_BLOCK;
         while (suffix < n - prefix && suffix < m - prefix && a[n - 1 - suffix] == b[m - 1 - suffix]) suffix++;
         Py_ssize_t removed = n - prefix - suffix, added = m - prefix - suffix;
         Py_ssize_t common = removed < added ? removed : added;
@@ -1812,8 +1840,12 @@ typedef struct {
     uint64_t pending_id;
     PyObject *pending_value;
     PyObject *pending_patch;
+    /* The last action type (NUL-terminated, "" for none) for which the
+     * reducer answered its kept read-only list with a new list: for that
+     * type it gets the kept list as a plain list (see reducer_call). */
+    char open_type[64];
     /* Counters for tests and benchmarks. */
-    unsigned long long parses, reuses, patches_sent, texts_sent, joins;
+    unsigned long long parses, reuses, patches_sent, texts_sent, joins, opened;
 } ReducerObject;
 
 static PyTypeObject Reducer_Type;
@@ -2021,6 +2053,15 @@ static char *reducer_patch_answer(ReducerObject *self, PyObject *state, PyObject
     return NULL;
 }
 
+/* memcpy in blocks of 2 KiB: glibc copies a big block with `rep movsb`,
+ * which callgrind counts as one instruction per byte (80,000 for a list of
+ * 10,000 items), where its vector loop for a block below its threshold is
+ * about one instruction per 16 bytes. */
+static void copy_pointers(PyObject **to, PyObject *const *from, Py_ssize_t n) {
+    const Py_ssize_t block = 2048 / sizeof *to;
+    for (Py_ssize_t i = 0; i < n; i += block) memcpy(to + i, from + i, (size_t)(n - i < block ? n - i : block) * sizeof *to);
+}
+
 static char *reducer_call(ReducerObject *self, const ts_json *slice, const char *text, const ts_action *view,
                           int nested) {
     PyObject *state = NULL, *action = NULL, *result = NULL;
@@ -2052,9 +2093,56 @@ static char *reducer_call(ReducerObject *self, const ts_json *slice, const char 
     action = f != NULL && f->py_text != NULL && f->py_text == view->json ? action_from_frame(f, view)
                                                                           : action_from_view(view);
     if (action == NULL) goto fail;
-    PyObject *args[2] = {state, action};
-    result = PyObject_Vectorcall(self->fn, args, 2, NULL);
+    PyObject *args[3] = {NULL, state, action};
+    /* A reducer that answered this action type with a new list last time
+     * most likely copies its kept read-only list again (list(state),
+     * state[:], [*state]): CPython copies a list subclass item by item
+     * through an iterator, ten times slower than a list. So for that type
+     * it gets the kept list itself as a plain list, and after the call the
+     * list must hold exactly the items it held before (its size, and its
+     * item pointers against a copy made before the call, one memcmp): a
+     * change in place fails the dispatch with TypeError and the kept value
+     * is dropped (the next call parses the slice again), so the store's
+     * value is never corrupted. The list is read-only again after the call,
+     * whatever holds it. Its items stay read-only all along. */
+    PyObject **before = NULL;
+    Py_ssize_t size = 0;
+    int opened = self->open_type[0] != '\0' && state == self->kept && Py_IS_TYPE(state, &FrozenList_Type) &&
+                 strcmp(self->open_type, view->type) == 0;
+    if (opened) {
+        size = PyList_GET_SIZE(state);
+        before = PyMem_Malloc((size_t)(size > 0 ? size : 1) * sizeof *before);
+        if (before == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        copy_pointers(before, ((PyListObject *)state)->ob_item, size);
+        Py_SET_TYPE(state, &PyList_Type);
+        self->opened++;
+    }
+    result = call_fast(self->fn, args + 1, 2);
+    if (opened) {
+        Py_SET_TYPE(state, &FrozenList_Type);
+        int intact = PyList_GET_SIZE(state) == size &&
+                     memcmp(((PyListObject *)state)->ob_item, before, (size_t)size * sizeof *before) == 0;
+        PyMem_Free(before);
+        if (!intact) {
+            reducer_keep(self, 0, NULL);
+            self->open_type[0] = '\0';
+            if (result != NULL) /* else the reducer's own exception stands */
+                PyErr_Format(PyExc_TypeError,
+                         "the reducer for %R changed its state (a list) in place: it is read-only, the store keeps "
+                         "it; build a new value (state + [item], [*state[:i], new, *state[i + 1:]]) or copy it "
+                         "(list(state), copy.deepcopy(state))", self->key);
+            Py_CLEAR(result);
+        }
+    }
     if (result == NULL) goto fail;
+    /* A new list for a kept read-only list: remember the type (above). */
+    if (PyList_CheckExact(result) && state == self->kept && Py_IS_TYPE(state, &FrozenList_Type)) {
+        size_t length = strlen(view->type);
+        if (length < sizeof self->open_type) memcpy(self->open_type, view->type, length + 1);
+    }
     if (result == Py_None || result == state) {
         /* unchanged */
     } else if (hooks.patch_type != NULL && Py_IS_TYPE(result, (PyTypeObject *)hooks.patch_type)) {
@@ -2102,9 +2190,9 @@ static char *patch_reducer_trampoline(const ts_json *slice, const ts_action *vie
 
 static PyObject *reducer_stats(ReducerObject *self, PyObject *unused) {
     (void)unused;
-    return Py_BuildValue("{sKsKsKsKsKsi}", "parses", self->parses, "reuses", self->reuses, "patches",
-                         self->patches_sent, "texts", self->texts_sent, "joins", self->joins, "kept",
-                         self->kept != NULL);
+    return Py_BuildValue("{sKsKsKsKsKsKsi}", "parses", self->parses, "reuses", self->reuses, "patches",
+                         self->patches_sent, "texts", self->texts_sent, "joins", self->joins, "opened", self->opened,
+                         "kept", self->kept != NULL);
 }
 
 /* forget(): drops the kept value (the reducer was replaced or removed: the
@@ -2169,7 +2257,8 @@ static void listener_trampoline(ts_store *store, void *ctx) {
     gil_hold h;
     if (!gil_enter(&h)) return;
     if (self->fn != NULL) {
-        PyObject *result = PyObject_CallOneArg(self->fn, self->store);
+        PyObject *args[2] = {NULL, self->store};
+        PyObject *result = call_fast(self->fn, args + 1, 1);
         if (result == NULL) {
             PyObject *error = take_exception();
             record_exception(error, "listener", h.mode != GIL_ENSURED);
@@ -2394,7 +2483,8 @@ static PyObject *core_add_reducer(CoreObject *self, PyObject *args) {
     Py_XINCREF(reducer->initial_text);
     reducer->kept_id = reducer->pending_id = 0;
     reducer->kept = reducer->pending_value = reducer->pending_patch = NULL;
-    reducer->parses = reducer->reuses = reducer->patches_sent = reducer->texts_sent = reducer->joins = 0;
+    reducer->parses = reducer->reuses = reducer->patches_sent = reducer->texts_sent = reducer->joins = reducer->opened = 0;
+    reducer->open_type[0] = '\0';
     PyObject_GC_Track(reducer);
     call_frame f;
     unsigned long long since = error_seq;
