@@ -66,6 +66,11 @@ final class CStore: StoreFace, @unchecked Sendable {
         try store.dispatch(try JSONAction(parsing: json))
     }
 
+    /// Dispatches the action made from its parts (ts_store_dispatch_parts).
+    func dispatch(type: UnsafePointer<CChar>, payload: UnsafePointer<CChar>?) throws(StoreError) {
+        try store.dispatch(try JSONAction(type: type, payload: payload))
+    }
+
     /// Runs the reducers and listeners for the action, skipping the middleware.
     func apply(_ json: UnsafePointer<CChar>) throws(StoreError) {
         try store.applySkippingMiddleware(try JSONAction(parsing: json))
