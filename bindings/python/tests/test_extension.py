@@ -123,6 +123,68 @@ def test_a_list_handed_as_a_plain_list_is_checked_and_a_change_in_place_fails_th
 
 
 @needs_03
+def test_a_plain_list_snapshot_follows_every_change_and_refused_answers(store):
+    """The pointers the check compares with are carried from one kept list
+    to the next through the diff: random replaces, inserts and removals
+    (some answers refused because another reducer fails) never give a false
+    alarm, and a change in place is still caught after them."""
+    rng = random.Random(19)
+    model = list(range(300))
+    seen = []
+
+    @store.reducer("items", initial=model)
+    def items(state, action):
+        seen.append(type(state))
+        if action.type != "op":
+            return None
+        kind, at = action.payload["kind"], action.payload["at"]
+        if kind == "mutate":
+            state[at] = -1
+            return state
+        new = list(state)
+        if kind == "replace":
+            new[at] = {"v": at}
+        elif kind == "insert":
+            new.insert(at, at)
+        elif kind == "remove":
+            del new[at]
+        else:
+            new.append(at)
+        return new
+
+    @store.reducer("guard", initial=0)
+    def guard(state, action):
+        if action.type == "op" and action.payload.get("fail"):
+            raise ValueError("refused")
+        return None
+
+    for step in range(300):
+        kind = rng.choice(["replace", "insert", "remove", "append"])
+        at = rng.randrange(len(model)) if kind in ("replace", "remove") else rng.randrange(len(model) + 1)
+        fail = rng.random() < 0.15
+        if fail:
+            with pytest.raises(ValueError, match="refused"):
+                store.dispatch("op", {"kind": kind, "at": at, "fail": True})
+        else:
+            store.dispatch("op", {"kind": kind, "at": at})
+            if kind == "replace":
+                model[at] = {"v": at}
+            elif kind == "insert":
+                model.insert(at, at)
+            elif kind == "remove":
+                del model[at]
+            else:
+                model.append(at)
+        assert store.get("/items") == model, step
+    assert seen.count(list) > 200 and stats(store, 0)["parses"] == 1  # handed as a list; never parsed again
+    with pytest.raises(TypeError, match="in place"):
+        store.dispatch("op", {"kind": "mutate", "at": 7})
+    assert store.get("/items") == model
+    store.dispatch("look")
+    assert seen[-1] is FrozenList
+
+
+@needs_03
 def test_a_list_handed_as_a_plain_list_is_read_only_again_after_the_call(store):
     held = []
 
@@ -321,6 +383,41 @@ def test_a_payload_dispatched_from_python_reaches_the_reducer_without_json(store
     # not a str) reaches it as its JSON text reads.
     store.dispatch("odd", {"t": (1, 2), 3: "three"})
     assert seen[-1] == {"t": [1, 2], "3": "three"}
+
+
+@pytest.mark.skipif(not _ext.has("dispatch_parts"), reason="no ts_store_dispatch_parts in the loaded libturnstate")
+def test_dispatch_hands_the_type_and_payload_apart_and_reducers_see_the_same_action(store):
+    """dispatch("type", payload) goes through ts_store_dispatch_parts: no
+    action text to make or parse; reducers and middleware see the same."""
+    seen, through = [], []
+    big = 10 ** 15 + 7
+    store.reducer("x", lambda state, action: seen.append(action), initial=0)
+
+    def rewrite(store_, next, action):
+        through.append(action.json_text)
+        if action.type == "rewrite":
+            next("rewritten", action.payload + 1)  # another action: its own payload, read from its text
+        else:
+            next(action)
+
+    store.add_middleware(rewrite)
+    store.dispatch("number", big)
+    assert seen[-1].payload is big and seen[-1].type == "number"  # the Python object itself: not parsed
+    assert json.loads(seen[-1].json_text) == {"type": "number", "payload": big} == json.loads(through[-1])
+    store.dispatch("rewrite", big)
+    assert seen[-1].type == "rewritten" and seen[-1].payload == big + 1 and seen[-1].payload is not big
+    store.dispatch('q"u\\o\nte/é', {"a": [1, "x"]})
+    assert seen[-1].type == 'q"u\\o\nte/é' and seen[-1].payload == {"a": [1, "x"]}
+    assert json.loads(seen[-1].json_text) == {"type": 'q"u\\o\nte/é', "payload": {"a": [1, "x"]}}
+    store.dispatch("bare")
+    assert not seen[-1].has_payload and seen[-1].json_text == b'{"type":"bare"}'
+    count = len(seen)
+    # A type with NUL in it is refused as a text with \u0000 is (not cut at the NUL).
+    with pytest.raises(NotActionError, match="u0000"):
+        store.dispatch("a\x00b", 1)
+    with pytest.raises(NotActionError, match="empty"):
+        store.dispatch("", 1)
+    assert len(seen) == count and store.state == {"x": 0}
 
 
 def test_action_reads_as_a_dict(store):
