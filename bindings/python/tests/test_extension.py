@@ -505,13 +505,13 @@ def test_diff_by_identity():
     assert _ext.diff(old, [1]) is None
 
 
-@pytest.mark.parametrize("n", [1, 63, 64, 65, 128, 200, 1000])
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 128, 200, 511, 512, 513, 1000, 1100])
 def test_diff_of_big_lists_finds_each_change_at_any_place(n):
-    """The common ends of two lists are skipped 64 items at a time: changes
-    just inside and outside those blocks, at both ends."""
+    """The common ends of two lists are skipped 512, then 64 items at a
+    time: changes just inside and outside those blocks, at both ends."""
     old = _ext.loads(json.dumps(list(range(n))).encode(), True)
-    places = sorted({p for p in (0, 1, 62, 63, 64, 65, 127, 128, 129, n // 2, n - 65, n - 64, n - 63, n - 2, n - 1)
-                     if 0 <= p < n})
+    edges = [0, 1, 62, 63, 64, 65, 127, 128, 129, 511, 512, 513, 575, 576, 577, n // 2]
+    places = sorted({p for e in edges for p in (e, n - 1 - e) if 0 <= p < n})
     for at in places:
         new = list(old)
         new[at] = -1
@@ -521,6 +521,11 @@ def test_diff_of_big_lists_finds_each_change_at_any_place(n):
         assert _ext.apply(list(range(n)), added) == list(range(at)) + [-1] + list(range(at, n)), at
     assert json.loads(_ext.diff(old, old + [-1])) == [{"op": "add", "path": "/-", "value": -1}]
     assert _ext.diff(old, list(old)) == b"[]"
+    # The same item everywhere: the common ends must not overlap.
+    same = _ext.loads(json.dumps([0] * n).encode(), True)
+    for new in (same + [0], same[1:], [0] + same + [0], same[: n // 2] + [1] + same[n // 2:], same[:-3]):
+        ops = json.loads(_ext.diff(same, new))
+        assert _ext.apply([0] * n, ops) == list(new) and len(ops) == abs(len(new) - n), (n, ops)
 
 
 # ---- on= ----

@@ -1464,7 +1464,8 @@ static int is_container(PyObject *value) {
 
 static int diff_value(diff_ctx *d, PyObject *old, PyObject *new_, int depth);
 
-/* Pointers compared per memcmp when diff_value skips the common ends of two lists. */
+/* Pointers compared per memcmp (and 8 times as many first) when diff_value
+ * skips the common ends of two lists. */
 #define DIFF_BLOCK 64
 
 /* A changed member: diffs it when both are containers of a kind and the old
@@ -1514,15 +1515,18 @@ static int diff_value(diff_ctx *d, PyObject *old, PyObject *new_, int depth) {
         Py_ssize_t n = PyList_GET_SIZE(old), m = PyList_GET_SIZE(new_);
         PyObject **a = ((PyListObject *)old)->ob_item, **b = ((PyListObject *)new_)->ob_item;
         Py_ssize_t prefix = 0, suffix = 0;
-        /* The common ends a block of pointers at a time (memcmp), then one by
-         * one: a new list that changes one item of a big one is mostly ends. */
-        while (prefix + DIFF_BLOCK <= n && prefix + DIFF_BLOCK <= m &&
-               memcmp(a + prefix, b + prefix, DIFF_BLOCK * sizeof *a) == 0)
-            prefix += DIFF_BLOCK;
+        /* The common ends by blocks of pointers (memcmp: 512, then 64),
+         * then one by one: a new list that changes one item of a big one is
+         * mostly ends. */
+        for (Py_ssize_t block = DIFF_BLOCK * 8; block >= DIFF_BLOCK; block /= 8)
+            while (prefix + block <= n && prefix + block <= m &&
+                   memcmp(a + prefix, b + prefix, (size_t)block * sizeof *a) == 0)
+                prefix += block;
         while (prefix < n && prefix < m && a[prefix] == b[prefix]) prefix++;
-        while (suffix + DIFF_BLOCK <= n - prefix && suffix + DIFF_BLOCK <= m - prefix &&
-               memcmp(a + n - suffix - DIFF_BLOCK, b + m - suffix - DIFF_BLOCK, DIFF_BLOCK * sizeof *a) == 0)
-            suffix += DIFF_BLOCK;
+        for (Py_ssize_t block = DIFF_BLOCK * 8; block >= DIFF_BLOCK; block /= 8)
+            while (suffix + block <= n - prefix && suffix + block <= m - prefix &&
+                   memcmp(a + n - suffix - block, b + m - suffix - block, (size_t)block * sizeof *a) == 0)
+                suffix += block;
         while (suffix < n - prefix && suffix < m - prefix && a[n - 1 - suffix] == b[m - 1 - suffix]) suffix++;
         if (depth == 1) {
             d->top_prefix = prefix;
