@@ -20,8 +20,12 @@
  *   for them, and keeps it as a tree that their patches change in place;
  *   a slice they do not know is read from its text, or from the texts of
  *   its parts joined when it is split.
+ *   A list slice comes as a plain list for the action type the reducer
+ *   last answered with a new list (list(state) is then CPython's fast
+ *   copy), checked after the call against a copy of its item pointers.
  * - An action dispatched from Python reaches Python reducers as the Python
- *   payload (a read-only copy), not re-parsed from the text sent to the store.
+ *   payload (a read-only copy), not re-parsed from the text sent to the
+ *   store; with ts_store_dispatch_parts (0.3) no action text is made at all.
  * - A reducer's answer becomes text through orjson, or a JSON Patch (a
  *   turnstate.Patch, or the changes found by comparing a new list or dict
  *   with the kept one item by item, by identity).
