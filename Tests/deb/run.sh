@@ -112,8 +112,8 @@ for dep in libc6 libsimdjson; do
 done
 check "libturnstate0 Depends names no Swift package (its runtime is in the package)" \
   bash -c "! grep -qi swift <<<'$depends'"
-check "libturnstate-dev Depends: libturnstate0 (= its version)" \
-  [ "$(field "$dev_deb" Depends)" = "libturnstate0 (= $(field "$lib_deb" Version))" ]
+check "libturnstate-dev Depends: libturnstate0 (= its version), python3 (turnstate-testgen)" \
+  [ "$(field "$dev_deb" Depends)" = "libturnstate0 (= $(field "$lib_deb" Version)), python3" ]
 check "libturnstate0-dbgsym Depends: libturnstate0 (= its version)" \
   [ "$(field "$dbg_deb" Depends)" = "libturnstate0 (= $(field "$lib_deb" Version))" ]
 shlibs=$(dpkg-deb --ctrl-tarfile "$lib_deb" | tar -xO ./shlibs 2>/dev/null)
@@ -128,6 +128,8 @@ for p in libturnstate0 libturnstate-dev; do
     grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' "$tmp/x/$p/usr/share/doc/$p/copyright"
   check "$p: changelog.Debian.gz names $version" \
     bash -c "gzip -dc '$tmp/x/$p/usr/share/doc/$p/changelog.Debian.gz' | head -n1 | grep -q '($version-'"
+  check "$p: changelog.gz is the upstream CHANGELOG.md (Debian policy 12.7)" \
+    bash -c "gzip -dc '$tmp/x/$p/usr/share/doc/$p/changelog.gz' | cmp -s - '$root/CHANGELOG.md'"
 done
 check "libturnstate0's copyright covers the Swift runtime (Apache-2.0 with the Runtime Library Exception)" \
   grep -q '^License: Apache-2.0 with Runtime-Library exception' "$xl/usr/share/doc/libturnstate0/copyright"
@@ -149,8 +151,10 @@ for page in man3/ts_store_dispatch.3 man7/turnstate.7 man7/turnstate-plugins.7; 
   check "libturnstate-dev's $page.gz renders without a warning${warnings:+: $warnings}" \
     [ -f "$xd/usr/share/man/$page.gz" -a -z "$warnings" ]
 done
-not0644=$(find "$xl" "$xd" "$xg" -type f ! -perm 0644 | sed "s|^$tmp/x/||")
-check "every file is 0644${not0644:+ (not: $not0644)}" [ -z "$not0644" ]
+not0644=$(find "$xl" "$xd" "$xg" -type f ! -perm 0644 ! -path "$xd/usr/bin/turnstate-testgen" | sed "s|^$tmp/x/||")
+check "every file is 0644 but the program${not0644:+ (not: $not0644)}" [ -z "$not0644" ]
+check "libturnstate-dev's /usr/bin/turnstate-testgen is a program (0755)" \
+  [ "$(stat -c %a "$xd/usr/bin/turnstate-testgen" 2>/dev/null)" = 755 ]
 unstripped=$(find "$xl" -type f -name '*.so*' -exec sh -c 'readelf -S -W "$1" | grep -qE " \.(symtab|debug_info) " && echo "${1#'"$xl"'}"' _ {} \;)
 check "every ELF file of libturnstate0 is stripped${unstripped:+ (not: $unstripped)}" [ -z "$unstripped" ]
 stray=$(find "$xl" "$xd" -name '*.debug' | sed "s|^$tmp/x/||")
@@ -165,7 +169,7 @@ check "libturnstate0-dbgsym: Build-Ids names the library's" grep -qw "$id" <<<"$
 # (make deb's stage, DEBDIR/stage, altered in copies)
 if [ -d "$debdir/stage" ]; then
   refuse() { # WHAT EXPECTED-MESSAGE: build-debs.sh on $tmp/bad must fail, saying so
-    if "$root/pkgconfig/debian/build-debs.sh" "$version" "$tmp/bad" "$tmp/bad-out" >"$tmp/bad.log" 2>&1; then
+    if "$root/.ci/packaging/debian/build-debs.sh" "$version" "$tmp/bad" "$tmp/bad-out" >"$tmp/bad.log" 2>&1; then
       fail "build-debs.sh refuses $1 (it built packages)"
     elif grep -q "$2" "$tmp/bad.log"; then
       pass "build-debs.sh refuses $1: $(grep -m1 "$2" "$tmp/bad.log" | sed 's/^build-debs: //')"

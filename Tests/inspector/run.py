@@ -25,6 +25,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -613,6 +614,50 @@ def http_checks():
     return last
 
 
+def testgen_checks(exported, present):
+    """The session recorded in the browser, as exported, becomes a C test and a
+    pytest test (turnstate-testgen, docs/testgen.md) of app.c's reducers
+    (Tests/testgen/app_reducers.c), which pass; its last state is the
+    program's. make test-testgen checks that such tests fail, naming the
+    action and the path, when a reducer changes."""
+    work = os.path.join(BUILD, "inspector", "testgen")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    session = os.path.join(work, "browser.session")
+    with open(session, "w") as f:
+        f.write(exported)
+    env = dict(os.environ, TURNSTATE_LIB=os.path.join(BUILD, "lib", "libturnstate.so"))
+    reducers = os.path.join(ROOT, "Tests", "testgen", "app_reducers.c")
+    testgen = [sys.executable, os.path.join(ROOT, "Tools", "turnstate-testgen"), "--reducers", reducers,
+               "-I", os.path.join(ROOT, "Include"), session]
+    made = subprocess.run(testgen + ["--lang", "c", "-o", os.path.join(work, "test_browser.c")],
+                          capture_output=True, text=True, env=env)
+    check("testgen makes a C test of the browser session", made.returncode == 0, made.stderr)
+    libdir = os.path.join(BUILD, "lib")
+    built = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-I" + os.path.join(ROOT, "Include"),
+                            os.path.join(work, "test_browser.c"), reducers, "-o", os.path.join(work, "test_browser"),
+                            "-L" + libdir, "-Wl,-rpath," + libdir, "-lturnstate"], capture_output=True, text=True)
+    ran = subprocess.run([os.path.join(work, "test_browser")], capture_output=True, text=True) \
+        if built.returncode == 0 else built
+    check("the C test of the browser session passes", ran.returncode == 0 and " 0 failed" in ran.stdout,
+          ran.stdout + ran.stderr)
+    made = subprocess.run(testgen + ["--lang", "python", "-o", os.path.join(work, "test_browser.py")],
+                          capture_output=True, text=True, env=env)
+    check("testgen makes a pytest test of the browser session", made.returncode == 0, made.stderr)
+    import ast
+    tree = ast.parse(open(os.path.join(work, "test_browser.py")).read())
+    steps = [ast.literal_eval(node.value) for node in tree.body
+             if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "STEPS"]
+    last = json.loads(steps[0][-1][4]) if steps and steps[0] and steps[0][-1][4] else None
+    check("its last expected state is the program's state", last == present, (last, present))
+    python = os.environ.get("TS_PACKAGE_PYTHON")
+    if python and subprocess.run([python, "-c", "import pytest"], capture_output=True).returncode == 0:
+        ran = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              os.path.join(work, "test_browser.py")], capture_output=True, text=True, env=env)
+        check("the pytest test of the browser session passes", ran.returncode == 0 and "1 passed" in ran.stdout,
+              ran.stdout[-2000:])
+
+
 def main():
     plugin_file_checks()
     app = App({"port": 0, "history": 500})
@@ -751,6 +796,7 @@ def main():
         status, body = request(base + "/api/import?token=" + token, "POST", exported)
         check("import is accepted", status == 200, (status, body))
         check("import restores the exported session", app.state() == present, (app.state(), present))
+        testgen_checks(exported, present)
         status, body = request(base + "/api/import?token=" + token, "POST", "A 2 00000000 {}\n")
         check("a broken import is refused with a reason", status == 409 and "CRC" in body, (status, body))
         wait_for(driver, lambda: len(rows(driver)) == exported.count("\nA "), "the page shows the imported session")
@@ -838,6 +884,56 @@ def main():
         dropped = json.loads(body)["status"]["dropped"] if status == 200 else 0
         check("the dropped count is reported", dropped > 0, body[:300])
     slow.quit()
+
+    # An action that stays in the chain (a reducer that takes its time): the
+    # event stream waits for it to end, it does not loop sending keep-alive
+    # comments (one comes after 15 s of nothing), and then sends it.
+    busy = App({"port": 0, "history": 100})
+    m = re.match(r"http://([^:/]+):(\d+)/\?token=(\w+)", busy.url or "")
+    if check("an inspector for the busy-chain check starts", m is not None, busy.first):
+        sock = socket.socket()
+        sock.connect((m.group(1), int(m.group(2))))
+        sock.sendall(("GET /api/events?token=%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n"
+                      % (m.group(3), m.group(1), m.group(2))).encode())
+        time.sleep(0.2)  # the stream is open and has sent its status
+        answers = []
+        worker = threading.Thread(target=lambda: answers.append(
+            busy.ask("d " + json.dumps({"type": "counter/slow", "payload": 1500}))))
+        worker.start()
+        time.sleep(0.2)  # the action is in the chain
+        # A new status (pause: false, as it was) wakes the stream while the
+        # action is still in the chain: it sends the status, then must wait.
+        paused = post((m.group(1), int(m.group(2)), m.group(3)), "/api/pause", json.dumps({"paused": False}))
+        sock.settimeout(0.1)
+        received = b""
+        until = time.time() + 0.8  # within the 1.5 s the action is in the chain
+        while time.time() < until:
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                break
+            received += chunk
+            received = received[-200000:]
+        worker.join(WAIT)
+        in_chain = received.count(b": keep-alive")
+        check("an event stream woken while an action is in the chain waits for it (no keep-alive loop)",
+              paused[0] == 200 and in_chain <= 1, (paused, "%d keep-alive comments in 0.8 s" % in_chain))
+        sock.settimeout(WAIT)
+        deadline = time.time() + WAIT
+        while b"counter/slow" not in received and time.time() < deadline:
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            received += chunk
+        check("the action is sent once it leaves the chain", b"counter/slow" in received and len(answers) == 1 and answers[0].startswith("status TS_OK"),
+              (answers, received[-300:]))
+        sock.close()
+    busy.quit()
 
     # Read-only mode.
     ro = App({"port": 0, "read_only": True})

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Debian packages of Turnstate from a `make install` tree.
 #
-#   pkgconfig/debian/build-debs.sh VERSION STAGE OUTDIR
+#   .ci/packaging/debian/build-debs.sh VERSION STAGE OUTDIR
 #
 # VERSION is the upstream version (the Makefile's VERSION, read from
 # Include/turnstate.h); STAGE is the DESTDIR of
@@ -58,7 +58,7 @@ stage=$(cd "$2" && pwd)
 mkdir -p "$3"
 out=$(cd "$3" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/../../.." && pwd)
 
 die() { echo "build-debs: $*" >&2; exit 1; }
 
@@ -136,6 +136,8 @@ claim $dev "usr/include/turnstate.h"
 claim $dev "usr/include/turnstate_plugin.h"
 claim $dev "usr/include/turnstate.hpp"
 claim $dev "$libdir/pkgconfig/turnstate.pc"
+# turnstate-testgen (Tools/turnstate-testgen, a Python 3 script: docs/testgen.md)
+claim $dev "usr/bin/turnstate-testgen"
 # the man pages (make man, from the headers' comments)
 for page in man3/ts_store_dispatch.3.gz man7/turnstate.7.gz man7/turnstate-plugins.7.gz; do
   [ -f "$split/usr/share/man/$page" ] || die "usr/share/man/$page is missing from make install (make man writes the pages)"
@@ -197,9 +199,7 @@ for p in $lib $dev; do
   sed "s|@MAINTAINER@|$maintainer|" "$here/copyright" >"debian/$p/usr/share/doc/$p/copyright"
   gzip -9nc debian/changelog >"debian/$p/usr/share/doc/$p/changelog.Debian.gz"
   # the upstream changelog, where Debian policy (12.7) puts it
-  if [ -f "$root/CHANGELOG.md" ]; then
-    gzip -9nc "$root/CHANGELOG.md" >"debian/$p/usr/share/doc/$p/changelog.gz"
-  fi
+  gzip -9nc "$root/CHANGELOG.md" >"debian/$p/usr/share/doc/$p/changelog.gz"
 done
 # -dbgsym shares libturnstate0's documentation, as debhelper's dbgsym packages do
 install -d "debian/$dbg/usr/share/doc"
@@ -239,6 +239,7 @@ for p in $lib $dev $dbg; do
   find "debian/$p" -type d -exec chmod 0755 {} +
   find "debian/$p" -type f -exec chmod 0644 {} +
 done
+chmod 0755 "debian/$dev/usr/bin/turnstate-testgen"   # a program (docs/testgen.md)
 dpkg-gencontrol -p$lib -Pdebian/$lib -Tdebian/$lib.substvars -fdebian/files
 dpkg-gencontrol -p$dev -Pdebian/$dev -Tdebian/$dev.substvars -fdebian/files
 # The -dbgsym control file: libturnstate0's, renamed, as dh_gencontrol writes it.
