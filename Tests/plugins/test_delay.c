@@ -173,7 +173,7 @@ void test_delay__delayedActionsArriveFromTheWorkerInDueOrder(void) {
             snprintf(name, sizeof name, "value %d (due %ld ms) arrived before value %d (due %ld ms)", plan[a].value,
                      plan[a].ms, plan[b].value, plan[b].ms);
             TP_CHECK(name, before[a] + (double)plan[a].ms / 1000.0 <= after[b] + (double)plan[b].ms / 1000.0 ||
-                            (plan[a].ms == plan[b].ms && a < b));
+                               (plan[a].ms == plan[b].ms && a < b));
         }
     }
     /* When queueing was quick (well under the 100 ms between due times), the
@@ -190,8 +190,8 @@ void test_delay__nestedDelaysUnwrapAndTiesKeepQueueOrder(void) {
     ts_store *s = delayed(NULL, &st);
     t0 = tp_now();
     TP_CHECK_STATUS("nested @@delay", ts_store_dispatch(s,
-        "{\"type\":\"@@delay\",\"payload\":{\"action\":{\"type\":\"@@delay\",\"payload\":{\"ms\":60,\"action\":"
-        "{\"type\":\"add\",\"payload\":100}}},\"ms\":60}}"), TS_OK);
+           "{\"type\":\"@@delay\",\"payload\":{\"action\":{\"type\":\"@@delay\",\"payload\":{\"ms\":60,\"action\":"
+           "{\"type\":\"add\",\"payload\":100}}},\"ms\":60}}"), TS_OK);
     TP_CHECK_INT("nested arrives", wait_seen(1, 20.0), 1);
     TP_CHECK_STR("nested: the innermost action", seen.payload[0], "100");
     TP_CHECK("nested: after both delays", seen.at[0] - t0 >= 0.120);
@@ -290,7 +290,7 @@ void test_delay__delayedActionThatFailsIsReportedOnStderr(void) {
     ts_store *s = delayed(NULL, &st);
     tp_capture_begin();
     TP_CHECK_STATUS("queue an action that will be refused",
-                 ts_store_dispatch(s, "{\"type\":\"@@delay\",\"payload\":{\"ms\":0,\"action\":{\"type\":\"nope\"}}}"), TS_OK);
+                    ts_store_dispatch(s, "{\"type\":\"@@delay\",\"payload\":{\"ms\":0,\"action\":{\"type\":\"nope\"}}}"), TS_OK);
     TP_CHECK_INT("it reached the recorder", wait_seen(1, 20.0), 1);
     /* The worker writes the report after its dispatch returns. */
     TP_CHECK("the failure is reported on stderr", tp_capture_wait("failed with TS_E_REJECTED", 20.0));
@@ -403,9 +403,8 @@ void test_delay__descriptorAndDirectCreateFollowThePluginAbi(void) {
         }
     }
     TP_CHECK_STATUS("malformed config, NULL error_message", p->create("{\"max_pending\" 1}", &api, &self, NULL),
-                 TS_E_PLUGIN);
+                    TS_E_PLUGIN);
 }
-
 
 int ts_test_suite_option(int argc, char **argv, int i) { return tp_option(argc, argv, i); }
 

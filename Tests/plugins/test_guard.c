@@ -110,9 +110,9 @@ void test_guard__requireRejectsActionsMissingAPayloadField(void) {
     ts_store *s = guarded("{\"require\": {\"todos/add\": [\"title\", \"id\"], \"user/*\": [\"name\"]}}", &st);
     TP_CHECK_STATUS("load require", st, TS_OK);
     TP_CHECK_STATUS("both fields present", ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"id\":1,\"title\":\"x\"}}"),
-                 TS_OK);
+                    TS_OK);
     TP_CHECK_STATUS("field values may be anything, null too",
-                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"id\":null,\"title\":{\"deep\":[[[]]]}}}"), TS_OK);
+                    ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"id\":null,\"title\":{\"deep\":[[[]]]}}}"), TS_OK);
     TP_CHECK_STATUS("no payload", ts_store_dispatch(s, "{\"type\":\"todos/add\"}"), TS_E_REJECTED);
     TP_CHECK_CONTAINS("no payload: names the type", ts_last_error(), "\"todos/add\"");
     TP_CHECK_CONTAINS("no payload: names the field", ts_last_error(), "\"title\"");
@@ -121,21 +121,21 @@ void test_guard__requireRejectsActionsMissingAPayloadField(void) {
     TP_CHECK_STATUS("missing id", ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"title\":\"x\"}}"), TS_E_REJECTED);
     TP_CHECK_CONTAINS("missing id named", ts_last_error(), "\"id\"");
     TP_CHECK_STATUS("payload not an object", ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":[\"title\",\"id\"]}"),
-                 TS_E_REJECTED);
+                    TS_E_REJECTED);
     TP_CHECK_CONTAINS("not an object: says so", ts_last_error(), "not an object");
     TP_CHECK_STATUS("a nested field does not count",
-                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"x\":{\"title\":1,\"id\":2}}}"), TS_E_REJECTED);
+                    ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"x\":{\"title\":1,\"id\":2}}}"), TS_E_REJECTED);
     TP_CHECK_STATUS("a string value that looks like a key does not count",
-                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"x\":\"title\",\"y\":\"id\"}}"), TS_E_REJECTED);
+                    ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"x\":\"title\",\"y\":\"id\"}}"), TS_E_REJECTED);
     TP_CHECK_STATUS("an escaped key counts decoded",
-                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"\\u0074itle\":1,\"id\":2}}"), TS_OK);
+                    ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"\\u0074itle\":1,\"id\":2}}"), TS_OK);
     TP_CHECK_STATUS("a key that only starts like the field does not count",
-                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"titles\":1,\"id\":2}}"), TS_E_REJECTED);
+                    ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"titles\":1,\"id\":2}}"), TS_E_REJECTED);
     TP_CHECK_STATUS("pattern require: user/rename without name",
-                 ts_store_dispatch(s, "{\"type\":\"user/rename\",\"payload\":{}}"), TS_E_REJECTED);
+                    ts_store_dispatch(s, "{\"type\":\"user/rename\",\"payload\":{}}"), TS_E_REJECTED);
     TP_CHECK_CONTAINS("pattern require: rule named", ts_last_error(), "require rule \"user/*\"");
     TP_CHECK_STATUS("pattern require: with name", ts_store_dispatch(s, "{\"type\":\"user/rename\",\"payload\":{\"name\":\"a\"}}"),
-                 TS_OK);
+                    TS_OK);
     TP_CHECK_STATUS("other types have no requirement", ts_store_dispatch(s, "{\"type\":\"todos/remove\"}"), TS_OK);
     TP_CHECK_INT("reached: the accepted ones", reached, 5);
     tp_destroy(s);
@@ -151,7 +151,7 @@ void test_guard__maxBytesRejectsLargerActions(void) {
     TP_CHECK_STATUS("load max_bytes", st, TS_OK);
     TP_CHECK_STATUS("exactly max_bytes passes", ts_store_dispatch(s, exact), TS_OK);
     TP_CHECK_STATUS("one byte over is refused", ts_store_dispatch(s, "{\"type\":\"inc\",\"payload\":\"0123456789a\"}"),
-                 TS_E_REJECTED);
+                    TS_E_REJECTED);
     TP_CHECK_CONTAINS("max_bytes message names the type", ts_last_error(), "\"inc\"");
     TP_CHECK_CONTAINS("max_bytes message names the rule", ts_last_error(), "max_bytes");
     TP_CHECK_CONTAINS("max_bytes message gives the size", ts_last_error(), "38 bytes");
@@ -298,7 +298,7 @@ void test_guard__rulesApplyDenyAllowMaxBytesRequireInThatOrder(void) {
     TP_CHECK_STATUS("then allow", ts_store_dispatch(s, "{\"type\":\"b\"}"), TS_E_REJECTED);
     TP_CHECK_CONTAINS("then allow: allow named", ts_last_error(), "allow");
     TP_CHECK_STATUS("then max_bytes", ts_store_dispatch(s, "{\"type\":\"a/y\",\"payload\":{\"g\":\"long enough\"}}"),
-                 TS_E_REJECTED);
+                    TS_E_REJECTED);
     TP_CHECK_CONTAINS("then max_bytes: named", ts_last_error(), "max_bytes");
     TP_CHECK_STATUS("then require", ts_store_dispatch(s, "{\"type\":\"a/y\",\"payload\":{}}"), TS_E_REJECTED);
     TP_CHECK_CONTAINS("then require: named", ts_last_error(), "require");
@@ -359,10 +359,10 @@ void test_guard__escapedPatternsDecodeBeforeMatching(void) {
     TP_CHECK_STATUS("escaped patterns: load", st, TS_OK);
     TP_CHECK_STATUS("\\u00e9 (2 bytes) matches", ts_store_dispatch(s, "{\"type\":\"\xc3\xa9t\xc3\xa9\"}"), TS_E_REJECTED);
     TP_CHECK_STATUS("simple escapes match", ts_store_dispatch(s, "{\"type\":\"q\\\"\\\\/\\b\\f\\n\\r\\t\"}"),
-                 TS_E_REJECTED);
+                    TS_E_REJECTED);
     TP_CHECK_STATUS("\\u20ac (3 bytes) matches", ts_store_dispatch(s, "{\"type\":\"\xe2\x82\xac\"}"), TS_E_REJECTED);
     TP_CHECK_STATUS("surrogate pair prefix (4 bytes) matches",
-                 ts_store_dispatch(s, "{\"type\":\"\xf0\x9f\x98\x80/grin\"}"), TS_E_REJECTED);
+                    ts_store_dispatch(s, "{\"type\":\"\xf0\x9f\x98\x80/grin\"}"), TS_E_REJECTED);
     TP_CHECK_STATUS("\\u0041 matches A", ts_store_dispatch(s, "{\"type\":\"A\"}"), TS_E_REJECTED);
     TP_CHECK_STATUS("others pass", ts_store_dispatch(s, "{\"type\":\"\xc3\xa9t\"}"), TS_OK);
     TP_CHECK_INT("one reached", reached, 1);
@@ -384,7 +384,7 @@ void test_guard__descriptorAndDirectCreateFollowThePluginAbi(void) {
     TP_CHECK_STATUS("create with NULL config", p->create(NULL, &api, &self, &err), TS_OK);
     p->destroy(self);
     TP_CHECK_STATUS("bad config with NULL error_message does not crash", p->create("{\"deny\":1}", &api, &self, NULL),
-                 TS_E_PLUGIN);
+                    TS_E_PLUGIN);
     TP_CHECK_STATUS("bad config", p->create("{\"deny\":1}", &api, &self, &err), TS_E_PLUGIN);
     TP_CHECK_CONTAINS("create message", err, "\"deny\"");
     free(err);
@@ -441,7 +441,6 @@ void test_guard__descriptorAndDirectCreateFollowThePluginAbi(void) {
         free(cfg);
     }
 }
-
 
 int ts_test_suite_option(int argc, char **argv, int i) { return tp_option(argc, argv, i); }
 

@@ -194,9 +194,9 @@ void test_journal__onlyAppliedActionsAreRecorded(void) {
     scan_journal(path, &a, &sn, NULL);
     TP_CHECK_INT("failed dispatches are not recorded", a, 0);
     TP_CHECK_STATUS("an action no reducer handles still reached them",
-                 ts_store_dispatch(s, "{\"type\":\"other\",\"payload\":{\"k\":[1,2]}}"), TS_OK);
+                    ts_store_dispatch(s, "{\"type\":\"other\",\"payload\":{\"k\":[1,2]}}"), TS_OK);
     TP_CHECK_STATUS("white space and newlines are minified",
-                 ts_store_dispatch(s, "{ \"type\" : \"add\" ,\n\t\"payload\" : 2 ,\r\n \"meta\": \"a b\\nc \\\" d\" }"), TS_OK);
+                    ts_store_dispatch(s, "{ \"type\" : \"add\" ,\n\t\"payload\" : 2 ,\r\n \"meta\": \"a b\\nc \\\" d\" }"), TS_OK);
     scan_journal(path, &a, &sn, NULL);
     TP_CHECK_INT("both recorded", a, 2);
     text = slurp(path, NULL);
@@ -984,7 +984,7 @@ static int child_fsize(const char *path) {
     TP_CHECK_CONTAINS("child: naming the action and the file", ts_last_error(), "\"add\"");
     TP_CHECK_INT("child: the state changed anyway (the reducers had run)", tp_state_int(s, "/counter", -1), 42);
     TP_CHECK_STATUS("child: later actions are refused while the journal is behind", ts_store_dispatch(s, "{\"type\":\"inc\"}"),
-                 TS_E_IO);
+                    TS_E_IO);
     TP_CHECK_INT("child: refused before the reducers", tp_state_int(s, "/counter", -1), 42);
     limit.rlim_cur = limit.rlim_max;
     setrlimit(RLIMIT_FSIZE, &limit);
@@ -1098,17 +1098,17 @@ void test_journal__patchReducersAreRecordedAndReplayed(void) {
     scan_journal(path, &a, &sn, NULL);
     int recorded = a;
     TP_CHECK_STATUS("a patch whose test fails fails the dispatch", ts_store_dispatch(s, "{\"type\":\"todos/bad\"}"),
-                 TS_E_REDUCER);
+                    TS_E_REDUCER);
     TP_CHECK_CONTAINS("its message names the op and path", ts_last_error(), "op 1 (\"test\" at \"/0\")");
     TP_CHECK_STATUS("a todo done twice: the patch's test fails", ts_store_dispatch(s, actions[3]), TS_E_REDUCER);
     scan_journal(path, &a, &sn, NULL);
     TP_CHECK_INT("failed patches are not journaled", a, recorded);
     before = tp_state(s, "");
     TP_CHECK_CONTAINS("the patches applied", before,
-                   "\"todos\":[{\"title\":\"milk\",\"done\":true},{\"title\":\"bread\",\"done\":true},"
-                   "{\"title\":{\"nested\":[1,2.50,\"x\"]},\"done\":false}]");
+                      "\"todos\":[{\"title\":\"milk\",\"done\":true},{\"title\":\"bread\",\"done\":true},"
+                      "{\"title\":{\"nested\":[1,2.50,\"x\"]},\"done\":false}]");
     TP_CHECK_CONTAINS("the filtered slice too", before,
-                   "\"tags\":{\"seen\":[\"work\"],\"work\":[[\"home\"]],\"renamed\":[[]]}");
+                      "\"tags\":{\"seen\":[\"work\"],\"work\":[[\"home\"]],\"renamed\":[[]]}");
     tp_destroy(s);
 
     tag_calls = 0;
@@ -1216,13 +1216,13 @@ void test_journal__pluginFolderLoadsTheJournalInOrder(void) {
     TP_CHECK_STATUS("guard first: admin refused", ts_store_dispatch(s, "{\"type\":\"admin/x\"}"), TS_E_REJECTED);
     TP_CHECK_CONTAINS("by the guard", ts_last_error(), "deny rule");
     TP_CHECK_STATUS("a delayed admin action is swallowed",
-                 ts_store_dispatch(s, "{\"type\":\"@@delay\",\"payload\":{\"ms\":0,\"action\":{\"type\":\"admin/y\"}}}"), TS_OK);
+                    ts_store_dispatch(s, "{\"type\":\"@@delay\",\"payload\":{\"ms\":0,\"action\":{\"type\":\"admin/y\"}}}"), TS_OK);
     TP_CHECK_STATUS("a delayed inc",
-                 ts_store_dispatch(s, "{\"type\":\"@@delay\",\"payload\":{\"ms\":20,\"action\":{\"type\":\"inc\"}}}"), TS_OK);
+                    ts_store_dispatch(s, "{\"type\":\"@@delay\",\"payload\":{\"ms\":20,\"action\":{\"type\":\"inc\"}}}"), TS_OK);
     TP_CHECK_STATUS("an inc now", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
     TP_CHECK_INT("the delayed inc arrives", wait_changes(2), 2);
     TP_CHECK("the delayed admin action is refused by the guard (reported on stderr)",
-          tp_capture_wait("{\"type\":\"admin/y\"} failed with TS_E_REJECTED", 20.0));
+             tp_capture_wait("{\"type\":\"admin/y\"} failed with TS_E_REJECTED", 20.0));
     free(tp_capture_end());
     TP_CHECK_INT("counter", tp_state_int(s, "/counter", -1), 2);
     tp_destroy(s);
@@ -1248,7 +1248,6 @@ void ts_test_suite_teardown(void) {
     snprintf(command, sizeof command, "rm -rf '%s'", tmpdir);
     if (system(command) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
 }
-
 
 /* The child modes in which the program re-runs itself (spawn): MODE PATH FD. */
 static const char *child_mode, *child_path, *child_fd;

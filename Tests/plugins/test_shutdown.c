@@ -164,7 +164,6 @@ void test_shutdown__closedStoreRefusesDispatchFromDestroyAndNotifiesNoListener(v
     TP_CHECK_CONTAINS("the message says why", ts_last_error(), "closed");
 }
 
-
 /* The shipped plugins: delay, then the journal (in a temporary folder). */
 void test_shutdown__delayWorkerNeverRunsADestroyedJournal(void) { shipped_plugins("journal", NULL); }
 
