@@ -228,8 +228,12 @@ TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
                test-docs test-man test-harness test-setup test-replicate test-replicate-nats test-deb \
                test-testgen
+# Suites of TEST_SUITES that mostly wait on the servers they start and install
+# nothing: they run one after the other in a second lane, beside the others
+# (Tests/run-suites.sh), which keeps `make test` under 15 minutes on 2 cores.
+TEST_SUITES_BESIDE := test-replicate test-replicate-nats
 test: setup-test
-	@Tests/run-suites.sh $(TEST_SUITES)
+	@TS_BESIDE="$(TEST_SUITES_BESIDE)" Tests/run-suites.sh $(TEST_SUITES)
 
 ## check: the edit-test loop, a few minutes: check-build, then CHECK_SUITES (the Swift tests, the
 ## C suite, the JSON layer, the plugins), printed and counted as make test prints and counts
