@@ -32,12 +32,12 @@ import os
 import re
 import sys
 
-# Any definition of a void test_* function, static or not (a prototype, which
-# ends with ';', is not a definition).
+# The definitions of the suite hooks (a prototype, which ends with ';', is not
+# one: a header may declare a hook that a program does not define).
 HOOKS = {
-    "option": re.compile(r"^int\s+ts_test_suite_option\s*\(\s*int\s+\w+\s*,\s*char\s*\*\*\s*\w+\s*,\s*int\s+\w+\s*\)"),
-    "setup": re.compile(r"^void\s+ts_test_suite_setup\s*\(\s*void\s*\)"),
-    "teardown": re.compile(r"^void\s+ts_test_suite_teardown\s*\(\s*void\s*\)"),
+    "option": re.compile(r"^int\s+ts_test_suite_option\s*\(\s*int\s+\w+\s*,\s*char\s*\*\*\s*\w+\s*,\s*int\s+\w+\s*\)\s*(\{|$)"),
+    "setup": re.compile(r"^void\s+ts_test_suite_setup\s*\(\s*void\s*\)\s*(\{|$)"),
+    "teardown": re.compile(r"^void\s+ts_test_suite_teardown\s*\(\s*void\s*\)\s*(\{|$)"),
 }
 HOOK_PROTOTYPES = {
     "option": "int ts_test_suite_option(int argc, char **argv, int i);",
@@ -46,6 +46,8 @@ HOOK_PROTOTYPES = {
 }
 # Any definition of a ts_test_suite_* function: it must be one of HOOKS.
 ANY_HOOK = re.compile(r"^(static\s+)?(?:inline\s+)?\w+\s+\**\s*(ts_test_suite_\w*)\s*\(([^)]*)\)\s*(\{|$)")
+# Any definition of a void test_* function, static or not (a prototype, which
+# ends with ';', is not a definition).
 DEFINITION = re.compile(r"^(static\s+)?(?:inline\s+)?void\s+(test_\w*)\s*\(([^)]*)\)\s*(\{|$)")
 # A definition whose return type is on the line before: it would be missed.
 SPLIT = re.compile(r"^(test_\w*)\s*\(")
@@ -61,12 +63,14 @@ def scan(path, errors, hooks):
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     for number, line in enumerate(lines, 1):
+        # A prototype split over lines ends with ';' on the next line.
+        prototype = number < len(lines) and lines[number].lstrip().startswith(";")
         kind = next((k for k, r in HOOKS.items() if r.match(line)), None)
-        if kind is not None:
+        if kind is not None and not (line.rstrip().endswith(")") and prototype):
             hooks[kind].append(f"{path}:{number}")
             continue
         h = ANY_HOOK.match(line)
-        if h and not (h.group(4) == "" and number < len(lines) and lines[number].lstrip().startswith(";")):
+        if h and not (h.group(4) == "" and prototype):
             errors.append(f"{path}:{number}: {h.group(2)}: a suite hook is one of, not static: "
                           + " ".join(HOOK_PROTOTYPES.values()))
             continue

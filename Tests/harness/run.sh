@@ -176,6 +176,15 @@ refused "a static suite hook" "ts_test_suite_setup: a suite hook is one of" \
   'void test_topic__rule(void) {}' 'static void ts_test_suite_setup(void) {}'
 refused "a suite hook defined twice" "ts_test_suite_teardown is defined more than once" \
   'void test_topic__rule(void) {}' 'void ts_test_suite_teardown(void) {}' 'void ts_test_suite_teardown(void) {}'
+# A hook's prototype (a shared header's) is not its definition.
+printf '%s\n' 'void test_topic__rule(void) {}' 'void ts_test_suite_setup(void);' 'void ts_test_suite_teardown(void)' ';' \
+  >"$work/g/test_topic.c"
+if python3 $gen -o "$work/g/reg.c" "$work/g/test_topic.c" 2>"$work/g/err" &&
+   grep -q 'hooks = {NULL, NULL, NULL}' "$work/g/reg.c"; then
+  ok "gen_registry takes a hook's prototype for no hook"
+else
+  bad "gen_registry on a hook's prototype: $(cat "$work/g/err" "$work/g/reg.c" 2>/dev/null)"
+fi
 cat >"$work/g/test_demo.c" <<'C'
 #include "ts_test.h"
 int demo_broken;
