@@ -67,6 +67,11 @@ final class CStore: StoreFace, @unchecked Sendable {
         try spareAction.withParsed(json) { action throws(StoreError) in try store.dispatch(action) }
     }
 
+    /// Dispatches the action made from its parts (ts_store_dispatch_parts).
+    func dispatch(type: UnsafePointer<CChar>, payload: UnsafePointer<CChar>?) throws(StoreError) {
+        try store.dispatch(try JSONAction(type: type, payload: payload))
+    }
+
     /// Runs the reducers and listeners for the action, skipping the middleware.
     func apply(_ json: UnsafePointer<CChar>) throws(StoreError) {
         try store.applySkippingMiddleware(try JSONAction(parsing: json))

@@ -66,6 +66,26 @@ package final class JSONAction: Action, @unchecked Sendable {
         view.pointee = ts_action(type: type, payload: payload, json: json)
     }
 
+    /// An action from its parts (ts_store_dispatch_parts): `type` not
+    /// escaped, `payload` JSON text or nil. Its text, {"type":...,"payload":...},
+    /// is made here, in the action's block, not parsed.
+    package init(type: UnsafePointer<CChar>, payload: UnsafePointer<CChar>?) throws(StoreError) {
+        var block: UnsafeMutablePointer<CChar>?
+        var json: UnsafePointer<CChar>?
+        var typeOut: UnsafePointer<CChar>?
+        var payloadOut: UnsafePointer<CChar>?
+        let typeLength = strlen(type)
+        try checkJSON("action") {
+            tsj_make_action(type, typeLength, payload, payload.map { strlen($0) } ?? 0, &block, &json, &typeOut,
+                            &payloadOut, $0)
+        }
+        guard let block, let json else { throw StoreError(.outOfMemory, "no memory for the action") }
+        self.block = block
+        self.typeLength = typeLength
+        view = .allocate(capacity: 1)
+        view.initialize(to: ts_action(type: typeOut, payload: payloadOut, json: json))
+    }
+
     deinit {
         free(block)
         free(ownedText)
