@@ -13,7 +13,7 @@
  *   let go of the store has finished (with the chain it started with; the
  *   plugin's destroy() after it).
  */
-#include "harness.h"
+#include "plugin_test.h"
 
 #include <pthread.h>
 
@@ -28,7 +28,7 @@ static pthread_cond_t *report_cond;
 
 static void find_report(void) {
     char path[1100];
-    snprintf(path, sizeof path, "%s/unlock/unlock.so", tp_plugin_dir);
+    snprintf(path, sizeof path, "%s/unlock/unlock.so", tp_plugin_dir());
     void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
     if (handle == NULL) return;
     report = dlsym(handle, "ul_report");
@@ -107,51 +107,51 @@ static int finished(call *c) {
 
 static ts_store *new_store(void) {
     ts_store *store = NULL;
-    CHECK_STATUS("store", ts_store_create(NULL, &store), TS_OK);
-    CHECK_STATUS("reducer", ts_store_add_reducer(store, "count", count_reducer, NULL), TS_OK);
+    TP_CHECK_STATUS("store", ts_store_create(NULL, &store), TS_OK);
+    TP_CHECK_STATUS("reducer", ts_store_add_reducer(store, "count", count_reducer, NULL), TS_OK);
     char path[1100];
-    snprintf(path, sizeof path, "%s/unlock/unlock.so", tp_plugin_dir);
-    CHECK_STATUS("load unlock.so", ts_store_load_plugin(store, path, NULL), TS_OK);
+    snprintf(path, sizeof path, "%s/unlock/unlock.so", tp_plugin_dir());
+    TP_CHECK_STATUS("load unlock.so", ts_store_load_plugin(store, path, NULL), TS_OK);
     if (report == NULL) find_report();
     return store;
 }
 
-static void test_lets_go(void) {
+void test_unlock__otherThreadsDispatchWhileARunWaitsAndItsNextWorksAfter(void) {
     ts_store *store = new_store();
     if (report == NULL) {
-        CHECK("ul_report found", 0);
+        TP_CHECK("ul_report found", 0);
         return;
     }
-    CHECK_STATUS("from create(): refused", report->create_status, TS_E_MISUSE);
+    TP_CHECK_STATUS("from create(): refused", report->create_status, TS_E_MISUSE);
     set_gate(0);
     call a, b;
     start(&a, store, "{\"type\":\"wait\"}");
-    CHECK("the run waits in unlocked's fn", wait_inside(1));
+    TP_CHECK("the run waits in unlocked's fn", wait_inside(1));
     /* The store is free: another thread's dispatch (through the same
      * plugin) and a read go on while the first run waits. */
     start(&b, store, "{\"type\":\"inc\"}");
-    CHECK("another thread's dispatch returns while a run waits without the store", finished(&b));
-    CHECK_STATUS("its status", b.status, TS_OK);
-    CHECK("the state shows it", tp_state_int(store, "/count", -1) == 1);
-    CHECK("the first still waits", read_field(&report->inside) == 1);
+    TP_CHECK("another thread's dispatch returns while a run waits without the store", finished(&b));
+    TP_CHECK_STATUS("its status", b.status, TS_OK);
+    TP_CHECK("the state shows it", tp_state_int(store, "/count", -1) == 1);
+    TP_CHECK("the first still waits", read_field(&report->inside) == 1);
     set_gate(1);
     pthread_join(a.thread, NULL);
     pthread_join(b.thread, NULL);
-    CHECK_STATUS("the waiting dispatch, once fn returned", a.status, TS_OK);
-    CHECK("unlocked returned fn's value", read_field(&report->wait_status) == 7);
-    CHECK("its next applied it", tp_state_int(store, "/count", -1) == 2);
+    TP_CHECK_STATUS("the waiting dispatch, once fn returned", a.status, TS_OK);
+    TP_CHECK("unlocked returned fn's value", read_field(&report->wait_status) == 7);
+    TP_CHECK("its next applied it", tp_state_int(store, "/count", -1) == 2);
 
     /* Two runs wait at once; each one's next works after. */
     set_gate(0);
     start(&a, store, "{\"type\":\"wait\"}");
     start(&b, store, "{\"type\":\"wait\"}");
-    CHECK("two runs wait at once", wait_inside(2));
+    TP_CHECK("two runs wait at once", wait_inside(2));
     set_gate(1);
     pthread_join(a.thread, NULL);
     pthread_join(b.thread, NULL);
-    CHECK_STATUS("first of two", a.status, TS_OK);
-    CHECK_STATUS("second of two", b.status, TS_OK);
-    CHECK("both applied", tp_state_int(store, "/count", -1) == 4);
+    TP_CHECK_STATUS("first of two", a.status, TS_OK);
+    TP_CHECK_STATUS("second of two", b.status, TS_OK);
+    TP_CHECK("both applied", tp_state_int(store, "/count", -1) == 4);
     ts_store_destroy(store);
 }
 
@@ -174,32 +174,32 @@ static ts_status unlocking_middleware(const ts_store_api *api, ts_next_fn next, 
     return next(action->json);
 }
 
-static void test_refusals(void) {
+void test_unlock__refusedWhereTheStoreIsHeldMoreThanOnceOrOutsideARun(void) {
     ts_store *store = new_store();
     if (report == NULL) return;
     /* The gate is open: a fn that was called would return at once. */
     set_gate(1);
     uint64_t token;
-    CHECK_STATUS("subscribe", ts_store_subscribe(store, NULL, dispatching_listener, NULL, &token), TS_OK);
+    TP_CHECK_STATUS("subscribe", ts_store_subscribe(store, NULL, dispatching_listener, NULL, &token), TS_OK);
     pthread_mutex_lock(report_lock);
     report->wait_status = -999;
     pthread_mutex_unlock(report_lock);
-    CHECK_STATUS("a dispatch whose listener dispatches", ts_store_dispatch(store, "{\"type\":\"inc\"}"), TS_OK);
-    CHECK_STATUS("the listener's dispatch went on (with the store held)", listener_inner, TS_OK);
-    CHECK_STATUS("unlocked from a listener's dispatch: refused", read_field(&report->wait_status), TS_E_MISUSE);
-    CHECK("both applied", tp_state_int(store, "/count", -1) == 2);
-    CHECK_STATUS("unsubscribe", ts_store_unsubscribe(store, token), TS_OK);
+    TP_CHECK_STATUS("a dispatch whose listener dispatches", ts_store_dispatch(store, "{\"type\":\"inc\"}"), TS_OK);
+    TP_CHECK_STATUS("the listener's dispatch went on (with the store held)", listener_inner, TS_OK);
+    TP_CHECK_STATUS("unlocked from a listener's dispatch: refused", read_field(&report->wait_status), TS_E_MISUSE);
+    TP_CHECK("both applied", tp_state_int(store, "/count", -1) == 2);
+    TP_CHECK_STATUS("unsubscribe", ts_store_unsubscribe(store, token), TS_OK);
 
-    CHECK_STATUS("nested-exclusive", ts_store_dispatch(store, "{\"type\":\"nested-exclusive\"}"), TS_OK);
-    CHECK_STATUS("unlocked from exclusive's fn: refused", report->exclusive_status, TS_E_MISUSE);
-    CHECK_STATUS("null-fn", ts_store_dispatch(store, "{\"type\":\"null-fn\"}"), TS_OK);
-    CHECK_STATUS("unlocked(NULL): refused", report->null_status, TS_E_ARGUMENT);
+    TP_CHECK_STATUS("nested-exclusive", ts_store_dispatch(store, "{\"type\":\"nested-exclusive\"}"), TS_OK);
+    TP_CHECK_STATUS("unlocked from exclusive's fn: refused", report->exclusive_status, TS_E_MISUSE);
+    TP_CHECK_STATUS("null-fn", ts_store_dispatch(store, "{\"type\":\"null-fn\"}"), TS_OK);
+    TP_CHECK_STATUS("unlocked(NULL): refused", report->null_status, TS_E_ARGUMENT);
 
     /* The table of ts_store_add_middleware has no plugin's run. */
     ts_status from_middleware = -999;
-    CHECK_STATUS("add middleware", ts_store_add_middleware(store, "try", unlocking_middleware, &from_middleware), TS_OK);
-    CHECK_STATUS("try-unlock", ts_store_dispatch(store, "{\"type\":\"try-unlock\"}"), TS_OK);
-    CHECK_STATUS("unlocked from ts_store_add_middleware's table: refused", from_middleware, TS_E_MISUSE);
+    TP_CHECK_STATUS("add middleware", ts_store_add_middleware(store, "try", unlocking_middleware, &from_middleware), TS_OK);
+    TP_CHECK_STATUS("try-unlock", ts_store_dispatch(store, "{\"type\":\"try-unlock\"}"), TS_OK);
+    TP_CHECK_STATUS("unlocked from ts_store_add_middleware's table: refused", from_middleware, TS_E_MISUSE);
     ts_store_destroy(store);
 }
 
@@ -239,26 +239,26 @@ static void *destroying(void *self) {
     return NULL;
 }
 
-static void test_waited_for(void) {
+void test_unlock__removeMiddlewareAndDestroyWaitForARunThatLetGo(void) {
     ts_store *store = new_store();
     if (report == NULL) return;
-    CHECK_STATUS("add tail", ts_store_add_middleware(store, "tail", tail_middleware, NULL), TS_OK);
+    TP_CHECK_STATUS("add tail", ts_store_add_middleware(store, "tail", tail_middleware, NULL), TS_OK);
     set_gate(0);
     call a;
     start(&a, store, "{\"type\":\"wait\"}");
-    CHECK("the run waits", wait_inside(1));
+    TP_CHECK("the run waits", wait_inside(1));
     remover r = {store, -999, 0};
     remove_returned = 0;
     pthread_create(&r.thread, NULL, removing, &r);
     tp_sleep_ms(200);
-    CHECK("ts_store_remove_middleware waits for the run that let go of the store", !read_field(&remove_returned));
+    TP_CHECK("ts_store_remove_middleware waits for the run that let go of the store", !read_field(&remove_returned));
     set_gate(1);
     pthread_join(a.thread, NULL);
     pthread_join(r.thread, NULL);
-    CHECK_STATUS("remove", r.status, TS_OK);
-    CHECK_STATUS("the waiting dispatch", a.status, TS_OK);
-    CHECK("it ran through the chain it started with", tail_saw_wait == 1);
-    CHECK("never after ts_store_remove_middleware returned", tail_saw_after_remove == 0);
+    TP_CHECK_STATUS("remove", r.status, TS_OK);
+    TP_CHECK_STATUS("the waiting dispatch", a.status, TS_OK);
+    TP_CHECK("it ran through the chain it started with", tail_saw_wait == 1);
+    TP_CHECK("never after ts_store_remove_middleware returned", tail_saw_after_remove == 0);
 
     /* ts_store_destroy: the run finishes before the plugin's destroy(). */
     set_gate(0);
@@ -267,23 +267,17 @@ static void test_waited_for(void) {
     report->destroyed = 0; /* the stores before this one were destroyed */
     pthread_mutex_unlock(report_lock);
     start(&a, store, "{\"type\":\"wait\"}");
-    CHECK("the run waits", wait_inside(1));
+    TP_CHECK("the run waits", wait_inside(1));
     remover d = {store, TS_OK, 0};
     remove_returned = 0;
     pthread_create(&d.thread, NULL, destroying, &d);
     tp_sleep_ms(200);
-    CHECK("ts_store_destroy waits for the run that let go of the store", !read_field(&report->destroyed));
+    TP_CHECK("ts_store_destroy waits for the run that let go of the store", !read_field(&report->destroyed));
     set_gate(1);
     pthread_join(a.thread, NULL);
     pthread_join(d.thread, NULL);
-    CHECK_STATUS("the dispatch under way finished", a.status, TS_OK);
-    CHECK("the plugin's destroy() came after it", report->destroyed && report->waits_done_at_destroy == before + 1);
+    TP_CHECK_STATUS("the dispatch under way finished", a.status, TS_OK);
+    TP_CHECK("the plugin's destroy() came after it", report->destroyed && report->waits_done_at_destroy == before + 1);
 }
 
-int main(int argc, char **argv) {
-    tp_options(argc, argv);
-    test_lets_go();
-    test_refusals();
-    test_waited_for();
-    return tp_summary();
-}
+int ts_test_suite_option(int argc, char **argv, int i) { return tp_option(argc, argv, i); }
