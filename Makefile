@@ -105,7 +105,7 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-
 # Hardened as Debian builds (lintian: hardening-no-fortify-functions, -no-bindnow).
 PLUGIN_CFLAGS := $(C_STD) -O2 -g $(C_WARN) -shared -fPIC -IInclude -D_FORTIFY_SOURCE=2 \
                  -fstack-protector-strong -Wl,-z,relro,-z,now
-C_PLUGINS := guard delay journal
+C_PLUGINS := guard delay journal undo
 # replicate.so (issues 14, 21): the plugin and its log engines (Redis Streams,
 # NATS JetStream), chosen by the url's scheme.
 REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine.c Plugins/replicate/engine_redis.c \
@@ -119,7 +119,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
         test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults test-replicate test-replicate-nats lib-tsan bench coverage inspector-plugin test-inspector \
         asan-lib asan-plugins fuzz-build fuzz-json-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs \
-        man test-man setup-test setup-deb check check-build flags test-setup
+        man test-man setup-test setup-deb check check-build flags test-setup test-undo
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -220,7 +220,7 @@ run: build demo-plugins
 ## when a suite fails), and a last line "N passed, M failed" counting checks
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
                test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
-               test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
+               test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan test-undo \
                test-docs test-man test-harness test-setup test-replicate test-replicate-nats test-deb
 test: setup-test
 	@Tests/run-suites.sh $(TEST_SUITES)
@@ -483,6 +483,13 @@ test-replicate: $(call prebuilt,setup-test lib plugins)
 ## replicas converge to a fresh fold of the stream, drops reported)
 test-replicate-nats: $(call prebuilt,lib plugins)
 	TS_BUILD=$(BUILD) Tests/checks.sh python3 Tests/replicate/nats_run.py
+
+## test-undo: the undo plugin (Plugins/undo, docs/undo.md), a few seconds: redux-undo's behaviours
+## (limit, filter, groupBy, jump, clear history, initial state), the byte bound, every bad config
+## field and the journal restart under ASan (Tests/plugins/test_undo.c), then from Python, Rust and
+## C++ (Tests/undo/run.sh); the Swift Undoable runs in test-swift
+test-undo: $(call prebuilt,setup-test lib plugins asan-lib)
+	FUZZ_CC=$(FUZZ_CC) TS_BUILD=$(BUILD) Tests/checks.sh Tests/undo/run.sh
 
 ## test-plugins: the shipped plugins (built from the headers alone) and the
 ## loader, natively and under valgrind; the logger plugin (Swift) and its test
