@@ -7,7 +7,11 @@
 #   2. Tests/python/test_undo.py (the ctypes binding) against build/lib and
 #      build/plugins;
 #   3. bindings/rust/turnstate/tests/undo.rs (cargo test --offline --test undo);
-#   4. Tests/undo/test_undo.cpp (Include/turnstate.hpp), built with $CXX.
+#   4. Tests/undo/test_undo.cpp (Include/turnstate.hpp), built with $CXX;
+#   5. Tests/undo/replicas.c: two replicas (replicate.so then undo.so) of
+#      one Redis stream, on a redis-server this script starts on loopback
+#      (REDIS_SERVER, default redis-server): an @@undo on either replica
+#      undoes the same step on both.
 # Each step prints its "N passed, M failed"; the last line is
 # "checks: N passed, M failed" (their sum; a step that fails to build or
 # prints no summary counts as a failure).
@@ -31,7 +35,7 @@ tally() { # LOG NAME
 }
 work=$(mktemp -d /tmp/turnstate-undo.XXXXXX)
 chmod 0755 "$work"
-trap 'rm -rf "$work"' EXIT
+trap '[ -f "$work/redis/redis.pid" ] && kill "$(cat "$work/redis/redis.pid")" 2>/dev/null; rm -rf "$work"' EXIT
 
 # 1. C, under ASan.
 plugins=$work/asan-plugins
@@ -74,6 +78,24 @@ if "$cxx" -std=c++17 -Wall -Wextra -pedantic -Werror -IInclude Tests/undo/test_u
   tally "$work/cpp.log" "test_undo.cpp"
 else
   failed=$((failed + 1)); echo "  FAIL test_undo.cpp does not build"
+fi
+
+# 5. With replicate.so, on a Redis stream.
+echo "== Tests/undo/replicas.c (replicate.so -> undo.so, Redis)"
+redis=${REDIS_SERVER:-redis-server}
+if ! command -v "$redis" >/dev/null; then
+  failed=$((failed + 1)); echo "  FAIL $redis not found (.ci/setup.sh test installs redis-server)"
+elif cc $TS_CFLAGS -IInclude Tests/undo/replicas.c -o "$work/replicas" -L"$build/lib" -Wl,-rpath,"$build/lib" -lturnstate; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  mkdir -p "$work/redis"
+  "$redis" --port "$port" --bind 127.0.0.1 --dir "$work/redis" --appendonly no --save '' --daemonize yes \
+    --pidfile "$work/redis/redis.pid" --logfile "$work/redis/redis.log" >/dev/null
+  for _ in $(seq 200); do redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+  "$work/replicas" "$build/plugins/undo.so" "$build/plugins/replicate.so" "redis://127.0.0.1:$port" undo-test 2>&1 \
+    | tee "$work/replicas.log"
+  tally "$work/replicas.log" "replicas.c"
+else
+  failed=$((failed + 1)); echo "  FAIL replicas.c does not build"
 fi
 
 echo "checks: $passed passed, $failed failed"
