@@ -6,7 +6,9 @@
 # docs/c-api.md's C quick start must compile, run and print what they say;
 # docs/cpp.md's C++ example must compile strictly, run and print what it says
 # (and its shell commands run as written after the C quick start's);
-# docs/plugins.md's plugin example must build with only the headers; and
+# docs/plugins.md's plugin example must build with only the headers;
+# docs/undo.md's C example must run and print what it says, its Swift one
+# type-check; and
 # every relative link of README.md and docs/*.md must name a file that exists
 # (and a heading of it, for a link with a #fragment).
 set -euo pipefail
@@ -155,6 +157,17 @@ check_that "make run again: the journal restores the first run's state" \
 check_that "make run again: with the first run's todos" \
   grep -q '^  initial state: {"todos":\[{"id":1,"title":"Buy milk"' "$work/run2.out"
 check_that "make run again: every step succeeded" grep -q '^done\.$' "$work/run2.out"
+
+# docs/undo.md: its C example compiled strictly and run with build/plugins/undo.so,
+# printing what its "# " lines say; its Swift example type-checks against Turnstate.
+extract docs/undo.md "## Example" c > "$work/undo-demo.c"
+cc $TS_C_STD $TS_C_WARN -IInclude "$work/undo-demo.c" -o "$work/undo-demo" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
+"$work/undo-demo" "$PWD/build/plugins/undo.so" > "$work/undo-demo.out"
+check_that "docs/undo.md: the C example prints what it says" \
+  diff <(extract docs/undo.md "## Example" sh | sed -n 's/^# //p') "$work/undo-demo.out"
+extract docs/undo.md "## Swift" swift > "$work/undo.swift"
+check_that "docs/undo.md: the Swift example type-checks" \
+  swiftc -typecheck -swift-version 6 -I .build/debug/Modules "$work/undo.swift"
 
 # Relative links (Tests/readme/links.py): to a file that exists, and to a
 # heading of it for a Markdown file's #fragment.
