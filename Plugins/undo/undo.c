@@ -75,6 +75,7 @@ typedef struct undo_plugin {
     char *initial;          /* the tracked state when the plugin was created */
     char *present;          /* the tracked state as the plugin last left it */
     size_t bytes;           /* bytes of text in past and future */
+    int depth;              /* run() calls under way (a listener's nested dispatch) */
 } undo_plugin;
 
 /* ---- small helpers ---- */
@@ -302,6 +303,16 @@ static void status_payload(const undo_plugin *u, size_t past, size_t future, cha
              (unsigned long long)u->max_bytes);
 }
 
+static void set_present(undo_plugin *u, char *now);
+
+/* Takes the tracked state as it is now as the present, after an action that
+ * is not a step of the history (@@undo/status: its reducer's key should not
+ * be tracked, or undo takes the counts back too). */
+static void resync(undo_plugin *u, const ts_store_api *store) {
+    char *now = NULL;
+    if (read_tracked(u, store, &now) == TS_OK) set_present(u, now);
+}
+
 /* Applies @@undo/status after a change of the history, when "status" is on. */
 static void announce(undo_plugin *u, const ts_store_api *store) {
     char payload[256], action[320];
@@ -310,7 +321,7 @@ static void announce(undo_plugin *u, const ts_store_api *store) {
         return;
     status_payload(u, u->past.count, u->future.count, payload, sizeof payload);
     snprintf(action, sizeof action, "{\"type\":\"@@undo/status\",\"payload\":%s}", payload);
-    (void)store->dispatch_after(action);
+    if (store->dispatch_after(action) == TS_OK) resync(u, store);
 }
 
 /* Sets the tracked keys to `target` and passes on @@undo/apply (from the
@@ -684,8 +695,7 @@ static const char *apply_state(const undo_plugin *u, const ts_action *action, ch
     return state;
 }
 
-static ts_status undo_run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
-    undo_plugin *u = self;
+static ts_status handle(undo_plugin *u, const ts_store_api *store, ts_next_fn next, const ts_action *action) {
     const char *type = action->type;
     char err[512];
     if (strcmp(type, "@@undo") == 0 || strcmp(type, "@@redo") == 0 || strncmp(type, "@@undo/jump", 11) == 0) {
@@ -747,7 +757,11 @@ static ts_status undo_run(const ts_store_api *store, ts_next_fn next, const ts_a
         char payload[256], json[320];
         status_payload(u, u->past.count, u->future.count, payload, sizeof payload);
         snprintf(json, sizeof json, "{\"type\":\"@@undo/status\",\"payload\":%s}", payload);
-        return next(json);
+        {
+            ts_status st = next(json);
+            if (st == TS_OK && u->depth <= 1) resync(u, store);
+            return st;
+        }
     }
     if (strcmp(type, "@@undo/clear") == 0 || list_matches(&u->clear_types, type)) {
         char *now = NULL;
@@ -771,6 +785,32 @@ static ts_status undo_run(const ts_store_api *store, ts_next_fn next, const ts_a
     }
     if (list_matches(&u->init_types, type)) return reset_to(u, store, next, action, u->initial, 0);
     return record(u, store, next, action);
+}
+
+/* An action dispatched while another is under way here (by a listener, or
+ * middleware after this plugin) is part of that action's step: passed on,
+ * not recorded. Moving through the history then is refused: the outer
+ * action's step is not complete. */
+static ts_status undo_run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
+    undo_plugin *u = self;
+    ts_status st;
+    if (u->depth > 0) {
+        if (strcmp(action->type, "@@undo/status") == 0) return handle(u, store, next, action);
+        if (strncmp(action->type, "@@undo", 6) == 0 || strcmp(action->type, "@@redo") == 0 ||
+            list_matches(&u->clear_types, action->type) || list_matches(&u->init_types, action->type)) {
+            char err[512];
+            snprintf(err, sizeof err,
+                     "undo: \"%.200s\" was dispatched while another action is being dispatched (from a listener or "
+                     "middleware): dispatch it once that dispatch has returned",
+                     action->type);
+            return store->fail(TS_E_REJECTED, err);
+        }
+        return next(action->json);
+    }
+    u->depth++;
+    st = handle(u, store, next, action);
+    u->depth--;
+    return st;
 }
 
 /* ---- config ---- */

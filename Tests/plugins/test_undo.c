@@ -141,6 +141,8 @@ static void test_tracked_keys(void) {
     if (s == NULL) { CHECK("store with undo.so", 0); return; }
     send(s, "{\"type\":\"other/set\",\"payload\":7}");
     send(s, INC);
+    CHECK_INT("whole state: @@undo/status (its key tracked too) is not a step", past(s), 2);
+    CHECK_INT("whole state: nor does it empty the history", past(s), 2);
     send(s, UNDO);
     send(s, UNDO);
     CHECK_INT("whole state: undo sets other back", tp_state_int(s, "/other", -1), 0);
@@ -342,6 +344,35 @@ static void test_status_and_apply(void) {
     tp_destroy(s);
 }
 
+/* A listener that dispatches while a dispatch is under way: at count 2 it
+ * sets "other" (part of the step), and tries an @@undo (refused). */
+static ts_status nested_undo_status = TS_OK;
+static void follow_up(ts_store *s, void *ctx) {
+    (void)ctx;
+    if (tp_state_int(s, "/count", 0) == 2 && tp_state_int(s, "/other", 0) == 0) {
+        ts_store_dispatch(s, "{\"type\":\"other/set\",\"payload\":5}");
+        nested_undo_status = ts_store_dispatch(s, UNDO);
+    }
+}
+
+static void test_nested_dispatch(void) {
+    ts_store *s = make_store("{\"keys\":[\"count\",\"other\"]}");
+    uint64_t token;
+    if (s == NULL) {
+        CHECK("store with undo.so", 0);
+        return;
+    }
+    ts_store_subscribe(s, "/count", follow_up, NULL, &token);
+    times(s, INC, 2);
+    CHECK_INT("a listener's nested dispatch applied", tp_state_int(s, "/other", -1), 5);
+    CHECK_INT("it is part of the step that led to it: two steps", past(s), 2);
+    CHECK_STATUS("an @@undo nested in a dispatch is refused", nested_undo_status, TS_E_REJECTED);
+    send(s, UNDO);
+    CHECK_INT("undo takes back the step with its nested change (count)", count(s), 1);
+    CHECK_INT("undo takes back the step with its nested change (other)", tp_state_int(s, "/other", -1), 0);
+    tp_destroy(s);
+}
+
 static void expect_config_refused(const char *config, const char *needle) {
     ts_store *s = NULL;
     char name[256];
@@ -457,6 +488,7 @@ int main(int argc, char **argv) {
     test_clear_and_init();
     test_status_and_apply();
     test_config_errors();
+    test_nested_dispatch();
     test_journal();
     return tp_summary();
 }
