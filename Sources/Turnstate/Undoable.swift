@@ -227,7 +227,7 @@ public struct UndoOptions<State: Sendable>: Sendable {
 /// nothing (as in redux-undo; ``Undoable/canUndo`` and
 /// ``Undoable/canRedo`` say beforehand).
 ///
-/// - Throws: ``StoreError`` `.badArgument` for a `limit` or `maxBytes`
+/// - Throws: `StoreError` with code `.badArgument` for a `limit` or `maxBytes`
 ///   below 1, or a `maxBytes` without `size` for a `State` that is not
 ///   `Encodable`.
 public func undoable<State: Sendable & Equatable>(
