@@ -405,7 +405,7 @@ _ext.configure(raise_for=_raise_for, record=_record, failure_reason=_failure_rea
 
 
 def plugins_dir() -> Optional[str]:
-    """The folder of the shipped plugins (guard, delay, journal, logger,
+    """The folder of the shipped plugins (guard, delay, journal, undo, logger,
     replicate) that belong to the loaded library: LIBDIR/turnstate/plugins
     beside it (the installed layout, and the layout of a wheel that bundles
     the library), or None when there is no such folder. The inspector, a
@@ -716,7 +716,7 @@ class Store:
     def load_plugin(self, path: str, config: Optional[Mapping[str, JSON]] = None) -> None:
         """Loads a middleware plugin (a .so written against turnstate_plugin.h)
         and appends it to the chain. ``path`` is a file, or the bare name of a
-        shipped plugin ("guard", "delay", "journal", "logger", "replicate")
+        shipped plugin ("guard", "delay", "journal", "undo", "logger", "replicate")
         looked up in plugins_dir(); a bare name that is not there raises
         NotFoundError (the inspector is not shipped: load it by its path).
         ``config`` is its configuration (a dict; None is {}). The file and
