@@ -959,10 +959,23 @@ static int parse_config(undo_plugin *u, const char *config, char *err, size_t er
         snprintf(err, err_size, "undo: the config must be a JSON object, not %s", pj_kind_name(pj_kind_of(config)));
         return 0;
     }
+    static const char *const fields[] = {"keys",    "limit",      "max_bytes",  "include",     "exclude",
+                                         "group_by", "clear_types", "init_types", "sync_filter", "status"};
+    unsigned seen = 0, f;
     while ((r = pj_next_member(&it, &k, &v)) == 1) {
         enum pj_kind kind = pj_kind_of(v);
         uint64_t n = 0;
         int got = kind == PJ_NUMBER ? pj_uint64(v, &n) : PJ_U64_NOT_INTEGER;
+        /* The host refuses a config with a key twice; a host that does not
+         * (create() called directly) gets the same answer here. */
+        for (f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+            if (!pj_str_eq(k, fields[f])) continue;
+            if (seen & (1u << f)) {
+                snprintf(err, err_size, "undo: config field \"%s\" appears twice", fields[f]);
+                return 0;
+            }
+            seen |= 1u << f;
+        }
         if (pj_str_eq(k, "keys")) {
             if (!read_keys(u, v, err, err_size)) return 0;
         } else if (pj_str_eq(k, "limit")) {

@@ -6,6 +6,8 @@
  * Prints "N passed, M failed". Options: --plugins DIR, --quick. */
 #include "harness.h"
 
+#include <stddef.h>
+
 /* "count": +1 for INCREMENT, -1 for DECREMENT; "other": "other/set" sets it
  * to the payload; "status": the payload of @@undo/status; "applied": the
  * number of @@undo/apply actions the reducers saw. */
@@ -409,6 +411,34 @@ static void test_config_errors(void) {
     expect_config_refused("{\"limt\":3}", "unknown config field \"limt\" (known: \"keys\", \"limit\"");
 }
 
+/* create() called directly, by a host that does not refuse a config with a
+ * key twice (the library does): refused with a message, nothing leaked; and
+ * a host table too old for replace_state. */
+static void test_direct_create(void) {
+    const ts_plugin *plugin = tp_descriptor(tp_plugin("undo"), TS_PLUGIN_ABI_VERSION);
+    ts_store_api api = tp_fake_api(sizeof(ts_store_api));
+    void *self = NULL;
+    char *error = NULL;
+    static const char *const twice[] = {"{\"keys\":[\"a\"],\"keys\":[\"b\"]}", "{\"include\":[\"x\"],\"include\":[\"y\"]}",
+                                        "{\"limit\":1,\"limit\":2}"};
+    size_t i;
+    if (plugin == NULL) {
+        CHECK("undo.so's descriptor", 0);
+        return;
+    }
+    for (i = 0; i < sizeof twice / sizeof twice[0]; i++) {
+        CHECK_STATUS("a config field twice, create() called directly", plugin->create(twice[i], &api, &self, &error),
+                     TS_E_PLUGIN);
+        CHECK_CONTAINS("its message", error, "appears twice");
+        free(error);
+        error = NULL;
+    }
+    api = tp_fake_api((uint32_t)offsetof(ts_store_api, replace_state));
+    CHECK_STATUS("a host table without replace_state", plugin->create("{}", &api, &self, &error), TS_E_ABI);
+    CHECK_CONTAINS("its message", error, "has no replace_state");
+    free(error);
+}
+
 /* The journal after undo: a restart gives the same state (the @@undo/apply
  * records carry the state they set, so the replay needs no history), with
  * and without snapshots between the records; @@undo/clear after loading
@@ -489,6 +519,7 @@ int main(int argc, char **argv) {
     test_status_and_apply();
     test_config_errors();
     test_nested_dispatch();
+    test_direct_create();
     test_journal();
     return tp_summary();
 }
