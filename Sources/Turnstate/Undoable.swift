@@ -220,7 +220,7 @@ public struct UndoOptions<State: Sendable>: Sendable {
 /// Wraps `reducer` so that its state keeps a history (redux-undo's
 /// `undoable`): the store's state is an ``Undoable`` of `State`, the
 /// wrapped reducer reduces its ``Undoable/present``, and ``UndoAction``s
-/// move through the history.
+/// move through the history (the wrapped reducer does not see them).
 ///
 /// An action that leaves the present equal to what it was is not recorded.
 /// A jump out of range, and undo or redo with nothing to go to, change
