@@ -76,6 +76,7 @@ typedef struct undo_plugin {
     char *present;          /* the tracked state as the plugin last left it */
     size_t bytes;           /* bytes of text in past and future */
     int depth;              /* run() calls under way (a listener's nested dispatch) */
+    ts_next_fn last_next;   /* the `next` of the last run(): a new one means the chain after us changed */
 } undo_plugin;
 
 /* ---- small helpers ---- */
@@ -807,6 +808,25 @@ static ts_status undo_run(const ts_store_api *store, ts_next_fn next, const ts_a
         }
         return next(action->json);
     }
+    /* turnstate.h promises the same `next` while the chain is unchanged, so
+     * a new one means middleware was added after this plugin (or removed):
+     * a journal loaded after it has replayed its records through it while
+     * loading. The history starts anew from the state as it is. */
+    if (u->last_next != NULL && next != u->last_next) {
+        char *now = NULL;
+        if (read_tracked(u, store, &now) == TS_OK) {
+            char *copy = strdup_(now);
+            if (copy != NULL) {
+                clear_history(u);
+                free(u->latest);
+                u->latest = copy;
+                set_present(u, now);
+            } else {
+                free(now);
+            }
+        }
+    }
+    u->last_next = next;
     u->depth++;
     st = handle(u, store, next, action);
     u->depth--;

@@ -11,7 +11,10 @@
 #   5. Tests/undo/replicas.c: two replicas (replicate.so then undo.so) of
 #      one Redis stream, on a redis-server this script starts on loopback
 #      (REDIS_SERVER, default redis-server): an @@undo on either replica
-#      undoes the same step on both.
+#      undoes the same step on both;
+#   6. Tests/undo/relay.c: actions that reach undo.so through next and
+#      through a plugin's dispatch_after are steps of one history (undo
+#      starts anew only when it is handed a new next: the chain changed).
 # Each step prints its "N passed, M failed"; the last line is
 # "checks: N passed, M failed" (their sum; a step that fails to build or
 # prints no summary counts as a failure).
@@ -96,6 +99,17 @@ elif cc $TS_CFLAGS -IInclude Tests/undo/replicas.c -o "$work/replicas" -L"$build
   tally "$work/replicas.log" "replicas.c"
 else
   failed=$((failed + 1)); echo "  FAIL replicas.c does not build"
+fi
+
+# 6. next and dispatch_after, one history.
+echo "== Tests/undo/relay.c"
+mkdir -p "$work/relay" && chmod 0755 "$work/relay"
+if cc $TS_CFLAGS -shared -fPIC -IInclude Tests/undo/relay_plugin.c -o "$work/relay/relay.so" &&
+   cc $TS_CFLAGS -IInclude Tests/undo/relay.c -o "$work/relay/relay" -L"$build/lib" -Wl,-rpath,"$build/lib" -lturnstate; then
+  "$work/relay/relay" "$work/relay/relay.so" "$build/plugins/undo.so" 2>&1 | tee "$work/relay.log"
+  tally "$work/relay.log" "relay.c"
+else
+  failed=$((failed + 1)); echo "  FAIL relay.c does not build"
 fi
 
 echo "checks: $passed passed, $failed failed"
