@@ -487,7 +487,8 @@ test-replicate-nats: $(call prebuilt,lib plugins)
 ## test-undo: the undo plugin (Plugins/undo, docs/undo.md), a few seconds: redux-undo's behaviours
 ## (limit, filter, groupBy, jump, clear history, initial state), the byte bound, every bad config
 ## field and the journal restart under ASan (Tests/plugins/test_undo.c), then from Python, Rust and
-## C++ (Tests/undo/run.sh); the Swift Undoable runs in test-swift
+## C++, two replicas on a Redis stream it starts on loopback, and actions through next and
+## dispatch_after (Tests/undo/run.sh); the Swift Undoable runs in test-swift
 test-undo: $(call prebuilt,setup-test lib plugins asan-lib)
 	FUZZ_CC=$(FUZZ_CC) TS_BUILD=$(BUILD) Tests/checks.sh Tests/undo/run.sh
 
