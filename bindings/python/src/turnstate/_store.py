@@ -716,7 +716,7 @@ class Store:
     def load_plugin(self, path: str, config: Optional[Mapping[str, JSON]] = None) -> None:
         """Loads a middleware plugin (a .so written against turnstate_plugin.h)
         and appends it to the chain. ``path`` is a file, or the bare name of a
-        shipped plugin ("guard", "delay", "journal", "undo", "logger", "replicate")
+        shipped plugin ("guard", "delay", "journal", "recorder", "undo", "logger", "replicate")
         looked up in plugins_dir(); a bare name that is not there raises
         NotFoundError (the inspector is not shipped: load it by its path).
         ``config`` is its configuration (a dict; None is {}). The file and
