@@ -682,7 +682,9 @@ test-c-asan: $(call prebuilt,setup-test asan-lib)
 test-plugins-asan: $(call prebuilt,setup-test asan-plugins)
 	@mkdir -p $(ASAN)/ptest $(ASAN)/tests && ln -sfn ../lib $(ASAN)/ptest/lib
 	TS_VALGRIND=0 CC="$(FUZZ_CC) -fsanitize=address -fuse-ld=lld" TS_BUILD=$(ASAN)/ptest Tests/checks.sh Tests/plugins/run.sh
-	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
+	$(C_REGISTRY) --suite logger -o $(ASAN)/tests/registry_logger.c Tests/plugins/logger_test.c
+	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -ITests/harness $(TS_HARNESS) Tests/plugins/logger_test.c \
+	  $(ASAN)/tests/registry_logger.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
 	Tests/checks.sh $(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
 ## bench: release benchmarks (Swift W1-W5 and their floors, C C1-C6, C1i (the inspector plugin), CP, CA, CU (patches, appends, unhandled actions),

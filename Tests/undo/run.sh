@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test-undo: the undo plugin (Plugins/undo) from every face, quickly:
 #   1. Tests/plugins/test_undo.c (redux-undo's behaviours, the byte bound,
-#      every bad config field, the journal restart), built with ASan by the
+#      every bad config field, the journal restart; on the C harness,
+#      Tests/harness/ts_test.h), built with ASan by the
 #      Swift toolchain's clang against the ASan library (BUILD/asan/lib) and
 #      ASan builds of undo.so and journal.so, runs with leak checks;
 #   2. Tests/python/test_undo.py (the ctypes binding) against build/lib and
@@ -45,7 +46,9 @@ plugins=$work/asan-plugins
 mkdir -p "$plugins" && chmod 0755 "$plugins"
 if "$clang" $TS_SAN_CFLAGS -IInclude -fsanitize=address -fuse-ld=lld -shared -fPIC Plugins/undo/undo.c -o "$plugins/undo.so" &&
    "$clang" $TS_SAN_CFLAGS -IInclude -fsanitize=address -fuse-ld=lld -shared -fPIC Plugins/journal/journal.c -o "$plugins/journal.so" -lpthread &&
-   "$clang" $TS_SAN_CFLAGS -IInclude -ITests/plugins -fsanitize=address Tests/plugins/test_undo.c -o "$work/test_undo" \
+   python3 Tests/harness/gen_registry.py -o "$work/registry_undo.c" Tests/plugins/test_undo.c &&
+   "$clang" $TS_SAN_CFLAGS -IInclude -ITests/harness -ITests/plugins -fsanitize=address Tests/harness/ts_test.c \
+     Tests/plugins/test_undo.c "$work/registry_undo.c" -o "$work/test_undo" \
      -fuse-ld=lld -L"$asan/lib" -Wl,-rpath,"$asan/lib" -lturnstate -lpthread -ldl; then
   echo "== test_undo.c (ASan)"
   ASAN_OPTIONS=detect_leaks=1 "$work/test_undo" --plugins "$plugins" 2>&1 | tee "$work/c.log"
