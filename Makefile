@@ -332,7 +332,7 @@ C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_red
 # "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
 # on failure; they may use check.h (check.c is linked in as an archive).
 # Versions, ts_alloc/ts_strdup, ts_reducer_fail.
-C_TESTS := Tests/c/test_memory_and_errors.c
+C_TESTS := Tests/c/test_memory_and_errors.c Tests/c/test_migrations.c
 test-c: $(call prebuilt,setup-test lib)
 	@mkdir -p $(BUILD)/tests
 	$(CC) $(CFLAGS) -IInclude $(C_SUITE) -o $(BUILD)/tests/test_store $(C_LINK)
