@@ -20,7 +20,7 @@ CC=${CC:-cc}
 . "$ROOT/Tests/flags.sh"
 WARN="$TS_CFLAGS ${TS_EXTRA_CFLAGS:-}"
 PLUGINS=(guard delay journal)
-TESTS=(guard delay journal loader shutdown)
+TESTS=(guard delay journal loader shutdown migrate)
 
 # Plugin files and every folder above them (a sticky root-owned one like /tmp
 # excepted) must not be writable by others, or the library refuses to load

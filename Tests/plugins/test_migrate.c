@@ -1,0 +1,258 @@
+/* Versioned state through the journal plugin (docs/migrations.md): a journal
+ * written by a program at state version 1 is loaded by one at version 3
+ * with the migrations 1->2 and 2->3 (its last snapshot migrated, the actions
+ * after it replayed through the new reducers), and the journal then records
+ * version 3 and a snapshot of the migrated state; a journal without a
+ * version record is of version 0; a downgrade, a missing step and a failing
+ * migration are refused with their messages, the state and the file
+ * unchanged. Prints "N passed, M failed". Options: --plugins DIR, --quick. */
+#include "harness.h"
+
+#include <sys/stat.h>
+
+static char tmpdir[256];
+
+static char *path_in_tmp(const char *name) {
+    static char paths[4][512];
+    static int turn;
+    char *p = paths[turn++ % 4];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    return p;
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+    if (f == NULL) return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* ---- The program at three versions -----------------------------------------
+ * 1: "todos" is ["a","b"]; 2: [{"title":"a"},...]; 3: {"items":[{"title":"a","done":false},...]}.
+ * Every version has the action {"type":"add","payload":"TITLE"}. */
+
+static const char *title_of(const ts_action *action, size_t *length) {
+    const char *title = NULL;
+    if (strcmp(action->type, "add") != 0 || ts_json_get_string(action->payload, "", &title, length) != TS_OK) return NULL;
+    return title;
+}
+
+static char *todos_v1(const char *slice, const ts_action *action, void *ctx) {
+    size_t length, n;
+    const char *title;
+    char *out;
+    (void)ctx;
+    if (slice == NULL) return ts_strdup("[]");
+    if ((title = title_of(action, &length)) == NULL) return NULL;
+    n = strlen(slice);
+    out = ts_alloc(n + length + 4);
+    snprintf(out, n + length + 4, "%.*s%s\"%.*s\"]", (int)(n - 1), slice, n > 2 ? "," : "", (int)length, title);
+    return out;
+}
+
+static char *todos_v3(const char *slice, const ts_action *action, void *ctx) {
+    size_t length, n;
+    const char *title;
+    char *out;
+    (void)ctx;
+    if (slice == NULL) return ts_strdup("{\"items\":[]}");
+    if ((title = title_of(action, &length)) == NULL) return NULL;
+    n = strlen(slice); /* ...]} */
+    out = ts_alloc(n + length + 40);
+    snprintf(out, n + length + 40, "%.*s%s{\"title\":\"%.*s\",\"done\":false}]}", (int)(n - 2), slice,
+             slice[n - 3] == '[' ? "" : ",", (int)length, title);
+    return out;
+}
+
+/* Text transformations of the minified state, enough for these inputs. */
+static char *v1_to_v2(const char *state, void *ctx, char **error) {
+    char *out = ts_alloc(strlen(state) * 4 + 64), *w = out;
+    const char *p = state;
+    int in_array = 0;
+    (void)ctx, (void)error;
+    while (*p) {
+        if (strncmp(p, "\"todos\":[", 9) == 0) {
+            memcpy(w, p, 9), w += 9, p += 9, in_array = 1;
+        } else if (in_array && *p == '"') {
+            const char *end = strchr(p + 1, '"');
+            w += sprintf(w, "{\"title\":%.*s}", (int)(end - p + 1), p);
+            p = end + 1;
+        } else {
+            if (in_array && *p == ']') in_array = 0;
+            *w++ = *p++;
+        }
+    }
+    *w = '\0';
+    return out;
+}
+
+static char *v2_to_v3(const char *state, void *ctx, char **error) {
+    char *out = ts_alloc(strlen(state) * 3 + 64), *w = out;
+    const char *p = state;
+    int in_array = 0;
+    (void)ctx, (void)error;
+    while (*p) {
+        if (strncmp(p, "\"todos\":[", 9) == 0) {
+            w += sprintf(w, "\"todos\":{\"items\":["), p += 9, in_array = 1;
+        } else if (in_array && *p == '}') {
+            w += sprintf(w, ",\"done\":false}"), p++;
+        } else if (in_array && *p == ']') {
+            w += sprintf(w, "]}"), p++, in_array = 0;
+        } else {
+            *w++ = *p++;
+        }
+    }
+    *w = '\0';
+    return out;
+}
+
+static char *v2_to_v3_fails(const char *state, void *ctx, char **error) {
+    (void)state, (void)ctx;
+    *error = ts_strdup("a todo has no title");
+    return NULL;
+}
+
+/* A store of the program at `version` (1 or 3; 0: version 1's reducers, no
+ * version declared), with the migrations `steps` ("12" for 1->2, "23" for
+ * 2->3, "2x" for a failing 2->3). */
+static ts_store *program(uint32_t version, const char *steps) {
+    ts_store *store = NULL;
+    if (ts_store_create(NULL, &store) != TS_OK) return NULL;
+    if (version > 0) CHECK_STATUS("set_version", ts_store_set_version(store, version), TS_OK);
+    if (strstr(steps, "01")) CHECK_STATUS("migration 0->1", ts_store_add_migration(store, 0, v1_to_v2, NULL), TS_OK);
+    if (strstr(steps, "12")) CHECK_STATUS("migration 1->2", ts_store_add_migration(store, 1, v1_to_v2, NULL), TS_OK);
+    if (strstr(steps, "23")) CHECK_STATUS("migration 2->3", ts_store_add_migration(store, 2, v2_to_v3, NULL), TS_OK);
+    if (strstr(steps, "2x")) CHECK_STATUS("migration 2->3", ts_store_add_migration(store, 2, v2_to_v3_fails, NULL), TS_OK);
+    CHECK_STATUS("add_reducer", ts_store_add_reducer(store, "todos", version == 3 ? todos_v3 : todos_v1, NULL), TS_OK);
+    return store;
+}
+
+static char *config_for(const char *path) {
+    static char config[700];
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"fsync\":\"never\",\"snapshot_every\":2}", path);
+    return config;
+}
+
+/* Writes a journal with the program at `version`: a, b (then a snapshot), c. */
+static void write_journal(const char *path, uint32_t version) {
+    ts_store *store = program(version, "");
+    unlink(path);
+    CHECK_STATUS("load journal (writer)", tp_load(store, tp_plugin("journal"), config_for(path)), TS_OK);
+    CHECK_STATUS("add a", ts_store_dispatch(store, "{\"type\":\"add\",\"payload\":\"a\"}"), TS_OK);
+    CHECK_STATUS("add b", ts_store_dispatch(store, "{\"type\":\"add\",\"payload\":\"b\"}"), TS_OK);
+    CHECK_STATUS("add c", ts_store_dispatch(store, "{\"type\":\"add\",\"payload\":\"c\"}"), TS_OK);
+    tp_destroy(store);
+}
+
+static const char *v3_abc =
+    "{\"todos\":{\"items\":[{\"title\":\"a\",\"done\":false},{\"title\":\"b\",\"done\":false},"
+    "{\"title\":\"c\",\"done\":false}]}}";
+
+static void test_version_1_journal_loads_at_version_3(void) {
+    const char *path = path_in_tmp("v1.journal");
+    char *text, *state;
+    ts_store *store;
+    write_journal(path, 1);
+    text = slurp(path);
+    CHECK("a journal of version 1 starts with its version record",
+          text && strncmp(text, "V 13 ", 5) == 0 && strstr(text, " {\"version\":1}\nA ") != NULL);
+    free(text);
+
+    store = program(3, "12 23");
+    CHECK_STATUS("version 3 loads the version 1 journal", tp_load(store, tp_plugin("journal"), config_for(path)), TS_OK);
+    state = tp_state(store, "");
+    CHECK_STR("the snapshot (a, b) migrated 1->2->3, then c replayed by version 3's reducer", state, v3_abc);
+    free(state);
+    CHECK_STATUS("a dispatch at version 3", ts_store_dispatch(store, "{\"type\":\"add\",\"payload\":\"d\"}"), TS_OK);
+    tp_destroy(store);
+    text = slurp(path);
+    CHECK("after the load, a version 3 record and a snapshot of the migrated state",
+          text && strstr(text, "{\"version\":3}\nS ") != NULL && strstr(strstr(text, "{\"version\":3}"), v3_abc) != NULL);
+    free(text);
+
+    /* The next start needs no migration: the file's last snapshot is of version 3. */
+    store = program(3, "");
+    CHECK_STATUS("version 3 without migrations loads it again", tp_load(store, tp_plugin("journal"), config_for(path)),
+                 TS_OK);
+    state = tp_state(store, "/todos/items/3/title");
+    CHECK_STR("with the action of version 3 replayed", state, "\"d\"");
+    free(state);
+    tp_destroy(store);
+}
+
+static void test_journal_without_version_is_version_0(void) {
+    const char *path = path_in_tmp("v0.journal");
+    char *text, *state;
+    ts_store *store;
+    write_journal(path, 0);
+    text = slurp(path);
+    CHECK("a store without a version writes no version record (the format of before)", text && text[0] == 'A');
+    free(text);
+    store = program(1, "01");
+    CHECK_STATUS("version 1 with a migration from 0 loads it", tp_load(store, tp_plugin("journal"), config_for(path)),
+                 TS_OK);
+    state = tp_state(store, "/todos/0");
+    CHECK_STR("the snapshot migrated 0->1", state, "{\"title\":\"a\"}");
+    free(state);
+    tp_destroy(store);
+}
+
+static void refused(const char *name, const char *path, uint32_t version, const char *steps, const char *needle) {
+    char *before = slurp(path), *after, *state;
+    ts_store *store = program(version, steps);
+    CHECK_STATUS(name, tp_load(store, tp_plugin("journal"), config_for(path)), TS_E_PLUGIN);
+    CHECK_CONTAINS(name, ts_last_error(), needle);
+    state = tp_state(store, "");
+    CHECK_STR("the state is the program's own, unchanged",
+              state, version == 3 ? "{\"todos\":{\"items\":[]}}" : "{\"todos\":[]}");
+    free(state);
+    tp_destroy(store);
+    after = slurp(path);
+    CHECK("the file is unchanged", before && after && strcmp(before, after) == 0);
+    free(before);
+    free(after);
+}
+
+static void test_refusals(void) {
+    const char *v1 = path_in_tmp("r1.journal");
+    write_journal(v1, 1);
+    refused("a failing migration", v1, 3, "12 2x", "migration 2->3 failed: a todo has no title");
+    refused("a missing step", v1, 3, "12", "there is no migration from version 2 to 3");
+    refused("a downgrade to an unversioned program", v1, 0, "",
+            "it was written with state version 1 (the version record at byte 0), newer than this program's version 0: "
+            "a downgrade is refused, nothing was loaded");
+    /* v1.journal is of version 3 since test_version_1_journal_loads_at_version_3. */
+    refused("a downgrade from 3 to 1", path_in_tmp("v1.journal"), 1, "",
+            "it was written with state version 3 (the version record at byte ");
+    refused("a downgrade from 3 to 1 (the message)", path_in_tmp("v1.journal"), 1, "",
+            "newer than this program's version 1: a downgrade is refused, nothing was loaded");
+}
+
+int main(int argc, char **argv) {
+    tp_options(argc, argv);
+    snprintf(tmpdir, sizeof tmpdir, "%s/ts-migrate-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("mkdtemp");
+        return 2;
+    }
+    printf("migrate: loading through %s\n", tp_loader_name());
+    test_version_1_journal_loads_at_version_3();
+    test_journal_without_version_is_version_0();
+    test_refusals();
+    unlink(path_in_tmp("v1.journal"));
+    unlink(path_in_tmp("v0.journal"));
+    unlink(path_in_tmp("r1.journal"));
+    rmdir(tmpdir);
+    return tp_summary();
+}
