@@ -406,7 +406,7 @@ test-python-package: $(call prebuilt,setup-test lib plugins)
 
 ## test-readme: the examples of README.md, docs/ (C, C++, plugins, install) and the
 ## DocC TestStore article build and run as shown; their relative links resolve
-test-readme: $(call prebuilt,setup-test lib)
+test-readme: $(call prebuilt,setup-test lib plugins)
 	Tests/checks.sh Tests/readme/check.sh
 
 ## test-cpp: Include/turnstate.hpp: the header under g++ and clang++ (C++17,

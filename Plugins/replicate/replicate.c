@@ -124,6 +124,8 @@ typedef struct replica {
     uint64_t max_pending, max_pending_bytes, status_ms;
     char origin[ORIGIN_SIZE];
     const char *(*last_error)(void); /* ts_last_error, when dlsym finds it: reasons of refusals */
+    uint32_t version;                /* the store's state version (0: none, or a table without versions) */
+    int versioned;                   /* the table has state_version and replace_state_from */
     /* The pending list: changed by run() and the reader's steps (store held)
      * under qmutex; the sender reads it under qmutex. */
     pthread_mutex_t qmutex;
@@ -540,15 +542,54 @@ static ts_status deliver_entry(replica *r, rp_entry *e) {
 /* The status a failure of the log gives: damage is not the log's silence. */
 static ts_status status_of(int rc) { return rc == RP_DAMAGED ? TS_E_PLUGIN : TS_E_IO; }
 
+/* Stores `state` as the snapshot of entry r->seq. The snapshot carries the
+ * state version of the replica that took it: a replica at version 0 stores
+ * the state's JSON text as before; one at version N > 0 stores "VN " and
+ * then the text (not JSON, so that a replica of before versions refuses it
+ * instead of taking the prefix for state). */
+static void snapshot_put(replica *r, const char *state) {
+    char err[RP_ERR_SIZE], *text;
+    size_t length;
+    int stored;
+    if (r->version == 0) {
+        (void)rp_snapshot_put(r->log, state, r->pos, r->seq, &stored, err);
+        return;
+    }
+    length = strlen(state) + 16;
+    if ((text = malloc(length)) == NULL) return; /* best effort, as every snapshot */
+    snprintf(text, length, "V%lu %s", (unsigned long)r->version, state);
+    (void)rp_snapshot_put(r->log, text, r->pos, r->seq, &stored, err);
+    free(text);
+}
+
+/* The version a snapshot's text carries ("VN " before the JSON; none: 0)
+ * and where its JSON starts. 0, or -1 when "V" is not followed by a version
+ * and a space. */
+static int snapshot_version(const char *text, uint32_t *version, const char **json) {
+    uint64_t v = 0;
+    const char *p = text + 1;
+    *version = 0;
+    *json = text;
+    if (text[0] != 'V') return 0;
+    if (*p < '0' || *p > '9') return -1;
+    while (*p >= '0' && *p <= '9') {
+        v = v * 10u + (uint64_t)(*p++ - '0');
+        if (v > 4294967295u) return -1;
+    }
+    if (*p != ' ') return -1;
+    *version = (uint32_t)v;
+    *json = p + 1;
+    return 0;
+}
+
 /* Takes a snapshot (the state after entry r->seq) if this is the replica
  * that appended entry r->seq and it is a multiple of snapshot_every. Best
  * effort: a failed snapshot only makes joining slower. */
 static void maybe_snapshot(replica *r) {
-    char *state = NULL, err[RP_ERR_SIZE];
-    int stored;
+    char *state = NULL;
     if (r->snapshot_every == 0 || r->seq % r->snapshot_every != 0) return;
     if (r->store->get_state("", &state) != TS_OK) return;
-    (void)rp_snapshot_put(r->log, state, r->pos, r->seq, &stored, err);
+    snapshot_put(r, state);
     r->store->free(state);
 }
 
@@ -557,6 +598,8 @@ static void maybe_snapshot(replica *r) {
 static int load_snapshot(replica *r, char *err) {
     int found, rc;
     char *state = NULL, pos[RP_POS_SIZE];
+    const char *json;
+    uint32_t version;
     uint64_t seq = 0;
     ts_status status;
     /* Checked against the log (rp_check_snapshot) before it replaces anything. */
@@ -565,12 +608,41 @@ static int load_snapshot(replica *r, char *err) {
         free(state);
         return 0;
     }
-    status = r->store->replace_state(state);
+    if (snapshot_version(state, &version, &json) != 0) {
+        free(state);
+        snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu) starts with \"V\" but "
+                 "not with a state version (\"VN \"): it was not written by replicate.so", r->stream,
+                 (unsigned long long)seq);
+        return RP_DAMAGED;
+    }
+    if (version != r->version && !r->versioned) {
+        free(state);
+        snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu) is of state version %lu, "
+                 "and this library cannot migrate state (its ts_store_api has no replace_state_from)", r->stream,
+                 (unsigned long long)seq, (unsigned long)version);
+        return RP_FAILED;
+    }
+    /* A snapshot of an older version is migrated; a newer one is refused
+     * (replace_state_from's rules), with nothing loaded. */
+    status = version == r->version ? r->store->replace_state(json) : r->store->replace_state_from(json, version);
     if (status != TS_OK) {
         free(state);
-        snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu) was refused: %s",
-                 r->stream, (unsigned long long)seq, r->store->status_name(status));
+        snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu, state version %lu) was "
+                 "refused: %s: %.250s", r->stream, (unsigned long long)seq, (unsigned long)version,
+                 r->store->status_name(status),
+                 r->versioned ? r->store->last_error() : r->last_error ? r->last_error() : "");
         return RP_FAILED;
+    }
+    if (version != r->version) {
+        /* The confirmed state is the migrated one (optimistic mode keeps it
+         * as text): read it back. */
+        free(state);
+        state = NULL;
+        if (r->store->get_state("", &state) != TS_OK) {
+            snprintf(err, RP_ERR_SIZE, "replicate: cannot read the state migrated from the snapshot of stream \"%.200s\"",
+                     r->stream);
+            return RP_FAILED;
+        }
     }
     if (r->optimistic) {
         /* Optimistic mode: the confirmed state is now the snapshot's (a
@@ -822,10 +894,8 @@ static int capture_confirmed(replica *r) {
 /* Stores the confirmed state as the snapshot, when one is due and the text
  * is the state at r->seq. Best effort, as in ordered mode. Store held. */
 static void snapshot_confirmed(replica *r) {
-    char err[RP_ERR_SIZE];
-    int stored;
     if (!r->snapshot_due || r->tail_count != 0 || r->confirmed == NULL) return;
-    (void)rp_snapshot_put(r->log, r->confirmed, r->pos, r->seq, &stored, err);
+    snapshot_put(r, r->confirmed);
     r->snapshot_due = 0;
 }
 
@@ -1515,6 +1585,16 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     r->deliver = store->struct_size >= offsetof(ts_store_api, dispatch_after) + sizeof store->dispatch_after
                      ? store->dispatch_after
                      : store->apply;
+    /* The store's state version: what its snapshots carry, and what the
+     * snapshots it loads are migrated to. */
+    if (store->struct_size >= offsetof(ts_store_api, last_error) + sizeof store->last_error &&
+        store->state_version != NULL && store->replace_state_from != NULL && store->last_error != NULL) {
+        r->versioned = 1;
+        if (store->state_version(&r->version) != TS_OK) {
+            snprintf(err, RP_ERR_SIZE, "replicate: cannot read the store's state version");
+            goto fail;
+        }
+    }
     r->timeout_ms = 2000;
     r->snapshot_every = 10000;
     r->replicas = 3;
