@@ -500,10 +500,13 @@ test-plugins: $(call prebuilt,setup-test lib plugins)
 ## token cookie, security headers everywhere, idle connections time out; with
 ## patch reducers (app.c's patch mode) the recorded states, jump, present, skip
 ## give the same states as with whole-slice reducers; the inspector from Python
-## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh)
+## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh);
+## state versions through export and import (Tests/inspector/migrate.c)
 test-inspector: $(call prebuilt,setup-test lib plugins)
 	@mkdir -p $(BUILD)/inspector
 	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
+	$(CC) $(CFLAGS) -IInclude -ITests/plugins Tests/inspector/migrate.c -o $(BUILD)/inspector/migrate $(C_LINK)
+	Tests/checks.sh $(BUILD)/inspector/migrate $(BUILD)/plugins/inspector.so
 	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
 	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)
 
