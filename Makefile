@@ -41,12 +41,12 @@ SWIFT ?= swift
 # The shipped library: a SONAME, and a version script that exports only ts_*.
 # DWARF 4: Debian 12's valgrind (3.19) cannot read the DWARF 5 that Swift emits.
 DWARF4 := -Xswiftc -dwarf-version=4 -Xcc -gdwarf-4 -Xcxx -gdwarf-4
-LIB_LDFLAGS := $(DWARF4) -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/exports.map \
+LIB_LDFLAGS := $(DWARF4) -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/CAPI/exports.map \
                -Xlinker -soname -Xlinker libturnstate.so.$(SOVERSION)
 # What ships (the library and the Swift logger plugin) carries no path into
 # the build machine's toolchain: libturnstate finds its private copy of the
 # Swift runtime in $ORIGIN/turnstate (LIBDIR/turnstate, filled by
-# pkgconfig/swift-runtime.sh), and a Swift plugin uses the copy that
+# .ci/packaging/swift-runtime.sh), and a Swift plugin uses the copy that
 # libturnstate has already loaded (the loader matches the runtime's SONAMEs),
 # so a process maps one Swift runtime. Neither links the standard library's
 # string processing (libswift_StringProcessing, libswift_RegexParser), which
@@ -156,7 +156,7 @@ lib: setup
 	$(Q)mkdir -p $(BUILD)/lib
 	@# The private Swift runtime beside it, as installed: build/lib/turnstate.
 	@$(STEP) $(LOGS)/lib-runtime.log "copy the Swift runtime to $(call show,$(BUILD))/lib/turnstate" \
-	  pkgconfig/swift-runtime.sh $(BUILD)/lib/turnstate $(RELEASE_SCRATCH)/$(LIB_CONFIG)/libturnstate.so
+	  .ci/packaging/swift-runtime.sh $(BUILD)/lib/turnstate $(RELEASE_SCRATCH)/$(LIB_CONFIG)/libturnstate.so
 	@# A new file, renamed into place: never rewrite a library a running process has mapped.
 	$(Q)install -m 0755 $(RELEASE_SCRATCH)/$(LIB_CONFIG)/libturnstate.so $(BUILD)/lib/.libturnstate.so.new
 	$(Q)mv -f $(BUILD)/lib/.libturnstate.so.new $(BUILD)/lib/libturnstate.so.$(VERSION)
@@ -427,7 +427,7 @@ test-rust: $(call prebuilt,setup-test lib plugins)
 	CARGO=$(CARGO) TS_BUILD=$(BUILD) VALGRIND="$(VALGRIND)" Tests/checks.sh Tests/rust/run.sh
 
 ## test-model: spin checks the shutdown protocol model, and that it catches
-## each deliberately broken variant (Sources/TurnstateC/ShutdownProtocol.pml)
+## each deliberately broken variant (Sources/TurnstateC/PluginHost/ShutdownProtocol.pml)
 test-model: $(call prebuilt,setup-test)
 	Tests/checks.sh Tests/model/run.sh
 
@@ -566,7 +566,7 @@ test-fuzz-replay: export TS_FUZZ_SEEDED_KNOWN = $(FUZZ_PY_KNOWN)
 asan-lib: setup
 	@$(STEP) $(LOGS)/asan-lib.log "swift build libturnstate (release, ASan and fuzzer coverage)" \
 	  $(LIBRARY_ONLY) $(SWIFT) build -c release --scratch-path $(ASAN_SCRATCH) --product turnstate $(ASAN_SWIFT_FLAGS) \
-	  -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/exports.map \
+	  -Xlinker --version-script=$(CURDIR)/Sources/TurnstateC/CAPI/exports.map \
 	  -Xlinker -soname -Xlinker libturnstate.so.$(SOVERSION)
 	$(Q)mkdir -p $(ASAN)/lib
 	$(Q)install -m 0755 $(ASAN_SCRATCH)/release/libturnstate.so $(ASAN)/lib/.libturnstate.so.new
@@ -667,14 +667,14 @@ PLUGINSDIR = $(LIBDIR)/turnstate/plugins
 install: setup $(call prebuilt,lib plugins) man
 	$(Q)install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PLUGINSDIR)
 	@$(STEP) $(LOGS)/install-lib.log "install libturnstate.so.$(VERSION) (stripped) in $(DESTDIR)$(LIBDIR)" \
-	  pkgconfig/install-stripped.sh $(BUILD)/lib/libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR) libturnstate.so.$(VERSION)
+	  .ci/packaging/install-stripped.sh $(BUILD)/lib/libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR) libturnstate.so.$(VERSION)
 	$(Q)ln -sf libturnstate.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libturnstate.so.$(SOVERSION)
 	$(Q)ln -sf libturnstate.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libturnstate.so
 	@$(STEP) $(LOGS)/install-runtime.log "install the private Swift runtime in $(DESTDIR)$(LIBDIR)/turnstate" \
-	  pkgconfig/swift-runtime.sh $(DESTDIR)$(LIBDIR)/turnstate $(BUILD)/lib/libturnstate.so.$(VERSION) $(BUILD)/plugins/logger.so
+	  .ci/packaging/swift-runtime.sh $(DESTDIR)$(LIBDIR)/turnstate $(BUILD)/lib/libturnstate.so.$(VERSION) $(BUILD)/plugins/logger.so
 	@for p in $(INSTALL_PLUGINS); do \
 	  $(STEP) $(LOGS)/install-$$p.log "install $$p.so (stripped) in $(DESTDIR)$(PLUGINSDIR)" \
-	    pkgconfig/install-stripped.sh $(BUILD)/plugins/$$p.so $(DESTDIR)$(PLUGINSDIR) $$p.so; \
+	    .ci/packaging/install-stripped.sh $(BUILD)/plugins/$$p.so $(DESTDIR)$(PLUGINSDIR) $$p.so; \
 	done
 	@echo "install the headers and turnstate.pc"
 	$(Q)install -m 0644 Include/turnstate.h Include/turnstate_plugin.h Include/turnstate.hpp $(DESTDIR)$(PREFIX)/include/
@@ -688,13 +688,13 @@ install: setup $(call prebuilt,lib plugins) man
 
 ## deb: the Debian packages libturnstate0 (library, plugins, private Swift
 ## runtime), libturnstate-dev and libturnstate0-dbgsym in build/deb/, from
-## `make install PREFIX=/usr LIBDIR=/usr/lib/<multiarch>` (pkgconfig/debian/)
+## `make install PREFIX=/usr LIBDIR=/usr/lib/<multiarch>` (.ci/packaging/debian/)
 DEB_MULTIARCH = $(shell dpkg-architecture -qDEB_HOST_MULTIARCH)
 deb: setup-deb $(call prebuilt,lib plugins)
 	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb
 	@$(MAKE) --no-print-directory install PREFIX=/usr LIBDIR=/usr/lib/$(DEB_MULTIARCH) DESTDIR=$(BUILD)/deb/stage
 	@# Its output is its result: a line per package built, and the library's Depends.
-	$(Q)pkgconfig/debian/build-debs.sh $(VERSION) $(BUILD)/deb/stage $(BUILD)/deb
+	$(Q).ci/packaging/debian/build-debs.sh $(VERSION) $(BUILD)/deb/stage $(BUILD)/deb
 
 ## uninstall: remove what install put in DESTDIR, PREFIX and LIBDIR
 uninstall:

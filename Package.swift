@@ -57,7 +57,7 @@ let package = Package(
         // The C face: implements Include/turnstate.h over the core store.
         // It links TurnstateCore only: libturnstate.so needs no Foundation.
         .target(name: "TurnstateC", dependencies: ["TurnstateCore", "CTurnstate", "CTurnstateJSON", "CTurnstateSupport"],
-                exclude: ["exports.map", "ShutdownProtocol.pml"]),
+                exclude: ["CAPI/exports.map", "PluginHost/ShutdownProtocol.pml"]),
         // Typed Swift stores load plugins through the C face's plugin host.
         .target(name: "TurnstatePlugins", dependencies: ["Turnstate", "TurnstateC", "CTurnstate"]),
         .executableTarget(name: "turnstate-demo", dependencies: ["Turnstate"], path: "Examples/SwiftDemo"),

@@ -216,8 +216,9 @@ typedef struct ts_store ts_store;
  * TS_E_NOMEM. */
 TS_API ts_status ts_store_create(const char *initial_state_json, ts_store **out);
 
-/* Destroys a store, in two steps (Sources/TurnstateC/ShutdownProtocol.pml
- * models them, and `make test` checks the model with spin):
+/* Destroys a store, in two steps
+ * (Sources/TurnstateC/PluginHost/ShutdownProtocol.pml models them, and
+ * `make test` checks the model with spin):
  * 1. The store closes. Dispatches already under way finish first (on other
  *    threads: waited for; on this thread: the one this is called from).
  *    From then on every new call into the store - ts_store_* from any

@@ -429,10 +429,19 @@ void history_unwatch(history *h) {
     pthread_mutex_unlock(&h->lock);
 }
 
+/* Whether the reader at *c has a record to be sent: the next one is written
+ * (not still in the chain), or it fell behind the ring. With h->lock. */
+static int record_ready(const history *h, const history_cursor *c) {
+    if (c->seq >= newest(h)) return 0;
+    return h->ring[c->seq % h->capacity].seq >= c->seq + 1;
+}
+
 int history_feed(history *h, history_cursor *c, size_t batch, int wait_seconds, history_event_fn *event, void *ctx) {
     sb data = {0};
     pthread_mutex_lock(&h->lock);
-    if (!h->stopping && c->hello && newest(h) == c->seq && h->status_version == c->status_version) {
+    /* Nothing to send, or only an action still in the chain (its number is
+     * taken, its slot written when it returns; history_end wakes us then). */
+    if (!h->stopping && c->hello && !record_ready(h, c) && h->status_version == c->status_version) {
         struct timespec deadline;
         clock_gettime(CLOCK_REALTIME, &deadline);
         deadline.tv_sec += wait_seconds;

@@ -130,6 +130,9 @@ typedef struct rp_engine_info {
     uint64_t head;        /* the log's last sequence number at the last read or append that told it (0: none
                              yet; NATS: the highest PubAck or read sequence) */
     uint64_t connections; /* connections made so far (the first included; NATS: 1 + the client's reconnections) */
+    uint64_t waited_counter; /* Redis: the counter the last rp_wait read with its entries (0: missing, or not
+                                read; NATS: always 0). It never falls in a sound log: below what a replica
+                                applied, the log was reset even when no entry comes back to say so */
 } rp_engine_info;
 void rp_info(const rp_engine *engine, rp_engine_info *out);
 /* The snapshot: *found 0 when there is none; else *state (malloc'ed), the
@@ -166,9 +169,10 @@ rp_engine *rp_redis_open(const rp_options *options, char *err);
 rp_engine *rp_nats_open(const rp_options *options, char *err);
 
 /* Reads a file the plugin is given (a CA, a certificate, a key) as the
- * library's loader trusts its plugin files (Sources/TurnstateC/TrustedFile.
- * swift): with every link resolved, a regular file owned by root or this
- * process's effective user and not writable by group or others, in folders
+ * library's loader trusts its plugin files
+ * (Sources/TurnstateC/PluginHost/TrustedFile.swift): with every link
+ * resolved, a regular file owned by root or this process's effective user
+ * and not writable by group or others, in folders
  * up to / that are owned by root or that user and not writable by group or
  * others (a sticky folder owned by root, like /tmp, excepted). A `secret`
  * (a private key) must also not be readable by group or others. The file is

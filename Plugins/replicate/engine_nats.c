@@ -1118,6 +1118,7 @@ static void nats_info(const rp_engine *base, rp_engine_info *out) {
     uint64_t reconnects = 0;
     out->head = e->head;
     out->connections = e->nc != NULL ? 1 : 0;
+    out->waited_counter = 0; /* JetStream numbers its own entries: no counter to read */
     if (e->nc != NULL && natsStatistics_Create(&stats) == NATS_OK) {
         if (natsConnection_GetStats(e->nc, stats) == NATS_OK &&
             natsStatistics_GetCounts(stats, NULL, NULL, NULL, NULL, &reconnects) == NATS_OK)

@@ -1208,6 +1208,13 @@ static int redis_wait(rp_engine *base, const char *after, int block_ms, size_t m
     for (i = 0; i < 8; i++) lengths[i] = strlen(argv[i]);
     rc = with_counter(e, block_ms + e->timeout_ms, 8, argv, lengths, &r, &counter, err);
     if (rc != 0) return rc;
+    e->info.waited_counter = 0;
+    if (counter->type == REDIS_REPLY_STRING) {
+        rp_text c;
+        c.str = counter->str;
+        c.len = counter->len;
+        if (!rp_parse_seq(c, &e->info.waited_counter)) e->info.waited_counter = 0;
+    }
     /* [[stream, entries]] or nil when the time ran out. */
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->type == REDIS_REPLY_ARRAY &&
         r->element[0]->elements == 2) {

@@ -117,7 +117,7 @@ typedef struct replica {
     int stop;
     int free_on_exit; /* destroy() ran on the reader thread itself */
     char reported[RP_ERR_SIZE]; /* the reader's last line on stderr (its own) */
-    uint64_t shared_seq; /* r->seq, for the sender (under mutex) */
+    uint64_t shared_seq; /* r->seq, for the sender and the reader (under mutex) */
 
     /* ---- Optimistic mode and the status (README.md, "Modes") ---- */
     int optimistic;
@@ -203,7 +203,7 @@ static void rest(replica *r, long ms) {
  * sender (1; ordered mode: run()), and what the engine saw (engine NULL:
  * nothing to count, run()'s connection is read with the store held). */
 static void note_ok(replica *r, int sender, const rp_engine *engine) {
-    rp_engine_info info = {0, 0};
+    rp_engine_info info = {0, 0, 0};
     if (engine) rp_info(engine, &info);
     pthread_mutex_lock(&r->mutex);
     if (sender) {
@@ -1311,15 +1311,29 @@ static void *reader_main(void *self) {
     for (;;) {
         char pos[RP_POS_SIZE], err[RP_ERR_SIZE];
         int stop, rc;
+        uint64_t seq;
         ts_status status;
         rp_batch batch;
         reader_work work;
+        rp_engine_info info;
         pthread_mutex_lock(&r->mutex);
         stop = r->stop;
         memcpy(pos, r->shared_pos, RP_POS_SIZE);
+        seq = r->shared_seq;
         pthread_mutex_unlock(&r->mutex);
         if (stop) break;
         rc = rp_wait(r->waiter, pos, WAIT_BLOCK_MS, r->optimistic ? OPTIMISTIC_READ_BATCH : READ_BATCH, &batch, err);
+        rp_info(r->waiter, &info);
+        if (rc == 0 && batch.count == 0 && info.waited_counter != 0 && info.waited_counter < seq) {
+            /* A log made again whose entries sort before this replica's
+             * position (the server's clock went back, or its ids were
+             * chosen): no entry comes back to say so, its counter does. */
+            damaged(r, err,
+                    "its counter \"%.200s:seq\" is at %llu, behind entry %llu (%s), the last this replica applied: "
+                    "the log was reset (FLUSHALL, or its keys deleted or rewritten)",
+                    r->stream, (unsigned long long)info.waited_counter, (unsigned long long)seq, pos);
+            rc = RP_DAMAGED;
+        }
         if (rc == RP_FAILED) note_failure(r, 0, err, 0);
         else note_ok(r, 0, r->waiter);
         if (rc == RP_DAMAGED) note_failure(r, 0, err, 1);

@@ -128,6 +128,8 @@ for p in libturnstate0 libturnstate-dev; do
     grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' "$tmp/x/$p/usr/share/doc/$p/copyright"
   check "$p: changelog.Debian.gz names $version" \
     bash -c "gzip -dc '$tmp/x/$p/usr/share/doc/$p/changelog.Debian.gz' | head -n1 | grep -q '($version-'"
+  check "$p: changelog.gz is the upstream CHANGELOG.md (Debian policy 12.7)" \
+    bash -c "gzip -dc '$tmp/x/$p/usr/share/doc/$p/changelog.gz' | cmp -s - '$root/CHANGELOG.md'"
 done
 check "libturnstate0's copyright covers the Swift runtime (Apache-2.0 with the Runtime Library Exception)" \
   grep -q '^License: Apache-2.0 with Runtime-Library exception' "$xl/usr/share/doc/libturnstate0/copyright"
@@ -165,7 +167,7 @@ check "libturnstate0-dbgsym: Build-Ids names the library's" grep -qw "$id" <<<"$
 # (make deb's stage, DEBDIR/stage, altered in copies)
 if [ -d "$debdir/stage" ]; then
   refuse() { # WHAT EXPECTED-MESSAGE: build-debs.sh on $tmp/bad must fail, saying so
-    if "$root/pkgconfig/debian/build-debs.sh" "$version" "$tmp/bad" "$tmp/bad-out" >"$tmp/bad.log" 2>&1; then
+    if "$root/.ci/packaging/debian/build-debs.sh" "$version" "$tmp/bad" "$tmp/bad-out" >"$tmp/bad.log" 2>&1; then
       fail "build-debs.sh refuses $1 (it built packages)"
     elif grep -q "$2" "$tmp/bad.log"; then
       pass "build-debs.sh refuses $1: $(grep -m1 "$2" "$tmp/bad.log" | sed 's/^build-debs: //')"

@@ -8,6 +8,9 @@
  *     s                 answers "state <ts_store_get_state(NULL)>"
  *     q                 destroys the store (the plugin's destroy()) and exits
  * Usage: app INSPECTOR.so CONFIG_JSON GUARD.so [patch]
+ * "counter/slow" with a payload of N milliseconds (up to 5000) keeps the
+ * counter's reducer busy that long and changes nothing: an action that
+ * stays in the chain while run.py watches the event stream.
  * With "patch", the same reducers answer with RFC 6902 patches
  * (ts_reducer_patch), the counter's added with ts_store_add_reducer_for for
  * "counter/" "*" only: the inspector's time travel must give the same states
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static char *counter(const char *slice, const ts_action *a, void *ctx) {
     char buffer[64];
@@ -27,7 +31,16 @@ static char *counter(const char *slice, const ts_action *a, void *ctx) {
     long long n = strtoll(slice, NULL, 10);
     if (strcmp(a->type, "counter/inc") == 0) n++;
     else if (strcmp(a->type, "counter/add") == 0 && a->payload) n += strtoll(a->payload, NULL, 10);
-    else return NULL;
+    else if (strcmp(a->type, "counter/slow") == 0 && a->payload) {
+        long long ms = strtoll(a->payload, NULL, 10);
+        struct timespec t;
+        if (ms < 0) ms = 0;
+        if (ms > 5000) ms = 5000;
+        t.tv_sec = (time_t)(ms / 1000);
+        t.tv_nsec = (long)(ms % 1000) * 1000000L;
+        nanosleep(&t, NULL);
+        return NULL;
+    } else return NULL;
     snprintf(buffer, sizeof buffer, "%lld", n);
     return ts_strdup(buffer);
 }

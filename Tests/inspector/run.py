@@ -839,6 +839,56 @@ def main():
         check("the dropped count is reported", dropped > 0, body[:300])
     slow.quit()
 
+    # An action that stays in the chain (a reducer that takes its time): the
+    # event stream waits for it to end, it does not loop sending keep-alive
+    # comments (one comes after 15 s of nothing), and then sends it.
+    busy = App({"port": 0, "history": 100})
+    m = re.match(r"http://([^:/]+):(\d+)/\?token=(\w+)", busy.url or "")
+    if check("an inspector for the busy-chain check starts", m is not None, busy.first):
+        sock = socket.socket()
+        sock.connect((m.group(1), int(m.group(2))))
+        sock.sendall(("GET /api/events?token=%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n"
+                      % (m.group(3), m.group(1), m.group(2))).encode())
+        time.sleep(0.2)  # the stream is open and has sent its status
+        answers = []
+        worker = threading.Thread(target=lambda: answers.append(
+            busy.ask("d " + json.dumps({"type": "counter/slow", "payload": 1500}))))
+        worker.start()
+        time.sleep(0.2)  # the action is in the chain
+        # A new status (pause: false, as it was) wakes the stream while the
+        # action is still in the chain: it sends the status, then must wait.
+        paused = post((m.group(1), int(m.group(2)), m.group(3)), "/api/pause", json.dumps({"paused": False}))
+        sock.settimeout(0.1)
+        received = b""
+        until = time.time() + 0.8  # within the 1.5 s the action is in the chain
+        while time.time() < until:
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                break
+            received += chunk
+            received = received[-200000:]
+        worker.join(WAIT)
+        in_chain = received.count(b": keep-alive")
+        check("an event stream woken while an action is in the chain waits for it (no keep-alive loop)",
+              paused[0] == 200 and in_chain <= 1, (paused, "%d keep-alive comments in 0.8 s" % in_chain))
+        sock.settimeout(WAIT)
+        deadline = time.time() + WAIT
+        while b"counter/slow" not in received and time.time() < deadline:
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            received += chunk
+        check("the action is sent once it leaves the chain", b"counter/slow" in received and len(answers) == 1 and answers[0].startswith("status TS_OK"),
+              (answers, received[-300:]))
+        sock.close()
+    busy.quit()
+
     # Read-only mode.
     ro = App({"port": 0, "read_only": True})
     m = re.match(r"http://([^:/]+):(\d+)/\?token=(\w+)", ro.url or "")

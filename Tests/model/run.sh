@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the store's shutdown protocol model (Sources/TurnstateC/ShutdownProtocol.pml)
+# Checks the store's shutdown protocol model (Sources/TurnstateC/PluginHost/ShutdownProtocol.pml)
 # with spin, exhaustively:
 #   - the protocol as implemented (two configurations: ts_store_destroy on
 #     its own thread, and from inside a listener) must pass the safety run
@@ -13,7 +13,7 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/../.." || exit 2
-MODEL=$PWD/Sources/TurnstateC/ShutdownProtocol.pml
+MODEL=$PWD/Sources/TurnstateC/PluginHost/ShutdownProtocol.pml
 CC=${CC:-cc}
 command -v spin >/dev/null || { echo "model: spin is missing (apt-get install spin)"; echo "model: 0 passed, 1 failed"; exit 1; }
 

@@ -7,7 +7,7 @@
  *   lock()/unlock()  the store's recursive lock (TurnstateCore/RecursiveLock.swift:
  *                    a pthread mutex and the owning thread in an atomic word):
  *                    owner + depth; a dispatch holds it for its whole length
- *   closed           Store.closed (Turnstate/Store.swift), set by Store.close
+ *   closed           Store.closed (TurnstateCore/Store.swift), set by Store.close
  *                    under the lock
  *   dispatch()       Store.dispatch as reached through ts_store_dispatch
  *                    (Exports.swift) or a kept ts_store_api table's dispatch

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Debian packages of Turnstate from a `make install` tree.
 #
-#   pkgconfig/debian/build-debs.sh VERSION STAGE OUTDIR
+#   .ci/packaging/debian/build-debs.sh VERSION STAGE OUTDIR
 #
 # VERSION is the upstream version (the Makefile's VERSION, read from
 # Include/turnstate.h); STAGE is the DESTDIR of
@@ -58,7 +58,7 @@ stage=$(cd "$2" && pwd)
 mkdir -p "$3"
 out=$(cd "$3" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/../../.." && pwd)
 
 die() { echo "build-debs: $*" >&2; exit 1; }
 
@@ -197,9 +197,7 @@ for p in $lib $dev; do
   sed "s|@MAINTAINER@|$maintainer|" "$here/copyright" >"debian/$p/usr/share/doc/$p/copyright"
   gzip -9nc debian/changelog >"debian/$p/usr/share/doc/$p/changelog.Debian.gz"
   # the upstream changelog, where Debian policy (12.7) puts it
-  if [ -f "$root/CHANGELOG.md" ]; then
-    gzip -9nc "$root/CHANGELOG.md" >"debian/$p/usr/share/doc/$p/changelog.gz"
-  fi
+  gzip -9nc "$root/CHANGELOG.md" >"debian/$p/usr/share/doc/$p/changelog.gz"
 done
 # -dbgsym shares libturnstate0's documentation, as debhelper's dbgsym packages do
 install -d "debian/$dbg/usr/share/doc"

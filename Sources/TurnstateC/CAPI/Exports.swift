@@ -108,7 +108,8 @@ public func ts_store_destroy(_ store: OpaquePointer?) {
     //    inside one of the store's own callbacks the dispatch under way
     //    still runs through the plugins, so they are destroyed when the
     //    outermost call returns and releases the store (CStore.deinit).
-    //    Sources/TurnstateC/ShutdownProtocol.pml models this protocol.
+    //    Sources/TurnstateC/PluginHost/ShutdownProtocol.pml models this
+    //    protocol.
     if !cstore.store.isBusyOnCurrentThread { cstore.destroyPlugins() }
     unmanaged.release()
 }
