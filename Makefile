@@ -98,6 +98,11 @@ export TS_C_STD := $(C_STD)
 export TS_C_WARN := $(C_WARN)
 export TS_CFLAGS = $(CFLAGS)
 export TS_SAN_CFLAGS := $(SAN_CFLAGS)
+# C++ (turnstate.hpp's tests, the README's C++ example, turnstate_json.cpp built for tests).
+CXX_STD := -std=c++17
+CXX_WARN := $(C_WARN)
+export TS_CXX_STD := $(CXX_STD)
+export TS_CXX_WARN := $(CXX_WARN)
 C_LINK := -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lturnstate -lpthread
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
             --show-leak-kinds=definite,indirect --suppressions=$(CURDIR)/Tests/c/valgrind.supp
@@ -105,7 +110,7 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-
 # Hardened as Debian builds (lintian: hardening-no-fortify-functions, -no-bindnow).
 PLUGIN_CFLAGS := $(C_STD) -O2 -g $(C_WARN) -shared -fPIC -IInclude -D_FORTIFY_SOURCE=2 \
                  -fstack-protector-strong -Wl,-z,relro,-z,now
-C_PLUGINS := guard delay journal
+C_PLUGINS := guard delay journal recorder
 # replicate.so (issues 14, 21): the plugin and its log engines (Redis Streams,
 # NATS JetStream), chosen by the url's scheme.
 REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine.c Plugins/replicate/engine_redis.c \
@@ -119,7 +124,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
         test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults test-replicate test-replicate-nats lib-tsan bench coverage inspector-plugin test-inspector \
         asan-lib asan-plugins fuzz-build fuzz-json-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs \
-        man test-man setup-test setup-deb check check-build flags test-setup
+        man test-man setup-test setup-deb check check-build flags test-setup test-testgen
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -221,9 +226,14 @@ run: build demo-plugins
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
                test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
-               test-docs test-man test-harness test-setup test-replicate test-replicate-nats test-deb
+               test-docs test-man test-harness test-setup test-replicate test-replicate-nats test-deb \
+               test-testgen
+# Suites of TEST_SUITES that mostly wait on the servers they start and install
+# nothing: they run one after the other in a second lane, beside the others
+# (Tests/run-suites.sh), which keeps `make test` under 15 minutes on 2 cores.
+TEST_SUITES_BESIDE := test-replicate test-replicate-nats
 test: setup-test
-	@Tests/run-suites.sh $(TEST_SUITES)
+	@TS_BESIDE="$(TEST_SUITES_BESIDE)" Tests/run-suites.sh $(TEST_SUITES)
 
 ## check: the edit-test loop, a few minutes: check-build, then CHECK_SUITES (the Swift tests, the
 ## C suite, the JSON layer, the plugins), printed and counted as make test prints and counts
@@ -252,8 +262,8 @@ test-build: check-build lib-tsan asan-plugins fuzz-build
 ## flags: the C flags of this Makefile as shell assignments (Tests/flags.sh reads them when a test
 ## script runs without make)
 flags:
-	@printf "TS_C_STD='%s'\nTS_C_WARN='%s'\nTS_CFLAGS='%s'\nTS_SAN_CFLAGS='%s'\n" \
-	  '$(TS_C_STD)' '$(TS_C_WARN)' '$(TS_CFLAGS)' '$(TS_SAN_CFLAGS)'
+	@printf "TS_C_STD='%s'\nTS_C_WARN='%s'\nTS_CFLAGS='%s'\nTS_SAN_CFLAGS='%s'\nTS_CXX_STD='%s'\nTS_CXX_WARN='%s'\n" \
+	  '$(TS_C_STD)' '$(TS_C_WARN)' '$(TS_CFLAGS)' '$(TS_SAN_CFLAGS)' '$(TS_CXX_STD)' '$(TS_CXX_WARN)'
 
 ## test-harness: the test machinery: Tests/checks.sh's counts, Tests/run-suites.sh, .ci/step.sh, make help
 test-harness: $(call prebuilt,setup-test)
@@ -321,28 +331,36 @@ test-json: $(call prebuilt,setup-test)
 
 ## test-c: the C API suite (C_SUITE: one program, build/tests/test_store),
 ## natively and under valgrind (--quick), then each program of C_TESTS
-# One program from the topic files; check.h/check.c are its harness (a failed
-# check names its rule and file:line). A new topic file goes in C_SUITE (and
-# its run_*_tests() in Tests/c/main.c).
-C_SUITE := Tests/c/main.c Tests/c/check.c Tests/c/test_basics.c Tests/c/test_reducers.c Tests/c/test_dispatch.c \
-           Tests/c/test_state.c Tests/c/test_subscribe.c Tests/c/test_middleware.c Tests/c/test_threads.c \
-           Tests/c/test_errors.c Tests/c/test_big.c Tests/c/test_replace.c Tests/c/test_filters.c \
-           Tests/c/test_patch.c Tests/c/test_getters.c Tests/c/test_slice_ids.c
-# Extra C test programs, each one file with its own main() that prints
-# "N passed, M failed" last, accepts --quick (under valgrind) and exits non-zero
-# on failure; they may use check.h (check.c is linked in as an archive).
-# Versions, ts_alloc/ts_strdup, ts_reducer_fail.
-C_TESTS := Tests/c/test_memory_and_errors.c Tests/c/test_migrations.c
+# The C test programs' harness is Tests/harness/ts_test.h (ts_test.c): a test
+# is `void test_<topic>__<rule>(void)`, and C_REGISTRY (gen_registry.py)
+# writes each program's table and main() from its sources before compiling,
+# so nothing is registered by hand. One test or topic: PROGRAM -s NAME.
+# C_SUITE: every Tests/c/test_TOPIC.c but C_TESTS's (a new topic file joins
+# by itself, after C_TOPICS), with check.c (the C API's checks and shared
+# helpers). C_TOPICS keeps the order the topics have always run in: basics
+# first (its first test reads ts_last_error before anything failed), big
+# after threads and errors (its peak-RSS check measures growth over what the
+# earlier tests already reached).
+TS_HARNESS := Tests/harness/ts_test.c
+C_REGISTRY := python3 Tests/harness/gen_registry.py
+# Extra C test programs, each its own program (its registry from its file
+# alone): versions, ts_alloc/ts_strdup, ts_reducer_fail.
+C_TESTS := Tests/c/test_memory_and_errors.c
+C_TOPICS := basics reducers dispatch state subscribe middleware threads errors big replace filters patch getters slice_ids
+C_SUITE := Tests/c/check.c $(C_TOPICS:%=Tests/c/test_%.c) \
+           $(filter-out $(C_TESTS) $(C_TOPICS:%=Tests/c/test_%.c),$(sort $(wildcard Tests/c/test_*.c)))
+C_TEST_INCLUDES := -IInclude -ITests/harness -ITests/c
 test-c: $(call prebuilt,setup-test lib)
 	@mkdir -p $(BUILD)/tests
-	$(CC) $(CFLAGS) -IInclude $(C_SUITE) -o $(BUILD)/tests/test_store $(C_LINK)
+	$(C_REGISTRY) -o $(BUILD)/tests/registry_store.c $(C_SUITE)
+	$(CC) $(CFLAGS) $(C_TEST_INCLUDES) $(TS_HARNESS) $(C_SUITE) $(BUILD)/tests/registry_store.c \
+	  -o $(BUILD)/tests/test_store $(C_LINK)
 	Tests/checks.sh $(BUILD)/tests/test_store
 	Tests/checks.sh $(VALGRIND) $(BUILD)/tests/test_store --quick
-	@$(CC) $(CFLAGS) -IInclude -c Tests/c/check.c -o $(BUILD)/tests/check.o && \
-	  rm -f $(BUILD)/tests/libcheck.a && ar rcs $(BUILD)/tests/libcheck.a $(BUILD)/tests/check.o
 	@for t in $(C_TESTS); do \
-	  bin=$(BUILD)/tests/$$(basename $$t .c); \
-	  echo "cc $$t"; $(CC) $(CFLAGS) -IInclude -ITests/c $$t -o $$bin $(BUILD)/tests/libcheck.a $(C_LINK); \
+	  name=$$(basename $$t .c); name=$${name#test_}; bin=$(BUILD)/tests/$$name; \
+	  echo "cc $$t"; $(C_REGISTRY) --suite $$name -o $(BUILD)/tests/registry_$$name.c $$t && \
+	  $(CC) $(CFLAGS) $(C_TEST_INCLUDES) $(TS_HARNESS) $$t $(BUILD)/tests/registry_$$name.c -o $$bin $(C_LINK) || exit 1; \
 	  Tests/checks.sh $$bin; \
 	  Tests/checks.sh $(VALGRIND) $$bin --quick; \
 	done
@@ -500,15 +518,31 @@ test-plugins: $(call prebuilt,setup-test lib plugins)
 ## token cookie, security headers everywhere, idle connections time out; with
 ## patch reducers (app.c's patch mode) the recorded states, jump, present, skip
 ## give the same states as with whole-slice reducers; the inspector from Python
-## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh);
-## state versions through export and import (Tests/inspector/migrate.c)
+## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh); the
+## session recorded in the browser, exported, becomes a C and a pytest test that pass (turnstate-testgen);
+## state versions through export and import (Tests/inspector/test_migrate.c)
 test-inspector: $(call prebuilt,setup-test lib plugins)
 	@mkdir -p $(BUILD)/inspector
 	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
-	$(CC) $(CFLAGS) -IInclude -ITests/plugins Tests/inspector/migrate.c -o $(BUILD)/inspector/migrate $(C_LINK)
-	Tests/checks.sh $(BUILD)/inspector/migrate $(BUILD)/plugins/inspector.so
+	$(C_REGISTRY) --suite inspector_migrate -o $(BUILD)/inspector/registry_migrate.c Tests/inspector/test_migrate.c
+	$(CC) $(CFLAGS) -IInclude -ITests/harness -ITests/plugins $(TS_HARNESS) Tests/inspector/test_migrate.c \
+	  $(BUILD)/inspector/registry_migrate.c -o $(BUILD)/inspector/test_migrate $(C_LINK)
+	Tests/checks.sh $(BUILD)/inspector/test_migrate --plugin $(BUILD)/plugins/inspector.so
 	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
+	@$(FUZZ_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(FUZZ_VENV)/bin/pip install -q pytest
 	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)
+
+## test-testgen: recorded sessions become tests (Tests/testgen/run.py): turnstate-testgen
+## (Tools/turnstate-testgen) makes C, pytest and Swift tests of a todo demo journal, of a session
+## exported by the inspector's HTTP API and of a Python program's journal; they pass, and fail
+## naming the action and the JSON Pointer when one reducer changes (the C one also under
+## valgrind); the flight recorder plugin (Plugins/recorder) natively and under ASan: config
+## refusals, dumps on a reducer failure and on SIGSEGV, deny rules; its dumps become failing tests
+test-testgen: $(call prebuilt,setup-test lib plugins asan-lib)
+	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
+	@$(FUZZ_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(FUZZ_VENV)/bin/pip install -q pytest
+	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python FUZZ_CC=$(FUZZ_CC) VALGRIND="$(VALGRIND)" SWIFT=$(SWIFT) \
+	  Tests/checks.sh python3 Tests/testgen/run.py $(BUILD) --swift
 
 ## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
 ## C, JSON, Python, plugin and fault-injection suites, run against an
@@ -601,7 +635,7 @@ fuzz-json-build: $(FUZZ_JSON_TARGETS:%=$(ASAN)/bin/fuzz_%)
 $(ASAN)/obj/turnstate_json.o: Sources/CTurnstateJSON/turnstate_json.cpp Sources/CTurnstateJSON/include/turnstate_json.h
 	$(Q)mkdir -p $(ASAN)/obj
 	@$(STEP) $(LOGS)/asan-turnstate_json.log "clang++(asan) turnstate_json.o" \
-	  $(FUZZ_CXX) -std=c++17 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -fsanitize=address,fuzzer-no-link \
+	  $(FUZZ_CXX) $(CXX_STD) -O1 -g -fno-omit-frame-pointer $(CXX_WARN) -fsanitize=address,fuzzer-no-link \
 	  -ISources/CTurnstateJSON/include -c $< -o $@
 
 $(FUZZ_JSON_TARGETS:%=$(ASAN)/bin/fuzz_%): $(ASAN)/bin/fuzz_%: Tests/fuzz/fuzz_%.c $(ASAN)/obj/turnstate_json.o
@@ -626,15 +660,16 @@ test-fuzz-replay: $(call prebuilt,setup-test fuzz-build lib) fuzz-json-build
 ## test-c-asan: the C suite against the ASan library, with leak checks
 test-c-asan: $(call prebuilt,setup-test asan-lib)
 	@mkdir -p $(ASAN)/tests
-	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address $(C_SUITE) -o $(ASAN)/tests/test_store $(ASAN_LINK)
-	@# test_out_of_memory_is_nomem makes malloc fail on purpose: ASan must return NULL, not abort.
+	$(C_REGISTRY) -o $(ASAN)/tests/registry_store.c $(C_SUITE)
+	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address $(C_TEST_INCLUDES) $(TS_HARNESS) $(C_SUITE) $(ASAN)/tests/registry_store.c \
+	  -o $(ASAN)/tests/test_store $(ASAN_LINK)
+	@# test_errors__outOfMemoryIsNomemNotACrash makes malloc fail on purpose: ASan must return NULL, not abort.
 	ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 Tests/checks.sh $(ASAN)/tests/test_store
-	@$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -c Tests/c/check.c -o $(ASAN)/tests/check.o && \
-	  rm -f $(ASAN)/tests/libcheck.a && ar rcs $(ASAN)/tests/libcheck.a $(ASAN)/tests/check.o
 	@for t in $(C_TESTS); do \
-	  bin=$(ASAN)/tests/$$(basename $$t .c); \
-	  echo "clang(asan) $$t"; \
-	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -ITests/c $$t -o $$bin $(ASAN)/tests/libcheck.a $(ASAN_LINK); \
+	  name=$$(basename $$t .c); name=$${name#test_}; bin=$(ASAN)/tests/$$name; \
+	  echo "clang(asan) $$t"; $(C_REGISTRY) --suite $$name -o $(ASAN)/tests/registry_$$name.c $$t && \
+	  $(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address $(C_TEST_INCLUDES) $(TS_HARNESS) $$t $(ASAN)/tests/registry_$$name.c \
+	    -o $$bin $(ASAN_LINK) || exit 1; \
 	  ASAN_OPTIONS=$$ASAN_OPTIONS:allocator_may_return_null=1 Tests/checks.sh $$bin; \
 	done
 
@@ -644,7 +679,9 @@ test-c-asan: $(call prebuilt,setup-test asan-lib)
 test-plugins-asan: $(call prebuilt,setup-test asan-plugins)
 	@mkdir -p $(ASAN)/ptest $(ASAN)/tests && ln -sfn ../lib $(ASAN)/ptest/lib
 	TS_VALGRIND=0 CC="$(FUZZ_CC) -fsanitize=address -fuse-ld=lld" TS_BUILD=$(ASAN)/ptest Tests/checks.sh Tests/plugins/run.sh
-	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
+	$(C_REGISTRY) --suite logger -o $(ASAN)/tests/registry_logger.c Tests/plugins/logger_test.c
+	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -ITests/harness $(TS_HARNESS) Tests/plugins/logger_test.c \
+	  $(ASAN)/tests/registry_logger.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
 	Tests/checks.sh $(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
 ## bench: release benchmarks (Swift W1-W5 and their floors, C C1-C6, C1i (the inspector plugin), CP, CA, CU (patches, appends, unhandled actions),
@@ -656,7 +693,7 @@ bench: setup-test lib plugins
 	SWIFT=$(SWIFT) python3 Benchmarks/report.py $(BENCH_ARGS)
 
 ## install: the library, its private Swift runtime, the plugins, the headers,
-## turnstate.pc and the man pages into PREFIX (default /usr/local), LIBDIR
+## turnstate.pc, turnstate-testgen and the man pages into PREFIX (default /usr/local), LIBDIR
 ## (default PREFIX/lib), MANDIR (default PREFIX/share/man); DESTDIR for
 ## staging. Libraries 0644 and stripped; their debug information in a .debug
 ## folder beside each (gdb finds it by debuglink). Pages gzip -9n, as Debian's.
@@ -676,6 +713,9 @@ install: setup $(call prebuilt,lib plugins) man
 	  $(STEP) $(LOGS)/install-$$p.log "install $$p.so (stripped) in $(DESTDIR)$(PLUGINSDIR)" \
 	    .ci/packaging/install-stripped.sh $(BUILD)/plugins/$$p.so $(DESTDIR)$(PLUGINSDIR) $$p.so; \
 	done
+	@echo "install turnstate-testgen in $(DESTDIR)$(PREFIX)/bin"
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
+	$(Q)install -m 0755 Tools/turnstate-testgen $(DESTDIR)$(PREFIX)/bin/turnstate-testgen
 	@echo "install the headers and turnstate.pc"
 	$(Q)install -m 0644 Include/turnstate.h Include/turnstate_plugin.h Include/turnstate.hpp $(DESTDIR)$(PREFIX)/include/
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
@@ -684,6 +724,9 @@ install: setup $(call prebuilt,lib plugins) man
 	@cd $(BUILD)/man; for page in man3/*.3 man7/*.7; do \
 	  gzip -9nc $$page > $(DESTDIR)$(MANDIR)/$$page.gz; chmod 0644 $(DESTDIR)$(MANDIR)/$$page.gz; \
 	done; echo "man pages: $$(ls man3 | wc -l) in $(MANDIR)/man3, $$(ls man7 | wc -l) in $(MANDIR)/man7"
+	$(Q)install -d $(DESTDIR)$(MANDIR)/man1
+	$(Q)gzip -9nc docs/man/turnstate-testgen.1 > $(DESTDIR)$(MANDIR)/man1/turnstate-testgen.1.gz
+	$(Q)chmod 0644 $(DESTDIR)$(MANDIR)/man1/turnstate-testgen.1.gz
 	@echo "installed into $(DESTDIR)$(PREFIX) (plugins in $(PLUGINSDIR))"
 
 ## deb: the Debian packages libturnstate0 (library, plugins, private Swift
@@ -700,7 +743,8 @@ deb: setup-deb $(call prebuilt,lib plugins)
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libturnstate.so* $(DESTDIR)$(LIBDIR)/.debug/libturnstate.so.*.debug \
 	      $(DESTDIR)$(PREFIX)/include/turnstate.h $(DESTDIR)$(PREFIX)/include/turnstate_plugin.h \
-	      $(DESTDIR)$(PREFIX)/include/turnstate.hpp \
+	      $(DESTDIR)$(PREFIX)/include/turnstate.hpp $(DESTDIR)$(PREFIX)/bin/turnstate-testgen \
+	      $(DESTDIR)$(MANDIR)/man1/turnstate-testgen.1.gz \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/turnstate.pc
 	rm -rf $(DESTDIR)$(LIBDIR)/turnstate
 	-rmdir $(DESTDIR)$(LIBDIR)/.debug 2>/dev/null

@@ -1,83 +1,45 @@
 /*
- * check.c - the harness of the C suite (see check.h): the tally, the checks,
- * and the helpers, reducers, listeners and middleware that several topic
+ * check.c - the C suite's checks of the C API (see check.h; the tally and
+ * the runner are Tests/harness/ts_test.c's), and the helpers, reducers, listeners and middleware that several topic
  * files use.
  */
 #include "check.h"
 
 /* ---- Checks ------------------------------------------------------------- */
 
-static pthread_mutex_t check_lock = PTHREAD_MUTEX_INITIALIZER;
-int passed, failed;
-const char *current_test = "";
-int quick;
-/* The status of the latest CHECK_ST, printed with any failure. */
+static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The status of the latest CHECK_ST, printed with a failure that has no detail. */
 static ts_status last_status = TS_OK;
 
-/* Prints at most 160 bytes of a possibly huge string. */
-static void show(FILE *f, const char *label, const char *s) {
-    if (s == NULL) {
-        fprintf(f, "    %s: NULL\n", label);
-        return;
+/* Under each failure: the latest checked status (if the check gave no
+ * detail) and ts_last_error() of the failing thread. */
+static void show_failure_context(FILE *out, int has_detail) {
+    char error[200];
+    if (!has_detail) {
+        pthread_mutex_lock(&status_lock);
+        ts_status st = last_status;
+        pthread_mutex_unlock(&status_lock);
+        fprintf(out, "    latest checked status: %s (%d)\n", ts_status_name(st), (int)st);
     }
-    size_t n = strlen(s);
-    if (n > 160) fprintf(f, "    %s: \"%.160s\"... (%zu bytes)\n", label, s, n);
-    else fprintf(f, "    %s: \"%s\"\n", label, s);
+    fprintf(out, "    ts_last_error: %s\n", ts_test_quote(error, sizeof error, ts_last_error()));
 }
 
-void report(int ok, const char *file, int line, const char *expr, const char *detail) {
-    pthread_mutex_lock(&check_lock);
-    if (ok) {
-        passed++;
-    } else {
-        failed++;
-        fprintf(stderr, "%s:%d: [%s] FAILED: %s\n", file, line, current_test, expr);
-        if (detail != NULL) fprintf(stderr, "    %s\n", detail);
-        else fprintf(stderr, "    latest checked status: %s (%d)\n", ts_status_name(last_status), (int)last_status);
-        show(stderr, "ts_last_error", ts_last_error());
-    }
-    pthread_mutex_unlock(&check_lock);
-}
+void ts_test_suite_setup(void) { ts_test_on_failure = show_failure_context; }
 
 void check_status(ts_status got, ts_status want, const char *file, int line, const char *expr) {
-    char detail[160];
-    snprintf(detail, sizeof detail, "status %s (%d), expected %s (%d)", ts_status_name(got), (int)got,
-             ts_status_name(want), (int)want);
-    pthread_mutex_lock(&check_lock);
+    pthread_mutex_lock(&status_lock);
     last_status = got;
-    pthread_mutex_unlock(&check_lock);
-    report(got == want, file, line, expr, detail);
+    pthread_mutex_unlock(&status_lock);
+    ts_test_reportf(got == want, file, line, expr, "status %s (%d), expected %s (%d)", ts_status_name(got), (int)got,
+                    ts_status_name(want), (int)want);
 }
-
-void check_str(const char *got, const char *want, const char *file, int line, const char *expr) {
-    int ok = (got == NULL && want == NULL) || (got != NULL && want != NULL && strcmp(got, want) == 0);
-    report(ok, file, line, expr, NULL);
-    if (!ok) {
-        pthread_mutex_lock(&check_lock);
-        show(stderr, "got", got);
-        show(stderr, "expected", want);
-        pthread_mutex_unlock(&check_lock);
-    }
-}
-
-void check_contains(const char *hay, const char *needle, const char *file, int line, const char *expr) {
-    int ok = hay != NULL && strstr(hay, needle) != NULL;
-    report(ok, file, line, expr, NULL);
-    if (!ok) {
-        pthread_mutex_lock(&check_lock);
-        show(stderr, "text", hay);
-        show(stderr, "should contain", needle);
-        pthread_mutex_unlock(&check_lock);
-    }
-}
-
 
 /* The state text at `pointer` equals `want` (and is freed). */
 void check_state(ts_store *store, const char *pointer, const char *want, const char *file, int line) {
     char *out = NULL;
     ts_status st = ts_store_get_state(store, pointer, &out);
     check_status(st, TS_OK, file, line, "ts_store_get_state");
-    check_str(out, want, file, line, "state text");
+    ts_test_check_str(out, want, file, line, "state text");
     ts_free(out);
 }
 
@@ -221,8 +183,8 @@ void expect_create_fails(const char *json, ts_status want, const char *file, int
     ts_store *store = SENTINEL_STORE;
     ts_status st = ts_store_create(json, &store);
     check_status(st, want, file, line, json ? json : "(NULL)");
-    report(store == SENTINEL_STORE, file, line, "*out untouched on failure", NULL);
-    report(ts_last_error()[0] != '\0', file, line, "a message on failure", NULL);
+    ts_test_report(store == SENTINEL_STORE, file, line, "*out untouched on failure", NULL);
+    ts_test_report(ts_last_error()[0] != '\0', file, line, "a message on failure", NULL);
     if (store != SENTINEL_STORE) ts_store_destroy(store);
 }
 
@@ -243,8 +205,8 @@ void expect_get_fails(ts_store *store, const char *pointer, ts_status want, cons
     char *out = sentinel_text;
     ts_status st = ts_store_get_state(store, pointer, &out);
     check_status(st, want, file, line, pointer ? pointer : "(NULL)");
-    report(out == sentinel_text, file, line, "*out_json untouched on failure", NULL);
-    if (needle) check_contains(ts_last_error(), needle, file, line, "message names the token");
+    ts_test_report(out == sentinel_text, file, line, "*out_json untouched on failure", NULL);
+    if (needle) ts_test_check_contains(ts_last_error(), needle, file, line, "message names the token");
     if (out != sentinel_text) ts_free(out);
 }
 

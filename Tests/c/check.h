@@ -1,27 +1,22 @@
 /*
- * check.h - the harness of the C suite (Tests/c/test_*.c, run by `make test-c`).
+ * check.h - the C suite's checks of the C API (Tests/c/test_*.c, run by
+ * `make test-c`), on the harness of Tests/harness/ts_test.h (CHECK,
+ * CHECK_INT, CHECK_STR, CHECK_CONTAINS, the runner, -s TOPIC / -s TEST).
  *
- * Include it first (it sets _POSIX_C_SOURCE). Checks count into one tally
- * (check.c) and are safe from any thread. A failed check prints, on stderr:
+ * Include it first. A failed check prints, on stderr:
  *
- *     Tests/c/test_dispatch.c:123: [test_dispatch_invalid] FAILED: <expression>
+ *     Tests/c/test_dispatch.c:123: [test_dispatch__invalidActionsAreRefusedWithAMessage] FAILED: <expression>
  *         <detail: the statuses, the numbers, or the latest checked status>
  *         ts_last_error: "..."
  *
- * that is, the file and line of the check and the rule (the test function
- * that RUN started). main.c runs every topic's run_*_tests() and prints the
- * line "N passed, M failed" that Tests/checks.sh reads.
- *
- * A new topic file: write static void test_*(void) functions using the CHECK
- * macros, end it with void run_TOPIC_tests(void) { RUN(test_a); ... }, declare
- * that below, call it from main.c and add the file to C_SUITE in the Makefile.
+ * A test is `void test_<topic>__<rule>(void)` in Tests/c/test_<topic>.c:
+ * the Makefile's generated registry finds it (nothing to register by hand).
+ * A new topic file Tests/c/test_<topic>.c joins the program by itself.
  */
 #ifndef TS_TEST_CHECK_H
 #define TS_TEST_CHECK_H
 
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L
-#endif
+#include "ts_test.h"
 
 #include "turnstate.h"
 
@@ -36,31 +31,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* ---- Checks ------------------------------------------------------------- */
+/* ---- Checks of the C API (beyond ts_test.h's) -------------------------- */
 
-extern int passed, failed;       /* under the harness's lock */
-extern const char *current_test; /* the rule being run: set by RUN */
-extern int quick;                /* --quick: smaller loop counts (the valgrind run) */
-
-void report(int ok, const char *file, int line, const char *expr, const char *detail);
 void check_status(ts_status got, ts_status want, const char *file, int line, const char *expr);
-void check_str(const char *got, const char *want, const char *file, int line, const char *expr);
-void check_contains(const char *hay, const char *needle, const char *file, int line, const char *expr);
 /* The state text at `pointer` equals `want` (and is freed). */
 void check_state(ts_store *store, const char *pointer, const char *want, const char *file, int line);
 
-#define CHECK(cond) report((cond) ? 1 : 0, __FILE__, __LINE__, #cond, NULL)
 #define CHECK_ST(call, want) check_status((call), (want), __FILE__, __LINE__, #call)
 #define CHECK_OK(call) CHECK_ST(call, TS_OK)
-#define CHECK_STR(got, want) check_str((got), (want), __FILE__, __LINE__, #got " == " #want)
-#define CHECK_CONTAINS(hay, needle) check_contains((hay), (needle), __FILE__, __LINE__, #hay " contains " #needle)
-#define CHECK_INT(got, want)                                                                          \
-    do {                                                                                              \
-        long long got_ = (long long)(got), want_ = (long long)(want);                                  \
-        char detail_[96];                                                                             \
-        snprintf(detail_, sizeof detail_, "got %lld, expected %lld", got_, want_);                    \
-        report(got_ == want_, __FILE__, __LINE__, #got " == " #want, detail_);                        \
-    } while (0)
 #define CHECK_STATE(store, pointer, want) check_state((store), (pointer), (want), __FILE__, __LINE__)
 
 /* ts_store_create(json) fails with `want`, leaves *out alone and sets a message. */
@@ -72,17 +50,6 @@ void expect_get_fails(ts_store *store, const char *pointer, ts_status want, cons
                       const char *file, int line);
 #define CHECK_GET_FAILS(store, pointer, want, needle) \
     expect_get_fails((store), (pointer), (want), (needle), __FILE__, __LINE__)
-
-/* Runs one rule: names it in failure messages, and prints how many of its
- * checks failed. */
-#define RUN(test)                                                                  \
-    do {                                                                           \
-        current_test = #test;                                                      \
-        int failed_before_ = failed;                                               \
-        test();                                                                    \
-        if (failed != failed_before_)                                              \
-            fprintf(stderr, "-- %s: %d failed\n", #test, failed - failed_before_); \
-    } while (0)
 
 /* ---- Helpers ------------------------------------------------------------ */
 
@@ -153,22 +120,5 @@ typedef struct mw_ctx {
 } mw_ctx;
 void mw_record(mw_ctx *c, const ts_store_api *api, ts_next_fn next, const ts_action *a);
 ts_status mw_pass(const ts_store_api *api, ts_next_fn next, const ts_action *a, void *ctx);
-
-/* ---- The topics (Tests/c/test_TOPIC.c), in the order main.c runs them ---- */
-
-void run_basics_tests(void);
-void run_reducers_tests(void);
-void run_dispatch_tests(void);
-void run_state_tests(void);
-void run_subscribe_tests(void);
-void run_middleware_tests(void);
-void run_threads_tests(void);
-void run_errors_tests(void);
-void run_big_tests(void);
-void run_replace_tests(void);
-void run_filters_tests(void);
-void run_patch_tests(void);
-void run_getters_tests(void);
-void run_slice_ids_tests(void);
 
 #endif

@@ -16,7 +16,7 @@ test_c=Tests/c/test_memory_and_errors.c
 # The C flags (TS_C_STD, TS_C_WARN): the Makefile's.
 . Tests/flags.sh
 # shellcheck disable=SC2206 # lists of flags
-strict=($TS_C_STD $TS_C_WARN -IInclude)
+strict=($TS_C_STD $TS_C_WARN -IInclude -ITests/harness)
 passed=0 failed=0
 check() { # description command...
   local what=$1; shift

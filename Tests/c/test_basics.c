@@ -1,11 +1,15 @@
 /*
  * test_basics.c - C API tests: versions, status names, ts_last_error, creating
  * stores.
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
-static void test_versions(void) {
+/* The first test of the program (basics sorts first): nothing has failed on
+ * this thread yet. */
+void test_basics__lastErrorIsEmptyBeforeAnyFailure(void) { CHECK_STR(ts_last_error(), ""); }
+
+void test_basics__versionNumberMatchesTheVersionMacros(void) {
     CHECK_INT(ts_version_number(), TS_VERSION_MAJOR * 10000 + TS_VERSION_MINOR * 100 + TS_VERSION_PATCH);
     char want[32];
     snprintf(want, sizeof want, "%d.%d.%d", TS_VERSION_MAJOR, TS_VERSION_MINOR, TS_VERSION_PATCH);
@@ -13,7 +17,7 @@ static void test_versions(void) {
     CHECK(ts_version_string() == ts_version_string()); /* static text */
 }
 
-static void test_status_names(void) {
+void test_basics__everyStatusHasItsName(void) {
     static const struct {
         ts_status status;
         const char *name;
@@ -59,7 +63,7 @@ static void *last_error_thread(void *arg) {
     return NULL;
 }
 
-static void test_last_error(void) {
+void test_basics__lastErrorIsPerThread(void) {
     /* A failure on this thread first: the new thread must not see it. */
     CHECK_ST(ts_store_create("nope", NULL), TS_E_ARGUMENT);
     CHECK(ts_last_error()[0] != '\0');
@@ -68,7 +72,7 @@ static void test_last_error(void) {
     pthread_join(thread, NULL);
 }
 
-static void test_create(void) {
+void test_basics__createStartsFromTheGivenStateOrRefusesIt(void) {
     ts_store *store = NULL;
     CHECK_OK(ts_store_create(NULL, &store));
     CHECK(store != NULL);
@@ -123,13 +127,10 @@ static void test_create(void) {
     CHECK_ST(ts_store_create("{}", NULL), TS_E_ARGUMENT);
     CHECK_CONTAINS(ts_last_error(), "out");
 
-    ts_store_destroy(NULL); /* safe */
-    CHECK(1);
+    /* destroy(NULL) does nothing; the library goes on (the next store works). */
+    ts_store_destroy(NULL);
+    store = new_store("{\"after\":1}");
+    CHECK_STATE(store, "/after", "1");
+    ts_store_destroy(store);
 }
 
-void run_basics_tests(void) {
-    RUN(test_versions);
-    RUN(test_status_names);
-    RUN(test_last_error);
-    RUN(test_create);
-}

@@ -28,7 +28,7 @@ static void check_item(ts_store *store, const char *pointer, const char *prefix,
 
 /* The index of a slice is the slice's: a changed slice is read afresh, a
  * slice that did not change keeps its (already built) index. */
-static void test_big_index_follows_changes(void) {
+void test_big__indexIsReadAfreshOnlyForChangedSlices(void) {
     char *items = string_array(20000, "old-");
     char *initial = xprintf("{\"count\":0,\"doc\":{\"items\":%s,\"tail\":1}}", items);
     ts_store *store = new_store(initial);
@@ -76,8 +76,8 @@ static void test_big_index_follows_changes(void) {
 /* A slice whose index would be bigger than its text (a million empty
  * arrays: 24 bytes of index per 3 bytes of text) is read without an index:
  * same answers, and the read takes no memory to speak of. */
-static void test_big_index_bounded(void) {
-    size_t n = quick ? 20000 : 1000000, at = 0;
+void test_big__sliceWhoseIndexWouldOutgrowItsTextIsReadWithoutOne(void) {
+    size_t n = ts_test_quick ? 20000 : 1000000, at = 0;
     char *text = malloc(3 * n + 64);
     at += (size_t)sprintf(text, "{\"grid\":[");
     for (size_t i = 0; i < n; i++) {
@@ -102,12 +102,12 @@ static void test_big_index_bounded(void) {
     free(pointer);
     free(count);
     getrusage(RUSAGE_SELF, &after);
-    if (!quick) {
+    if (!ts_test_quick) {
         /* An index would take about 28 MB: reading took (far) less. */
         long grown_kb = after.ru_maxrss - before.ru_maxrss;
         char detail[96];
         snprintf(detail, sizeof detail, "peak RSS grew by %ld kB while reading", grown_kb);
-        report(grown_kb < 8 * 1024, __FILE__, __LINE__, "no index bigger than the slice", detail);
+        ts_test_report(grown_kb < 8 * 1024, __FILE__, __LINE__, "no index bigger than the slice", detail);
     }
     ts_store_destroy(store);
     free(text);
@@ -138,7 +138,7 @@ static void *big_read_loop(void *argument) {
     return NULL;
 }
 
-static void test_big_index_threads(void) {
+void test_big__indexedSlicesReadSafelyFromManyThreads(void) {
     char *items_a = string_array(5000, "a-"), *items_b = string_array(5000, "b-");
     char *doc_a = xprintf("{\"items\":%s}", items_a), *doc_b = xprintf("{\"items\":%s}", items_b);
     char *initial = xprintf("{\"doc\":%s}", doc_a);
@@ -150,10 +150,10 @@ static void test_big_index_threads(void) {
     pthread_t threads[THREADS];
     big_reader readers[THREADS];
     for (int t = 0; t < THREADS; t++) {
-        readers[t] = (big_reader){store, quick ? 200 : 5000, 0};
+        readers[t] = (big_reader){store, ts_test_quick ? 200 : 5000, 0};
         CHECK(pthread_create(&threads[t], NULL, big_read_loop, &readers[t]) == 0);
     }
-    for (int i = 0; i < (quick ? 10 : 200); i++) {
+    for (int i = 0; i < (ts_test_quick ? 10 : 200); i++) {
         next_doc = (i % 2) ? doc_a : doc_b; /* read by the reducer under the store's lock */
         CHECK_OK(ts_store_dispatch(store, "{\"type\":\"set\"}"));
     }
@@ -173,8 +173,11 @@ static void test_big_index_threads(void) {
 
 /* A state of 32 MiB or more is validated in place and split without a copy
  * of its biggest slice: the same state, and the same errors, as a small one. */
-static void test_big_state_in_place(void) {
-    if (quick) return; /* 40 MB under valgrind: minutes */
+void test_big__bigStateIsValidatedInPlaceWithSmallStateResults(void) {
+    if (ts_test_quick) {
+        ts_test_skip("40 MB under valgrind (--quick) takes minutes");
+        return;
+    }
     size_t n = 40u * 1024 * 1024 / 64;
     size_t capacity = n * 68 + 256, at = 0;
     char *text = malloc(capacity);
@@ -224,9 +227,3 @@ static void test_big_state_in_place(void) {
     free(text);
 }
 
-void run_big_tests(void) {
-    RUN(test_big_index_follows_changes);
-    RUN(test_big_index_bounded);
-    RUN(test_big_index_threads);
-    RUN(test_big_state_in_place);
-}

@@ -1,11 +1,11 @@
 /*
  * test_dispatch.c - C API tests: dispatching: atomicity, invalid actions,
  * duplicate keys, the action view, payloads, 64-bit integers, keys.
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
-static void test_dispatch_atomic(void) {
+void test_dispatch__failingReducerLeavesEarlierReducersChangesUnapplied(void) {
     /* The second reducer fails: the first one's change is not applied. */
     ts_store *store = new_store("{\"note\":\"x\"}");
     rstat a = {0}, b = {0};
@@ -50,7 +50,7 @@ static char *second_fails(const char *slice, const ts_action *a, void *ctx) {
     return NULL;
 }
 
-static void test_dispatch_atomic_two_reducers(void) {
+void test_dispatch__twoReducersApplyTogetherOrNotAtAll(void) {
     ts_store *store = new_store(NULL);
     int notified = 0, pointer_notified = 0, whole_notified = 0;
     uint64_t t1, t2, t3;
@@ -92,16 +92,16 @@ static void expect_dispatch_fails(ts_store *store, const char *action, ts_status
     char *before = state_of(store, NULL);
     ts_status st = ts_store_dispatch(store, action);
     check_status(st, want, file, line, label);
-    report(ts_last_error()[0] != '\0', file, line, "a message on failure", NULL);
+    ts_test_report(ts_last_error()[0] != '\0', file, line, "a message on failure", NULL);
     char *after = state_of(store, NULL);
-    check_str(after, before, file, line, "state unchanged");
+    ts_test_check_str(after, before, file, line, "state unchanged");
     ts_free(before);
     ts_free(after);
 }
 #define CHECK_DISPATCH_FAILS(store, action, want) \
     expect_dispatch_fails((store), (action), (want), #action, __FILE__, __LINE__)
 
-static void test_dispatch_invalid(void) {
+void test_dispatch__invalidActionsAreRefusedWithAMessage(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     int notified = 0;
@@ -188,7 +188,7 @@ static char *duplicating_reducer(const char *slice, const ts_action *a, void *ct
     return NULL;
 }
 
-static void test_duplicate_keys(void) {
+void test_dispatch__duplicateKeysAreRefused(void) {
     ts_store *store = new_store("{\"note\":\"x\"}");
     rstat st = {0}, dst = {0};
     int notified = 0, pointer_notified = 0;
@@ -249,7 +249,7 @@ static void test_duplicate_keys(void) {
     ts_store_destroy(store);
 }
 
-static void test_action_view(void) {
+void test_dispatch__reducersSeeTheParsedActionView(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     CHECK_OK(ts_store_add_reducer(store, "r", payload_reducer, &st));
@@ -287,7 +287,7 @@ static void test_action_view(void) {
     rstat_free(&st);
 }
 
-static void test_huge_payload(void) {
+void test_dispatch__hugePayloadReachesTheReducerWhole(void) {
     const size_t size = 5u * 1024u * 1024u;
     const char *prefix = "{\"type\":\"store\",\"payload\":\"";
     size_t np = strlen(prefix);
@@ -317,7 +317,7 @@ static void test_huge_payload(void) {
     free(action);
 }
 
-static void test_int64(void) {
+void test_dispatch__int64ExtremesKeepTheirDigits(void) {
     ts_store *store = new_store("{\"u\":18446744073709551615,\"i\":-9223372036854775808,\"f\":1.0e2,"
                                 "\"huge\":123456789012345678901234567890}");
     CHECK_STATE(store, NULL,
@@ -344,7 +344,7 @@ static void test_int64(void) {
 /* Keys and JSON Pointer tokens are byte strings, as in every JSON parser:
  * "é" as U+00E9 and as e + U+0301 are two keys (Swift's String would call
  * them equal), and a token may start with a combining mark. */
-static void test_keys_are_bytes(void) {
+void test_dispatch__keysAndPointersAreByteStrings(void) {
     const char *state = "{\"\xc3\xa9\":1,\"e\xcc\x81\":2,\"a\":{\"\xcc\x81x\":5}}";
     ts_store *store = new_store(state);
     CHECK_STATE(store, NULL, state);
@@ -369,7 +369,7 @@ static void test_keys_are_bytes(void) {
 
 /* Keys written with escapes (\uXXXX of 2, 3 and 4 UTF-8 bytes, surrogate
  * pairs, \t \n \" \\ \/) are found by pointers that spell them unescaped. */
-static void test_escaped_keys(void) {
+void test_dispatch__escapedKeysAreFoundByUnescapedPointers(void) {
     ts_store *store = new_store("{\"k\":{\"\\u20ac\":1,\"a\\u00e9b\":2,\"\\ud83d\\ude00\":3,\"t\\tx\":4,\"q\\\"\":5,"
                                 "\"b\\\\s\":6,\"n\\n\":7,\"\\/\":8,\"\\u0041\":9}}");
     CHECK_STATE(store, "/k/\xe2\x82\xac", "1");
@@ -390,14 +390,60 @@ static void test_escaped_keys(void) {
     ts_store_destroy(store);
 }
 
-void run_dispatch_tests(void) {
-    RUN(test_dispatch_atomic);
-    RUN(test_dispatch_atomic_two_reducers);
-    RUN(test_dispatch_invalid);
-    RUN(test_duplicate_keys);
-    RUN(test_action_view);
-    RUN(test_huge_payload);
-    RUN(test_int64);
-    RUN(test_keys_are_bytes);
-    RUN(test_escaped_keys);
+/* ts_store_dispatch_parts: the action made of its type and payload, as if
+ * its text had been dispatched; every bad part refused, nothing changed. */
+void test_dispatch__partsDispatchAsTheirTextWouldAndBadPartsAreRefused(void) {
+    ts_store *store = new_store(NULL);
+    rstat st = {0};
+    CHECK_OK(ts_store_add_reducer(store, "r", payload_reducer, &st));
+
+    CHECK_OK(ts_store_dispatch_parts(store, "todos/add", " { \"title\" : \"a b\" , \"n\" : [ 1 , 2.50 , -0 ] } "));
+    CHECK_STR(st.last_type, "todos/add");
+    CHECK_STR(st.last_payload, "{\"title\":\"a b\",\"n\":[1,2.50,-0]}");
+    CHECK_STR(st.last_json, "{\"type\":\"todos/add\",\"payload\":{\"title\":\"a b\",\"n\":[1,2.50,-0]}}");
+
+    CHECK_OK(ts_store_dispatch_parts(store, "x", NULL)); /* no payload */
+    CHECK_STR(st.last_payload, NULL);
+    CHECK_STR(st.last_json, "{\"type\":\"x\"}");
+    CHECK_OK(ts_store_dispatch_parts(store, "x", "null"));
+    CHECK_STR(st.last_payload, "null");
+    CHECK_OK(ts_store_dispatch_parts(store, "x", "-12"));
+    CHECK_STR(st.last_payload, "-12");
+    CHECK_OK(ts_store_dispatch_parts(store, "x", "\"plain\""));
+    CHECK_STR(st.last_json, "{\"type\":\"x\",\"payload\":\"plain\"}");
+    CHECK_OK(ts_store_dispatch_parts(store, "x", "\"s\\u0041\""));
+    CHECK_STR(st.last_payload, "\"s\\u0041\""); /* escapes kept, as in a text */
+
+    /* The type is the type itself: quotes, backslashes, control and non-ASCII
+     * characters are escaped into the action's text, not read as escapes. */
+    CHECK_OK(ts_store_dispatch_parts(store, "q\"b\\s\n\xc3\xa9/\\u0041", "1"));
+    CHECK_STR(st.last_type, "q\"b\\s\n\xc3\xa9/\\u0041");
+    CHECK_STR(st.last_json, "{\"type\":\"q\\\"b\\\\s\\n\xc3\xa9/\\\\u0041\",\"payload\":1}");
+
+    /* The payload reaches the state as minified text. */
+    CHECK_OK(ts_store_dispatch_parts(store, "store", " [ {\"a\" : true} , \"\\u00e9\" ] "));
+    CHECK_STATE(store, "/r", "[{\"a\":true},\"\\u00e9\"]");
+
+    /* Refusals: the status and message ts_store_dispatch gives, state unchanged. */
+    char *before = state_of(store, NULL);
+    int calls = st.calls;
+    CHECK_ST(ts_store_dispatch_parts(NULL, "x", "1"), TS_E_ARGUMENT);
+    CHECK_ST(ts_store_dispatch_parts(store, NULL, "1"), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "type");
+    CHECK_ST(ts_store_dispatch_parts(store, "", "1"), TS_E_NOT_ACTION);
+    CHECK_CONTAINS(ts_last_error(), "must not be empty");
+    CHECK_ST(ts_store_dispatch_parts(store, "bad\xff", "1"), TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "UTF-8");
+    CHECK_ST(ts_store_dispatch_parts(store, "store", "[1,"), TS_E_JSON);
+    CHECK_ST(ts_store_dispatch_parts(store, "store", ""), TS_E_JSON);
+    CHECK_ST(ts_store_dispatch_parts(store, "store", "1 2"), TS_E_JSON);
+    CHECK_ST(ts_store_dispatch_parts(store, "store", "{\"a\":1,\"a\":2}"), TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key");
+    CHECK_ST(ts_store_dispatch_parts(store, "store", "\"a\x01\""), TS_E_JSON); /* a raw control character */
+    CHECK_ST(ts_store_dispatch_parts(store, "store", "01"), TS_E_JSON);
+    CHECK_STATE(store, NULL, before);
+    CHECK_INT(st.calls, calls);
+    ts_free(before);
+    ts_store_destroy(store);
+    rstat_free(&st);
 }

@@ -1,7 +1,7 @@
 /*
  * test_errors.c - C API tests: out of memory, and the messages of failures
  * (keys named, long text cut at UTF-8 boundaries).
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
@@ -33,8 +33,11 @@ static long vm_size_kb(void) {
     return kb;
 }
 
-static void test_out_of_memory_is_nomem(void) {
-    if (quick) return; /* valgrind keeps its own address space */
+void test_errors__outOfMemoryIsNomemNotACrash(void) {
+    if (ts_test_quick) {
+        ts_test_skip("valgrind (--quick) keeps its own address space");
+        return;
+    }
     fflush(NULL);
     pid_t child = fork();
     CHECK(child >= 0);
@@ -64,7 +67,7 @@ static void test_out_of_memory_is_nomem(void) {
 }
 
 /* Messages name what the header promises: the key of ts_store_add_reducer. */
-static void test_add_reducer_null_fn_names_key(void) {
+void test_errors__nullReducerMessageNamesTheKey(void) {
     ts_store *store = new_store(NULL);
     CHECK_ST(ts_store_add_reducer(store, "todos", NULL, NULL), TS_E_ARGUMENT);
     CHECK_CONTAINS(ts_last_error(), "fn is NULL");
@@ -74,7 +77,7 @@ static void test_add_reducer_null_fn_names_key(void) {
 
 /* A message that quotes long text is cut to fit, never in the middle of a
  * UTF-8 character. */
-static void test_long_messages(void) {
+void test_errors__longQuotedTextIsCutAtACharacterBoundary(void) {
     ts_store *store = new_store("{\"k\":{\"a\":{\"b\":1}}}");
     char pointer[1024] = "/k/a/";
     for (int i = 0; i < 200; i++) strcat(pointer, "\xc3\xa9");
@@ -102,7 +105,7 @@ static ts_status refuse_with(const ts_store_api *api, ts_next_fn next, const ts_
 
 /* Messages longer than the library keeps (a refusal's, a failure's) are cut
  * at a UTF-8 character boundary; a NULL refusal message is allowed. */
-static void test_long_refusals(void) {
+void test_errors__longRefusalsAreCutAtACharacterBoundary(void) {
     char *message = malloc(3 * 4096 + 1), *key = malloc(3 * 1500 + 1);
     if (message == NULL || key == NULL) abort();
     message[0] = '\0';
@@ -135,9 +138,3 @@ static void test_long_refusals(void) {
     free(key);
 }
 
-void run_errors_tests(void) {
-    RUN(test_add_reducer_null_fn_names_key);
-    RUN(test_out_of_memory_is_nomem);
-    RUN(test_long_messages);
-    RUN(test_long_refusals);
-}

@@ -3,7 +3,7 @@
  * handle (ts_store_add_reducer_for, ts_store_replace_reducer_for): exact
  * types, prefix patterns, the store's own "@@turnstate/" actions, middleware
  * that rewrites the type, replacing, and refused patterns.
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
@@ -36,7 +36,7 @@ static ts_status dispatch_type(ts_store *store, const char *type) {
     return status;
 }
 
-static void test_filter_exact_types(void) {
+void test_filters__exactTypesReachOnlyTheirReducer(void) {
     ts_store *store = new_store(NULL);
     seen s = {0};
     static const char *const types[] = {"todos/add", "todos/remove", NULL};
@@ -70,7 +70,7 @@ static void test_filter_exact_types(void) {
     ts_store_destroy(store);
 }
 
-static void test_filter_prefix_patterns(void) {
+void test_filters__prefixPatternsMatchWholeSegments(void) {
     ts_store *store = new_store(NULL);
     seen s = {0};
     static const char *const types[] = {"todos/" "*", "filter/set", NULL};
@@ -96,7 +96,7 @@ static void test_filter_prefix_patterns(void) {
     ts_store_destroy(store);
 }
 
-static void test_filter_many_types(void) {
+void test_filters__manyExactTypesAndNearMissesAreToldApart(void) {
     /* Enough exact types to fill the hash table's probing, and types that
      * differ only in their last byte. */
     ts_store *store = new_store(NULL);
@@ -146,7 +146,7 @@ static void test_filter_many_types(void) {
     ts_store_destroy(store);
 }
 
-static void test_filter_every_action(void) {
+void test_filters__noFilterSeesEveryAction(void) {
     /* NULL and an empty array: every action, as ts_store_add_reducer. */
     ts_store *store = new_store(NULL);
     seen a = {0}, b = {0};
@@ -161,7 +161,7 @@ static void test_filter_every_action(void) {
     ts_store_destroy(store);
 }
 
-static void test_filter_own_actions(void) {
+void test_filters__storeOwnReplaceReachesEveryReducer(void) {
     /* "@@turnstate/replace" reaches every reducer, whatever it names. */
     ts_store *store = new_store(NULL);
     seen a = {0}, b = {0};
@@ -201,7 +201,7 @@ static ts_status keep_api(const ts_store_api *api, ts_next_fn next, const ts_act
     return next(a->json);
 }
 
-static void test_filter_after_middleware(void) {
+void test_filters__filterMatchesTheTypeMiddlewarePassedOn(void) {
     ts_store *store = new_store(NULL);
     seen s = {0};
     static const char *const types[] = {"todos/" "*", NULL};
@@ -233,7 +233,7 @@ static ts_status refuse_replace(const ts_store_api *api, ts_next_fn next, const 
     return next(a->json);
 }
 
-static void test_filter_replace(void) {
+void test_filters__replaceSwapsTheFilterAndFailureRestoresIt(void) {
     ts_store *store = new_store(NULL);
     seen old = {0}, fresh = {0}, plain = {0}, kept = {0};
     int refuse = 0;
@@ -297,7 +297,7 @@ static void test_filter_replace(void) {
     ts_store_destroy(store);
 }
 
-static void test_filter_refused_patterns(void) {
+void test_filters__badPatternsAreRefused(void) {
     ts_store *store = new_store("{\"a\":1}");
     seen s = {0};
     struct {
@@ -341,7 +341,7 @@ static char *counting_reducer(const char *slice, const ts_action *a, void *ctx) 
     return slice == NULL ? xstrdup("[]") : NULL;
 }
 
-static void test_filter_several_reducers(void) {
+void test_filters__eachReducerKeepsItsOwnFilter(void) {
     /* Reducers that skip an action do not stop the others, and a failing
      * reducer that was not called cannot fail the dispatch. */
     ts_store *store = new_store(NULL);
@@ -362,14 +362,3 @@ static void test_filter_several_reducers(void) {
     ts_store_destroy(store);
 }
 
-void run_filters_tests(void) {
-    RUN(test_filter_exact_types);
-    RUN(test_filter_prefix_patterns);
-    RUN(test_filter_many_types);
-    RUN(test_filter_every_action);
-    RUN(test_filter_own_actions);
-    RUN(test_filter_after_middleware);
-    RUN(test_filter_replace);
-    RUN(test_filter_refused_patterns);
-    RUN(test_filter_several_reducers);
-}

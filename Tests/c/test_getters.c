@@ -4,7 +4,7 @@
  * ts_json_get_* shortcuts): every kind, every error, white space, and the
  * texts of callbacks under way (a reducer's slice, an action's payload and
  * json), which must give the same answers as any copy of the same text.
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
@@ -142,10 +142,10 @@ static void check_same(const answer *a, const answer *b, const char *what, const
                a->str_len == b->str_len && memcmp(a->str, b->str, sizeof a->str) == 0 && a->count == b->count &&
                strcmp(a->children, b->children) == 0;
     for (int i = 0; i < 8; i++) same = same && a->st[i] == b->st[i] && strcmp(a->messages[i], b->messages[i]) == 0;
-    report(same, __FILE__, line, "same answers", detail);
+    ts_test_report(same, __FILE__, line, "same answers", detail);
 }
 
-static void test_getters_every_kind(void) {
+void test_getters__everyKindIsReadInPlaceWithoutACopy(void) {
     ts_json v;
     CHECK_OK(ts_json_at(doc, "", &v));
     CHECK_INT(v.kind, TS_JSON_OBJECT);
@@ -183,7 +183,7 @@ static void test_getters_every_kind(void) {
     CHECK_INT(v.kind, TS_JSON_STRING);
 }
 
-static void test_getters_numbers(void) {
+void test_getters__numbersReadExactlyOrRefuseOverflow(void) {
     int64_t i = 0;
     uint64_t u = 0;
     double d = 0;
@@ -248,7 +248,7 @@ static void test_getters_numbers(void) {
     CHECK_ST(ts_json_get_int("[1e-1]", "/0", &i), TS_E_ARGUMENT);
 }
 
-static void test_getters_bool_null(void) {
+void test_getters__boolAndNullReadAsThemselves(void) {
     int b = 9;
     CHECK_OK(ts_json_get_bool(doc, "/t", &b));
     CHECK_INT(b, 1);
@@ -269,7 +269,7 @@ static void test_getters_bool_null(void) {
     CHECK_INT(ts_json_is_null(NULL), 0);
 }
 
-static void test_getters_strings(void) {
+void test_getters__stringsAreUnescapedAndSized(void) {
     const char *s = NULL;
     size_t n = 0;
     /* No escapes: the bytes in the text, not NUL-terminated there. */
@@ -309,7 +309,7 @@ static void test_getters_strings(void) {
     CHECK_INT(n, 99);
 }
 
-static void test_getters_containers(void) {
+void test_getters__containersGiveTheirCount(void) {
     ts_json arr, obj, v, key;
     size_t count = 0, cursor = 0;
     CHECK_OK(ts_json_at(doc, "/arr", &arr));
@@ -375,7 +375,7 @@ static void test_getters_containers(void) {
     CHECK_INT(cursor, 12345);
 }
 
-static void test_getters_find(void) {
+void test_getters__findResolvesPointersWithinAValue(void) {
     ts_json obj, v;
     int64_t i = 0;
     CHECK_OK(ts_json_at(doc, "/obj", &obj));
@@ -394,7 +394,7 @@ static void test_getters_find(void) {
     CHECK_ST(ts_json_find(&obj, "/a", NULL), TS_E_ARGUMENT);
 }
 
-static void test_getters_errors(void) {
+void test_getters__wrongKindOrMissingPathIsRefusedWithMessage(void) {
     ts_json v, sentinel;
     memset(&sentinel, 0x5a, sizeof sentinel);
     v = sentinel;
@@ -446,7 +446,7 @@ static void test_getters_errors(void) {
     CHECK_ST(ts_json_find(&empty, "", &v), TS_E_ARGUMENT);
 }
 
-static void test_getters_white_space(void) {
+void test_getters__whiteSpaceAroundValuesIsIgnored(void) {
     /* A spaced text answers as its minified form, every pointer. */
     for (size_t k = 0; k < sizeof pointers / sizeof pointers[0]; k++) {
         answer a, b;
@@ -481,9 +481,9 @@ static void compare_texts(const char *given, const char *what) {
         answer a, b;
         answer_of(given, pointers[k], &a);
         answer_of(copy, pointers[k], &b);
-        int before = failed;
+        int before = ts_test_failed();
         check_same(&a, &b, what, pointers[k], __LINE__);
-        if (failed != before) recognition_failures++;
+        if (ts_test_failed() != before) recognition_failures++;
         recognition_checks++;
     }
     /* Values are in the given text, not in a copy of it. */
@@ -517,7 +517,7 @@ static ts_status recognising_middleware(const ts_store_api *api, ts_next_fn next
     return next(a->json);
 }
 
-static void test_getters_recognised_texts(void) {
+void test_getters__readsAgreeOnWhiteSpacedAndMinifiedActions(void) {
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_middleware(store, "reader", recognising_middleware, NULL));
     CHECK_OK(ts_store_add_reducer(store, "doc", recognising_reducer, NULL));
@@ -569,12 +569,12 @@ static char *big_reader(const char *slice, const ts_action *a, void *ctx) {
     return NULL;
 }
 
-static void test_getters_big_slice(void) {
-    size_t items = quick ? 2000 : 100000;
+void test_getters__bigSliceReadsAsASmallOne(void) {
+    size_t items = ts_test_quick ? 2000 : 100000;
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "big", big_reader, &items));
     big_reads_ok = 0;
-    int reads = quick ? 20 : 200;
+    int reads = ts_test_quick ? 20 : 200;
     for (int k = 0; k < reads; k++) {
         char *action = xprintf("{\"type\":\"read\",\"payload\":{\"n\":%zu}}", (size_t)k * 7919 % items);
         CHECK_OK(ts_store_dispatch(store, action));
@@ -588,7 +588,7 @@ static void test_getters_big_slice(void) {
 static void *string_reader(void *arg) {
     int *bad = arg;
     char text[64];
-    for (int k = 0; k < (quick ? 200 : 5000); k++) {
+    for (int k = 0; k < (ts_test_quick ? 200 : 5000); k++) {
         snprintf(text, sizeof text, "{\"s\":\"v\\u0041%d\"}", k);
         const char *s;
         size_t n;
@@ -599,7 +599,7 @@ static void *string_reader(void *arg) {
     return NULL;
 }
 
-static void test_getters_threads(void) {
+void test_getters__readsFromManyThreadsAgree(void) {
     enum { THREADS = 4 };
     pthread_t threads[THREADS];
     int bad[THREADS] = {0};
@@ -610,16 +610,3 @@ static void test_getters_threads(void) {
     }
 }
 
-void run_getters_tests(void) {
-    RUN(test_getters_every_kind);
-    RUN(test_getters_numbers);
-    RUN(test_getters_bool_null);
-    RUN(test_getters_strings);
-    RUN(test_getters_containers);
-    RUN(test_getters_find);
-    RUN(test_getters_errors);
-    RUN(test_getters_white_space);
-    RUN(test_getters_recognised_texts);
-    RUN(test_getters_big_slice);
-    RUN(test_getters_threads);
-}

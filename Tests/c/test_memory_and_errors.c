@@ -4,13 +4,14 @@
  *   TS_VERSION, TS_VERSION_NUMBER, ts_version_string, ts_version_number,
  *   TS_API, TS_DEPRECATED, ts_alloc, ts_strdup, ts_free, ts_reducer_fail.
  *
- * Self-contained (its own CHECK macros). `make test-c` runs it directly and
+ * Its own program (not in test_store: it redefines helpers of check.c), on
+ * the harness of Tests/harness/ts_test.h; `make test-c` runs it directly and
  * under valgrind (--quick); valgrind also proves that memory from ts_alloc,
  * ts_strdup and malloc handed to the store is freed exactly once. Prints
  * "memory_and_errors: N passed, M failed"; each failure names its file, line,
  * test and ts_last_error().
  */
-#define _POSIX_C_SOURCE 200809L
+#include "ts_test.h"
 
 #include "turnstate.h"
 #include "turnstate_plugin.h"
@@ -21,43 +22,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Checks ------------------------------------------------------------- */
+/* ---- Checks (Tests/harness/ts_test.h) ------------------------------------- */
 
-static int passed, failed;
-static const char *current_test = "";
-static int quick;
-
-static void report(int ok, const char *file, int line, const char *expr) {
-    if (ok) {
-        passed++;
-        return;
-    }
-    failed++;
-    fprintf(stderr, "%s:%d: [%s] FAILED: %s\n    ts_last_error: \"%s\"\n", file, line, current_test, expr,
-            ts_last_error());
+/* Each failure shows ts_last_error() (the harness calls this first). */
+static void show_last_error(FILE *out, int has_detail) {
+    char error[200];
+    (void)has_detail;
+    fprintf(out, "    ts_last_error: %s\n", ts_test_quote(error, sizeof error, ts_last_error()));
 }
 
-#define CHECK(expr) report((expr) ? 1 : 0, __FILE__, __LINE__, #expr)
+void ts_test_suite_setup(void) { ts_test_on_failure = show_last_error; }
+
+static void report(int ok, const char *file, int line, const char *expr) { ts_test_report(ok, file, line, expr, NULL); }
+
 #define CHECK_STATUS(call, want)                                                                              \
     do {                                                                                                      \
         ts_status got_ = (call);                                                                              \
-        if (got_ != (want))                                                                                   \
-            fprintf(stderr, "    got %s, expected %s\n", ts_status_name(got_), ts_status_name(want));        \
-        report(got_ == (want), __FILE__, __LINE__, #call " == " #want);                                      \
-    } while (0)
-#define CHECK_STR(got, want)                                                                                  \
-    do {                                                                                                      \
-        const char *got_ = (got), *want_ = (want);                                                            \
-        int ok_ = got_ != NULL && want_ != NULL && strcmp(got_, want_) == 0;                                  \
-        if (!ok_) fprintf(stderr, "    got \"%s\"\n    expected \"%s\"\n", got_ ? got_ : "(NULL)", want_);    \
-        report(ok_, __FILE__, __LINE__, #got " is \"" #want "\"");                                           \
-    } while (0)
-#define CHECK_CONTAINS(text, part)                                                                            \
-    do {                                                                                                      \
-        const char *text_ = (text);                                                                           \
-        int ok_ = text_ != NULL && strstr(text_, (part)) != NULL;                                             \
-        if (!ok_) fprintf(stderr, "    \"%s\" does not contain \"%s\"\n", text_ ? text_ : "(NULL)", (part)); \
-        report(ok_, __FILE__, __LINE__, #text " contains " #part);                                           \
+        ts_test_reportf(got_ == (want), __FILE__, __LINE__, #call " == " #want, "got %s, expected %s",        \
+                        ts_status_name(got_), ts_status_name(want));                                          \
     } while (0)
 
 /* The whole state (or the value at `pointer`) as text, in a static buffer. */
@@ -91,7 +73,7 @@ const char *test_deprecated_call(void);
 const char *test_deprecated_call(void) { return test_deprecated_function(); }
 #endif
 
-static void test_versions_agree(void) {
+void test_memory_and_errors__headerAndLibraryVersionsAgree(void) {
     char built[64];
     snprintf(built, sizeof built, "%d.%d.%d", TS_VERSION_MAJOR, TS_VERSION_MINOR, TS_VERSION_PATCH);
     CHECK_STR(TS_VERSION, built);
@@ -109,7 +91,7 @@ static void test_versions_agree(void) {
 
 /* ---- ts_alloc, ts_strdup, ts_free ----------------------------------------- */
 
-static void test_alloc(void) {
+void test_memory_and_errors__allocGivesWritableMemoryAndZeroBytesIsUnique(void) {
     unsigned char *a = ts_alloc(100);
     CHECK(a != NULL);
     if (a != NULL) {
@@ -139,7 +121,7 @@ static void test_alloc(void) {
     ts_free(malloc(16));
 }
 
-static void test_strdup(void) {
+void test_memory_and_errors__strdupCopiesTheBytes(void) {
     const char *text = "caf\xC3\xA9 \"quoted\"";
     char *copy = ts_strdup(text);
     CHECK(copy != NULL);
@@ -173,7 +155,7 @@ static char *allocating_reducer(const char *slice, const ts_action *action, void
     return out;
 }
 
-static void test_the_store_takes_over_every_allocator(void) {
+void test_memory_and_errors__storeFreesWhatEveryAllocatorGaveIt(void) {
     static char how[3][16] = {"ts_strdup", "ts_alloc", "malloc"};
     ts_store *store = NULL;
     CHECK_STATUS(ts_store_create(NULL, &store), TS_OK);
@@ -296,7 +278,7 @@ static void dispatch_failure(const char *type, int line) {
     report(strcmp(ts_last_error(), saved) == 0, __FILE__, line, "nothing failed after the dispatch");
 }
 
-static void test_reducer_fail_reaches_the_dispatcher(void) {
+void test_memory_and_errors__reducerFailReachesTheDispatcher(void) {
     dispatch_failure("fail", __LINE__);
     CHECK_STR(ts_last_error(), "the reducer for \"todos\" failed for \"fail\": title is required");
 
@@ -307,14 +289,14 @@ static void test_reducer_fail_reaches_the_dispatcher(void) {
     CHECK_STR(ts_last_error(), "the reducer for \"todos\" failed for \"fail/empty\" (it gave no reason)");
 }
 
-static void test_reducer_fail_twice_keeps_the_first_reason(void) {
+void test_memory_and_errors__reducerFailTwiceKeepsTheFirstReason(void) {
     second_fail_status = -999;
     dispatch_failure("fail/twice", __LINE__);
     CHECK_STR(ts_last_error(), "the reducer for \"todos\" failed for \"fail/twice\": the first reason");
     CHECK(second_fail_status == TS_OK);
 }
 
-static void test_reducer_fail_wins_over_what_the_reducer_returns(void) {
+void test_memory_and_errors__reducerFailWinsOverWhatTheReducerReturns(void) {
     dispatch_failure("fail/then-json", __LINE__);
     CHECK_STR(ts_last_error(), "the reducer for \"todos\" failed for \"fail/then-json\": failed, then returned JSON");
     dispatch_failure("fail/then-invalid", __LINE__);
@@ -322,7 +304,7 @@ static void test_reducer_fail_wins_over_what_the_reducer_returns(void) {
               "the reducer for \"todos\" failed for \"fail/then-invalid\": failed, then returned garbage");
 }
 
-static void test_reducer_fail_message_is_utf8_and_bounded(void) {
+void test_memory_and_errors__reducerFailMessageIsUtf8AndBounded(void) {
     dispatch_failure("fail/not-utf8", __LINE__);
     /* Each bad byte becomes U+FFFD (EF BF BD). */
     CHECK_STR(ts_last_error(), "the reducer for \"todos\" failed for \"fail/not-utf8\": bad \xEF\xBF\xBD byte \xEF\xBF\xBD");
@@ -337,7 +319,7 @@ static void test_reducer_fail_message_is_utf8_and_bounded(void) {
     CHECK(strstr(reason, "tail") == NULL);
 }
 
-static void test_a_failed_dispatch_leaves_no_failure_behind(void) {
+void test_memory_and_errors__failedDispatchLeavesNoFailureBehind(void) {
     ts_store *store = failing_store();
     CHECK_STATUS(ts_store_dispatch(store, "{\"type\":\"fail\"}"), TS_E_REDUCER);
     /* The next dispatch is not failed by the earlier call. */
@@ -365,7 +347,7 @@ static ts_status failing_middleware(const ts_store_api *api, ts_next_fn next, co
     return next(action->json);
 }
 
-static void test_reducer_fail_outside_a_reducer_is_misuse(void) {
+void test_memory_and_errors__reducerFailOutsideAReducerIsMisuse(void) {
     CHECK_STATUS(ts_reducer_fail("no reducer here"), TS_E_MISUSE);
     CHECK_CONTAINS(ts_last_error(), "ts_reducer_fail: called outside a reducer");
     CHECK_STATUS(ts_reducer_fail(NULL), TS_E_MISUSE);
@@ -419,7 +401,7 @@ static ts_status replacing_middleware(const ts_store_api *api, ts_next_fn next, 
     return replace_status;
 }
 
-static void test_reducer_fail_in_init_calls(void) {
+void test_memory_and_errors__reducerFailInInitCallsFailsTheRegistration(void) {
     ts_store *store = NULL;
     CHECK_STATUS(ts_store_create(NULL, &store), TS_OK);
     CHECK_STATUS(ts_store_add_reducer(store, "settings", failing_init, NULL), TS_E_REDUCER);
@@ -470,7 +452,7 @@ static char *outer_reducer(const char *slice, const ts_action *action, void *ctx
     return NULL;
 }
 
-static void test_nested_reducer_calls_fail_separately(void) {
+void test_memory_and_errors__nestedReducerCallsFailSeparately(void) {
     ts_store *outer = NULL;
     CHECK_STATUS(ts_store_create(NULL, &outer), TS_OK);
     CHECK_STATUS(ts_store_create(NULL, &inner_store), TS_OK);
@@ -502,7 +484,7 @@ static char *impure_reducer(const char *slice, const ts_action *action, void *ct
     return NULL;
 }
 
-static void test_reentrancy_is_reported_before_the_reason(void) {
+void test_memory_and_errors__reentrancyIsReportedBeforeTheReason(void) {
     CHECK_STATUS(ts_store_create(NULL, &impure_store), TS_OK);
     CHECK_STATUS(ts_store_add_reducer(impure_store, "n", impure_reducer, NULL), TS_OK);
     CHECK_STATUS(ts_store_dispatch(impure_store, "{\"type\":\"x\"}"), TS_E_REENTRANT);
@@ -524,7 +506,7 @@ static void *dispatch_on_a_thread(void *argument) {
     return NULL;
 }
 
-static void test_the_reason_reaches_the_dispatching_thread(void) {
+void test_memory_and_errors__reasonReachesTheDispatchingThread(void) {
     struct thread_result result;
     memset(&result, 0, sizeof result);
     result.store = failing_store();
@@ -544,47 +526,10 @@ static void test_the_reason_reaches_the_dispatching_thread(void) {
 
 int test_exported_function(void) { return 7; }
 
-static void test_api_macro(void) {
+void test_memory_and_errors__apiMacroLeavesFunctionsCallable(void) {
     /* Declared with TS_API, defined here: callable like any function (the
      * Makefile checks with nm that a plugin built with -fvisibility=hidden
      * still exports ts_plugin_entry). */
     CHECK(test_exported_function() == 7);
     CHECK(TS_PLUGIN_ABI_VERSION >= 1u);
-}
-
-/* ---- Main ----------------------------------------------------------------- */
-
-#define RUN(test)                                                                                             \
-    do {                                                                                                      \
-        current_test = #test;                                                                                 \
-        test();                                                                                               \
-    } while (0)
-
-int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            quick = 1;
-        } else {
-            fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
-            return 2;
-        }
-    }
-    (void)quick; /* every test here is quick */
-    RUN(test_versions_agree);
-    RUN(test_alloc);
-    RUN(test_strdup);
-    RUN(test_the_store_takes_over_every_allocator);
-    RUN(test_reducer_fail_reaches_the_dispatcher);
-    RUN(test_reducer_fail_twice_keeps_the_first_reason);
-    RUN(test_reducer_fail_wins_over_what_the_reducer_returns);
-    RUN(test_reducer_fail_message_is_utf8_and_bounded);
-    RUN(test_a_failed_dispatch_leaves_no_failure_behind);
-    RUN(test_reducer_fail_outside_a_reducer_is_misuse);
-    RUN(test_reducer_fail_in_init_calls);
-    RUN(test_nested_reducer_calls_fail_separately);
-    RUN(test_reentrancy_is_reported_before_the_reason);
-    RUN(test_the_reason_reaches_the_dispatching_thread);
-    RUN(test_api_macro);
-    printf("memory_and_errors: %d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
 }

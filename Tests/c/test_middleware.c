@@ -1,11 +1,11 @@
 /*
  * test_middleware.c - C API tests: middleware: order, the action view,
  * changing, swallowing and refusing actions, next, plugin arguments.
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
-static void test_middleware_order(void) {
+void test_middleware__runsInTheOrderAdded(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     st.log = "R";
@@ -69,7 +69,7 @@ static ts_status mw_grow(const ts_store_api *api, ts_next_fn next, const ts_acti
 
 /* Added during a dispatch: that dispatch finishes with its chain, the next
  * one runs the new middleware. */
-static void test_middleware_added_during_dispatch(void) {
+void test_middleware__addedDuringDispatchRunsFromTheNextOne(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     st.log = "R";
@@ -93,7 +93,7 @@ static void test_middleware_added_during_dispatch(void) {
 }
 
 /* Middleware sees the same parsed view as reducers. */
-static void test_middleware_action_view(void) {
+void test_middleware__seesTheSameParsedViewAsReducers(void) {
     ts_store *store = new_store(NULL);
     mw_ctx m;
     memset(&m, 0, sizeof m);
@@ -131,7 +131,7 @@ static ts_status mw_change(const ts_store_api *api, ts_next_fn next, const ts_ac
     return c->next_status;
 }
 
-static void test_middleware_change_action(void) {
+void test_middleware__changedActionReachesTheRestOfTheChain(void) {
     /* The first middleware changes it: the second and the reducers see the new one. */
     ts_store *store = new_store(NULL);
     rstat st = {0};
@@ -198,7 +198,7 @@ static ts_status mw_gate(const ts_store_api *api, ts_next_fn next, const ts_acti
     return next(a->json);
 }
 
-static void test_middleware_swallow_and_refuse(void) {
+void test_middleware__swallowedOrRefusedActionChangesNothing(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, &st));
@@ -252,7 +252,7 @@ static void test_middleware_swallow_and_refuse(void) {
 }
 
 /* The rest of the chain refuses: the outer middleware passes that status back. */
-static void test_middleware_next_error(void) {
+void test_middleware__refusalOfTheRestOfTheChainIsPassedBack(void) {
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
     CHECK_OK(ts_store_add_reducer(store, "broken", breaking_reducer, NULL));
@@ -326,7 +326,7 @@ static char *inner_outer_reducer(const char *slice, const ts_action *a, void *ct
     return NULL;
 }
 
-static void test_middleware_dispatch_from_top(void) {
+void test_middleware__dispatchFromMiddlewareStartsAtTheTop(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     st.log = "R";
@@ -370,7 +370,7 @@ static void test_middleware_dispatch_from_top(void) {
     rstat_free(&st);
 }
 
-static void test_middleware_next_stable(void) {
+void test_middleware__nextIsTheSameFunctionEveryRun(void) {
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
     mw_ctx a, b;
@@ -427,7 +427,7 @@ static void *call_kept_next(void *arg) {
     return NULL;
 }
 
-static void test_next_misuse(void) {
+void test_middleware__nextCalledTwiceIsRefusedAndAppliesNothing(void) {
     /* Twice in one run(): the second call is refused and applies nothing. */
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
@@ -499,7 +499,7 @@ static ts_status mw_call_kept_next(const ts_store_api *api, ts_next_fn next, con
     return c->kept_status;
 }
 
-static void test_next_kept_into_a_later_run(void) {
+void test_middleware__nextKeptIntoALaterRunIsRefused(void) {
     ts_store *store = new_store(NULL);
     kept_ctx c;
     int notified = 0;
@@ -558,7 +558,7 @@ static void destroying_listener(ts_store *store, void *ctx) {
     c->inner = c->api->apply("{\"type\":\"inc\"}");
 }
 
-static void test_store_api_apply(void) {
+void test_middleware__storeApiApplyRunsTheReducersWithoutTheMiddleware(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     st.log = "R";
@@ -676,7 +676,7 @@ static void exclusive_destroying_listener(ts_store *store, void *ctx) {
     c->inner = c->api->exclusive(exclusive_noop, c);
 }
 
-static void test_store_api_exclusive(void) {
+void test_middleware__storeApiCallsRunExclusivelyOfDispatch(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     st.log = "R";
@@ -741,7 +741,7 @@ done:
     rstat_free(&st);
 }
 
-static void test_plugin_arguments(void) {
+void test_middleware__badPluginArgumentsAreRefusedWithAMessage(void) {
     ts_store *store = new_store(NULL);
     CHECK_ST(ts_store_load_plugin(store, "/nonexistent/\xff.so", NULL), TS_E_ARGUMENT);
     CHECK_CONTAINS(ts_last_error(), "UTF-8");
@@ -754,18 +754,3 @@ static void test_plugin_arguments(void) {
     ts_store_destroy(store);
 }
 
-void run_middleware_tests(void) {
-    RUN(test_middleware_order);
-    RUN(test_middleware_added_during_dispatch);
-    RUN(test_middleware_action_view);
-    RUN(test_middleware_change_action);
-    RUN(test_middleware_swallow_and_refuse);
-    RUN(test_middleware_next_error);
-    RUN(test_middleware_dispatch_from_top);
-    RUN(test_middleware_next_stable);
-    RUN(test_next_misuse);
-    RUN(test_next_kept_into_a_later_run);
-    RUN(test_store_api_apply);
-    RUN(test_store_api_exclusive);
-    RUN(test_plugin_arguments);
-}

@@ -4,7 +4,7 @@
  * brought to version 3 through 1->2->3 in order; a downgrade, a missing step
  * and a failing migration refused with their messages and the state
  * unchanged; a migration's invalid result; a migration that calls into its
- * store; argument errors. Prints "N passed, M failed".
+ * store; argument errors. A topic of the C suite (test_store).
  */
 #include "check.h"
 
@@ -102,7 +102,7 @@ static ts_store *store_v3(void) {
     return store;
 }
 
-static void test_version_defaults_to_zero_and_is_kept(void) {
+void test_migrations__versionIsZeroUntilSetAndKept(void) {
     ts_store *store = new_store(NULL);
     uint32_t version = 99;
     CHECK_OK(ts_store_get_version(store, &version));
@@ -113,7 +113,7 @@ static void test_version_defaults_to_zero_and_is_kept(void) {
     ts_store_destroy(store);
 }
 
-static void test_migrations_run_in_order_from_the_saved_version(void) {
+void test_migrations__migrationsRunInOrderFromTheSavedVersion(void) {
     ts_store *store = store_v3();
     uint64_t token;
     notified = 0;
@@ -136,7 +136,7 @@ static void test_migrations_run_in_order_from_the_saved_version(void) {
     ts_store_destroy(store);
 }
 
-static void test_a_downgrade_is_refused_and_nothing_changes(void) {
+void test_migrations__aDowngradeIsRefusedAndNothingChanges(void) {
     ts_store *store = store_v3();
     uint64_t token;
     notified = 0;
@@ -150,7 +150,7 @@ static void test_a_downgrade_is_refused_and_nothing_changes(void) {
     ts_store_destroy(store);
 }
 
-static void test_a_failing_migration_names_its_step_and_changes_nothing(void) {
+void test_migrations__aFailingMigrationNamesItsStepAndChangesNothing(void) {
     ts_store *store = new_store("{\"todos\":{\"items\":[]}}");
     uint64_t token;
     CHECK_OK(ts_store_set_version(store, 3));
@@ -175,7 +175,7 @@ static void test_a_failing_migration_names_its_step_and_changes_nothing(void) {
     ts_store_destroy(store);
 }
 
-static void test_a_missing_step_is_refused_before_any_migration_runs(void) {
+void test_migrations__aMissingStepIsRefusedBeforeAnyMigrationRuns(void) {
     ts_store *store = new_store("{\"k\":1}");
     CHECK_OK(ts_store_set_version(store, 3));
     CHECK_OK(ts_store_add_migration(store, 1, v1_to_v2, "1->2;"));
@@ -187,7 +187,7 @@ static void test_a_missing_step_is_refused_before_any_migration_runs(void) {
     ts_store_destroy(store);
 }
 
-static void test_a_migration_must_return_a_json_object(void) {
+void test_migrations__aMigrationMustReturnAJsonObject(void) {
     ts_store *store = new_store("{\"k\":1}");
     CHECK_OK(ts_store_set_version(store, 1));
     CHECK_OK(ts_store_add_migration(store, 0, not_an_object, NULL));
@@ -197,7 +197,7 @@ static void test_a_migration_must_return_a_json_object(void) {
     ts_store_destroy(store);
 }
 
-static void test_a_migration_cannot_call_into_its_store(void) {
+void test_migrations__aMigrationCannotCallIntoItsStore(void) {
     ts_store *store = new_store("{\"k\":1}");
     reentrant_target = store;
     reentrant_status = TS_OK;
@@ -209,7 +209,7 @@ static void test_a_migration_cannot_call_into_its_store(void) {
     ts_store_destroy(store);
 }
 
-static void test_bad_arguments(void) {
+void test_migrations__badArgumentsAreRefused(void) {
     ts_store *store = new_store("{\"k\":1}");
     uint32_t version;
     CHECK_ST(ts_store_set_version(NULL, 1), TS_E_ARGUMENT);
@@ -225,18 +225,4 @@ static void test_bad_arguments(void) {
     CHECK_ST(ts_store_replace_state_from(store, "[]", 0), TS_E_JSON);
     CHECK_STATE(store, "", "{\"k\":1}");
     ts_store_destroy(store);
-}
-
-int main(int argc, char **argv) {
-    quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    RUN(test_version_defaults_to_zero_and_is_kept);
-    RUN(test_migrations_run_in_order_from_the_saved_version);
-    RUN(test_a_downgrade_is_refused_and_nothing_changes);
-    RUN(test_a_failing_migration_names_its_step_and_changes_nothing);
-    RUN(test_a_missing_step_is_refused_before_any_migration_runs);
-    RUN(test_a_migration_must_return_a_json_object);
-    RUN(test_a_migration_cannot_call_into_its_store);
-    RUN(test_bad_arguments);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed > 0 ? 1 : 0;
 }

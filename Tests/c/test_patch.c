@@ -4,7 +4,7 @@
  * its message, the state byte for byte as it was, no listener called),
  * several reducers all or nothing, pointer listeners under patches, misuse,
  * and threads.
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
@@ -92,7 +92,7 @@ static void expect_patch(const char *doc, const char *patch, const char *want, i
 }
 #define EXPECT_PATCH(doc, patch, want) expect_patch((doc), (patch), (want), __LINE__)
 
-static void test_patch_every_op(void) {
+void test_patch__everyOperationApplies(void) {
     const char *doc = "{\"a\":1,\"list\":[\"x\",\"y\",\"z\"],\"o\":{\"k\":true}}";
     /* add */
     EXPECT_PATCH(doc, "[{\"op\":\"add\",\"path\":\"/b\",\"value\":{\"n\":[1, 2]}}]",
@@ -158,17 +158,17 @@ static void expect_patch_fails(const char *doc, const char *type, const char *pa
     statuses_reset();
     ts_status status = dispatch_with(store, type, patch);
     check_status(status, TS_E_REDUCER, __FILE__, line, patch);
-    check_contains(ts_last_error(), needle, __FILE__, line, "message");
+    ts_test_check_contains(ts_last_error(), needle, __FILE__, line, "message");
     char *after = state_of(store, NULL);
-    check_str(after, before, __FILE__, line, "state unchanged");
-    report(whole_calls == 0 && pointer_calls == 0, __FILE__, line, "no listener called", NULL);
+    ts_test_check_str(after, before, __FILE__, line, "state unchanged");
+    ts_test_report(whole_calls == 0 && pointer_calls == 0, __FILE__, line, "no listener called", NULL);
     ts_free(before);
     ts_free(after);
     ts_store_destroy(store);
 }
 #define EXPECT_PATCH_FAILS(doc, patch, needle) expect_patch_fails((doc), "patch", (patch), (needle), __LINE__)
 
-static void test_patch_failures(void) {
+void test_patch__failedOperationFailsTheDispatchWithItsReason(void) {
     const char *doc = "{\"a\":1,\"list\":[\"x\",\"y\",\"z\"],\"items\":[{\"done\":false}]}";
     const char *prefix = "the reducer for \"doc\" returned a patch that failed for \"patch\": ";
     EXPECT_PATCH_FAILS(doc, "[{\"op\":\"test\",\"path\":\"/a\",\"value\":1},{\"op\":\"replace\",\"path\":\"/a\",\"value\":2},"
@@ -249,7 +249,7 @@ static void test_patch_failures(void) {
     free(deep_doc);
 }
 
-static void test_patch_unchanged_and_appended(void) {
+void test_patch__emptyPatchLeavesTheSliceUnchangedAndCallsAppendInOrder(void) {
     ts_store *store = doc_store("{\"a\":1}");
     int whole = 0, pointed = 0;
     uint64_t t1, t2;
@@ -298,7 +298,7 @@ static ts_status patching_middleware(const ts_store_api *api, ts_next_fn next, c
     return next(a->json);
 }
 
-static void test_patch_misuse(void) {
+void test_patch__patchOutsideAReducerIsMisuse(void) {
     CHECK_ST(ts_reducer_patch("[]"), TS_E_MISUSE);
     CHECK_CONTAINS(ts_last_error(), "ts_reducer_patch: called outside a reducer");
     CHECK_ST(ts_reducer_patch(NULL), TS_E_MISUSE);
@@ -326,7 +326,7 @@ static char *init_patch_reducer(const char *slice, const ts_action *a, void *ctx
     return NULL;
 }
 
-static void test_patch_at_init(void) {
+void test_patch__patchAtInitIsMisuseAndFailsTheRegistration(void) {
     ts_store *store = new_store("{\"a\":1}");
     statuses_reset();
     CHECK_ST(ts_store_add_reducer(store, "k", init_patch_reducer, NULL), TS_E_REDUCER);
@@ -357,7 +357,7 @@ static char *member_patch_reducer(const char *slice, const ts_action *a, void *c
     return NULL;
 }
 
-static void test_patch_all_or_nothing(void) {
+void test_patch__patchesApplyAllOrNothing(void) {
     ts_store *store = new_store(NULL);
     int full_calls = 0, first_calls = 0, second_calls = 0, last_calls = 0;
     void *first[] = {&first_calls, "/first"}, *second[] = {&second_calls, "/second"};
@@ -402,7 +402,7 @@ typedef struct watch {
     int calls;
 } watch;
 
-static void test_patch_pointer_listeners(void) {
+void test_patch__pointerListenersSeePatchedPaths(void) {
     ts_store *store = doc_store("{\"items\":[{\"id\":0,\"done\":false},{\"id\":1,\"done\":false},{\"id\":2,\"done\":true}],"
                                 "\"meta\":{\"n\":3}}");
     watch w[] = {
@@ -431,7 +431,7 @@ static void test_patch_pointer_listeners(void) {
             char detail_[160];                                                         \
             snprintf(detail_, sizeof detail_, "%s: %d calls, expected %d", w[i_].pointer, \
                      w[i_].calls, want_[i_]);                                          \
-            report(w[i_].calls == want_[i_], __FILE__, __LINE__, "pointer listener", detail_); \
+            ts_test_report(w[i_].calls == want_[i_], __FILE__, __LINE__, "pointer listener", detail_); \
         }                                                                              \
     } while (0)
     /* A leaf: its parents are called, siblings and other branches not. */
@@ -493,7 +493,7 @@ static void nesting_listener(ts_store *store, void *ctx) {
     dispatch_with(store, "patch", "[{\"op\":\"replace\",\"path\":\"/b\",\"value\":2}]");
 }
 
-static void test_patch_nested_dispatch(void) {
+void test_patch__nestedDispatchFromAPatchReducerApplies(void) {
     ts_store *store = doc_store("{\"a\":0,\"b\":0}");
     int a = 0, b = 0;
     uint64_t t0, t1, t2;
@@ -546,11 +546,11 @@ static void *append_thread(void *arg) {
     return NULL;
 }
 
-static void test_patch_threads(void) {
+void test_patch__patchesFromManyThreadsAllApply(void) {
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "log", appending_reducer, NULL));
     enum { THREADS = 4 };
-    int per_thread = quick ? 50 : 500;
+    int per_thread = ts_test_quick ? 50 : 500;
     pthread_t threads[THREADS];
     appender ap[THREADS];
     for (int t = 0; t < THREADS; t++) {
@@ -704,7 +704,7 @@ static void run_big_model(ts_store *store, const char *key, model_item *items, s
         char *pointer = xprintf("/%s", key);
         char *got = state_of(store, pointer);
         if (got == NULL || strcmp(got, want) != 0) {
-            if (mismatches++ < 3) report(0, __FILE__, __LINE__, "big slice reads as its model", patch);
+            if (mismatches++ < 3) ts_test_report(0, __FILE__, __LINE__, "big slice reads as its model", patch);
         }
         free(got);
         free(pointer);
@@ -733,9 +733,9 @@ static void run_big_model(ts_store *store, const char *key, model_item *items, s
     for (int k = 0; k < WATCHED; k++) free(pointers[k]);
 }
 
-static void test_patch_big_slice_model(void) {
+void test_patch__bigSliceAgreesWithTheModel(void) {
     const size_t n = 3000;
-    int steps = quick ? 60 : 400;
+    int steps = ts_test_quick ? 60 : 400;
     model_item *items = malloc(sizeof *items * (n + (size_t)steps + 1));
     if (items == NULL) abort();
     for (size_t i = 0; i < n; i++) items[i] = (model_item){(long)i, (int)(i % 3 == 0)};
@@ -896,16 +896,16 @@ static void check_value_reads(size_t n) {
     free(items);
 }
 
-static void test_patch_reducer_reads(void) {
+void test_patch__patchReducerReadsItsSliceValues(void) {
     check_value_reads(10);
     check_value_reads(4000); /* about 100 KB */
 }
 
 /* The model test of the big slice, through a patch reducer (whose slice is
  * a tree from its init call on). */
-static void test_patch_reducer_big_model(void) {
+void test_patch__patchReducerBigSliceAgreesWithTheModel(void) {
     const size_t n = 3000;
-    int steps = quick ? 60 : 400;
+    int steps = ts_test_quick ? 60 : 400;
     model_item *items = malloc(sizeof *items * (n + (size_t)steps + 1));
     if (items == NULL) abort();
     for (size_t i = 0; i < n; i++) items[i] = (model_item){(long)i, (int)(i % 3 == 0)};
@@ -926,7 +926,7 @@ static char *null_init_value_reducer(const ts_json *slice, const ts_action *a, v
 }
 
 /* Registration: its errors, the init call, the type filter, replace and remove. */
-static void test_patch_reducer_registration(void) {
+void test_patch__patchReducerRegistrationRefusesAndReplaces(void) {
     ts_store *store = new_store("{}");
     const char *const bad[] = {"todos/*x", NULL};
     const char *const todos[] = {"todos/*", NULL};
@@ -962,18 +962,3 @@ static void test_patch_reducer_registration(void) {
     seen_reset();
 }
 
-void run_patch_tests(void) {
-    RUN(test_patch_every_op);
-    RUN(test_patch_failures);
-    RUN(test_patch_unchanged_and_appended);
-    RUN(test_patch_misuse);
-    RUN(test_patch_at_init);
-    RUN(test_patch_all_or_nothing);
-    RUN(test_patch_pointer_listeners);
-    RUN(test_patch_nested_dispatch);
-    RUN(test_patch_threads);
-    RUN(test_patch_big_slice_model);
-    RUN(test_patch_reducer_reads);
-    RUN(test_patch_reducer_big_model);
-    RUN(test_patch_reducer_registration);
-}

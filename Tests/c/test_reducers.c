@@ -1,11 +1,11 @@
 /*
  * test_reducers.c - C API tests: adding reducers, their init call, order,
  * results, re-entrancy, slice depth.
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
-static void test_reducer_init(void) {
+void test_reducers__newKeyGetsAnInitCall(void) {
     ts_store *store = new_store(NULL);
     int notified = 0;
     uint64_t token;
@@ -50,7 +50,7 @@ static void test_reducer_init(void) {
     rstat_free(&st2);
 }
 
-static void test_reducer_existing_key(void) {
+void test_reducers__existingKeyGetsNoInitCall(void) {
     ts_store *store = new_store("{\"count\":5,\"other\":true}");
     rstat st = {0};
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, &st));
@@ -64,7 +64,7 @@ static void test_reducer_existing_key(void) {
     rstat_free(&st);
 }
 
-static void test_reducer_init_fails(void) {
+void test_reducers__badInitResultIsRefusedAndAddsNothing(void) {
     ts_store *store = new_store("{\"a\":1}");
     const char *bad[] = {NULL, "", "{", "nope", "[1,]", "1 2", "\"\xff\""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -86,7 +86,7 @@ static void test_reducer_init_fails(void) {
     rstat_free(&st);
 }
 
-static void test_reducer_order(void) {
+void test_reducers__reducersRunInTheOrderAdded(void) {
     ts_store *store = new_store(NULL);
     rstat a = {0}, b = {0}, c = {0};
     a.log = "a";
@@ -108,7 +108,7 @@ static void test_reducer_order(void) {
     rstat_free(&c);
 }
 
-static void test_reducer_null_unchanged(void) {
+void test_reducers__nullResultLeavesTheSliceUnchanged(void) {
     ts_store *store = new_store("{\"count\":3,\"keep\":{\"x\":[1,2,3]}}");
     rstat st = {0};
     int notified = 0;
@@ -267,7 +267,7 @@ static char *other_store_reducer(const char *slice, const ts_action *a, void *ct
     return xprintf("%lld", strtoll(slice, NULL, 10) + 1);
 }
 
-static void test_reducer_uses_other_store(void) {
+void test_reducers__reducerMayUseAnotherStore(void) {
     ts_store *a = new_store(NULL), *b = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(b, "count", counter_reducer, NULL));
     other_ctx c;
@@ -285,7 +285,7 @@ static void test_reducer_uses_other_store(void) {
     ts_store_destroy(b);
 }
 
-static void test_reducer_reentrancy(void) {
+void test_reducers__reentrantCallsAreRefused(void) {
     for (int mode = 0; mode < RE_MODES; mode++) {
         reentrancy_case(mode, 0, 0);
         reentrancy_case(mode, 1, 0);
@@ -305,7 +305,7 @@ static char *reentrant_init_reducer(const char *slice, const ts_action *a, void 
     return NULL;
 }
 
-static void test_reducer_reentrancy_at_init(void) {
+void test_reducers__reentrantCallsAtInitAreRefused(void) {
     for (int mode = 0; mode < RE_MODES; mode++) {
         ts_store *store = new_store("{\"a\":1}");
         re_ctx c;
@@ -332,7 +332,7 @@ static void test_reducer_reentrancy_at_init(void) {
 
 /* What a reducer returns is checked as JSON before it is applied: escapes
  * and surrogate pairs, numbers (the fast path for scalars), nesting. */
-static void test_reducer_results(void) {
+void test_reducers__resultsAreCheckedAsJsonBeforeApplied(void) {
     static const char *const good[][2] = {
         {"\"\\u20ac\\ud83d\\ude00\\n\\/\"", "\"\\u20ac\\ud83d\\ude00\\n\\/\""},
         {"1.25", "1.25"},
@@ -383,7 +383,7 @@ static void test_reducer_results(void) {
 /* A top-level value may be TS_MAX_DEPTH - 1 deep (the state object is one
  * more level); a reducer that returns a deeper one fails the dispatch.
  * Brackets and quotes inside strings do not count. */
-static void test_slice_depth(void) {
+void test_reducers__sliceDeeperThanMaxDepthFailsTheDispatch(void) {
     const char *inner = "\"]]}{[\\\"[\"";
     const char *next = "0";
     size_t deepest = TS_MAX_DEPTH - 1;
@@ -414,15 +414,3 @@ static void test_slice_depth(void) {
     free(deep);
 }
 
-void run_reducers_tests(void) {
-    RUN(test_reducer_init);
-    RUN(test_reducer_existing_key);
-    RUN(test_reducer_init_fails);
-    RUN(test_reducer_order);
-    RUN(test_reducer_null_unchanged);
-    RUN(test_reducer_reentrancy);
-    RUN(test_reducer_reentrancy_at_init);
-    RUN(test_reducer_uses_other_store);
-    RUN(test_reducer_results);
-    RUN(test_slice_depth);
-}

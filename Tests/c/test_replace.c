@@ -4,7 +4,7 @@
  * action "@@turnstate/replace" reaches middleware, reducers and listeners,
  * atomic, refused from inside a reducer) and removing middleware
  * (ts_store_remove_middleware).
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
@@ -33,7 +33,7 @@ static ts_status mw_refuse_type(const ts_store_api *api, ts_next_fn next, const 
     return next(a->json);
 }
 
-static void test_replace_reducer(void) {
+void test_replace__replacedReducerKeepsTheStateAndSeesTheReplaceAction(void) {
     ts_store *store = new_store(NULL);
     rstat old = {0}, other = {0}, fresh = {0};
     mw_ctx m = {0};
@@ -84,7 +84,7 @@ static void test_replace_reducer(void) {
 
 /* Atomic: a replace action that fails before the state changed puts the old
  * reducer back. */
-static void test_replace_reducer_atomic(void) {
+void test_replace__failedReplacePutsTheOldReducerBack(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     int notified = 0;
@@ -133,7 +133,7 @@ static char *calling_reducer(const char *slice, const ts_action *a, void *ctx) {
     return NULL;
 }
 
-static void test_replace_refused_inside_reducer(void) {
+void test_replace__replaceInsideAReducerIsRefused(void) {
     ts_store *store = new_store(NULL);
     reentrant_ctx r = {store, TS_OK, TS_OK, TS_OK};
     mw_ctx m = {0};
@@ -151,7 +151,7 @@ static void test_replace_refused_inside_reducer(void) {
     ts_store_destroy(store);
 }
 
-static void test_remove_reducer(void) {
+void test_replace__removedReducerNoLongerRuns(void) {
     ts_store *store = new_store(NULL);
     rstat gone = {0}, stays = {0};
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, &gone));
@@ -202,7 +202,7 @@ static ts_status mw_leaving(const ts_store_api *api, ts_next_fn next, const ts_a
     return next(a->json);
 }
 
-static void test_remove_middleware(void) {
+void test_replace__removedMiddlewareNoLongerRuns(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     mw_ctx a = {0}, b = {0}, x1 = {0}, x2 = {0};
@@ -243,10 +243,3 @@ static void test_remove_middleware(void) {
     rstat_free(&st);
 }
 
-void run_replace_tests(void) {
-    RUN(test_replace_reducer);
-    RUN(test_replace_reducer_atomic);
-    RUN(test_replace_refused_inside_reducer);
-    RUN(test_remove_reducer);
-    RUN(test_remove_middleware);
-}

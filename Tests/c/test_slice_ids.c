@@ -4,7 +4,7 @@
  * the id reserved for the slice made from its answer; equal ids mean the
  * same text, ids are never 0 nor reused, an answer that is not applied
  * leaves its id unused, calls nest, and both refuse misuse.
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
@@ -66,7 +66,7 @@ static ts_status dispatch_with(ts_store *store, const char *type, const char *pa
     return status;
 }
 
-static void test_slice_ids_outside_a_reducer(void) {
+void test_slice_ids__outsideAReducerIsMisuse(void) {
     uint64_t id = 77;
     CHECK_ST(ts_reducer_slice_id(&id), TS_E_MISUSE);
     CHECK_CONTAINS(ts_last_error(), "ts_reducer_slice_id: called outside a reducer");
@@ -84,7 +84,7 @@ static char *null_out_reducer(const char *slice, const ts_action *a, void *ctx) 
     return slice == NULL ? xstrdup("0") : NULL;
 }
 
-static void test_slice_ids_null_out(void) {
+void test_slice_ids__nullOutIsRefused(void) {
     ts_store *store = NULL;
     ts_status statuses[2] = {TS_OK, TS_OK};
     CHECK_OK(ts_store_create(NULL, &store));
@@ -97,7 +97,7 @@ static void test_slice_ids_null_out(void) {
     ts_store_destroy(store);
 }
 
-static void test_slice_ids_follow_the_slice(void) {
+void test_slice_ids__idChangesExactlyWhenTheSliceDoes(void) {
     ts_store *store = NULL;
     seen_reset();
     CHECK_OK(ts_store_create(NULL, &store));
@@ -133,7 +133,7 @@ static void test_slice_ids_follow_the_slice(void) {
     ts_store_destroy(store);
 }
 
-static void test_slice_ids_unused_answer(void) {
+void test_slice_ids__reservedButUnusedAnswerIdLeavesTheSliceIdAlone(void) {
     ts_store *store = NULL;
     seen_reset();
     CHECK_OK(ts_store_create(NULL, &store));
@@ -168,7 +168,7 @@ static ts_status replacing_middleware(const ts_store_api *api, ts_next_fn next, 
     return next(a->json);
 }
 
-static void test_slice_ids_change_behind_the_reducer(void) {
+void test_slice_ids__sliceReplacedBehindTheReducerGetsAFreshId(void) {
     ts_store *store = NULL;
     seen_reset();
     CHECK_OK(ts_store_create(NULL, &store));
@@ -207,7 +207,7 @@ static char *outer_reducer(const char *slice, const ts_action *a, void *ctx) {
     return NULL;
 }
 
-static void test_slice_ids_nest(void) {
+void test_slice_ids__nestedStoreDispatchKeepsTheOuterIds(void) {
     ts_store *outer = NULL;
     CHECK_OK(ts_store_create(NULL, &outer));
     CHECK_OK(ts_store_create(NULL, &inner_store));
@@ -220,11 +220,3 @@ static void test_slice_ids_nest(void) {
     ts_store_destroy(inner_store);
 }
 
-void run_slice_ids_tests(void) {
-    RUN(test_slice_ids_outside_a_reducer);
-    RUN(test_slice_ids_null_out);
-    RUN(test_slice_ids_follow_the_slice);
-    RUN(test_slice_ids_unused_answer);
-    RUN(test_slice_ids_change_behind_the_reducer);
-    RUN(test_slice_ids_nest);
-}

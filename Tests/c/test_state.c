@@ -1,11 +1,11 @@
 /*
  * test_state.c - C API tests: reading the state (ts_store_get_state, JSON
  * Pointers) and replacing it.
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
-static void test_get_state(void) {
+void test_state__getStateReadsByPointer(void) {
     const char *initial = "{\"count\":1,\"todos\":[{\"title\":\"a\",\"done\":false},{\"title\":\"b\"}],"
                           "\"a/b\":\"slash\",\"m~n\":\"tilde\",\"\":\"empty\",\"x\":{\"y/z\":{\"~\":4,\"~1\":5}}}";
     ts_store *store = new_store(initial);
@@ -103,7 +103,7 @@ static char *flaky_init_reducer(const char *slice, const ts_action *a, void *ctx
     return NULL;
 }
 
-static void test_replace_state(void) {
+void test_state__replaceStateSwapsTheWholeState(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, &st));
@@ -190,7 +190,3 @@ static void test_replace_state(void) {
     rstat_free(&st);
 }
 
-void run_state_tests(void) {
-    RUN(test_get_state);
-    RUN(test_replace_state);
-}

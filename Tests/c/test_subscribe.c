@@ -1,7 +1,7 @@
 /*
  * test_subscribe.c - C API tests: listeners: subscribing, unsubscribing,
  * snapshots, nesting, pointer listeners, threads, tokens.
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
@@ -18,7 +18,7 @@ static void checking_listener(ts_store *store, void *ctx) {
     if (store == c->expected && ctx == c->expected_ctx) c->ok++;
 }
 
-static void test_listeners_basic(void) {
+void test_subscribe__listenersRunInSubscriptionOrderAfterEachDispatch(void) {
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
     uint64_t t1 = 0, t2 = 0, t3 = 0;
@@ -61,7 +61,7 @@ static void test_listeners_basic(void) {
     ts_store_destroy(store);
 }
 
-static void test_unsubscribe(void) {
+void test_subscribe__unsubscribedListenerIsNotCalled(void) {
     ts_store *store = new_store(NULL);
     uint64_t t1, t2, t3;
     log_reset();
@@ -172,7 +172,7 @@ static void self_unsubscribing(ts_store *store, void *ctx) {
     ts_store_unsubscribe(store, self_token);
 }
 
-static void test_listener_snapshot(void) {
+void test_subscribe__listenersSubscribedOrRemovedDuringDispatchFollowTheSnapshot(void) {
     ts_store *store = new_store(NULL);
     memset(&snap, 0, sizeof snap);
     snap.store = store;
@@ -224,7 +224,7 @@ static void nest_b(ts_store *store, void *ctx) {
     log_add(buf);
 }
 
-static void test_listener_nested_dispatch(void) {
+void test_subscribe__nestedDispatchFromAListenerRunsAtOnce(void) {
     ts_store *store = new_store(NULL);
     rstat st = {0};
     st.log = "R ";
@@ -249,7 +249,7 @@ typedef struct pointer_counts {
     int count, title, whole, all, later, todos;
 } pointer_counts;
 
-static void test_pointer_listeners(void) {
+void test_subscribe__pointerListenerRunsOnlyWhenItsValueChanges(void) {
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
     CHECK_OK(ts_store_add_reducer(store, "todos", todos_reducer, NULL));
@@ -340,7 +340,7 @@ static void test_pointer_listeners(void) {
 
 /* A pointer listener subscribed while the value differs from what it was
  * when the listener last ran is measured from its subscription. */
-static void test_pointer_listener_baseline(void) {
+void test_subscribe__pointerListenerIsMeasuredFromItsSubscription(void) {
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
     CHECK_OK(ts_store_dispatch(store, "{\"type\":\"inc\"}"));
@@ -382,7 +382,7 @@ static void *dispatch_once_thread(void *arg) {
     return NULL;
 }
 
-static void test_listener_thread(void) {
+void test_subscribe__listenerRunsOnTheDispatchingThread(void) {
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
     thread_seen seen;
@@ -426,12 +426,12 @@ static void token_reading_listener(ts_store *store, void *ctx) {
     else ts_store_unsubscribe(store, token);
 }
 
-static void test_subscribe_token_before_listener(void) {
+void test_subscribe__tokenIsSetBeforeTheListenerCanRun(void) {
     token_race r;
     memset(&r, 0, sizeof r);
     r.store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(r.store, "count", counter_reducer, NULL));
-    int rounds = quick ? 200 : 2000, zero_seen = 0;
+    int rounds = ts_test_quick ? 200 : 2000, zero_seen = 0;
     token_slot *slots = calloc((size_t)rounds, sizeof *slots);
     pthread_t thread;
     CHECK_INT(pthread_create(&thread, NULL, token_dispatcher, &r), 0);
@@ -446,13 +446,3 @@ static void test_subscribe_token_before_listener(void) {
     free(slots);
 }
 
-void run_subscribe_tests(void) {
-    RUN(test_listeners_basic);
-    RUN(test_unsubscribe);
-    RUN(test_listener_snapshot);
-    RUN(test_listener_nested_dispatch);
-    RUN(test_pointer_listeners);
-    RUN(test_pointer_listener_baseline);
-    RUN(test_listener_thread);
-    RUN(test_subscribe_token_before_listener);
-}

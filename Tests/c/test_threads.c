@@ -1,7 +1,7 @@
 /*
  * test_threads.c - C API tests: many threads on one store, destroying from
  * callbacks, small stacks.
- * Part of the C suite (check.h, main.c; `make test-c`).
+ * Part of the C suite (check.h; `make test-c`; one test: build/tests/test_store -s TOPIC__RULE).
  */
 #include "check.h"
 
@@ -112,13 +112,13 @@ static int compare_tokens(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static void test_threads(void) {
+void test_threads__concurrentDispatchesAllApply(void) {
     /* Four threads dispatch with ts_store_dispatch, a fifth through the
      * ts_store_api table that the middleware kept. */
     enum { WORKERS = 5 };
-    const int per_thread = quick ? 500 : 20000;
-    const int churn_rounds = quick ? 500 : 20000;
-    const int reader_rounds = quick ? 500 : 20000;
+    const int per_thread = ts_test_quick ? 500 : 20000;
+    const int churn_rounds = ts_test_quick ? 500 : 20000;
+    const int reader_rounds = ts_test_quick ? 500 : 20000;
     ts_store *store = new_store(NULL);
     CHECK_OK(ts_store_add_reducer(store, "count", counter_reducer, NULL));
     mw_ctx pass;
@@ -232,7 +232,7 @@ static ts_status mw_destroying(const ts_store_api *api, ts_next_fn next, const t
     return next(a->json);
 }
 
-static void test_destroy_in_callbacks(void) {
+void test_threads__storeDestroyedInACallbackAnswersStoreGone(void) {
     /* A listener destroys the store: the dispatch under way finishes (the
      * next listeners are still called), but the store is closed, so their
      * new calls into it answer TS_E_STORE_GONE. */
@@ -334,7 +334,7 @@ static void *small_stack_main(void *arg) {
     return NULL;
 }
 
-static void test_small_stack(void) {
+void test_threads__deepDocumentsOnASmallStackFailWithJsonNotACrash(void) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     CHECK(pthread_attr_setstacksize(&attr, 128 * 1024) == 0);
@@ -356,8 +356,3 @@ static void test_small_stack(void) {
     CHECK_ST(r.create_too_deep_status, TS_E_JSON);
 }
 
-void run_threads_tests(void) {
-    RUN(test_threads);
-    RUN(test_destroy_in_callbacks);
-    RUN(test_small_stack);
-}

@@ -38,7 +38,9 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$build/tests"
-strict=(-Wall -Wextra -pedantic -Werror)
+# The strict warnings: the Makefile's (TS_CXX_WARN, Tests/flags.sh).
+# shellcheck disable=SC2206 # a list of flags
+strict=($TS_CXX_WARN)
 more=(-Wshadow -Wconversion -Wold-style-cast -Wnon-virtual-dtor)
 link=(-L"$build/lib" -Wl,-rpath,"$build/lib" -lturnstate -lpthread)
 passed=0 failed=0 program_passed=0 program_failed=0
@@ -82,7 +84,7 @@ for c in "$cxx" ${clangxx:+"$clangxx"}; do
   step "$name -std=c++14: refused with a clear #error" cxx14_refused "$c"
 done
 
-cxxflags=(-std=c++17 -O2 -g "${strict[@]}" -IInclude)
+cxxflags=($TS_CXX_STD -O2 -g "${strict[@]}" -IInclude)
 step "$cxx: test_turnstate.cpp builds" "$cxx" "${cxxflags[@]}" Tests/cpp/test_turnstate.cpp -o "$build/tests/test_cpp" "${link[@]}"
 if [ -x "$build/tests/test_cpp" ]; then
   program "test_turnstate ($cxx)" "$build/tests/test_cpp" --plugins "$build/plugins"
@@ -112,7 +114,7 @@ if [ -z "$asan_cxx" ] || [ ! -e "$build/asan/lib/libturnstate.so" ] || [ ! -e "$
 else
   mkdir -p "$build/asan/tests"
   step "$(basename "$asan_cxx") -fsanitize=address: misuse.cpp builds against $build/asan/lib" \
-    "$asan_cxx" -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address "${strict[@]}" -IInclude \
+    "$asan_cxx" $TS_CXX_STD -O1 -g -fno-omit-frame-pointer -fsanitize=address "${strict[@]}" -IInclude \
     Tests/cpp/misuse.cpp -o "$build/asan/tests/cpp_misuse" -fuse-ld=lld -L"$build/asan/lib" \
     -Wl,-rpath,"$build/asan/lib" -lturnstate -lpthread
   [ -x "$build/asan/tests/cpp_misuse" ] &&

@@ -112,8 +112,8 @@ for dep in libc6 libsimdjson; do
 done
 check "libturnstate0 Depends names no Swift package (its runtime is in the package)" \
   bash -c "! grep -qi swift <<<'$depends'"
-check "libturnstate-dev Depends: libturnstate0 (= its version)" \
-  [ "$(field "$dev_deb" Depends)" = "libturnstate0 (= $(field "$lib_deb" Version))" ]
+check "libturnstate-dev Depends: libturnstate0 (= its version), python3 (turnstate-testgen)" \
+  [ "$(field "$dev_deb" Depends)" = "libturnstate0 (= $(field "$lib_deb" Version)), python3" ]
 check "libturnstate0-dbgsym Depends: libturnstate0 (= its version)" \
   [ "$(field "$dbg_deb" Depends)" = "libturnstate0 (= $(field "$lib_deb" Version))" ]
 shlibs=$(dpkg-deb --ctrl-tarfile "$lib_deb" | tar -xO ./shlibs 2>/dev/null)
@@ -151,8 +151,10 @@ for page in man3/ts_store_dispatch.3 man7/turnstate.7 man7/turnstate-plugins.7; 
   check "libturnstate-dev's $page.gz renders without a warning${warnings:+: $warnings}" \
     [ -f "$xd/usr/share/man/$page.gz" -a -z "$warnings" ]
 done
-not0644=$(find "$xl" "$xd" "$xg" -type f ! -perm 0644 | sed "s|^$tmp/x/||")
-check "every file is 0644${not0644:+ (not: $not0644)}" [ -z "$not0644" ]
+not0644=$(find "$xl" "$xd" "$xg" -type f ! -perm 0644 ! -path "$xd/usr/bin/turnstate-testgen" | sed "s|^$tmp/x/||")
+check "every file is 0644 but the program${not0644:+ (not: $not0644)}" [ -z "$not0644" ]
+check "libturnstate-dev's /usr/bin/turnstate-testgen is a program (0755)" \
+  [ "$(stat -c %a "$xd/usr/bin/turnstate-testgen" 2>/dev/null)" = 755 ]
 unstripped=$(find "$xl" -type f -name '*.so*' -exec sh -c 'readelf -S -W "$1" | grep -qE " \.(symtab|debug_info) " && echo "${1#'"$xl"'}"' _ {} \;)
 check "every ELF file of libturnstate0 is stripped${unstripped:+ (not: $unstripped)}" [ -z "$unstripped" ]
 stray=$(find "$xl" "$xd" -name '*.debug' | sed "s|^$tmp/x/||")

@@ -14,6 +14,9 @@
 #     command line and the output in its log, and on failure shows the log's
 #     tail and path and passes the exit status on; TS_VERBOSE=1 (make V=1)
 #     shows the command and its output instead;
+#   - the C harness (Tests/harness/ts_test.h) and gen_registry.py: bad test
+#     names, static tests and duplicates refused; -l, -s; a failing test
+#     named; a test with no check fails;
 #   - `make help` lists every target of the Makefile's .PHONY list.
 # Ends with "harness: N passed, M failed".
 set -uo pipefail
@@ -137,6 +140,139 @@ if [ "$out" = $'cc loud\necho a\\ b \na b' ] && [ ! -e "$work/s/v.log" ]; then
   ok "step.sh with TS_VERBOSE=1 (make V=1): the command line and its output"
 else
   bad "step.sh, TS_VERBOSE=1: output '$out'"
+fi
+
+# The C harness (ts_test.h) and its registry (gen_registry.py): names off the
+# pattern, static tests and duplicates are refused and nothing is written; a
+# program built from a registry runs every test once, -s picks a topic or a
+# test, a -s that names nothing is an error, a failing check is reported with
+# its test's name, and a test that checks nothing fails.
+. Tests/flags.sh
+gen=Tests/harness/gen_registry.py
+mkdir -p "$work/g"
+refused() { # description want-in-stderr source-text...
+  local what=$1 want=$2; shift 2
+  rm -f "$work/g/reg.c"
+  printf '%s\n' "$@" >"$work/g/test_topic.c"
+  if ! python3 $gen -o "$work/g/reg.c" "$work/g/test_topic.c" 2>"$work/g/err" && [ ! -e "$work/g/reg.c" ] &&
+     grep -qF -- "$want" "$work/g/err"; then
+    ok "gen_registry refuses $what"
+  else
+    bad "gen_registry does not refuse $what: $(cat "$work/g/err")"
+  fi
+}
+refused "a name without __<rule>" "test_topic_noRule: a test is named test_<topic>__<rule>" \
+  'void test_topic_noRule(void) {}'
+refused "a rule in snake_case" "test_topic__no_camel: a test is named" 'void test_topic__no_camel(void) {}'
+refused "a static test" "is static" 'static void test_topic__hidden(void) {}'
+refused "a test of another topic in test_topic.c" "have the topic 'topic'" 'void test_other__rule(void) {}'
+refused "a test defined twice" "test_topic__twice is defined twice" \
+  'void test_topic__twice(void) {}' 'void test_topic__twice(void) {}'
+refused "a test file with no test" "no test defined" 'static int helper(void) { return 1; }'
+refused "a definition with its return type on the line before" "on one line" 'void' 'test_topic__split(void) {}'
+refused "a misspelt suite hook" "ts_test_suite_teardwon: a suite hook is one of" \
+  'void test_topic__rule(void) {}' 'void ts_test_suite_teardwon(void) {}'
+refused "a static suite hook" "ts_test_suite_setup: a suite hook is one of" \
+  'void test_topic__rule(void) {}' 'static void ts_test_suite_setup(void) {}'
+refused "a suite hook defined twice" "ts_test_suite_teardown is defined more than once" \
+  'void test_topic__rule(void) {}' 'void ts_test_suite_teardown(void) {}' 'void ts_test_suite_teardown(void) {}'
+# A hook's prototype (a shared header's) is not its definition.
+printf '%s\n' 'void test_topic__rule(void) {}' 'void ts_test_suite_setup(void);' 'void ts_test_suite_teardown(void)' ';' \
+  >"$work/g/test_topic.c"
+if python3 $gen -o "$work/g/reg.c" "$work/g/test_topic.c" 2>"$work/g/err" &&
+   grep -q 'hooks = {NULL, NULL, NULL}' "$work/g/reg.c"; then
+  ok "gen_registry takes a hook's prototype for no hook"
+else
+  bad "gen_registry on a hook's prototype: $(cat "$work/g/err" "$work/g/reg.c" 2>/dev/null)"
+fi
+cat >"$work/g/test_demo.c" <<'C'
+#include "ts_test.h"
+int demo_broken;
+void test_demo__onePassingCheck(void) { CHECK_INT(1 + 1, 2); }
+void test_demo__failsWhenBroken(void) { CHECK_MSG(!demo_broken, "broken on purpose"); }
+void test_demo__checksNothing(void) {}
+void test_demo__skippedWithAReason(void) { ts_test_skip("not here"); }
+void ts_test_suite_setup(void) { demo_broken = 1; }
+void test_demo__prototypesAreNotTests(void);
+C
+# Suite options and a teardown (Tests/plugins: --plugins DIR, temporary folders).
+cat >"$work/g/test_hooks.c" <<'C'
+#include "ts_test.h"
+#include <string.h>
+static const char *dir = "unset";
+static int set_up;
+int ts_test_suite_option(int argc, char **argv, int i) {
+    if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+        dir = argv[i + 1];
+        return 2;
+    }
+    return 0;
+}
+void ts_test_suite_setup(void) { set_up = 1; printf("setup sees dir=%s\n", dir); }
+void test_hooks__setupRanFirst(void) { CHECK_INT(set_up, 1); }
+void test_hooks__optionReachedTheSuite(void) { CHECK_STR(dir, "given"); }
+void ts_test_suite_teardown(void) { printf("teardown\n"); CHECK_MSG(set_up == 1, "teardown after setup"); }
+C
+# shellcheck disable=SC2086 # lists of flags
+if python3 $gen --suite demo -o "$work/g/reg_demo.c" "$work/g/test_demo.c" &&
+   ${CC:-cc} $TS_CFLAGS -ITests/harness Tests/harness/ts_test.c "$work/g/test_demo.c" "$work/g/reg_demo.c" \
+     -o "$work/g/demo" -lpthread 2>"$work/g/cc.err"; then
+  list=$("$work/g/demo" -l)
+  out=$("$work/g/demo" 2>&1); status=$?
+  if [ "$list" = $'test_demo__onePassingCheck\ntest_demo__failsWhenBroken\ntest_demo__checksNothing\ntest_demo__skippedWithAReason' ]; then
+    ok "the registry lists each test once, in the source's order (a prototype is not a test)"
+  else
+    bad "the registry's list: $list"
+  fi
+  if [ "$status" = 1 ] && [ "$(tail -n1 <<<"$out")" = "demo: 1 passed, 2 failed" ] &&
+     grep -q '^.*test_demo.c:4: \[test_demo__failsWhenBroken\] FAILED: !demo_broken$' <<<"$out" &&
+     grep -q '^    broken on purpose$' <<<"$out" && grep -qx 'FAILED test_demo__failsWhenBroken' <<<"$out" &&
+     grep -qx 'FAILED test_demo__checksNothing' <<<"$out" &&
+     grep -qx 'skipped test_demo__skippedWithAReason: not here' <<<"$out"; then
+    ok "a failing check names its test and file:line; a test that checks nothing fails; a skip says why"
+  else
+    bad "the demo program's run (status $status):"; sed 's/^/    /' <<<"$out"
+  fi
+  out=$("$work/g/demo" -s demo__onePassingCheck 2>&1); status=$?
+  if [ "$status" = 0 ] && [ "$(tail -n1 <<<"$out")" = "demo: 1 passed, 0 failed" ]; then
+    ok "-s TOPIC__RULE runs that test alone"
+  else
+    bad "-s demo__onePassingCheck (status $status): $out"
+  fi
+  out=$("$work/g/demo" -s demo__noSuchTest 2>&1); status=$?
+  if [ "$status" = 2 ] && grep -q 'no test or topic named "demo__noSuchTest"' <<<"$out"; then
+    ok "-s naming no test is an error (exit 2), not an empty green run"
+  else
+    bad "-s demo__noSuchTest (status $status): $out"
+  fi
+else
+  bad "the demo program did not build: $(cat "$work/g/cc.err")"
+fi
+# shellcheck disable=SC2086 # lists of flags
+if python3 $gen -o "$work/g/reg_hooks.c" "$work/g/test_hooks.c" &&
+   ${CC:-cc} $TS_CFLAGS -ITests/harness Tests/harness/ts_test.c "$work/g/test_hooks.c" "$work/g/reg_hooks.c" \
+     -o "$work/g/hooks" -lpthread 2>"$work/g/cc.err"; then
+  out=$("$work/g/hooks" --quick --dir given 2>&1); status=$?
+  if [ "$status" = 0 ] && [ "$(head -n1 <<<"$out")" = "setup sees dir=given" ] &&
+     [ "$(tail -n3 <<<"$out" | head -n1)" = "teardown" ] && [ "$(tail -n1 <<<"$out")" = "3 passed, 0 failed" ]; then
+    ok "a suite's option reaches it before setup; teardown runs after the tests, its check counted"
+  else
+    bad "the hooks program's run (status $status):"; sed 's/^/    /' <<<"$out"
+  fi
+  out=$("$work/g/hooks" -l 2>&1); status=$?
+  if [ "$status" = 0 ] && ! grep -qx 'setup sees.*\|teardown' <<<"$out"; then
+    ok "-l lists without running setup or teardown"
+  else
+    bad "hooks -l (status $status): $out"
+  fi
+  out=$("$work/g/hooks" --nope 2>&1); status=$?
+  if [ "$status" = 2 ] && grep -q '^usage:' <<<"$out"; then
+    ok "an option neither the harness nor the suite takes is a usage error (exit 2)"
+  else
+    bad "hooks --nope (status $status): $out"
+  fi
+else
+  bad "the hooks program did not build: $(cat "$work/g/cc.err")"
 fi
 
 # make help: every .PHONY target, each once.

@@ -25,6 +25,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -613,6 +614,50 @@ def http_checks():
     return last
 
 
+def testgen_checks(exported, present):
+    """The session recorded in the browser, as exported, becomes a C test and a
+    pytest test (turnstate-testgen, docs/testgen.md) of app.c's reducers
+    (Tests/testgen/app_reducers.c), which pass; its last state is the
+    program's. make test-testgen checks that such tests fail, naming the
+    action and the path, when a reducer changes."""
+    work = os.path.join(BUILD, "inspector", "testgen")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    session = os.path.join(work, "browser.session")
+    with open(session, "w") as f:
+        f.write(exported)
+    env = dict(os.environ, TURNSTATE_LIB=os.path.join(BUILD, "lib", "libturnstate.so"))
+    reducers = os.path.join(ROOT, "Tests", "testgen", "app_reducers.c")
+    testgen = [sys.executable, os.path.join(ROOT, "Tools", "turnstate-testgen"), "--reducers", reducers,
+               "-I", os.path.join(ROOT, "Include"), session]
+    made = subprocess.run(testgen + ["--lang", "c", "-o", os.path.join(work, "test_browser.c")],
+                          capture_output=True, text=True, env=env)
+    check("testgen makes a C test of the browser session", made.returncode == 0, made.stderr)
+    libdir = os.path.join(BUILD, "lib")
+    built = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-I" + os.path.join(ROOT, "Include"),
+                            os.path.join(work, "test_browser.c"), reducers, "-o", os.path.join(work, "test_browser"),
+                            "-L" + libdir, "-Wl,-rpath," + libdir, "-lturnstate"], capture_output=True, text=True)
+    ran = subprocess.run([os.path.join(work, "test_browser")], capture_output=True, text=True) \
+        if built.returncode == 0 else built
+    check("the C test of the browser session passes", ran.returncode == 0 and " 0 failed" in ran.stdout,
+          ran.stdout + ran.stderr)
+    made = subprocess.run(testgen + ["--lang", "python", "-o", os.path.join(work, "test_browser.py")],
+                          capture_output=True, text=True, env=env)
+    check("testgen makes a pytest test of the browser session", made.returncode == 0, made.stderr)
+    import ast
+    tree = ast.parse(open(os.path.join(work, "test_browser.py")).read())
+    steps = [ast.literal_eval(node.value) for node in tree.body
+             if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "STEPS"]
+    last = json.loads(steps[0][-1][4]) if steps and steps[0] and steps[0][-1][4] else None
+    check("its last expected state is the program's state", last == present, (last, present))
+    python = os.environ.get("TS_PACKAGE_PYTHON")
+    if python and subprocess.run([python, "-c", "import pytest"], capture_output=True).returncode == 0:
+        ran = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              os.path.join(work, "test_browser.py")], capture_output=True, text=True, env=env)
+        check("the pytest test of the browser session passes", ran.returncode == 0 and "1 passed" in ran.stdout,
+              ran.stdout[-2000:])
+
+
 def main():
     plugin_file_checks()
     app = App({"port": 0, "history": 500})
@@ -751,6 +796,7 @@ def main():
         status, body = request(base + "/api/import?token=" + token, "POST", exported)
         check("import is accepted", status == 200, (status, body))
         check("import restores the exported session", app.state() == present, (app.state(), present))
+        testgen_checks(exported, present)
         status, body = request(base + "/api/import?token=" + token, "POST", "A 2 00000000 {}\n")
         check("a broken import is refused with a reason", status == 409 and "CRC" in body, (status, body))
         wait_for(driver, lambda: len(rows(driver)) == exported.count("\nA "), "the page shows the imported session")

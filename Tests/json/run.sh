@@ -28,15 +28,22 @@ else
   trap 'rm -rf "$BUILD"' EXIT INT TERM
 fi
 CC=${TSJ_CC:-gcc} CXX=${TSJ_CXX:-g++} EXTRA=${TSJ_EXTRA_FLAGS:-}
-# The C flags (TS_CFLAGS): the Makefile's.
+# The C and C++ flags (TS_CFLAGS, TS_CXX_STD, TS_CXX_WARN): the Makefile's.
 . "$ROOT/Tests/flags.sh"
 
 # shellcheck disable=SC2086 # EXTRA is a list of flags
-"$CXX" -O2 -g -std=c++17 -Wall -Wextra $EXTRA -I"$SRC/include" -c "$SRC/turnstate_json.cpp" -o "$BUILD/turnstate_json.o"
-# shellcheck disable=SC2086 # TS_CFLAGS too
-"$CC" $TS_CFLAGS -pthread $EXTRA -I"$SRC/include" -c "$TEST/tsj_test.c" -o "$BUILD/tsj_test.o"
+# shellcheck disable=SC2086 # TS_CXX_* are lists of flags
+"$CXX" $TS_CXX_STD -O2 -g $TS_CXX_WARN $EXTRA -I"$SRC/include" -c "$SRC/turnstate_json.cpp" -o "$BUILD/turnstate_json.o"
+# The test program: its tests, the harness (Tests/harness/ts_test.h) and the
+# registry gen_registry.py writes from the tests' definitions.
+python3 "$ROOT/Tests/harness/gen_registry.py" -o "$BUILD/tsj_registry.c" "$TEST/tsj_test.c"
+for c in "$TEST/tsj_test.c" "$ROOT/Tests/harness/ts_test.c" "$BUILD/tsj_registry.c"; do
+  # shellcheck disable=SC2086 # TS_CFLAGS too
+  "$CC" $TS_CFLAGS -pthread $EXTRA -I"$SRC/include" -I"$ROOT/Tests/harness" -c "$c" -o "$BUILD/$(basename "$c" .c).o"
+done
 # shellcheck disable=SC2086
-"$CC" -pthread $EXTRA "$BUILD/tsj_test.o" "$BUILD/turnstate_json.o" -lsimdjson -lstdc++ -o "$BUILD/tsj_test"
+"$CC" -pthread $EXTRA "$BUILD/tsj_test.o" "$BUILD/ts_test.o" "$BUILD/tsj_registry.o" "$BUILD/turnstate_json.o" \
+  -lsimdjson -lstdc++ -o "$BUILD/tsj_test"
 
 # run_test OUT COMMAND...: runs it with its output kept in OUT (and shown),
 # exits with its status if it fails, and adds its "N passed, M failed" line
@@ -72,7 +79,7 @@ else
 fi
 echo "== differential test against jsonpatch (PyPI)"
 # shellcheck disable=SC2086
-"$CXX" -O2 -g -std=c++17 -shared -fPIC $EXTRA -I"$SRC/include" "$SRC/turnstate_json.cpp" -o "$BUILD/libtsj.so" -lsimdjson
+"$CXX" $TS_CXX_STD -O2 -g $TS_CXX_WARN -shared -fPIC $EXTRA -I"$SRC/include" "$SRC/turnstate_json.cpp" -o "$BUILD/libtsj.so" -lsimdjson
 VENV=$ROOT/build/json-venv
 if ! "$VENV/bin/python3" -c 'import jsonpatch' 2>/dev/null; then
   python3 -m venv "$VENV" && "$VENV/bin/pip" install -q 'jsonpatch==1.48' ||

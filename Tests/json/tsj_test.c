@@ -4,8 +4,11 @@
  * Environment: TSJ_BENCH_ITERS (timing loop iterations, default 200000),
  * TSJ_BIG_MB (size of the big document in MB, default 10), TSJ_MANY_KEYS
  * (keys of the one-object duplicate-check documents, default 200000).
- * Prints "N passed, M failed" and exits non-zero if anything failed. */
-#define _POSIX_C_SOURCE 200809L
+ * On the harness of Tests/harness/ts_test.h (the registry is generated from
+ * this file; -s TOPIC or -s TOPIC__RULE runs part of it). Prints "N passed,
+ * M failed" and exits non-zero if anything failed. */
+#include "ts_test.h"
+
 #include "turnstate_json.h"
 
 #include <pthread.h>
@@ -15,22 +18,18 @@
 #include <string.h>
 #include <time.h>
 
-static int g_passed, g_failed;
-
+/* A helper's check (the MINIFY_OK... helpers): its message is the failure's
+ * description, formatted only when the check fails. */
 static void check_at(int ok, const char *file, int line, const char *fmt, ...) {
-  if (ok) {
-    g_passed++;
-    return;
+  char what[1024] = "";
+  if (!ok) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
   }
-  g_failed++;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "FAIL %s:%d: ", file, line);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
+  ts_test_report(ok, file, line, what, NULL);
 }
-#define CHECK(cond, ...) check_at((cond) ? 1 : 0, __FILE__, __LINE__, __VA_ARGS__)
 
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
@@ -232,7 +231,7 @@ static char *repeat_wrap(const char *open, const char *inner, const char *close,
 
 /* ------------------------------------------------------------------------ */
 
-static void test_minify_valid(void) {
+void test_minify__validDocumentsMinifyToTheirCanonicalText(void) {
   MINIFY_OK("{}", "{}");
   MINIFY_OK(" \t\r\n{ \"a\" : [ 1 , 2 , { } , [ ] ] , \"b\" : \"x y\\n\" } \n", "{\"a\":[1,2,{},[]],\"b\":\"x y\\n\"}");
   MINIFY_OK("1", "1");
@@ -267,11 +266,11 @@ static void test_minify_valid(void) {
   MINIFY_OK_LEN(unterminated, 3, "[7]");
   /* out_len is optional */
   char *out = NULL;
-  CHECK(tsj_minify("[ 1 ]", 5, &out, NULL, NULL) == TSJ_OK && out && strcmp(out, "[1]") == 0, "out_len NULL");
+  CHECK_MSG(tsj_minify("[ 1 ]", 5, &out, NULL, NULL) == TSJ_OK && out && strcmp(out, "[1]") == 0, "out_len NULL");
   free(out);
 }
 
-static void test_minify_invalid(void) {
+void test_minify__invalidDocumentsFailWithCodeOffsetAndMessage(void) {
   MINIFY_ERR("", TSJ_ERR_SYNTAX, 0, "empty input");
   MINIFY_ERR_LEN(NULL, 0, TSJ_ERR_SYNTAX, 0, "empty input");
   MINIFY_ERR("   ", TSJ_ERR_SYNTAX, 3, "expected a JSON value at byte 3");
@@ -350,13 +349,13 @@ static void test_minify_invalid(void) {
   /* bad arguments */
   MINIFY_ERR_LEN(NULL, 3, TSJ_ERR_INVALID_ARG, -1, NULL);
   tsj_error err;
-  CHECK(tsj_minify("1", 1, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "out NULL");
+  CHECK_MSG(tsj_minify("1", 1, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "out NULL");
   /* err may be NULL */
   char *out = (char *)1;
-  CHECK(tsj_minify("[", 1, &out, NULL, NULL) == TSJ_ERR_SYNTAX && out == NULL, "err NULL");
+  CHECK_MSG(tsj_minify("[", 1, &out, NULL, NULL) == TSJ_ERR_SYNTAX && out == NULL, "err NULL");
 }
 
-static void test_utf8(void) {
+void test_utf8__onlyWellFormedUtf8IsAccepted(void) {
   MINIFY_ERR("\"\xc0\x80\"", TSJ_ERR_UTF8, 1, "invalid UTF-8 at byte 1");            /* overlong NUL */
   MINIFY_ERR("\"\xc1\xbf\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");                     /* overlong 2-byte */
   MINIFY_ERR("\"\xe0\x80\x80\"", TSJ_ERR_UTF8, 1, "invalid UTF-8");                 /* overlong 3-byte */
@@ -377,7 +376,7 @@ static void test_utf8(void) {
   MINIFY_ERR("\xc3\xa9", TSJ_ERR_SYNTAX, 0, "found byte 0xC3");                  /* valid UTF-8, not JSON */
 }
 
-static void test_utf8_priority(void) {
+void test_utf8__invalidUtf8IsReportedBeforeAnEarlierSyntaxError(void) {
   /* invalid UTF-8 is reported even when a syntax error comes first */
   MINIFY_ERR("[1,,\"\xff\"]", TSJ_ERR_UTF8, 5, "invalid UTF-8 at byte 5");
   /* valid UTF-8 outside strings is a syntax error */
@@ -426,7 +425,7 @@ static void *depth_thread(void *arg) {
   MINIFY_ERR(brackets, TSJ_ERR_DEPTH, TSJ_MAX_DEPTH, "nesting deeper");
   ACTION_ERR(brackets, TSJ_ERR_DEPTH, TSJ_MAX_DEPTH, NULL);
   MEMBERS_ERR(brackets, TSJ_ERR_DEPTH, TSJ_MAX_DEPTH, NULL);
-  CHECK(tsj_doc_parse(brackets, many, &err) == NULL && err.code == TSJ_ERR_DEPTH, "doc_parse 100000 [");
+  CHECK_MSG(tsj_doc_parse(brackets, many, &err) == NULL && err.code == TSJ_ERR_DEPTH, "doc_parse 100000 [");
   /* 100,000 '{"a":' */
   char *objs = repeat_wrap("{\"a\":", "", "", 100000);
   MINIFY_ERR(objs, TSJ_ERR_DEPTH, 5 * TSJ_MAX_DEPTH, "nesting deeper");
@@ -448,7 +447,7 @@ static void *depth_thread(void *arg) {
 
   /* pointers at the depth limit */
   tsj_doc *d = tsj_doc_parse(deep, strlen(deep), &err);
-  CHECK(d != NULL, "doc_parse deep: %s", err.message);
+  CHECK_MSG(d != NULL, "doc_parse deep: %s", err.message);
   if (d) {
     char *ptr = (char *)malloc(4 * TSJ_MAX_DEPTH + 1);
     ptr[0] = '\0';
@@ -463,7 +462,7 @@ static void *depth_thread(void *arg) {
     tsj_doc_free(d);
   }
   d = tsj_doc_parse(deep_obj, strlen(deep_obj), &err);
-  CHECK(d != NULL, "doc_parse deep_obj: %s", err.message);
+  CHECK_MSG(d != NULL, "doc_parse deep_obj: %s", err.message);
   if (d) {
     char *ptr = (char *)malloc(2 * TSJ_MAX_DEPTH + 1);
     ptr[0] = '\0';
@@ -472,7 +471,7 @@ static void *depth_thread(void *arg) {
     free(ptr);
     tsj_doc_free(d);
   }
-  CHECK(tsj_doc_parse(too_deep, strlen(too_deep), &err) == NULL && err.code == TSJ_ERR_DEPTH &&
+  CHECK_MSG(tsj_doc_parse(too_deep, strlen(too_deep), &err) == NULL && err.code == TSJ_ERR_DEPTH &&
             err.offset == TSJ_MAX_DEPTH,
         "doc_parse too deep");
 
@@ -485,23 +484,23 @@ static void *depth_thread(void *arg) {
   return NULL;
 }
 
-static void test_depth_small_stack(void) {
+void test_depth__deepDocumentsFailCleanlyOnASmallStack(void) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   int rc = pthread_attr_setstacksize(&attr, 128 * 1024);
-  CHECK(rc == 0, "pthread_attr_setstacksize: %d", rc);
+  CHECK_MSG(rc == 0, "pthread_attr_setstacksize: %d", rc);
   pthread_t th;
   depth_result res = {0};
   rc = pthread_create(&th, &attr, depth_thread, &res);
-  CHECK(rc == 0, "pthread_create: %d", rc);
+  CHECK_MSG(rc == 0, "pthread_create: %d", rc);
   if (rc == 0) pthread_join(th, NULL);
   pthread_attr_destroy(&attr);
-  CHECK(res.done, "depth thread finished");
+  CHECK_MSG(res.done, "depth thread finished");
 }
 
 /* ------------------------------------------------------------------------ */
 
-static void test_actions(void) {
+void test_action__typeAndPayloadAreFoundOrRefusedWithAReason(void) {
   ACTION_OK("{\"type\":\"todos/add\",\"payload\":{\"id\":1,\"text\":\"hi\"}}", "todos/add", "{\"id\":1,\"text\":\"hi\"}");
   ACTION_OK(" { \"type\" : \"todos/add\" , \"payload\" : { \"id\" : 1 , \"text\" : \"hi there\" } } ", "todos/add",
             "{\"id\":1,\"text\":\"hi there\"}");
@@ -554,25 +553,25 @@ static void test_actions(void) {
   /* optional outputs */
   char *block = NULL;
   const char *type = NULL;
-  CHECK(tsj_parse_action("{\"type\":\"x\",\"payload\":1}", 24, &block, &type, NULL, NULL, NULL) == TSJ_OK && block &&
+  CHECK_MSG(tsj_parse_action("{\"type\":\"x\",\"payload\":1}", 24, &block, &type, NULL, NULL, NULL) == TSJ_OK && block &&
             strcmp(type, "x") == 0,
         "parse_action optional outputs");
   free(block);
   tsj_error err;
-  CHECK(tsj_parse_action("{}", 2, NULL, &type, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "parse_action NULL block");
+  CHECK_MSG(tsj_parse_action("{}", 2, NULL, &type, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "parse_action NULL block");
 
   /* the block really is one allocation holding type then payload */
   block = NULL;
   const char *payload = NULL;
   size_t tl = 0;
   const char *a = "{\"type\":\"abc\",\"payload\":[1]}";
-  CHECK(tsj_parse_action(a, strlen(a), &block, &type, &tl, &payload, &err) == TSJ_OK && type == block && tl == 3 &&
+  CHECK_MSG(tsj_parse_action(a, strlen(a), &block, &type, &tl, &payload, &err) == TSJ_OK && type == block && tl == 3 &&
             payload == block + 4 && strcmp(payload, "[1]") == 0,
         "block layout");
   free(block);
 }
 
-static void test_quote(void) {
+void test_quote__quotedTextEscapesWhatJsonRequires(void) {
   QUOTE_OK("", "\"\"");
   QUOTE_OK_LEN(NULL, 0, "\"\"");
   QUOTE_OK("abc", "\"abc\"");
@@ -590,7 +589,7 @@ static void test_quote(void) {
     char *out = (char *)1;
     tsj_error err;
     int rc = tsj_quote(bad[i], strlen(bad[i]), &out, NULL, &err);
-    CHECK(rc == TSJ_ERR_UTF8 && out == NULL && err.offset == bad_off[i] && contains(err.message, "invalid UTF-8"),
+    CHECK_MSG(rc == TSJ_ERR_UTF8 && out == NULL && err.offset == bad_off[i] && contains(err.message, "invalid UTF-8"),
           "quote bad UTF-8 #%d: rc=%s offset=%lld msg=%s", i, tsj_code_name(rc), err.offset, err.message);
   }
 
@@ -599,22 +598,22 @@ static void test_quote(void) {
   for (int i = 0; i < 128; i++) raw[i] = (char)i;
   char *q = NULL;
   size_t ql = 0;
-  CHECK(tsj_quote(raw, 128, &q, &ql, NULL) == TSJ_OK, "quote all ASCII");
+  CHECK_MSG(tsj_quote(raw, 128, &q, &ql, NULL) == TSJ_OK, "quote all ASCII");
   if (q) {
     char *m = NULL;
-    CHECK(tsj_minify(q, ql, &m, NULL, NULL) == TSJ_OK && m && strcmp(m, q) == 0, "quoted text is valid JSON");
+    CHECK_MSG(tsj_minify(q, ql, &m, NULL, NULL) == TSJ_OK && m && strcmp(m, q) == 0, "quoted text is valid JSON");
     free(m);
     /* as an action type (without the NUL, which types reject) */
     char *q2 = NULL;
     size_t q2l = 0;
-    CHECK(tsj_quote(raw + 1, 127, &q2, &q2l, NULL) == TSJ_OK, "quote 1..127");
+    CHECK_MSG(tsj_quote(raw + 1, 127, &q2, &q2l, NULL) == TSJ_OK, "quote 1..127");
     size_t alen = q2l + 16;
     char *action = (char *)malloc(alen);
     snprintf(action, alen, "{\"type\":%s}", q2);
     char *block = NULL;
     const char *type = NULL;
     size_t tl = 0;
-    CHECK(tsj_parse_action(action, strlen(action), &block, &type, &tl, NULL, NULL) == TSJ_OK && tl == 127 &&
+    CHECK_MSG(tsj_parse_action(action, strlen(action), &block, &type, &tl, NULL, NULL) == TSJ_OK && tl == 127 &&
               memcmp(type, raw + 1, 127) == 0,
           "quote -> parse_action round trip");
     free(block);
@@ -626,7 +625,7 @@ static void test_quote(void) {
     snprintf(obj, olen, "{%s:1}", q);
     collector c;
     memset(&c, 0, sizeof c);
-    CHECK(tsj_for_each_member(obj, strlen(obj), collect_cb, &c, NULL) == TSJ_OK && c.calls == 1 &&
+    CHECK_MSG(tsj_for_each_member(obj, strlen(obj), collect_cb, &c, NULL) == TSJ_OK && c.calls == 1 &&
               c.len == 128 + 1 /* \0 shown as 2 chars */ + 3,
           "quote -> for_each_member key round trip (len %zu)", c.len);
     free(obj);
@@ -665,7 +664,7 @@ static int reentrant_cb(const char *key, size_t key_len, const char *value, size
   return 0;
 }
 
-static void test_members(void) {
+void test_members__eachMemberIsVisitedOnceInOrder(void) {
   MEMBERS_OK("{ \"a\" : 1 , \"b\" : [ 1 , 2 ] , \"c\\u0064\" : { \"x\" : \"y z\" }, \"e\": \"q\\\"r\", \"\": null }",
              "a=1;b=[1,2];cd={\"x\":\"y z\"};e=\"q\\\"r\";=null;", 5);
   MEMBERS_OK("{}", "", 0);
@@ -695,7 +694,7 @@ static void test_members(void) {
   {
     collector c;
     memset(&c, 0, sizeof c);
-    CHECK(tsj_for_each_member(big, n, collect_cb, &c, NULL) == TSJ_OK && c.calls == 40 &&
+    CHECK_MSG(tsj_for_each_member(big, n, collect_cb, &c, NULL) == TSJ_OK && c.calls == 40 &&
               strncmp(c.buf, "k0=0;k1=1;k2=2;", 15) == 0 && contains(c.buf, "k39=39;"),
           "40 members: calls=%d", c.calls);
   }
@@ -707,7 +706,7 @@ static void test_members(void) {
     tsj_error err;
     int rc = tsj_for_each_member(big, n, collect_cb, &c, &err);
     long long want_off = (long long)(strstr(big, "\"k33\":1") - big);
-    CHECK(rc == TSJ_ERR_DUPLICATE_KEY && c.calls == 0 && contains(err.message, "duplicate key \"k33\"") &&
+    CHECK_MSG(rc == TSJ_ERR_DUPLICATE_KEY && c.calls == 0 && contains(err.message, "duplicate key \"k33\"") &&
               err.offset == want_off,
           "big dup: rc=%s msg=%s offset=%lld want %lld", tsj_code_name(rc), err.message, err.offset, want_off);
   }
@@ -719,30 +718,30 @@ static void test_members(void) {
     c.stop_at = 2;
     tsj_error err;
     int rc = tsj_for_each_member("{\"a\":1,\"b\":2,\"c\":3}", 19, collect_cb, &c, &err);
-    CHECK(rc == 42 && c.calls == 2 && err.code == 42 && strcmp(c.buf, "a=1;b=2;") == 0, "callback stop: rc=%d calls=%d",
+    CHECK_MSG(rc == 42 && c.calls == 2 && err.code == 42 && strcmp(c.buf, "a=1;b=2;") == 0, "callback stop: rc=%d calls=%d",
           rc, c.calls);
   }
   tsj_error err;
-  CHECK(tsj_for_each_member("{}", 2, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "NULL callback");
+  CHECK_MSG(tsj_for_each_member("{}", 2, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "NULL callback");
 
   /* re-entrancy, deeper than the per-thread pool */
   {
     const char *doc = "{\"a\":{\"b\":{\"c\":{\"d\":{\"e\":{\"f\":{\"g\":{\"h\":[1, 2]}}}}}}},\"z\": \"last one\",\"y\":{ }}";
     reent r = {0, 1, 0};
     int rc = tsj_for_each_member(doc, strlen(doc), reentrant_cb, &r, NULL);
-    CHECK(rc == TSJ_OK && r.ok && r.calls == 3, "re-entrant for_each_member: rc=%d ok=%d calls=%d", rc, r.ok, r.calls);
+    CHECK_MSG(rc == TSJ_OK && r.ok && r.calls == 3, "re-entrant for_each_member: rc=%d ok=%d calls=%d", rc, r.ok, r.calls);
   }
 }
 
 /* ------------------------------------------------------------------------ */
 
-static void test_pointers(void) {
+void test_pointer__pointersResolveOrFailWithCodeAndOffset(void) {
   const char *rfc =
       "{\"foo\": [\"bar\", \"baz\"], \"\": 0, \"a/b\": 1, \"c%d\": 2, \"e^f\": 3, \"g|h\": 4, \"i\\\\j\": 5, "
       "\"k\\\"l\": 6, \" \": 7, \"m~n\": 8}";
   tsj_error err;
   tsj_doc *d = tsj_doc_parse(rfc, strlen(rfc), &err);
-  CHECK(d != NULL && err.code == 0, "doc_parse rfc: %s", err.message);
+  CHECK_MSG(d != NULL && err.code == 0, "doc_parse rfc: %s", err.message);
   if (d) {
     PTR_OK(d, "", "{\"foo\":[\"bar\",\"baz\"],\"\":0,\"a/b\":1,\"c%d\":2,\"e^f\":3,\"g|h\":4,\"i\\\\j\":5,\"k\\\"l\":6,"
                   "\" \":7,\"m~n\":8}");
@@ -759,7 +758,7 @@ static void test_pointers(void) {
     PTR_OK(d, "/ ", "7");
     PTR_OK(d, "/m~0n", "8");
     size_t tl = 0;
-    CHECK(tsj_doc_text(d, &tl) != NULL && tl == strlen(tsj_doc_text(d, NULL)), "doc_text");
+    CHECK_MSG(tsj_doc_text(d, &tl) != NULL && tl == strlen(tsj_doc_text(d, NULL)), "doc_text");
 
     PTR_ERR(d, "foo", TSJ_ERR_POINTER, 0, "must be empty or start with '/'", NULL);
     PTR_ERR(d, "/m~2n", TSJ_ERR_POINTER, 2, "'~' must be followed by '0' or '1'", NULL);
@@ -783,9 +782,9 @@ static void test_pointers(void) {
     PTR_ERR(d, "/a~1b/c", TSJ_ERR_NOT_FOUND, 5, "in the number at \"/a~1b\"", NULL);
     PTR_ERR(d, "/FOO", TSJ_ERR_NOT_FOUND, 0, "\"FOO\"", NULL);
     char *out = (char *)1;
-    CHECK(tsj_doc_at_pointer(d, NULL, 0, &out, NULL, &err) == TSJ_OK && out && out[0] == '{', "NULL empty pointer");
+    CHECK_MSG(tsj_doc_at_pointer(d, NULL, 0, &out, NULL, &err) == TSJ_OK && out && out[0] == '{', "NULL empty pointer");
     free(out);
-    CHECK(tsj_doc_at_pointer(NULL, "", 0, &out, NULL, &err) == TSJ_ERR_INVALID_ARG && out == NULL, "NULL doc");
+    CHECK_MSG(tsj_doc_at_pointer(NULL, "", 0, &out, NULL, &err) == TSJ_ERR_INVALID_ARG && out == NULL, "NULL doc");
     tsj_doc_free(d);
   }
   tsj_doc_free(NULL);
@@ -794,7 +793,7 @@ static void test_pointers(void) {
   const char *esc = "{ \"\\u0061b\" : 1, \"x\\/y\": 2, \"t\\u00e9\": 3, \"\\ud83d\\ude00\": 4, \"a\": 1,"
                     " \"arr\" : [ 1 , { \"b\" : \"c d\" } , [ ] ], \"nul\\u0000l\": 5, \"\": { \"\": [ 10 ] } }";
   d = tsj_doc_parse(esc, strlen(esc), &err);
-  CHECK(d != NULL, "doc_parse esc: %s", err.message);
+  CHECK_MSG(d != NULL, "doc_parse esc: %s", err.message);
   if (d) {
     PTR_OK(d, "/ab", "1");
     PTR_OK(d, "/x~1y", "2");
@@ -810,7 +809,7 @@ static void test_pointers(void) {
     PTR_ERR(d, "/arr/2/0", TSJ_ERR_NOT_FOUND, 6, "out of range for the array of 0 elements", "at \"/arr/2\"");
     char *out = NULL;
     size_t out_len = 0;
-    CHECK(tsj_doc_at_pointer(d, "/nul\0l", 6, &out, &out_len, &err) == TSJ_OK && out && strcmp(out, "5") == 0,
+    CHECK_MSG(tsj_doc_at_pointer(d, "/nul\0l", 6, &out, &out_len, &err) == TSJ_OK && out && strcmp(out, "5") == 0,
           "pointer with NUL: %s", err.message);
     free(out);
     PTR_ERR(d, "/nul", TSJ_ERR_NOT_FOUND, 0, NULL, NULL);
@@ -821,7 +820,7 @@ static void test_pointers(void) {
   const char *nums = "{\"n\": [18446744073709551615, -9223372036854775808, 1.0, 1e2, -0, 123456789012345678901234567890,"
                      " 1e400, 0.30000000000000004]}";
   d = tsj_doc_parse(nums, strlen(nums), &err);
-  CHECK(d != NULL, "doc_parse nums: %s", err.message);
+  CHECK_MSG(d != NULL, "doc_parse nums: %s", err.message);
   if (d) {
     PTR_OK(d, "/n/0", "18446744073709551615");
     PTR_OK(d, "/n/1", "-9223372036854775808");
@@ -836,7 +835,7 @@ static void test_pointers(void) {
 
   /* top-level scalar */
   d = tsj_doc_parse(" 42 ", 4, &err);
-  CHECK(d != NULL, "doc_parse scalar");
+  CHECK_MSG(d != NULL, "doc_parse scalar");
   if (d) {
     PTR_OK(d, "", "42");
     PTR_ERR(d, "/0", TSJ_ERR_NOT_FOUND, 0, "cannot look up \"0\" in the number at \"\"", NULL);
@@ -852,7 +851,7 @@ static void test_pointers(void) {
     if (i != 5) n += (size_t)snprintf(obj + n, cap - n, ",\"k%d\":%d", i, i);
   n += (size_t)snprintf(obj + n, cap - n, ",\"sl\\/ash\":[1,2,3],\"\":\"empty\"}");
   d = tsj_doc_parse(obj, n, &err);
-  CHECK(d != NULL, "doc_parse big object: %s", err.message);
+  CHECK_MSG(d != NULL, "doc_parse big object: %s", err.message);
   if (d) {
     PTR_OK(d, "/k0", "0");
     PTR_OK(d, "/k999", "999");
@@ -873,7 +872,7 @@ static void test_pointers(void) {
       else if (i != 5 && strcmp(out, want) != 0) all = 0;
       free(out);
     }
-    CHECK(all, "all 1000 hashed members found");
+    CHECK_MSG(all, "all 1000 hashed members found");
     tsj_doc_free(d);
   }
   free(obj);
@@ -888,14 +887,14 @@ static void test_pointers(void) {
     p[397] = 'x', p[398] = 'y';
     char *out = NULL;
     int rc = tsj_doc_at_pointer(d, p, 399, &out, NULL, &err);
-    CHECK(rc == TSJ_ERR_NOT_FOUND && strlen(err.message) < 256 && contains(err.message, "...") &&
+    CHECK_MSG(rc == TSJ_ERR_NOT_FOUND && strlen(err.message) < 256 && contains(err.message, "...") &&
               contains(err.message, "\xe2\x82\xac\""),
           "long token message: %s", err.message);
     tsj_doc_free(d);
   }
-  CHECK(tsj_doc_parse("{\"a\":", 5, &err) == NULL && err.code == TSJ_ERR_SYNTAX && err.offset == 5,
+  CHECK_MSG(tsj_doc_parse("{\"a\":", 5, &err) == NULL && err.code == TSJ_ERR_SYNTAX && err.offset == 5,
         "doc_parse invalid: %s", err.message);
-  CHECK(tsj_doc_parse("[\"\xe0\x80\x80\"]", 6, &err) == NULL && err.code == TSJ_ERR_UTF8 && err.offset == 2,
+  CHECK_MSG(tsj_doc_parse("[\"\xe0\x80\x80\"]", 6, &err) == NULL && err.code == TSJ_ERR_UTF8 && err.offset == 2,
         "doc_parse bad UTF-8");
 }
 
@@ -971,7 +970,7 @@ static int count_cb(const char *key, size_t key_len, const char *value, size_t v
   return 0;
 }
 
-static void test_big_and_bench(void) {
+void test_big__bigDocumentsParseAndMinifyWhole(void) {
   const char *env = getenv("TSJ_BIG_MB");
   size_t mb = env ? (size_t)atol(env) : 10;
   if (mb == 0) mb = 1;
@@ -986,7 +985,7 @@ static void test_big_and_bench(void) {
   double t0 = now_ns();
   tsj_doc *d = tsj_doc_parse(big, len, &err);
   double t_parse = now_ns() - t0;
-  CHECK(d != NULL, "big doc_parse: %s", err.message);
+  CHECK_MSG(d != NULL, "big doc_parse: %s", err.message);
   if (!d) {
     free(big);
     return;
@@ -998,7 +997,7 @@ static void test_big_and_bench(void) {
   t0 = now_ns();
   int rc = tsj_minify(big, len, &m, &ml, &err);
   double t_minify_big = now_ns() - t0;
-  CHECK(rc == TSJ_OK && ml == tl && memcmp(m, text, tl) == 0 && ml < len, "big minify == doc text");
+  CHECK_MSG(rc == TSJ_OK && ml == tl && memcmp(m, text, tl) == 0 && ml < len, "big minify == doc text");
   free(m);
 
   PTR_OK(d, "/config/theme", "\"dark\"");
@@ -1014,7 +1013,7 @@ static void test_big_and_bench(void) {
           NULL);
 
   int members = 0;
-  CHECK(tsj_for_each_member(big, len, count_cb, &members, &err) == TSJ_OK && members == 3, "big for_each_member");
+  CHECK_MSG(tsj_for_each_member(big, len, count_cb, &members, &err) == TSJ_OK && members == 3, "big for_each_member");
 
   /* big payload (> 256 KiB: temporary context path) */
   size_t alen = len + 64;
@@ -1023,7 +1022,7 @@ static void test_big_and_bench(void) {
   char *block = NULL;
   const char *type = NULL, *payload = NULL;
   rc = tsj_parse_action(action, strlen(action), &block, &type, NULL, &payload, &err);
-  CHECK(rc == TSJ_OK && strcmp(type, "load") == 0 && payload && strlen(payload) == tl && memcmp(payload, text, tl) == 0,
+  CHECK_MSG(rc == TSJ_OK && strcmp(type, "load") == 0 && payload && strlen(payload) == tl && memcmp(payload, text, tl) == 0,
         "big payload action: %s", err.message);
   free(block);
   free(action);
@@ -1042,12 +1041,12 @@ static void test_big_and_bench(void) {
       pthread_join(th[i], NULL);
       ok = ok && args[i].ok;
     }
-    CHECK(ok, "concurrent readers");
+    CHECK_MSG(ok, "concurrent readers");
   }
 
   /* timings (printed only) */
   const char *act = "{\"type\":\"todos/add\",\"payload\":{\"id\":1234,\"title\":\"Buy oat milk\",\"done\":false,\"v\":2}}";
-  CHECK(strlen(act) == 84, "benchmark action is 84 bytes");
+  CHECK_MSG(strlen(act) == 84, "benchmark action is 84 bytes");
   size_t act_len = strlen(act);
   volatile size_t sink = 0;
   t0 = now_ns();
@@ -1169,7 +1168,7 @@ static char *many_keys(int n, const char *extra, size_t *len) {
   return b;
 }
 
-static void test_duplicates(void) {
+void test_duplicates__duplicateKeysAreRefusedAtTheSecondOccurrence(void) {
   /* depth 1, 2, deep; offsets are those of the second occurrence's quote */
   DUP("{\"a\":1,\"a\":2}", "\"a\"", 7);
   DUP("{\"a\":1,\"b\":{\"c\":1,\"c\":2}}", "\"c\"", 18);
@@ -1242,7 +1241,7 @@ static void test_duplicates(void) {
     tsj_error err;
     char *out = NULL;
     int rc = tsj_minify(in, strlen(in), &out, NULL, &err);
-    CHECK(rc == TSJ_ERR_DUPLICATE_KEY && err.offset == 206 && contains(err.message, "qqq\"... at byte 206") &&
+    CHECK_MSG(rc == TSJ_ERR_DUPLICATE_KEY && err.offset == 206 && contains(err.message, "qqq\"... at byte 206") &&
               strlen(err.message) < sizeof err.message,
           "long key: %s", err.message);
   }
@@ -1300,7 +1299,7 @@ static void test_duplicates(void) {
     nodup_at(__FILE__, __LINE__, b, len);
     collector c;
     memset(&c, 0, sizeof c);
-    CHECK(tsj_for_each_member(b, len, collect_cb, &c, NULL) == TSJ_OK && c.calls == keys, "%d members: %d", keys,
+    CHECK_MSG(tsj_for_each_member(b, len, collect_cb, &c, NULL) == TSJ_OK && c.calls == keys, "%d members: %d", keys,
           c.calls);
     free(b);
     snprintf(extra, sizeof extra, ",\"k%d\":0", keys / 2 + 7);
@@ -1345,12 +1344,12 @@ static void owned_free(owned_collector *c) {
   for (int i = 0; i < c->calls && i < 8; i++) free(c->values[i]);
 }
 
-static void test_split_and_index(void) {
+void test_split__splitAndIndexAgreeWithTheWholeDocument(void) {
   tsj_error err;
   owned_collector c;
   memset(&c, 0, sizeof c);
   const char *small = "{ \"a\" : 1 , \"b\\u0041\" : [ 1 , 2 ] , \"c\" : { } }";
-  CHECK(tsj_split_object(small, strlen(small), owned_cb, &c, &err) == TSJ_OK && c.calls == 3 &&
+  CHECK_MSG(tsj_split_object(small, strlen(small), owned_cb, &c, &err) == TSJ_OK && c.calls == 3 &&
             strcmp(c.keys[0], "a") == 0 && strcmp(c.values[0], "1") == 0 && c.lengths[0] == 1 &&
             strcmp(c.keys[1], "bA") == 0 && strcmp(c.values[1], "[1,2]") == 0 && strcmp(c.keys[2], "c") == 0 &&
             strcmp(c.values[2], "{}") == 0,
@@ -1359,14 +1358,14 @@ static void test_split_and_index(void) {
   /* a callback that stops: its value is its own, the rest are freed (valgrind) */
   memset(&c, 0, sizeof c);
   c.stop_at = 2;
-  CHECK(tsj_split_object(small, strlen(small), owned_cb, &c, &err) == 42 && c.calls == 2 && err.code == 42,
+  CHECK_MSG(tsj_split_object(small, strlen(small), owned_cb, &c, &err) == 42 && c.calls == 2 && err.code == 42,
         "split stopped: %d calls", c.calls);
   owned_free(&c);
   memset(&c, 0, sizeof c);
-  CHECK(tsj_split_object("{\"a\":1,\"a\":2}", 13, owned_cb, &c, &err) == TSJ_ERR_DUPLICATE_KEY && c.calls == 0,
+  CHECK_MSG(tsj_split_object("{\"a\":1,\"a\":2}", 13, owned_cb, &c, &err) == TSJ_ERR_DUPLICATE_KEY && c.calls == 0,
         "split duplicate");
-  CHECK(tsj_split_object("[1]", 3, owned_cb, &c, &err) == TSJ_ERR_NOT_OBJECT && c.calls == 0, "split array");
-  CHECK(tsj_split_object("{}", 2, NULL, &c, &err) == TSJ_ERR_INVALID_ARG, "split NULL callback");
+  CHECK_MSG(tsj_split_object("[1]", 3, owned_cb, &c, &err) == TSJ_ERR_NOT_OBJECT && c.calls == 0, "split array");
+  CHECK_MSG(tsj_split_object("{}", 2, NULL, &c, &err) == TSJ_ERR_INVALID_ARG, "split NULL callback");
 
   /* large: the biggest value takes over the working buffer, in the middle */
   size_t big = 300 * 1024, at = 0;
@@ -1380,7 +1379,7 @@ static void test_split_and_index(void) {
     if (lean) tsj_lean_input_bytes = 0;
     memset(&c, 0, sizeof c);
     int rc = tsj_split_object(text, at, owned_cb, &c, &err);
-    CHECK(rc == TSJ_OK && c.calls == 3 && strcmp(c.values[0], "1") == 0 && strcmp(c.keys[1], "big") == 0 &&
+    CHECK_MSG(rc == TSJ_OK && c.calls == 3 && strcmp(c.values[0], "1") == 0 && strcmp(c.keys[1], "big") == 0 &&
               c.lengths[1] == big + 2 && c.values[1][0] == '"' && c.values[1][big] == 'q' &&
               c.values[1][big + 1] == '"' && c.values[1][big + 2] == '\0' && strcmp(c.values[2], "[true]") == 0,
           "split big (lean %d): %s", lean, err.message);
@@ -1388,7 +1387,7 @@ static void test_split_and_index(void) {
     /* stopped on the first value: the big one, not handed over yet, is freed */
     memset(&c, 0, sizeof c);
     c.stop_at = 1;
-    CHECK(tsj_split_object(text, at, owned_cb, &c, &err) == 42 && c.calls == 1, "split big stopped");
+    CHECK_MSG(tsj_split_object(text, at, owned_cb, &c, &err) == 42 && c.calls == 1, "split big stopped");
     owned_free(&c);
     tsj_lean_input_bytes = saved;
   }
@@ -1408,20 +1407,20 @@ static void test_split_and_index(void) {
   arrays[at++] = ']';
   arrays[at] = '\0';
   tsj_doc *d = tsj_doc_index(arrays, at, at + 64 * 1024, &err);
-  CHECK(d == NULL && err.code == TSJ_ERR_TOO_LARGE && contains(err.message, "would take more than"),
+  CHECK_MSG(d == NULL && err.code == TSJ_ERR_TOO_LARGE && contains(err.message, "would take more than"),
         "index over its budget: %s", err.message);
   d = tsj_doc_index(arrays, at, (size_t)-1, &err);
-  CHECK(d != NULL && tsj_doc_index_bytes(d) > at && tsj_doc_text(d, NULL) == arrays, "index unbounded: %s",
+  CHECK_MSG(d != NULL && tsj_doc_index_bytes(d) > at && tsj_doc_text(d, NULL) == arrays, "index unbounded: %s",
         err.message);
   char *out = NULL;
-  CHECK(d && tsj_doc_at_pointer(d, "/99999", 6, &out, NULL, &err) == TSJ_OK && strcmp(out, "[]") == 0,
+  CHECK_MSG(d && tsj_doc_at_pointer(d, "/99999", 6, &out, NULL, &err) == TSJ_OK && strcmp(out, "[]") == 0,
         "indexed look-up");
   free(out);
   out = NULL;
-  CHECK(tsj_text_at_pointer(arrays, at, "/99999", 6, &out, NULL, &err) == TSJ_OK && strcmp(out, "[]") == 0,
+  CHECK_MSG(tsj_text_at_pointer(arrays, at, "/99999", 6, &out, NULL, &err) == TSJ_OK && strcmp(out, "[]") == 0,
         "look-up without index");
   free(out);
-  CHECK(tsj_text_at_pointer(arrays, at, "/100000", 7, &out, NULL, &err) == TSJ_ERR_NOT_FOUND &&
+  CHECK_MSG(tsj_text_at_pointer(arrays, at, "/100000", 7, &out, NULL, &err) == TSJ_ERR_NOT_FOUND &&
             contains(err.message, "array of 100000 elements"),
         "out of range without index: %s", err.message);
   tsj_doc_free(d);
@@ -1429,10 +1428,10 @@ static void test_split_and_index(void) {
   /* a typical slice's index is far under its text (strings of 1 KB: 4 bytes each) */
   const char *one = "{\"k\":\"v\",\"list\":[\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"]}";
   d = tsj_doc_index(one, strlen(one), strlen(one), &err);
-  CHECK(d != NULL && tsj_doc_index_bytes(d) <= strlen(one) + 256, "small index: %s", err.message);
+  CHECK_MSG(d != NULL && tsj_doc_index_bytes(d) <= strlen(one) + 256, "small index: %s", err.message);
   tsj_doc_free(d);
-  CHECK(tsj_doc_index(NULL, 0, 100, &err) == NULL && err.code == TSJ_ERR_INVALID_ARG, "index NULL");
-  CHECK(tsj_text_at_pointer(NULL, 0, "", 0, &out, NULL, &err) == TSJ_ERR_INVALID_ARG, "text_at_pointer NULL");
+  CHECK_MSG(tsj_doc_index(NULL, 0, 100, &err) == NULL && err.code == TSJ_ERR_INVALID_ARG, "index NULL");
+  CHECK_MSG(tsj_text_at_pointer(NULL, 0, "", 0, &out, NULL, &err) == TSJ_ERR_INVALID_ARG, "text_at_pointer NULL");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1566,7 +1565,7 @@ static const char *op_from(const char *op, const char *from, const char *path) {
 }
 
 /* RFC 6902, Appendix A: every example, with its result. */
-static void test_patch_rfc_examples(void) {
+void test_patch__everyRfc6902ExampleGivesItsResult(void) {
   /* A.1 Adding an Object Member */
   PATCH_OK("{'foo':'bar'}", "[{'op':'add','path':'/baz','value':'qux'}]", "{'foo':'bar','baz':'qux'}", "/baz;");
   /* A.2 Adding an Array Element */
@@ -1616,7 +1615,7 @@ static void test_patch_rfc_examples(void) {
 
 /* Cases of the public JSON Patch conformance suite (json-patch-tests),
  * written again here from what they check. */
-static void test_patch_suite_cases(void) {
+void test_patch__conformanceSuiteCasesGiveTheirResults(void) {
   PATCH_SAME("{}", "[]");
   PATCH_SAME("[]", "[]");
   PATCH_SAME("['foo']", "[]");
@@ -1728,7 +1727,7 @@ static void test_patch_suite_cases(void) {
 }
 
 /* Every operation, every way it can fail, and what the patch as a whole promises. */
-static void test_patch_ops(void) {
+void test_patch__everyOperationAndFailureKeepsThePatchAtomic(void) {
   /* add: members keep their place when replaced, new ones go last; escapes and digits verbatim */
   PATCH_OK("{'a':1,'b':2}", op1("add", "/a", "[ 1 , 2 ]"), "{'a':[1,2],'b':2}", "/a;");
   PATCH_OK("{'a':1}", op1("add", "/n", "1E+2"), "{'a':1,'n':1E+2}", NULL);
@@ -1918,36 +1917,36 @@ static void test_patch_ops(void) {
   tsj_error err;
   char *out = (char *)1;
   const char *p = "[]";
-  CHECK(tsj_patch_apply("{}", 2, NULL, p, 2, 8, NULL, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "out NULL");
-  CHECK(tsj_patch_apply(NULL, 0, NULL, p, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG && !out,
+  CHECK_MSG(tsj_patch_apply("{}", 2, NULL, p, 2, 8, NULL, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "out NULL");
+  CHECK_MSG(tsj_patch_apply(NULL, 0, NULL, p, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG && !out,
         "doc NULL");
-  CHECK(tsj_patch_apply("{}", 0, NULL, p, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "doc empty");
-  CHECK(tsj_patch_apply("{}", 2, NULL, NULL, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "patch NULL");
-  CHECK(tsj_patch_apply("{}", 2, NULL, NULL, 0, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_SYNTAX, "patch empty");
+  CHECK_MSG(tsj_patch_apply("{}", 0, NULL, p, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "doc empty");
+  CHECK_MSG(tsj_patch_apply("{}", 2, NULL, NULL, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "patch NULL");
+  CHECK_MSG(tsj_patch_apply("{}", 2, NULL, NULL, 0, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_SYNTAX, "patch empty");
   const char *d1 = "{\"a\":1}";
   tsj_doc *other = tsj_doc_index(d1, strlen(d1), (size_t)-1, &err);
   char copy[] = "{\"a\":1}";
-  CHECK(tsj_patch_apply(copy, strlen(copy), other, p, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG &&
+  CHECK_MSG(tsj_patch_apply(copy, strlen(copy), other, p, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG &&
             contains(err.message, "the index is not over this document"),
         "index of other text: %s", err.message);
-  CHECK(tsj_patch_apply(d1, 3, other, p, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG,
+  CHECK_MSG(tsj_patch_apply(d1, 3, other, p, 2, 8, &out, NULL, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG,
         "index of a longer text");
   tsj_doc_free(other);
   /* err may be NULL, on_path may be NULL, out_len may be NULL */
   const char *pa = "[{\"op\":\"add\",\"path\":\"/b\",\"value\":2}]";
-  CHECK(tsj_patch_apply(d1, strlen(d1), NULL, pa, strlen(pa), 8, &out, NULL, NULL, NULL, NULL) == TSJ_OK && out &&
+  CHECK_MSG(tsj_patch_apply(d1, strlen(d1), NULL, pa, strlen(pa), 8, &out, NULL, NULL, NULL, NULL) == TSJ_OK && out &&
             strcmp(out, "{\"a\":1,\"b\":2}") == 0,
         "NULLs allowed: %s", out ? out : "(null)");
   free(out);
-  CHECK(tsj_patch_apply(d1, strlen(d1), NULL, "[1]", 3, 8, &out, NULL, NULL, NULL, NULL) == TSJ_ERR_PATCH && !out,
+  CHECK_MSG(tsj_patch_apply(d1, strlen(d1), NULL, "[1]", 3, 8, &out, NULL, NULL, NULL, NULL) == TSJ_ERR_PATCH && !out,
         "err NULL on failure");
-  CHECK(strcmp(tsj_code_name(TSJ_ERR_PATCH), "TSJ_ERR_PATCH") == 0 && strcmp(tsj_code_name(TSJ_ERR_TYPE), "TSJ_ERR_TYPE") == 0 &&
+  CHECK_MSG(strcmp(tsj_code_name(TSJ_ERR_PATCH), "TSJ_ERR_PATCH") == 0 && strcmp(tsj_code_name(TSJ_ERR_TYPE), "TSJ_ERR_TYPE") == 0 &&
             strcmp(tsj_code_name(TSJ_ERR_RANGE), "TSJ_ERR_RANGE") == 0,
         "code names");
 }
 
 /* "test": JSON values compared by value */
-static void test_patch_equality(void) {
+void test_patch__testComparesJsonValuesByValue(void) {
   static const char *const same[][2] = {
       {"1", "1.0"}, {"1", "1e0"}, {"1", "10E-1"}, {"1", "0.1e1"}, {"100", "1e2"}, {"100", "1E+2"},
       {"0", "-0"}, {"0", "0.0"}, {"0", "-0e5"}, {"0", "0E-999999999999999999999"}, {"-12.5", "-125e-1"},
@@ -1991,7 +1990,7 @@ static void test_patch_equality(void) {
 
 /* Large containers: hashed objects through the index, long arrays; every
  * way must give the same text as the others (patch_ok_at runs all three). */
-static void test_patch_large(void) {
+void test_patch__largeContainersGiveTheSameTextEveryWay(void) {
   size_t cap = 64 * 1024;
   char *doc = (char *)malloc(cap), *want = (char *)malloc(cap);
   size_t n = 0;
@@ -2105,7 +2104,7 @@ static void dbl_at(const char *file, int line, const char *text, const char *ptr
            tsj_code_name(code), got, want, err.message);
 }
 
-static void test_getters(void) {
+void test_getters__scalarsAndContainersReadAsTheirKinds(void) {
   const char *text =
       "{\"n\":null,\"f\":false,\"t\":true,\"i\":-42,\"s\":\"plain\",\"e\":\"a\\u0041\\n\\ud83d\\ude00\\/\","
       "\"z\":\"x\\u0000y\",\"a\":[1,[2,3],{}],\"o\":{\"k\":\"v\",\"\":[]},\"ea\":[],\"eo\":{},"
@@ -2127,26 +2126,26 @@ static void test_getters(void) {
     tsj_span v = {1, 1, 1};
     tsj_error err;
     int rc = find_way(way, text, "/a/3", &v, &err);
-    CHECK(rc == TSJ_ERR_NOT_FOUND && err.offset == 2 && v.length == 0 &&
+    CHECK_MSG(rc == TSJ_ERR_NOT_FOUND && err.offset == 2 && v.length == 0 &&
               strcmp(err.message, "index \"3\" is out of range for the array of 3 elements at \"/a\"") == 0,
           "find /a/3 way %d: %s", way, err.message);
     rc = find_way(way, text, "/i/x", &v, &err);
-    CHECK(rc == TSJ_ERR_NOT_FOUND && contains(err.message, "cannot look up \"x\" in the number at \"/i\""),
+    CHECK_MSG(rc == TSJ_ERR_NOT_FOUND && contains(err.message, "cannot look up \"x\" in the number at \"/i\""),
           "find /i/x way %d: %s", way, err.message);
     rc = find_way(way, text, "x", &v, &err);
-    CHECK(rc == TSJ_ERR_POINTER && err.offset == 0, "find x way %d: %s", way, err.message);
+    CHECK_MSG(rc == TSJ_ERR_POINTER && err.offset == 0, "find x way %d: %s", way, err.message);
     rc = find_way(way, text, "/nope", &v, &err);
-    CHECK(rc == TSJ_ERR_NOT_FOUND && contains(err.message, "no member \"nope\" in the object at \"\""),
+    CHECK_MSG(rc == TSJ_ERR_NOT_FOUND && contains(err.message, "no member \"nope\" in the object at \"\""),
           "find /nope way %d: %s", way, err.message);
   }
   {
     tsj_span v;
     tsj_error err;
-    CHECK(tsj_find(NULL, 0, NULL, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG, "find NULL text");
-    CHECK(tsj_find(text, strlen(text), NULL, "", 0, NULL, &err) == TSJ_ERR_INVALID_ARG, "find NULL out");
-    CHECK(tsj_find(text, strlen(text), NULL, NULL, 3, &v, &err) == TSJ_ERR_INVALID_ARG, "find NULL pointer");
+    CHECK_MSG(tsj_find(NULL, 0, NULL, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG, "find NULL text");
+    CHECK_MSG(tsj_find(text, strlen(text), NULL, "", 0, NULL, &err) == TSJ_ERR_INVALID_ARG, "find NULL out");
+    CHECK_MSG(tsj_find(text, strlen(text), NULL, NULL, 3, &v, &err) == TSJ_ERR_INVALID_ARG, "find NULL pointer");
     tsj_doc *other = tsj_doc_parse(text, strlen(text), &err);
-    CHECK(tsj_find(text, strlen(text), other, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG &&
+    CHECK_MSG(tsj_find(text, strlen(text), other, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG &&
               contains(err.message, "the index is not over this text"),
           "find with another text's index: %s", err.message);
     tsj_doc_free(other);
@@ -2157,43 +2156,43 @@ static void test_getters(void) {
     tsj_error err;
     tsj_doc *index = way ? tsj_doc_index(text, strlen(text), (size_t)-1, &err) : NULL;
     tsj_span items, el, key, v, last = {0, 0, -1};
-    CHECK(tsj_find(text, strlen(text), index, "/items", 6, &items, &err) == TSJ_OK, "items");
+    CHECK_MSG(tsj_find(text, strlen(text), index, "/items", 6, &items, &err) == TSJ_OK, "items");
     size_t cursor = 0;
     int seen = 0;
     long long ids = 0;
     while (tsj_span_next(text, items, &cursor, &key, &el, &err) == TSJ_OK) {
       int64_t id = 0;
       int done = -1;
-      CHECK(key.length == 0 && el.kind == TSJ_OBJECT, "element kind");
-      CHECK(tsj_find_in(text, strlen(text), index, el, "/id", 3, &v, &err) == TSJ_OK &&
+      CHECK_MSG(key.length == 0 && el.kind == TSJ_OBJECT, "element kind");
+      CHECK_MSG(tsj_find_in(text, strlen(text), index, el, "/id", 3, &v, &err) == TSJ_OK &&
                 tsj_span_int64(text, v, &id, &err) == TSJ_OK,
             "find_in /id: %s", err.message);
-      CHECK(tsj_find_in(text, strlen(text), index, el, "/done", 5, &v, &err) == TSJ_OK &&
+      CHECK_MSG(tsj_find_in(text, strlen(text), index, el, "/done", 5, &v, &err) == TSJ_OK &&
                 tsj_span_bool(text, v, &done, &err) == TSJ_OK && done == (id == 2),
             "find_in /done: %s", err.message);
-      CHECK(tsj_find_in(text, strlen(text), index, el, "", 0, &v, &err) == TSJ_OK && v.offset == el.offset &&
+      CHECK_MSG(tsj_find_in(text, strlen(text), index, el, "", 0, &v, &err) == TSJ_OK && v.offset == el.offset &&
                 v.length == el.length,
             "find_in \"\"");
       ids += id;
       seen++;
       last = el;
     }
-    CHECK(seen == 2 && ids == 3 && err.code == TSJ_ERR_NOT_FOUND && strcmp(err.message, "no more elements") == 0,
+    CHECK_MSG(seen == 2 && ids == 3 && err.code == TSJ_ERR_NOT_FOUND && strcmp(err.message, "no more elements") == 0,
           "iterated %d items (ids %lld): %s", seen, ids, err.message);
-    CHECK(el.length == 0 && el.offset == 0, "the end clears *value");
+    CHECK_MSG(el.length == 0 && el.offset == 0, "the end clears *value");
     el = last;
-    CHECK(tsj_find_in(text, strlen(text), index, el, "/nope", 5, &v, &err) == TSJ_ERR_NOT_FOUND &&
+    CHECK_MSG(tsj_find_in(text, strlen(text), index, el, "/nope", 5, &v, &err) == TSJ_ERR_NOT_FOUND &&
               strcmp(err.message, "no member \"nope\" in the object at \"\"") == 0,
           "find_in messages are relative: %s", err.message);
     tsj_span bad = el;
     bad.kind = TSJ_ARRAY;
-    CHECK(tsj_find_in(text, strlen(text), index, bad, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG, "find_in bad kind");
+    CHECK_MSG(tsj_find_in(text, strlen(text), index, bad, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG, "find_in bad kind");
     bad = el;
     bad.offset = strlen(text);
-    CHECK(tsj_find_in(text, strlen(text), index, bad, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG, "find_in bad offset");
+    CHECK_MSG(tsj_find_in(text, strlen(text), index, bad, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG, "find_in bad offset");
     bad = el;
     bad.length = strlen(text);
-    CHECK(tsj_find_in(text, strlen(text), index, bad, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG, "find_in bad length");
+    CHECK_MSG(tsj_find_in(text, strlen(text), index, bad, "", 0, &v, &err) == TSJ_ERR_INVALID_ARG, "find_in bad length");
     tsj_doc_free(index);
   }
 
@@ -2256,12 +2255,12 @@ static void test_getters(void) {
   {
     tsj_error err;
     int b = 5;
-    CHECK(tsj_span_bool(text, at(text, "/t"), &b, &err) == TSJ_OK && b == 1, "bool true");
-    CHECK(tsj_span_bool(text, at(text, "/f"), &b, &err) == TSJ_OK && b == 0, "bool false");
-    CHECK(tsj_span_bool(text, at(text, "/n"), &b, &err) == TSJ_ERR_TYPE && b == 0 &&
+    CHECK_MSG(tsj_span_bool(text, at(text, "/t"), &b, &err) == TSJ_OK && b == 1, "bool true");
+    CHECK_MSG(tsj_span_bool(text, at(text, "/f"), &b, &err) == TSJ_OK && b == 0, "bool false");
+    CHECK_MSG(tsj_span_bool(text, at(text, "/n"), &b, &err) == TSJ_ERR_TYPE && b == 0 &&
               strcmp(err.message, "expected a boolean, found null") == 0,
           "bool null: %s", err.message);
-    CHECK(tsj_span_bool(text, at(text, "/s"), &b, &err) == TSJ_ERR_TYPE, "bool string");
+    CHECK_MSG(tsj_span_bool(text, at(text, "/s"), &b, &err) == TSJ_ERR_TYPE, "bool string");
   }
 
   /* strings: borrowed without escapes, unescaped copy with them */
@@ -2271,24 +2270,24 @@ static void test_getters(void) {
     size_t n = 0;
     char *owned = (char *)1;
     tsj_span v = at(text, "/s");
-    CHECK(tsj_span_string(text, v, &s, &n, &owned, &err) == TSJ_OK && owned == NULL && s == text + v.offset + 1 &&
+    CHECK_MSG(tsj_span_string(text, v, &s, &n, &owned, &err) == TSJ_OK && owned == NULL && s == text + v.offset + 1 &&
               n == 5 && memcmp(s, "plain", 5) == 0,
           "string borrowed");
     v = at(text, "/e");
-    CHECK(tsj_span_string(text, v, &s, &n, &owned, &err) == TSJ_OK && owned && s == owned && n == 8 &&
+    CHECK_MSG(tsj_span_string(text, v, &s, &n, &owned, &err) == TSJ_OK && owned && s == owned && n == 8 &&
               memcmp(s, "aA\n\xf0\x9f\x98\x80/", 8) == 0 && s[n] == '\0',
           "string unescaped: %zu", n);
     free(owned);
     v = at(text, "/z");
-    CHECK(tsj_span_string(text, v, &s, &n, &owned, &err) == TSJ_OK && owned && n == 3 && memcmp(s, "x\0y", 3) == 0,
+    CHECK_MSG(tsj_span_string(text, v, &s, &n, &owned, &err) == TSJ_OK && owned && n == 3 && memcmp(s, "x\0y", 3) == 0,
           "string with NUL");
     free(owned);
     v = at(text, "/o/k");
-    CHECK(tsj_span_string(text, v, &s, &n, &owned, &err) == TSJ_OK && !owned && n == 1 && s[0] == 'v', "string v");
-    CHECK(tsj_span_string(text, at(text, "/i"), &s, &n, &owned, &err) == TSJ_ERR_TYPE && s == NULL && owned == NULL &&
+    CHECK_MSG(tsj_span_string(text, v, &s, &n, &owned, &err) == TSJ_OK && !owned && n == 1 && s[0] == 'v', "string v");
+    CHECK_MSG(tsj_span_string(text, at(text, "/i"), &s, &n, &owned, &err) == TSJ_ERR_TYPE && s == NULL && owned == NULL &&
               n == 0 && strcmp(err.message, "expected a string, found number") == 0,
           "string of a number: %s", err.message);
-    CHECK(tsj_span_string(text, at(text, "/s"), &s, &n, NULL, &err) == TSJ_ERR_INVALID_ARG, "string owned NULL");
+    CHECK_MSG(tsj_span_string(text, at(text, "/s"), &s, &n, NULL, &err) == TSJ_ERR_INVALID_ARG, "string owned NULL");
   }
 
   /* counts, with and without the index */
@@ -2296,13 +2295,13 @@ static void test_getters(void) {
     tsj_error err;
     tsj_doc *index = way ? tsj_doc_index(text, strlen(text), (size_t)-1, &err) : NULL;
     size_t c = 99;
-    CHECK(tsj_span_count(text, index, at(text, "/a"), &c, &err) == TSJ_OK && c == 3, "count /a way %d: %zu", way, c);
-    CHECK(tsj_span_count(text, index, at(text, "/o"), &c, &err) == TSJ_OK && c == 2, "count /o way %d", way);
-    CHECK(tsj_span_count(text, index, at(text, "/ea"), &c, &err) == TSJ_OK && c == 0, "count /ea way %d", way);
-    CHECK(tsj_span_count(text, index, at(text, "/eo"), &c, &err) == TSJ_OK && c == 0, "count /eo way %d", way);
-    CHECK(tsj_span_count(text, index, at(text, ""), &c, &err) == TSJ_OK && c == 13, "count root way %d", way);
-    CHECK(tsj_span_count(text, index, at(text, "/a/1"), &c, &err) == TSJ_OK && c == 2, "count /a/1 way %d", way);
-    CHECK(tsj_span_count(text, index, at(text, "/s"), &c, &err) == TSJ_ERR_TYPE && c == 0 &&
+    CHECK_MSG(tsj_span_count(text, index, at(text, "/a"), &c, &err) == TSJ_OK && c == 3, "count /a way %d: %zu", way, c);
+    CHECK_MSG(tsj_span_count(text, index, at(text, "/o"), &c, &err) == TSJ_OK && c == 2, "count /o way %d", way);
+    CHECK_MSG(tsj_span_count(text, index, at(text, "/ea"), &c, &err) == TSJ_OK && c == 0, "count /ea way %d", way);
+    CHECK_MSG(tsj_span_count(text, index, at(text, "/eo"), &c, &err) == TSJ_OK && c == 0, "count /eo way %d", way);
+    CHECK_MSG(tsj_span_count(text, index, at(text, ""), &c, &err) == TSJ_OK && c == 13, "count root way %d", way);
+    CHECK_MSG(tsj_span_count(text, index, at(text, "/a/1"), &c, &err) == TSJ_OK && c == 2, "count /a/1 way %d", way);
+    CHECK_MSG(tsj_span_count(text, index, at(text, "/s"), &c, &err) == TSJ_ERR_TYPE && c == 0 &&
               strcmp(err.message, "expected an array or an object, found string") == 0,
           "count string: %s", err.message);
     tsj_doc_free(index);
@@ -2311,17 +2310,17 @@ static void test_getters(void) {
     tsj_error err;
     size_t c;
     tsj_doc *other = tsj_doc_parse(text, strlen(text), &err);
-    CHECK(tsj_span_count(text, other, at(text, "/a"), &c, &err) == TSJ_ERR_INVALID_ARG, "count: index of other text");
+    CHECK_MSG(tsj_span_count(text, other, at(text, "/a"), &c, &err) == TSJ_ERR_INVALID_ARG, "count: index of other text");
     tsj_doc_free(other);
     tsj_span wrong = at(text, "/a");
     wrong.kind = TSJ_OBJECT;
-    CHECK(tsj_span_count(text, NULL, wrong, &c, &err) == TSJ_ERR_INVALID_ARG &&
+    CHECK_MSG(tsj_span_count(text, NULL, wrong, &c, &err) == TSJ_ERR_INVALID_ARG &&
               strcmp(err.message, "the span does not match the text") == 0,
           "count: span kind differs from the text");
     wrong.kind = 99;
-    CHECK(tsj_span_count(text, NULL, wrong, &c, &err) == TSJ_ERR_INVALID_ARG, "count: kind out of range");
-    CHECK(tsj_span_count(NULL, NULL, at(text, "/a"), &c, &err) == TSJ_ERR_INVALID_ARG, "count: text NULL");
-    CHECK(tsj_span_count(text, NULL, at(text, "/a"), NULL, &err) == TSJ_ERR_INVALID_ARG, "count: out NULL");
+    CHECK_MSG(tsj_span_count(text, NULL, wrong, &c, &err) == TSJ_ERR_INVALID_ARG, "count: kind out of range");
+    CHECK_MSG(tsj_span_count(NULL, NULL, at(text, "/a"), &c, &err) == TSJ_ERR_INVALID_ARG, "count: text NULL");
+    CHECK_MSG(tsj_span_count(text, NULL, at(text, "/a"), NULL, &err) == TSJ_ERR_INVALID_ARG, "count: out NULL");
   }
 
   /* iteration: keys and values in order; the end; bad cursors */
@@ -2329,42 +2328,42 @@ static void test_getters(void) {
     tsj_error err;
     tsj_span key, v, o = at(text, "/o");
     size_t cursor = 0;
-    CHECK(tsj_span_next(text, o, &cursor, &key, &v, &err) == TSJ_OK && key.kind == TSJ_STRING && key.length == 3 &&
+    CHECK_MSG(tsj_span_next(text, o, &cursor, &key, &v, &err) == TSJ_OK && key.kind == TSJ_STRING && key.length == 3 &&
               memcmp(text + key.offset, "\"k\"", 3) == 0 && v.kind == TSJ_STRING && v.length == 3,
           "next o #1");
-    CHECK(tsj_span_next(text, o, &cursor, NULL, &v, &err) == TSJ_OK && v.kind == TSJ_ARRAY && v.length == 2,
+    CHECK_MSG(tsj_span_next(text, o, &cursor, NULL, &v, &err) == TSJ_OK && v.kind == TSJ_ARRAY && v.length == 2,
           "next o #2 (key NULL)");
-    CHECK(tsj_span_next(text, o, &cursor, &key, &v, &err) == TSJ_ERR_NOT_FOUND &&
+    CHECK_MSG(tsj_span_next(text, o, &cursor, &key, &v, &err) == TSJ_ERR_NOT_FOUND &&
               strcmp(err.message, "no more members") == 0 && v.length == 0,
           "next o end: %s", err.message);
-    CHECK(tsj_span_next(text, o, &cursor, &key, &v, &err) == TSJ_ERR_NOT_FOUND, "next o end again");
+    CHECK_MSG(tsj_span_next(text, o, &cursor, &key, &v, &err) == TSJ_ERR_NOT_FOUND, "next o end again");
     tsj_span a = at(text, "/a");
     const char *want[] = {"1", "[2,3]", "{}"};
     cursor = 0;
     for (int k = 0; k < 3; k++)
-      CHECK(tsj_span_next(text, a, &cursor, &key, &v, &err) == TSJ_OK && v.length == strlen(want[k]) &&
+      CHECK_MSG(tsj_span_next(text, a, &cursor, &key, &v, &err) == TSJ_OK && v.length == strlen(want[k]) &&
                 memcmp(text + v.offset, want[k], v.length) == 0 && key.length == 0,
             "next a #%d", k);
-    CHECK(tsj_span_next(text, a, &cursor, NULL, &v, &err) == TSJ_ERR_NOT_FOUND && strcmp(err.message, "no more elements") == 0,
+    CHECK_MSG(tsj_span_next(text, a, &cursor, NULL, &v, &err) == TSJ_ERR_NOT_FOUND && strcmp(err.message, "no more elements") == 0,
           "next a end");
     cursor = 0;
-    CHECK(tsj_span_next(text, at(text, "/ea"), &cursor, NULL, &v, &err) == TSJ_ERR_NOT_FOUND, "next empty array");
+    CHECK_MSG(tsj_span_next(text, at(text, "/ea"), &cursor, NULL, &v, &err) == TSJ_ERR_NOT_FOUND, "next empty array");
     cursor = 0;
-    CHECK(tsj_span_next(text, at(text, "/eo"), &cursor, &key, &v, &err) == TSJ_ERR_NOT_FOUND, "next empty object");
+    CHECK_MSG(tsj_span_next(text, at(text, "/eo"), &cursor, &key, &v, &err) == TSJ_ERR_NOT_FOUND, "next empty object");
     cursor = a.offset;
-    CHECK(tsj_span_next(text, a, &cursor, NULL, &v, &err) == TSJ_ERR_INVALID_ARG, "next: cursor before");
+    CHECK_MSG(tsj_span_next(text, a, &cursor, NULL, &v, &err) == TSJ_ERR_INVALID_ARG, "next: cursor before");
     cursor = a.offset + a.length;
-    CHECK(tsj_span_next(text, a, &cursor, NULL, &v, &err) == TSJ_ERR_INVALID_ARG, "next: cursor after");
+    CHECK_MSG(tsj_span_next(text, a, &cursor, NULL, &v, &err) == TSJ_ERR_INVALID_ARG, "next: cursor after");
     cursor = o.offset + 2;
-    CHECK(tsj_span_next(text, o, &cursor, NULL, &v, &err) == TSJ_ERR_INVALID_ARG, "next: cursor inside a key");
+    CHECK_MSG(tsj_span_next(text, o, &cursor, NULL, &v, &err) == TSJ_ERR_INVALID_ARG, "next: cursor inside a key");
     cursor = 0;
-    CHECK(tsj_span_next(text, at(text, "/i"), &cursor, NULL, &v, &err) == TSJ_ERR_TYPE &&
+    CHECK_MSG(tsj_span_next(text, at(text, "/i"), &cursor, NULL, &v, &err) == TSJ_ERR_TYPE &&
               strcmp(err.message, "expected an array or an object, found number") == 0,
           "next of a number");
-    CHECK(tsj_span_next(text, a, NULL, NULL, &v, &err) == TSJ_ERR_INVALID_ARG, "next: cursor NULL");
-    CHECK(tsj_span_next(text, a, &cursor, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "next: value NULL");
+    CHECK_MSG(tsj_span_next(text, a, NULL, NULL, &v, &err) == TSJ_ERR_INVALID_ARG, "next: cursor NULL");
+    CHECK_MSG(tsj_span_next(text, a, &cursor, NULL, NULL, &err) == TSJ_ERR_INVALID_ARG, "next: value NULL");
   }
-  CHECK(strcmp(tsj_kind_name(TSJ_NULL), "null") == 0 && strcmp(tsj_kind_name(TSJ_OBJECT), "object") == 0 &&
+  CHECK_MSG(strcmp(tsj_kind_name(TSJ_NULL), "null") == 0 && strcmp(tsj_kind_name(TSJ_OBJECT), "object") == 0 &&
             strcmp(tsj_kind_name(TSJ_TRUE), "true") == 0 && strcmp(tsj_kind_name(42), "unknown") == 0,
         "kind names");
 }
@@ -2391,22 +2390,22 @@ static void *patch_depth_thread(void *arg) {
   return NULL;
 }
 
-static void test_patch_small_stack(void) {
+void test_patch__deepPatchesFailCleanlyOnASmallStack(void) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 128 * 1024);
   pthread_t th;
   depth_result res = {0};
   int rc = pthread_create(&th, &attr, patch_depth_thread, &res);
-  CHECK(rc == 0, "pthread_create: %d", rc);
+  CHECK_MSG(rc == 0, "pthread_create: %d", rc);
   if (rc == 0) pthread_join(th, NULL);
   pthread_attr_destroy(&attr);
-  CHECK(res.done, "patch depth thread finished");
+  CHECK_MSG(res.done, "patch depth thread finished");
 }
 
 /* A patch on a big document: the result is the document with the one
  * change, with and without the index; a failing first "test" leaves it. */
-static void test_patch_big(void) {
+void test_patch__bigDocumentGetsOnlyTheOneChange(void) {
   const int items = 100000;
   size_t cap = (size_t)items * 64 + 64;
   char *doc = (char *)malloc(cap), *want = (char *)malloc(cap);
@@ -2431,14 +2430,14 @@ static void test_patch_big(void) {
     size_t out_len = 0;
     int rc = tsj_patch_apply(doc, n, way ? index : NULL, patch, strlen(patch), TSJ_MAX_DEPTH, &out, &out_len, NULL,
                              NULL, &err);
-    CHECK(rc == TSJ_OK && out && out_len == wn && memcmp(out, want, wn) == 0, "big patch way %d: %s", way,
+    CHECK_MSG(rc == TSJ_OK && out && out_len == wn && memcmp(out, want, wn) == 0, "big patch way %d: %s", way,
           err.message);
     free(out);
     const char *fail = "[{\"op\":\"test\",\"path\":\"/todos/99999/done\",\"value\":true}]";
     out = (char *)1;
     rc = tsj_patch_apply(doc, n, way ? index : NULL, fail, strlen(fail), TSJ_MAX_DEPTH, &out, &out_len, NULL, NULL,
                          &err);
-    CHECK(rc == TSJ_ERR_PATCH && out == NULL &&
+    CHECK_MSG(rc == TSJ_ERR_PATCH && out == NULL &&
               strcmp(err.message, "op 0 (\"test\" at \"/todos/99999/done\"): the value differs (found false)") == 0,
           "big failing test way %d: %s", way, err.message);
   }
@@ -2655,7 +2654,7 @@ static int tree_children_match(const tsj_tree *node, const char *flat, tsj_span 
  * several sizes: the same codes, messages, offsets, paths reported and
  * texts; look-ups (tsj_tree_at_pointer against tsj_text_at_pointer) the
  * same; and the tree a patch was applied to still reads as before. */
-static void test_tree_differential(void) {
+void test_tree__treePatchesAgreeWithTextPatches(void) {
   static const size_t splits[] = {0, 8, 40, 4096};
   size_t saved = tsj_tree_split_bytes;
   int cases = 0, mismatches = 0, changed = 0, refused = 0, split_trees = 0;
@@ -2668,14 +2667,14 @@ static void test_tree_differential(void) {
       char *doc = NULL;
       size_t len = 0;
       if (tsj_minify(b.p, b.n, &doc, &len, NULL) != TSJ_OK) {
-        CHECK(0, "generated document is not JSON: %s", b.p);
+        CHECK_MSG(0, "generated document is not JSON: %s", b.p);
         free(b.p);
         continue;
       }
       free(b.p);
       tsj_error err;
       tsj_tree *tree = tsj_tree_make(doc, len, &err);
-      CHECK(tree != NULL && tsj_tree_length(tree) == len, "tsj_tree_make: %s", err.message);
+      CHECK_MSG(tree != NULL && tsj_tree_length(tree) == len, "tsj_tree_make: %s", err.message);
       if (!tree) {
         free(doc);
         continue;
@@ -2708,7 +2707,7 @@ static void test_tree_differential(void) {
                          memcmp(old, doc, len) == 0;
         free(old);
         if (!same && mismatches++ < 5)
-          CHECK(0, "tree vs flat (split %zu): doc %.200s patch %.300s: flat %d \"%s\" %.200s / tree %d \"%s\" %.200s", splits[si],
+          CHECK_MSG(0, "tree vs flat (split %zu): doc %.200s patch %.300s: flat %d \"%s\" %.200s / tree %d \"%s\" %.200s", splits[si],
                 doc, patch.p, frc, ferr.message, flat ? flat : "(none)", trc, terr.message,
                 next_text ? next_text : "(none)");
         if (frc) refused++;
@@ -2745,7 +2744,7 @@ static void test_tree_differential(void) {
             if (ok && rrc == TSJ_OK) ok &= tree_ref_matches(&ref, flat, fs);
             if (ok && rrc == TSJ_OK && ref.node) ok &= tree_children_match(ref.node, flat, fs);
             if (!ok && mismatches++ < 5)
-              CHECK(0, "tree look-up %s in %.200s: flat %d %.100s \"%s\" / tree %d %.100s \"%s\"", ptr.p, flat, arc,
+              CHECK_MSG(0, "tree look-up %s in %.200s: flat %d %.100s \"%s\" / tree %d %.100s \"%s\"", ptr.p, flat, arc,
                     a ? a : "-", ae.message, trc2, t ? t : "-", te.message);
             free(a);
             free(t);
@@ -2774,9 +2773,9 @@ static void test_tree_differential(void) {
     }
   }
   tsj_tree_split_bytes = saved;
-  CHECK(mismatches == 0, "tree differential: %d of %d patches differ", mismatches, cases);
+  CHECK_MSG(mismatches == 0, "tree differential: %d of %d patches differ", mismatches, cases);
   /* Refusals are answered through the whole text; every patch that applies, in the tree. */
-  CHECK(changed > cases / 5 && refused > cases / 10 && split_trees > 100 && done_flat == 0,
+  CHECK_MSG(changed > cases / 5 && refused > cases / 10 && split_trees > 100 && done_flat == 0,
         "tree differential covers changes (%d), refusals (%d), split trees (%d); patches that applied through the "
         "whole text: %d (expected none) of %d", changed, refused, split_trees, done_flat, cases);
   printf("tree differential: %d patches (%d changed the document, %d refused), %d split trees\n", cases, changed,
@@ -2785,7 +2784,7 @@ static void test_tree_differential(void) {
 
 /* Sharing: a big array patched many times; every version reads its own
  * values, and freeing them in any order is clean (valgrind run). */
-static void test_tree_versions(void) {
+void test_tree__everyVersionReadsItsOwnValuesAndFreesCleanly(void) {
   tbuf b = {0};
   tb_str(&b, "{\"items\":[");
   for (int i = 0; i < 3000; i++) {
@@ -2797,7 +2796,7 @@ static void test_tree_versions(void) {
   tsj_error err;
   tsj_tree *versions[40];
   versions[0] = tsj_tree_make(b.p, b.n, &err);
-  CHECK(versions[0] && tsj_tree_is_split(versions[0]), "a 3000-item list is split: %s", err.message);
+  CHECK_MSG(versions[0] && tsj_tree_is_split(versions[0]), "a 3000-item list is split: %s", err.message);
   int ok = 1;
   for (int v = 1; v < 40; v++) {
     char patch[160];
@@ -2808,63 +2807,39 @@ static void test_tree_versions(void) {
     ok &= tsj_tree_patch(versions[v - 1], patch, strlen(patch), TSJ_MAX_DEPTH, &versions[v], NULL, NULL, &err) ==
               TSJ_OK && versions[v] != NULL;
   }
-  CHECK(ok, "40 versions made");
+  CHECK_MSG(ok, "40 versions made");
   /* Version 1 toggled item 70; version 0 did not. */
   char *out = NULL;
-  CHECK(tsj_tree_at_pointer(versions[1], "/items/70/done", 14, &out, NULL, NULL) == TSJ_OK && out &&
+  CHECK_MSG(tsj_tree_at_pointer(versions[1], "/items/70/done", 14, &out, NULL, NULL) == TSJ_OK && out &&
             strcmp(out, "true") == 0, "version 1 reads its change");
   free(out);
   out = NULL;
-  CHECK(tsj_tree_at_pointer(versions[0], "/items/70/done", 14, &out, NULL, NULL) == TSJ_OK && out &&
+  CHECK_MSG(tsj_tree_at_pointer(versions[0], "/items/70/done", 14, &out, NULL, NULL) == TSJ_OK && out &&
             strcmp(out, "false") == 0, "version 0 does not see it");
   free(out);
   size_t n0 = 0;
   const char *t0 = tsj_tree_text(versions[0], &n0);
-  CHECK(t0 && n0 == b.n && memcmp(t0, b.p, b.n) == 0, "version 0 joins to its text");
-  CHECK(tsj_tree_text(versions[0], NULL) == t0, "the joined text is kept");
+  CHECK_MSG(t0 && n0 == b.n && memcmp(t0, b.p, b.n) == 0, "version 0 joins to its text");
+  CHECK_MSG(tsj_tree_text(versions[0], NULL) == t0, "the joined text is kept");
   for (int v = 0; v < 40; v += 2) tsj_tree_free(versions[v]);
   for (int v = 1; v < 40; v += 2) tsj_tree_free(versions[v]);
   tsj_tree_free(NULL);
-  CHECK(tsj_tree_make(NULL, 0, &err) == NULL && err.code == TSJ_ERR_INVALID_ARG, "tsj_tree_make NULL");
+  CHECK_MSG(tsj_tree_make(NULL, 0, &err) == NULL && err.code == TSJ_ERR_INVALID_ARG, "tsj_tree_make NULL");
   free(b.p);
 }
 
-int main(void) {
-  test_minify_valid();
-  test_minify_invalid();
-  test_utf8();
-  test_utf8_priority();
-  test_depth_small_stack();
-  test_actions();
-  test_quote();
-  test_members();
-  test_duplicates();
-  test_pointers();
-  test_big_and_bench();
-  test_split_and_index();
-  test_patch_rfc_examples();
-  test_patch_suite_cases();
-  test_patch_ops();
-  test_patch_equality();
-  test_patch_large();
-  test_patch_small_stack();
-  test_patch_big();
-  test_getters();
-  test_tree_differential();
-  test_tree_versions();
-  /* Every validation case again through the in-place path that inputs of
-   * 32 MiB and more take (validate_lean): same verdicts, same messages. */
+/* Every validation case again through the in-place path that inputs of
+ * 32 MiB and more take (validate_lean): same verdicts, same messages. */
+void test_lean__inPlaceValidationGivesTheSameVerdictsAndMessages(void) {
   size_t saved = tsj_lean_input_bytes;
   tsj_lean_input_bytes = 0;
-  test_minify_valid();
-  test_minify_invalid();
-  test_utf8();
-  test_utf8_priority();
-  test_members();
-  test_duplicates();
-  test_patch_rfc_examples(); /* patches are validated in place too */
-  test_patch_ops();
+  test_minify__validDocumentsMinifyToTheirCanonicalText();
+  test_minify__invalidDocumentsFailWithCodeOffsetAndMessage();
+  test_utf8__onlyWellFormedUtf8IsAccepted();
+  test_utf8__invalidUtf8IsReportedBeforeAnEarlierSyntaxError();
+  test_members__eachMemberIsVisitedOnceInOrder();
+  test_duplicates__duplicateKeysAreRefusedAtTheSecondOccurrence();
+  test_patch__everyRfc6902ExampleGivesItsResult(); /* patches are validated in place too */
+  test_patch__everyOperationAndFailureKeepsThePatchAtomic();
   tsj_lean_input_bytes = saved;
-  printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed ? 1 : 0;
 }

@@ -92,7 +92,7 @@ check bash -c "cd '$work/run' && HOME='$work/home' bash -euo pipefail '$work/com
 # The C++ example: built with the header as it is, run, and its output
 # compared with the "# " lines of the section's shell block.
 extract docs/cpp.md "## C++" cpp > "$work/app.cpp"
-${CXX:-c++} -std=c++17 -Wall -Wextra -pedantic -Werror -IInclude "$work/app.cpp" -o "$work/app_cpp" \
+${CXX:-c++} $TS_CXX_STD $TS_CXX_WARN -IInclude "$work/app.cpp" -o "$work/app_cpp" \
   -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
 "$work/app_cpp" > "$work/app_cpp.out"
 expected_cpp=$(extract docs/cpp.md "## C++" sh | sed -n 's/^# //p')
@@ -136,11 +136,11 @@ check bash -c "! readelf -d '$work/counter.so' | grep -q libturnstate"
   echo '}'
 } > "$work/install_plugins.c"
 mkdir -p "$work/install_run"
-cc -std=c99 -Wall -Wextra -Werror -IInclude "-DPLUGINSDIR=\"$PWD/build/plugins\"" "$work/install_plugins.c" \
+cc $TS_C_STD $TS_C_WARN -IInclude "-DPLUGINSDIR=\"$PWD/build/plugins\"" "$work/install_plugins.c" \
   -o "$work/install_plugins" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
 check_that "## Install: the shipped plugins load one by one with the README's configs" \
   bash -c "cd '$work/install_run' && '$work/install_plugins' && [ -f app.journal ]"
-cc -std=c99 -Wall -Wextra -Werror -IInclude Tests/readme/plugin_configs.c -o "$work/plugin_configs" \
+cc $TS_C_STD $TS_C_WARN -IInclude Tests/readme/plugin_configs.c -o "$work/plugin_configs" \
   -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
 check_that "## Plugins: what each shipped plugin needs to start (plugin_configs.c)" \
   "$work/plugin_configs" "$PWD/build/plugins" "$work"
@@ -164,6 +164,15 @@ check_that "make run again: the journal restores the first run's state" \
 check_that "make run again: with the first run's todos" \
   grep -q '^  initial state: {"todos":\[{"id":1,"title":"Buy milk"' "$work/run2.out"
 check_that "make run again: every step succeeded" grep -q '^done\.$' "$work/run2.out"
+
+# docs/testgen.md's complete example: the todo demo records a journal, which
+# turnstate-testgen makes a C test of; run as written from the top of the
+# checkout, its output compared with the "# " lines of its block.
+extract docs/testgen.md "## A complete example" sh | grep -v '^#' > "$work/testgen.sh"
+expected_testgen=$(extract docs/testgen.md "## A complete example" sh | sed -n 's/^# //p')
+check_that "docs/testgen.md's complete example runs and prints what it says" \
+  bash -c "bash -euo pipefail '$work/testgen.sh' >'$work/testgen.out' 2>&1 && diff <(echo \"\$0\") '$work/testgen.out' ||
+           { sed 's/^/    | /' '$work/testgen.out'; exit 1; }" "$expected_testgen"
 
 # Relative links (Tests/readme/links.py): to a file that exists, and to a
 # heading of it for a Markdown file's #fragment.

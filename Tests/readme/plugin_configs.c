@@ -1,6 +1,6 @@
 /*
  * plugin_configs.c - what docs/plugins.md says each shipped plugin needs to
- * start (## Plugins: "journal needs path and replicate needs url and
+ * start (## Plugins: "journal and recorder need path and replicate needs url and
  * stream; guard, logger and delay start with no config"), and why it says
  * not to load the whole plugins folder with ts_store_load_plugins (docs/packaging.md, ## Install:
  * the folder holds no NAME.json, so the journal refuses to start and the
@@ -8,7 +8,7 @@
  *
  *     plugin_configs PLUGINSDIR WORKDIR
  *
- * PLUGINSDIR holds guard.so, logger.so, delay.so, journal.so and
+ * PLUGINSDIR holds guard.so, logger.so, delay.so, journal.so, recorder.so and
  * replicate.so (build/plugins); WORKDIR is a scratch folder this program may
  * fill. Prints a line per failed check and "N passed, M failed".
  */
@@ -73,6 +73,10 @@ int main(int argc, char **argv) {
     status = load(dir, "journal", NULL, message, sizeof message);
     snprintf(what, sizeof what, "journal without a config is refused, naming path: %s %s", ts_status_name(status), message);
     check(status == TS_E_PLUGIN && strstr(message, "config field \"path\" (the journal file) is required") != NULL, what);
+
+    status = load(dir, "recorder", NULL, message, sizeof message);
+    snprintf(what, sizeof what, "recorder without a config is refused, naming path: %s %s", ts_status_name(status), message);
+    check(status == TS_E_PLUGIN && strstr(message, "config field \"path\" (the dump's file) is required") != NULL, what);
 
     status = load(dir, "replicate", NULL, message, sizeof message);
     snprintf(what, sizeof what, "replicate without a config is refused, naming url: %s %s", ts_status_name(status), message);

@@ -40,6 +40,7 @@ Env: TS_BUILD (build/), NATS_SERVER (nats-server).
 """
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -783,6 +784,19 @@ def bench(base, cluster, scale):
           "replica processes in ordered mode (1, then 4 dispatching threads each); one sample per figure", flush=True)
 
 
+def c_flags():
+    """The test programs' C flags (TS_CFLAGS): the Makefile's, from the
+    environment under make, else from `make flags` (as Tests/flags.sh)."""
+    cflags = os.environ.get("TS_CFLAGS")
+    if not cflags:
+        out = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, "flags"], check=True,
+                             capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if line.startswith("TS_CFLAGS="):
+                cflags = shlex.split(line[len("TS_CFLAGS="):])[0]
+    return shlex.split(cflags)
+
+
 def main():
     global BENCH
     if len(sys.argv) > 1 and sys.argv[1] == "--helper":
@@ -795,7 +809,7 @@ def main():
         return 1
     os.makedirs(os.path.join(BUILD, "tests"), exist_ok=True)
     cc = os.environ.get("CC", "cc")
-    flags = ["-std=c99", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I" + os.path.join(ROOT, "Include")]
+    flags = c_flags() + ["-I" + os.path.join(ROOT, "Include")]
     link = ["-L" + os.path.join(BUILD, "lib"), "-Wl,-rpath," + os.path.join(BUILD, "lib"), "-lturnstate", "-lpthread"]
     for source, target, more in (("replica.c", REPLICA, []), ("faults.c", FAULTS, []),
                                  ("tamper_nats.c", TAMPER, ["-lnats"])):

@@ -89,9 +89,9 @@ cc $TS_CFLAGS -IInclude Tests/replicate/faults.c -o "$BUILD/tests/replicate_faul
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate || exit 1
 cc $TS_CFLAGS -IInclude -ITests/plugins Tests/replicate/migrate.c -o "$BUILD/tests/replicate_migrate" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate || exit 1
-cc -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude Tests/replicate/tamper.c -o "$BUILD/tests/replicate_tamper" \
+cc $TS_CFLAGS -IInclude Tests/replicate/tamper.c -o "$BUILD/tests/replicate_tamper" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate -lhiredis || exit 1
-cc -std=c99 -O2 -g -Wall -Wextra -Werror -pedantic -IInclude Tests/replicate/optimistic.c \
+cc $TS_CFLAGS -IInclude Tests/replicate/optimistic.c \
   -o "$BUILD/tests/replicate_optimistic" -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate || exit 1
 REPLICA=$BUILD/tests/replicate_replica
 

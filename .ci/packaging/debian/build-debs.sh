@@ -136,6 +136,8 @@ claim $dev "usr/include/turnstate.h"
 claim $dev "usr/include/turnstate_plugin.h"
 claim $dev "usr/include/turnstate.hpp"
 claim $dev "$libdir/pkgconfig/turnstate.pc"
+# turnstate-testgen (Tools/turnstate-testgen, a Python 3 script: docs/testgen.md)
+claim $dev "usr/bin/turnstate-testgen"
 # the man pages (make man, from the headers' comments)
 for page in man3/ts_store_dispatch.3.gz man7/turnstate.7.gz man7/turnstate-plugins.7.gz; do
   [ -f "$split/usr/share/man/$page" ] || die "usr/share/man/$page is missing from make install (make man writes the pages)"
@@ -237,6 +239,7 @@ for p in $lib $dev $dbg; do
   find "debian/$p" -type d -exec chmod 0755 {} +
   find "debian/$p" -type f -exec chmod 0644 {} +
 done
+chmod 0755 "debian/$dev/usr/bin/turnstate-testgen"   # a program (docs/testgen.md)
 dpkg-gencontrol -p$lib -Pdebian/$lib -Tdebian/$lib.substvars -fdebian/files
 dpkg-gencontrol -p$dev -Pdebian/$dev -Tdebian/$dev.substvars -fdebian/files
 # The -dbgsym control file: libturnstate0's, renamed, as dh_gencontrol writes it.

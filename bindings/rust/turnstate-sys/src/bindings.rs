@@ -181,6 +181,13 @@ extern "C" {
         out_json: *mut *mut ::std::os::raw::c_char,
     ) -> ts_status;
 }
+extern "C" {
+    pub fn ts_store_dispatch_parts(
+        store: *mut ts_store,
+        type_: *const ::std::os::raw::c_char,
+        payload_json: *const ::std::os::raw::c_char,
+    ) -> ts_status;
+}
 pub type ts_listener_fn =
     ::std::option::Option<unsafe extern "C" fn(store: *mut ts_store, ctx: *mut ::std::os::raw::c_void)>;
 extern "C" {

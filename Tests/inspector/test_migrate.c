@@ -1,15 +1,16 @@
 /*
- * migrate.c - versioned state through the inspector's export and import
+ * test_migrate.c - versioned state through the inspector's export and import
  * (docs/migrations.md): a store at state version 1 exports a session that
  * starts with its version record; a store at version 3 with the migrations
  * 1->2 and 2->3 imports a session of version 1 (its snapshot migrated, its
  * actions replayed through version 3's reducers); a store at version 1 is
  * refused a session of version 3 (a downgrade), and a store whose migration
  * 2->3 fails is refused with the step named; a refused import changes
- * nothing. Usage: migrate INSPECTOR.so (make test-inspector). Prints
- * "N passed, M failed".
+ * nothing. On the one C harness (Tests/harness/ts_test.h); option
+ * --plugin INSPECTOR.so (make test-inspector).
  */
 #define _POSIX_C_SOURCE 200809L
+#include "ts_test.h"
 #include "turnstate.h"
 
 #include <arpa/inet.h>
@@ -25,16 +26,11 @@
 
 #define TOKEN "0123456789abcdef0123456789abcdef"
 
-static int passed, failed;
+static const char *plugin;
 
-static void check(int ok, const char *what, const char *detail) {
-    if (ok) {
-        passed++;
-    } else {
-        failed++;
-        printf("FAIL: %s (%s)\n", what, detail ? detail : "");
-    }
-}
+/* A named check: `what` says what is checked, `detail` shows what was found. */
+#define check(ok, what, detail) \
+    ts_test_reportf((ok) ? 1 : 0, __FILE__, __LINE__, (what), "%.400s", (detail) ? (detail) : "")
 
 static int free_port(void) {
     struct sockaddr_in a;
@@ -118,52 +114,62 @@ static void check_state(ts_store *store, const char *want, const char *what) {
     ts_free(state);
 }
 
-int main(int argc, char **argv) {
-    char session_v1[1024] = "", session_v3[1024] = "", *body;
-    int port, status;
-    ts_store *store;
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s INSPECTOR.so\n", argv[0]);
-        return 2;
+static char session_v1[1024], session_v3[1024];
+
+int ts_test_suite_option(int argc, char **argv, int i) {
+    if (strcmp(argv[i], "--plugin") != 0 || i + 1 >= argc) return 0;
+    plugin = argv[i + 1];
+    return 2;
+}
+
+void ts_test_suite_setup(void) {
+    if (plugin == NULL) {
+        fprintf(stderr, "usage: %s --plugin INSPECTOR.so\n", ts_test_program);
+        exit(2);
     }
     append_record(session_v1, sizeof session_v1, 'V', "{\"version\":1}");
     append_record(session_v1, sizeof session_v1, 'S', "{\"todos\":[\"a\",\"b\"]}");
     append_record(session_v1, sizeof session_v1, 'A', "{\"type\":\"add\",\"payload\":\"c\"}");
     append_record(session_v3, sizeof session_v3, 'V', "{\"version\":3}");
     append_record(session_v3, sizeof session_v3, 'S', "{\"todos\":{\"items\":[]}}");
+}
 
-    /* Export at version 1: the session says so. */
-    store = with_inspector(argv[1], 1, "", &port);
+void test_migrate__anExportOfAVersionedStoreSaysItsVersionAndANewerImportIsRefused(void) {
+    char *body;
+    int port, status;
+    ts_store *store = with_inspector(plugin, 1, "", &port);
     check(ts_store_dispatch(store, "{\"type\":\"add\",\"payload\":\"a\"}") == TS_OK, "add a", ts_last_error());
     status = request(port, "GET", "/api/export", NULL, &body);
     check(status == 200 && body && strncmp(body, "V 13 ", 5) == 0 && strstr(body, " {\"version\":1}\nS ") != NULL,
           "an export at version 1 starts with its version record", body);
     free(body);
-    /* Import at version 1 of a session of version 3: a downgrade. */
     status = request(port, "POST", "/api/import", session_v3, &body);
     check(status == 409 && body && strstr(body, "newer than this program's version 1: a downgrade is refused"),
           "a version 3 session is refused at version 1", body);
     free(body);
     check_state(store, "{\"todos\":[\"a\"]}", "the refused import changed nothing");
     ts_store_destroy(store);
+}
 
-    /* Import at version 3 of a session of version 1: migrated, then replayed. */
-    store = with_inspector(argv[1], 3, "12 23", &port);
+void test_migrate__anOlderSessionIsMigratedThenReplayed(void) {
+    char *body;
+    int port, status;
+    ts_store *store = with_inspector(plugin, 3, "12 23", &port);
     status = request(port, "POST", "/api/import", session_v1, &body);
     check(status == 200, "a version 1 session imports at version 3", body);
     free(body);
     check_state(store, v3_abc, "its snapshot (a, b) migrated 1->2->3, then c replayed by version 3's reducer");
     ts_store_destroy(store);
+}
 
-    /* A failing migration names its step. */
-    store = with_inspector(argv[1], 3, "12 2x", &port);
+void test_migrate__aFailingMigrationRefusesTheImportNamingTheStep(void) {
+    char *body;
+    int port, status;
+    ts_store *store = with_inspector(plugin, 3, "12 2x", &port);
     status = request(port, "POST", "/api/import", session_v1, &body);
     check(status == 409 && body && strstr(body, "migration 2->3 failed: a todo has no title"),
           "a failing migration refuses the import, naming the step", body);
     free(body);
     check_state(store, "{\"todos\":{\"items\":[]}}", "the refused import changed nothing");
     ts_store_destroy(store);
-
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed > 0 ? 1 : 0;
 }

@@ -1,0 +1,281 @@
+/*
+ * test_recorder.c - the flight recorder plugin (Plugins/recorder): its config
+ * refusals, a dump on a reducer failure (TS_E_REDUCER) with the deny rules for
+ * action types and state keys applied and only the last actions kept, a dump
+ * on a fatal signal (SIGSEGV, in a forked child), and the signal handlers put
+ * back when the last recorder goes. Usage:
+ *     test_recorder RECORDER.so WORK_DIR
+ * Leaves WORK_DIR/reducer.session and WORK_DIR/crash.session for run.sh,
+ * which makes tests of them with turnstate-testgen. Prints "N passed, M failed".
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "bug_reducers.c"
+
+#include "../../Plugins/common/record.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Under AddressSanitizer, ASan's own SIGSEGV handler was there before the
+ * recorder's: the recorder dumps, then gives the signal to it, and the child
+ * ends as ASan ends it (its report, exit status 1), as it would without the
+ * recorder. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+static int passed, failed;
+
+static void check(int ok, const char *what, const char *detail) {
+    if (ok) {
+        passed++;
+        printf("  ok   %s\n", what);
+    } else {
+        failed++;
+        printf("  FAIL %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+    }
+}
+
+static char *read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    char *data;
+    long n;
+    if (f == NULL) return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    data = malloc((size_t)n + 1);
+    if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
+        free(data);
+        data = NULL;
+    }
+    if (data) data[n] = '\0';
+    fclose(f);
+    *size = (size_t)n;
+    return data;
+}
+
+/* The records of a dump: how many actions, the snapshot's text, the last
+ * action's type text; 0 if a record is bad or the shape is not S A... */
+typedef struct dump {
+    size_t actions;
+    char snapshot[512];
+    char last[256];
+    long incs; /* "counter/inc" actions */
+} dump;
+
+static int read_dump(const char *path, dump *d, char *why, size_t why_size) {
+    size_t size = 0, offset = 0;
+    char *text = read_file(path, &size);
+    ts_record r;
+    memset(d, 0, sizeof *d);
+    if (text == NULL) {
+        snprintf(why, why_size, "cannot read %s", path);
+        return 0;
+    }
+    while (offset < size) {
+        if (!ts_record_read(text, size, offset, &r, why, why_size)) {
+            free(text);
+            return 0;
+        }
+        if (offset == 0 && r.letter != 'S') {
+            snprintf(why, why_size, "the first record is not a snapshot");
+            free(text);
+            return 0;
+        }
+        if (offset == 0) {
+            snprintf(d->snapshot, sizeof d->snapshot, "%.*s", (int)r.length, text + r.json);
+        } else if (r.letter == 'A') {
+            d->actions++;
+            snprintf(d->last, sizeof d->last, "%.*s", (int)r.length, text + r.json);
+            if (strstr(d->last, "\"counter/inc\"")) d->incs++;
+        } else {
+            snprintf(why, why_size, "a snapshot after an action");
+            free(text);
+            return 0;
+        }
+        offset = r.end;
+    }
+    free(text);
+    return 1;
+}
+
+static ts_store *new_store(void) {
+    ts_store *store = NULL;
+    if (ts_store_create("{}", &store) != TS_OK || ts_testgen_setup(store) != TS_OK) {
+        printf("cannot make the store: %s\n", ts_last_error());
+        exit(2);
+    }
+    return store;
+}
+
+static void config_refusals(const char *plugin) {
+    static const struct {
+        const char *config, *message;
+    } cases[] = {
+        {"{}", "recorder: config field \"path\" (the dump's file) is required"},
+        {"{\"path\":3}", "recorder: config field \"path\" must be a string, not a number"},
+        {"{\"path\":\"\"}", "recorder: config field \"path\" must be a non-empty file name"},
+        {"{\"path\":\"x\",\"actions\":0}", "recorder: config field \"actions\" must be an integer from 1 to 1000000, not 0"},
+        {"{\"path\":\"x\",\"actions\":1.5}", "recorder: config field \"actions\" must be an integer from 1 to 1000000"},
+        {"{\"path\":\"x\",\"signals\":1}", "recorder: config field \"signals\" must be true or false, not a number"},
+        {"{\"path\":\"x\",\"deny_keys\":\"user\"}", "recorder: config field \"deny_keys\" must be an array of strings, not a string"},
+        {"{\"path\":\"x\",\"deny_types\":[\"a\",2]}", "recorder: config field \"deny_types\" must hold only strings"},
+        {"{\"path\":\"x\",\"allow_keys\":[\"\"]}", "recorder: config field \"allow_keys\" holds an empty string"},
+        {"{\"path\":\"x\",\"deny_types\":[\"a\"],\"allow_types\":[\"b\"]}", "recorder: give \"deny_types\" or \"allow_types\", not both"},
+        {"{\"path\":\"x\",\"deny_keys\":[\"a\"],\"allow_keys\":[\"b\"]}", "recorder: give \"deny_keys\" or \"allow_keys\", not both"},
+        {"{\"path\":\"x\",\"colour\":1}", "recorder: unknown config field \"colour\""},
+        {"[]", "recorder: the config must be a JSON object, not an array"},
+    };
+    ts_store *store = new_store();
+    char what[400];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ts_status status = ts_store_load_plugin(store, plugin, cases[i].config);
+        snprintf(what, sizeof what, "config %s is refused: %s", cases[i].config, cases[i].message);
+        check(status == TS_E_PLUGIN && strstr(ts_last_error(), cases[i].message) != NULL, what, ts_last_error());
+    }
+    check(ts_store_dispatch(store, "{\"type\":\"counter/inc\"}") == TS_OK, "the store works after the refusals", NULL);
+    ts_store_destroy(store);
+}
+
+static void reducer_failure(const char *plugin, const char *work) {
+    char path[1024], config[1400], why[300];
+    ts_store *store = new_store();
+    dump d;
+    char *state = NULL;
+    long count = 0;
+    snprintf(path, sizeof path, "%s/reducer.session", work);
+    unlink(path);
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"actions\":3,\"signals\":false,"
+             "\"deny_types\":[\"secret/*\"],\"deny_keys\":[\"session\"]}", path);
+    check(ts_store_load_plugin(store, plugin, config) == TS_OK, "the recorder loads", ts_last_error());
+    ts_store_dispatch(store, "{\"type\":\"counter/inc\"}");
+    ts_store_dispatch(store, "{\"type\":\"secret/login\",\"payload\":{\"token\":\"hunter2\"}}");
+    ts_store_dispatch(store, "{\"type\":\"items/add\",\"payload\":{\"n\":1}}");
+    check(access(path, F_OK) != 0, "no dump while the reducers succeed", NULL);
+    for (int i = 0; i < 7; i++) ts_store_dispatch(store, "{\"type\":\"counter/inc\"}");
+    ts_store_dispatch(store, "{\"type\":\"items/add\",\"payload\":{\"n\":2}}");
+    check(ts_store_dispatch(store, "{\"type\":\"items/boom\"}") == TS_E_REDUCER, "items/boom fails (TS_E_REDUCER)", NULL);
+    check(read_dump(path, &d, why, sizeof why), "a reducer failure dumps a session of good records", why);
+    check(strstr(d.last, "\"items/boom\"") != NULL, "its last action is the one that failed", d.last);
+    check(d.actions >= 4 && d.actions <= 7, "it holds the last 3 to 6 recorded actions and the failed one", NULL);
+    check(strstr(d.snapshot, "\"session\"") == NULL && strstr(d.snapshot, "\"count\"") != NULL,
+          "deny_keys: the snapshot has no \"session\" key, and the others", d.snapshot);
+    ts_store_get_state(store, "/count", &state);
+    if (state) count = strtol(state, NULL, 10);
+    ts_free(state);
+    {
+        long before = strtol(strstr(d.snapshot, "\"count\":") ? strstr(d.snapshot, "\"count\":") + 8 : "-1", NULL, 10);
+        check(before >= 0 && before + d.incs == count,
+              "the snapshot is the state before the first action of the dump (count + its incs = the count now)",
+              d.snapshot);
+    }
+    {
+        size_t size = 0;
+        char *text = read_file(path, &size);
+        check(text && strstr(text, "hunter2") == NULL && strstr(text, "secret/login") == NULL,
+              "deny_types: no secret/login action, no token in the dump", NULL);
+        free(text);
+    }
+    ts_store_destroy(store);
+}
+
+static void crash(const char *plugin, const char *work) {
+    char path[1024], config[1200], why[300];
+    pid_t child;
+    int status = 0;
+    dump d;
+    snprintf(path, sizeof path, "%s/crash.session", work);
+    unlink(path);
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"actions\":10}", path);
+    fflush(stdout);
+    child = fork();
+    if (child == 0) {
+        ts_store *store = new_store();
+        if (ts_store_load_plugin(store, plugin, config) != TS_OK) _exit(3);
+        ts_store_dispatch(store, "{\"type\":\"counter/inc\"}");
+        ts_store_dispatch(store, "{\"type\":\"items/add\",\"payload\":{\"n\":1}}");
+        ts_store_dispatch(store, "{\"type\":\"items/crash\"}");
+        _exit(4); /* not reached */
+    }
+    waitpid(child, &status, 0);
+    if (UNDER_ASAN)
+        check(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+              "the child ends as AddressSanitizer ends it (the handler that was there before)", NULL);
+    else
+        check(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
+              "the child dies of SIGSEGV, as it would without the recorder", NULL);
+    check(read_dump(path, &d, why, sizeof why), "the fatal signal dumps a session of good records", why);
+    check(d.actions == 3 && strstr(d.last, "\"items/crash\"") != NULL,
+          "it holds the actions and, last, the one that crashed", d.last);
+}
+
+static void on_count(ts_store *store, void *ctx) {
+    int *fired = ctx;
+    if ((*fired)++ == 0) ts_store_dispatch(store, "{\"type\":\"items/add\",\"payload\":{\"from\":\"listener\"}}");
+}
+
+/* A listener's dispatch runs inside the outer one, after the outer action
+ * reached the reducers: the dump must list the outer action first. */
+static void nested_order(const char *plugin, const char *work) {
+    char path[1024], config[1200];
+    size_t size = 0;
+    int fired = 0;
+    uint64_t token;
+    ts_store *store = new_store();
+    char *text;
+    const char *inc, *add;
+    snprintf(path, sizeof path, "%s/nested.session", work);
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"signals\":false}", path);
+    ts_store_subscribe(store, "/count", on_count, &fired, &token);
+    check(ts_store_load_plugin(store, plugin, config) == TS_OK, "a recorder for the nested dispatch loads", ts_last_error());
+    ts_store_dispatch(store, "{\"type\":\"counter/inc\"}");
+    ts_store_dispatch(store, "{\"type\":\"items/boom\"}");
+    text = read_file(path, &size);
+    inc = text ? strstr(text, "counter/inc") : NULL;
+    add = text ? strstr(text, "items/add") : NULL;
+    check(inc && add && inc < add, "a listener's dispatch is recorded after the action whose listener made it",
+          text ? text : "no dump");
+    free(text);
+    ts_store_destroy(store);
+}
+
+static void on_user(int sig) { (void)sig; }
+
+static void handlers_put_back(const char *plugin, const char *work) {
+    struct sigaction mine, now;
+    char config[1200];
+    ts_store *store = new_store();
+    memset(&mine, 0, sizeof mine);
+    mine.sa_handler = on_user;
+    sigemptyset(&mine.sa_mask);
+    sigaction(SIGBUS, &mine, NULL);
+    snprintf(config, sizeof config, "{\"path\":\"%s/unused.session\"}", work);
+    ts_store_load_plugin(store, plugin, config);
+    sigaction(SIGBUS, NULL, &now);
+    check(now.sa_handler != on_user, "a recorder with signals sets its handler", NULL);
+    ts_store_destroy(store);
+    sigaction(SIGBUS, NULL, &now);
+    check(now.sa_handler == on_user, "destroying the last recorder puts back the handler that was there", NULL);
+    signal(SIGBUS, SIG_DFL);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s RECORDER.so WORK_DIR\n", argv[0]);
+        return 2;
+    }
+    config_refusals(argv[1]);
+    reducer_failure(argv[1], argv[2]);
+    crash(argv[1], argv[2]);
+    nested_order(argv[1], argv[2]);
+    handlers_put_back(argv[1], argv[2]);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
