@@ -228,8 +228,12 @@ TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi
                test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
                test-docs test-man test-harness test-setup test-replicate test-replicate-nats test-deb \
                test-testgen
+# Suites of TEST_SUITES that mostly wait on the servers they start and install
+# nothing: they run one after the other in a second lane, beside the others
+# (Tests/run-suites.sh), which keeps `make test` under 15 minutes on 2 cores.
+TEST_SUITES_BESIDE := test-replicate test-replicate-nats
 test: setup-test
-	@Tests/run-suites.sh $(TEST_SUITES)
+	@TS_BESIDE="$(TEST_SUITES_BESIDE)" Tests/run-suites.sh $(TEST_SUITES)
 
 ## check: the edit-test loop, a few minutes: check-build, then CHECK_SUITES (the Swift tests, the
 ## C suite, the JSON layer, the plugins), printed and counted as make test prints and counts
@@ -672,7 +676,9 @@ test-c-asan: $(call prebuilt,setup-test asan-lib)
 test-plugins-asan: $(call prebuilt,setup-test asan-plugins)
 	@mkdir -p $(ASAN)/ptest $(ASAN)/tests && ln -sfn ../lib $(ASAN)/ptest/lib
 	TS_VALGRIND=0 CC="$(FUZZ_CC) -fsanitize=address -fuse-ld=lld" TS_BUILD=$(ASAN)/ptest Tests/checks.sh Tests/plugins/run.sh
-	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address Tests/plugins/logger_test.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
+	$(C_REGISTRY) --suite logger -o $(ASAN)/tests/registry_logger.c Tests/plugins/logger_test.c
+	$(FUZZ_CC) $(ASAN_CFLAGS) -fsanitize=address -ITests/harness $(TS_HARNESS) Tests/plugins/logger_test.c \
+	  $(ASAN)/tests/registry_logger.c -o $(ASAN)/tests/logger_test $(ASAN_LINK) -ldl
 	Tests/checks.sh $(ASAN)/tests/logger_test $(ASAN)/plugins/logger.so
 
 ## bench: release benchmarks (Swift W1-W5 and their floors, C C1-C6, C1i (the inspector plugin), CP, CA, CU (patches, appends, unhandled actions),

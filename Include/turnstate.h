@@ -512,6 +512,23 @@ TS_API ts_status ts_store_dispatch(ts_store *store, const char *action_json);
  * TS_E_REENTRANT (called from inside a reducer). */
 TS_API ts_status ts_store_get_state(ts_store *store, const char *json_pointer, char **out_json);
 
+/* Dispatches the action {"type": TYPE, "payload": PAYLOAD} given as its
+ * parts, exactly as ts_store_dispatch would dispatch that text, without the
+ * cost of parsing an action text (for bindings that hold the type and the
+ * payload apart, such as the Python package). `type` is the type itself,
+ * not escaped ("todos/add"): non-empty UTF-8. `payload_json` is the
+ * payload's JSON text, checked (a key twice at any depth is invalid, as
+ * everywhere) and minified; NULL dispatches an action without "payload"
+ * ("null" gives "payload": null). Reducers and middleware get the same
+ * ts_action as for the text: action->type the type, action->payload the
+ * minified payload, action->json the minified text
+ * {"type":"...","payload":...} made from them.
+ * Errors: as ts_store_dispatch: TS_E_ARGUMENT (NULL store or type),
+ * TS_E_NOT_ACTION (an empty type), TS_E_JSON (a type that is not UTF-8, a
+ * payload that is not valid JSON), TS_E_REDUCER, TS_E_REENTRANT, or a
+ * middleware's status. */
+TS_API ts_status ts_store_dispatch_parts(ts_store *store, const char *type, const char *payload_json);
+
 /* ---- Listeners ---------------------------------------------------------- */
 
 /* A listener; read the state with ts_store_get_state() if you need it. It

@@ -21,6 +21,12 @@
 # to the logs. On a terminal, "running SUITE (log: ...)" stands on the line
 # while a suite runs.
 #
+# A second lane: the suites named in TS_BESIDE (the Makefile's
+# TEST_SUITES_BESIDE: suites that mostly wait on servers they start, and
+# install nothing) run one after the other beside the others, which run in
+# order as before; each finished suite's line (and its log's tail when it
+# failed) is printed whole, between the main lane's lines, and counted.
+#
 # Counting: a suite reports its checks in lines "checks: N passed, M failed"
 # (Tests/checks.sh prints one after each test program or script it wraps);
 # the runner adds up every such line of the suite's log. A suite that fails
@@ -42,6 +48,8 @@ total_passed=0 total_failed=0 failures=()
 started=$(date +%s.%N)
 
 # step NAME [make variables...]: runs `make NAME`, prints its line.
+# In the second lane (quiet=1) it writes its line and "P F" to files instead.
+quiet=0
 step() {
   local name=$1 log=$logs/$1.log start end status p f secs counts line
   shift
@@ -52,16 +60,30 @@ step() {
     TS_PROGRESS_FD=3 make --no-print-directory "$name" "$@" 3>&1 >"$log" 2>&1 </dev/null
     status=$?
   else
-    [ "$live" = 1 ] && printf '     running %s (log: %s)' "$name" "$log"
+    [ "$live" = 1 ] && [ "$quiet" = 0 ] && printf '     running %s (log: %s)' "$name" "$log"
     make --no-print-directory "$name" "$@" >"$log" 2>&1 </dev/null
     status=$?
-    [ "$live" = 1 ] && printf '\r\033[K'
+    [ "$live" = 1 ] && [ "$quiet" = 0 ] && printf '\r\033[K'
   fi
   end=$(date +%s.%N)
   secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
   read -r p f < <(awk '/^checks: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 } END { print p + 0, f + 0 }' "$log")
   if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  if [ "$quiet" = 1 ]; then
+    # The second lane: the main lane prints and counts it (take_beside).
+    step_line "$name" "$status" "$p" "$f" "$secs" "$log" >"$beside_dir/$name.out"
+    echo "$p $f $status" >"$beside_dir/$name.done"
+    return
+  fi
   total_passed=$((total_passed + p)) total_failed=$((total_failed + f))
+  [ "$status" -eq 0 ] || failures+=("$name")
+  step_line "$name" "$status" "$p" "$f" "$secs" "$log"
+}
+
+# step_line NAME STATUS PASSED FAILED SECONDS LOG: the PASS/FAIL line, and
+# the log's tail after a failure.
+step_line() {
+  local name=$1 status=$2 p=$3 f=$4 secs=$5 log=$6 counts line
   if [ "$name" = "$build_step" ]; then
     counts=""
   elif [ "$f" -eq 0 ]; then
@@ -73,7 +95,6 @@ step() {
   if [ "$status" -eq 0 ]; then
     printf 'PASS %s %7s s\n' "$line" "$secs"
   else
-    failures+=("$name")
     printf 'FAIL %s %7s s\n' "$line" "$secs"
     echo "---- the last $tail_lines lines of $log:"
     tail -n "$tail_lines" "$log" | sed 's/^/  | /'
@@ -81,11 +102,51 @@ step() {
   fi
 }
 
+# take_beside: prints and counts the second lane's finished suites not yet
+# taken, in the lane's order (the first unfinished one stops it).
+beside_taken=0
+take_beside() {
+  local name p f status i=0
+  for name in "${beside[@]}"; do
+    i=$((i + 1))
+    [ $i -le $beside_taken ] && continue
+    [ -f "$beside_dir/$name.done" ] || return 0
+    read -r p f status <"$beside_dir/$name.done"
+    cat "$beside_dir/$name.out"
+    total_passed=$((total_passed + p)) total_failed=$((total_failed + f))
+    [ "$status" -eq 0 ] || failures+=("$name")
+    beside_taken=$i
+  done
+}
+
 step "$build_step"
 export TS_PREBUILT=1
+beside=() main=()
 for suite in "$@"; do
-  step "$suite"
+  case " ${TS_BESIDE:-} " in
+    *" $suite "*) beside+=("$suite") ;;
+    *) main+=("$suite") ;;
+  esac
 done
+beside_dir=$logs/beside
+rm -rf "$beside_dir"
+mkdir -p "$beside_dir"
+if [ ${#beside[@]} -gt 0 ]; then
+  echo "beside the others: ${beside[*]}"
+  (
+    quiet=1
+    for suite in "${beside[@]}"; do step "$suite"; done
+  ) &
+  beside_pid=$!
+fi
+for suite in "${main[@]}"; do
+  step "$suite"
+  take_beside
+done
+if [ ${#beside[@]} -gt 0 ]; then
+  wait "$beside_pid"
+  take_beside
+fi
 
 minutes=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", (b - a) / 60 }')
 # The last line is exactly "N passed, M failed", the form test tools read;

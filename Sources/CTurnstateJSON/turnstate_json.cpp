@@ -1628,6 +1628,83 @@ int tsj_parse_action(const char *buf, size_t len, char **out_block, const char *
   }
 }
 
+// A short string literal of printable ASCII with no escape: valid and
+// minified as it is.
+static bool is_plain_string(const char *s, size_t len) {
+  if (len < 2 || len > 256 || s[0] != '"' || s[len - 1] != '"') return false;
+  for (size_t i = 1; i + 1 < len; i++) {
+    unsigned char ch = static_cast<unsigned char>(s[i]);
+    if (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\') return false;
+  }
+  return true;
+}
+
+int tsj_make_action(const char *type, size_t type_len, const char *payload, size_t payload_len, char **out_block,
+                    const char **out_json, const char **out_type, const char **out_payload, tsj_error *err) {
+  if (out_block) *out_block = nullptr;
+  if (out_json) *out_json = nullptr;
+  if (out_type) *out_type = nullptr;
+  if (out_payload) *out_payload = nullptr;
+  if (!out_block || !out_json || !out_type) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "an out pointer is NULL");
+  if (!type) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "type is NULL");
+  if (type_len == 0) return set_err(err, TSJ_ERR_NOT_ACTION, -1, "\"type\" must not be empty");
+  if (std::memchr(type, '\0', type_len))
+    return set_err(err, TSJ_ERR_NOT_ACTION, -1, "\"type\" must not contain \\u0000");
+  if (!simdjson::validate_utf8(type, type_len)) {
+    long long bad = first_invalid_utf8(reinterpret_cast<const u8 *>(type), type_len);
+    return set_err(err, TSJ_ERR_UTF8, bad, "\"type\": invalid UTF-8 at byte %lld", bad);
+  }
+  // The payload: a minified scalar or plain string as it is, else checked and
+  // minified as tsj_minify does (same errors).
+  char *minified = nullptr;
+  const char *p = payload;
+  size_t plen = payload_len;
+  if (payload && !is_minified_scalar(payload, payload_len) && !is_plain_string(payload, payload_len)) {
+    int rc = tsj_minify(payload, payload_len, &minified, &plen, err);
+    if (rc) return rc;
+    p = minified;
+  }
+  // One block: [type NUL][payload NUL][{"type":"...","payload":...} NUL].
+  static const char kType[] = "{\"type\":", kPayload[] = ",\"payload\":";
+  const size_t qlen = quoted_len(type, type_len);
+  const size_t jlen = sizeof kType - 1 + qlen + (payload ? sizeof kPayload - 1 + plen : 0) + 1;
+  const size_t total = type_len + 1 + (payload ? plen + 1 : 0) + jlen + 1;
+  char *block = static_cast<char *>(std::malloc(total));
+  if (!block) {
+    std::free(minified);
+    return nomem(err);
+  }
+  char *o = block;
+  std::memcpy(o, type, type_len);
+  o[type_len] = '\0';
+  o += type_len + 1;
+  char *payload_copy = nullptr;
+  if (payload) {
+    payload_copy = o;
+    std::memcpy(o, p, plen);
+    o[plen] = '\0';
+    o += plen + 1;
+  }
+  char *json = o;
+  std::memcpy(o, kType, sizeof kType - 1);
+  o = quote_into(type, type_len, o + sizeof kType - 1);
+  if (payload) {
+    std::memcpy(o, kPayload, sizeof kPayload - 1);
+    o += sizeof kPayload - 1;
+    std::memcpy(o, p, plen);
+    o += plen;
+  }
+  *o++ = '}';
+  *o = '\0';
+  std::free(minified);
+  *out_block = block;
+  *out_type = block;
+  *out_json = json;
+  if (out_payload) *out_payload = payload_copy;
+  clear_err(err);
+  return TSJ_OK;
+}
+
 int tsj_for_each_member(const char *buf, size_t len, tsj_member_cb cb, void *user, tsj_error *err) {
   if (!cb) return set_err(err, TSJ_ERR_INVALID_ARG, -1, "callback is NULL");
   return for_each_member(buf, len, cb, nullptr, user, err);

@@ -39,8 +39,9 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
     /// True once the store is closed (``close()``): every new call is refused
     /// with ``StoreError/Code/storeReleased``; calls under way finish.
     @exclusivity(unchecked) @usableFromInline var closed = false
-    /// How refusals name the calls: Swift's names, or those of the C API.
-    @exclusivity(unchecked) @usableFromInline var callNames = CallNames.swift
+    /// How refusals name the operations, if a face named them
+    /// (``nameOperations(_:)``); nil: as Swift calls them.
+    @exclusivity(unchecked) @usableFromInline var operationNames: (@Sendable (StoreOperation, Any.Type?) -> String?)?
     /// Counts state changes, so that notification sees a nested dispatch.
     @exclusivity(unchecked) @usableFromInline var changes: UInt64 = 0
     /// The reducer the store was made with.
@@ -72,10 +73,15 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
     @exclusivity(unchecked) @usableFromInline var lastToken: UInt64 = 0
     /// What this store's subscriptions end themselves through.
     @usableFromInline let link = StoreLink()
-    @exclusivity(unchecked) @usableFromInline var reentrancyViolation: StoreError?
+    /// The call a running reducer made into this store, if any (see
+    /// ``ReentrantCallLog``).
+    @usableFromInline let reentrancy: ReentrantCallLog
+    /// Whether `reentrancy` holds a call (a flag of the store's own: the
+    /// test after each reduction is then one load).
+    @exclusivity(unchecked) @usableFromInline var reentrantCallRecorded = false
     /// Objects that live as long as the store (a face's plugin set),
-    /// released last attached first.
-    @exclusivity(unchecked) private var attachments: [AnyObject] = []
+    /// released last attached first (``attach(_:)``).
+    @exclusivity(unchecked) var attachments: [AnyObject] = []
 
     /// Creates a store.
     /// - Parameters:
@@ -89,22 +95,24 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         middleware: [any Middleware<State>] = []
     ) {
         let body = reducer.body
-        self.init(initialState: initialState, failableReducer: { state, action in body(&state, action) },
-                  middleware: middleware)
+        self.init(initialState: initialState, reduce: { state, action in body(&state, action) },
+                  middleware: middleware, skipsRepeats: nil, reentrancy: ReentrantCallLog())
     }
 
-    /// Creates a store whose reducer may fail. A reducer that throws must
-    /// leave the state exactly as it was; the dispatch then reports its error
-    /// and nothing is notified. (For the C face, whose reducers are foreign.)
+    /// Creates a store with a reducer that may fail (see
+    /// ``init(initialState:failableReducer:middleware:skipsRepeats:)``, the
+    /// faces' initializer).
     @inlinable
-    package init(
+    init(
         initialState: State,
-        failableReducer: @escaping @Sendable (inout State, any Action) throws(StoreError) -> Void,
-        middleware: [any Middleware<State>] = [],
-        skipsRepeats: (@Sendable (State, State) -> Bool)? = nil
+        reduce: @escaping @Sendable (inout State, any Action) throws(StoreError) -> Void,
+        middleware: [any Middleware<State>],
+        skipsRepeats: (@Sendable (State, State) -> Bool)?,
+        reentrancy: ReentrantCallLog
     ) {
         current = initialState
-        reduce = failableReducer
+        self.reduce = reduce
+        self.reentrancy = reentrancy
         isDuplicateState = skipsRepeats
         self.middleware = middleware
         middlewareIDs = (0..<middleware.count).map { UInt64($0 + 1) }
@@ -189,16 +197,6 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         }
     }
 
-    /// Runs the reducers and then the listeners for `action`, as a dispatch
-    /// that skips every middleware: for replaying recorded actions (the C
-    /// face's `ts_store_api.apply`). Refused from inside a reducer and on a
-    /// closed store.
-    package func applySkippingMiddleware(_ action: any Action) throws(StoreError) {
-        lock.lock()
-        defer { lock.unlock() }
-        if _slowPath(reducing || closed) { throw refusal(.dispatch, type(of: action)) }
-        try reduceAndNotifyLocked(action)
-    }
 
     @inlinable
     func reduceAndNotify(_ action: any Action) throws(StoreError) {
@@ -220,13 +218,23 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
             }
         } catch {
             reducing = false
-            reentrancyViolation = nil
+            forgetReentrantCall()
             throw error
         }
         reducing = false
-        reentrancyViolation = nil
+        forgetReentrantCall()
         changes &+= 1
         notify()
+    }
+
+    /// Forgets the call the reducer that just ran made into the store, if
+    /// any (a test, and a write only when there was one).
+    @inlinable @inline(__always)
+    func forgetReentrantCall() {
+        if _slowPath(reentrantCallRecorded) {
+            reentrantCallRecorded = false
+            reentrancy.recorded = nil
+        }
     }
 
     /// Runs the reducer that ``replaceReducer(_:)`` put in place (out of
@@ -259,13 +267,14 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
     /// reducer (recorded, so that the reducer's step fails too), or one made
     /// after the store closed.
     @usableFromInline
-    func refusal(_ call: StoreCall, _ actionType: Any.Type? = nil) -> StoreError {
-        let name = callNames.name(of: call, actionType: actionType)
+    func refusal(_ call: StoreOperation, _ actionType: Any.Type? = nil) -> StoreError {
+        let name = operationNames?(call, actionType) ?? call.swiftName(actionType: actionType)
         if closed && !reducing {
             return StoreError(.storeReleased, "\(name) was called on a store that is closed: it is being destroyed or was released, and takes no new calls")
         }
         let error = StoreError(.reentrantCall, "\(name) was called from inside a reducer; reducers must be pure: no dispatch, getState, subscribe or unsubscribe")
-        reentrancyViolation = error
+        reentrancy.recorded = error
+        reentrantCallRecorded = true
         return error
     }
 
@@ -285,13 +294,6 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
     /// Whether ``close()`` was called.
     public var isClosed: Bool { lock.withLock { closed } }
 
-    /// Names the store's calls in refusals as the C API does (for the C face).
-    package func useCNames() { lock.withLock { callNames = .c } }
-
-    /// For failable reducers and `mutateState` bodies (the C face): the error
-    /// of a call that the running reducer made into the store, if any, so that
-    /// it can fail the whole step. Only meaningful from inside them.
-    package var reentrancyViolationDuringReduce: StoreError? { reentrancyViolation }
 
     // MARK: Middleware
 
@@ -346,22 +348,6 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         chain = next
     }
 
-    /// Dispatches `action` from the place after the first middleware that
-    /// `isPosition` accepts: through the middleware after it, then the
-    /// reducers and listeners (the `next` that middleware is given). For a
-    /// plugin that applies actions on behalf of others (the C face's
-    /// `ts_store_api.dispatch_after`). False, with nothing run, when no
-    /// middleware of the chain is accepted. Refused from inside a reducer
-    /// and on a closed store.
-    package func dispatch(_ action: any Action, after isPosition: (any Middleware<State>) -> Bool) throws(StoreError) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if _slowPath(reducing || closed) { throw refusal(.dispatch, type(of: action)) }
-        guard let index = middleware.firstIndex(where: isPosition), index < tails.count else { return false }
-        try tails[index](action)
-        return true
-    }
-
     // MARK: Replacing the reducer
 
     /// Replaces the reducer (hot reload, code splitting), keeping the state,
@@ -383,29 +369,6 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
             replacement = ReducerBox { state, action in body(&state, action) }
             isReplaced = true
             return { (self.replacement, self.isReplaced) = old }
-        }
-    }
-
-    /// Runs `swap` (which changes how the store reduces and returns how to
-    /// undo that), then dispatches `action`, as one step under the lock.
-    /// Undoes the swap if that dispatch throws before the state changed.
-    /// For ``replaceReducer(_:)`` and the faces' keyed reducers.
-    package func replaceReducer(_ call: StoreCall, announcing action: any Action,
-                                _ swap: () throws(StoreError) -> (() -> Void)) throws(StoreError) {
-        lock.lock()
-        defer { lock.unlock() }
-        if _slowPath(reducing || closed) { throw refusal(call) }
-        let undo = try swap()
-        let before = changes
-        do {
-            if let chain {
-                try chain(action)
-            } else {
-                try reduceAndNotifyLocked(action)
-            }
-        } catch {
-            if changes == before { undo() }
-            throw error
         }
     }
 
@@ -434,19 +397,6 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         StoreSubscription(token: try addListener(receiveCurrent: receiveCurrent, listener), owner: link)
     }
 
-    /// Adds a listener (wrapped to skip repeats if the store does) and
-    /// returns its token; the listener stays until `unsubscribe(token:)`.
-    /// For the faces, whose subscriptions are ended by token.
-    @inlinable @inline(__always)
-    package func addListener(
-        receiveCurrent: Bool = false,
-        _ listener: @escaping @Sendable (State) -> Void
-    ) throws(StoreError) -> UInt64 {
-        lock.lock()
-        defer { lock.unlock() }
-        if _slowPath(reducing || closed) { throw refusal(.subscribe) }
-        return addListenerLocked(receiveCurrent: receiveCurrent, skipsRepeats: true, listener)
-    }
 
     /// As ``addListener(receiveCurrent:_:)``, with the lock held and the call
     /// checked. `skipsRepeats: false` for listeners that compare for themselves.
@@ -472,14 +422,6 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
         return token
     }
 
-    /// Ends the subscription with `token`; does nothing if there is none.
-    @inlinable
-    package func unsubscribe(token: UInt64) throws(StoreError) {
-        try lock.withLock { () throws(StoreError) in
-            if _slowPath(reducing || closed) { throw refusal(.unsubscribe) }
-            subscribers.remove(token: token)
-        }
-    }
 
     /// Ends the subscription with `token` whatever the store is doing (a
     /// subscription released inside a reducer or after close): removing a
@@ -503,65 +445,6 @@ public final class Store<State: Sendable>: MiddlewareOwner, @unchecked Sendable 
     /// The number of live subscriptions.
     public var subscriberCount: Int { lock.withLock { subscribers.count } }
 
-    /// Changes the state outside of any dispatch, as one step: for set-up and
-    /// restore operations of the faces built on this store (adding a reducer
-    /// whose slice is missing, restoring a snapshot). If `body` throws, it must
-    /// leave the state as it was; nothing is notified then. Otherwise the
-    /// listeners are called when `notify` is true.
-    package func mutateState(_ call: StoreCall = .stateChange, notify: Bool,
-                             _ body: (inout State) throws(StoreError) -> Void) throws(StoreError) {
-        lock.lock()
-        defer { lock.unlock() }
-        if _slowPath(reducing || closed) { throw refusal(call) }
-        reducing = true
-        defer { reentrancyViolation = nil }
-        do {
-            try body(&current)
-        } catch {
-            reducing = false
-            throw error
-        }
-        reducing = false
-        changes &+= 1
-        if notify { self.notify() }
-    }
-
-    /// How many times the state has changed: compare two readings taken
-    /// under the lock to tell whether anything changed in between.
-    package var changeCount: UInt64 { lock.withLock { changes } }
-
-    /// Whether the calling thread is inside a call into this store (a
-    /// dispatch, or one of its callbacks). Waits while another thread is.
-    package var isBusyOnCurrentThread: Bool { lock.isHeldByCurrentThread() }
-
-    /// Keeps `object` alive as long as the store: for the faces built on the
-    /// store, which hang their own resources (loaded plugins) on it. They are
-    /// released in reverse order of attaching, so plugin sets loaded later
-    /// are destroyed first.
-    package func attach(_ object: AnyObject) {
-        lock.withLock { attachments.append(object) }
-    }
-
-    /// Runs `body` with the store's lock held, as one step that no dispatch
-    /// interleaves with. For the faces built on this store.
-    /// `call` names the operation in a refusal.
-    @usableFromInline
-    package func exclusively<R>(_ call: StoreCall = .operation, _ body: () throws(StoreError) -> R) throws(StoreError) -> R {
-        try lock.withLock { () throws(StoreError) -> R in
-            if _slowPath(reducing || closed) { throw refusal(call) }
-            return try body()
-        }
-    }
-
-    /// As ``exclusively(_:)``, but for the rest of a call already under way
-    /// (a C middleware's `next`): not refused once the store is closed.
-    @inlinable
-    package func exclusivelyInFlight<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
-        try lock.withLock { () throws(StoreError) -> R in
-            if _slowPath(reducing) { throw refusal(.dispatch) }
-            return try body()
-        }
-    }
 }
 
 /// The end of a store's middleware chain: what the last `Next` calls to reach
@@ -614,48 +497,5 @@ final class ReducerBox<State>: Sendable {
     @usableFromInline
     init(_ body: @escaping @Sendable (inout State, any Action) throws(StoreError) -> Void) {
         self.body = body
-    }
-}
-
-/// The calls a store can refuse, for messages.
-@usableFromInline
-package enum StoreCall: Sendable {
-    case dispatch, getState, subscribe, unsubscribe, addMiddleware, removeMiddleware, replaceReducer, stateChange, operation
-    /// The C face's own calls.
-    case addReducer, removeReducer, replaceState, loadPlugin
-}
-
-/// How a face names the store's calls in messages.
-@usableFromInline
-enum CallNames: Sendable {
-    /// `dispatch(AddTodo)`, `getState()`, ...
-    case swift
-    /// `ts_store_dispatch`, `ts_store_get_state`, ...: C users see C names.
-    case c
-
-    @usableFromInline
-    func name(of call: StoreCall, actionType: Any.Type?) -> String {
-        switch (self, call) {
-        case (.swift, .dispatch): "dispatch(\(actionType.map { "\($0)" } ?? "_"))"
-        case (.swift, .getState): "getState()"
-        case (.swift, .subscribe): "subscribe"
-        case (.swift, .unsubscribe): "unsubscribe"
-        case (.swift, .addMiddleware): "addMiddleware"
-        case (.swift, .removeMiddleware): "MiddlewareHandle.remove()"
-        case (.swift, .replaceReducer): "replaceReducer"
-        case (.c, .dispatch): "ts_store_dispatch"
-        case (.c, .getState): "ts_store_get_state"
-        case (.c, .subscribe): "ts_store_subscribe"
-        case (.c, .unsubscribe): "ts_store_unsubscribe"
-        case (.c, .addMiddleware): "ts_store_add_middleware"
-        case (.c, .removeMiddleware): "ts_store_remove_middleware"
-        case (.c, .replaceReducer): "ts_store_replace_reducer"
-        case (_, .removeReducer): "ts_store_remove_reducer"
-        case (_, .addReducer): "ts_store_add_reducer"
-        case (_, .replaceState): "replace_state"
-        case (_, .loadPlugin): "loading a plugin"
-        case (_, .stateChange): "a state change"
-        case (_, .operation): "a store operation"
-        }
     }
 }

@@ -390,3 +390,60 @@ void test_dispatch__escapedKeysAreFoundByUnescapedPointers(void) {
     ts_store_destroy(store);
 }
 
+/* ts_store_dispatch_parts: the action made of its type and payload, as if
+ * its text had been dispatched; every bad part refused, nothing changed. */
+void test_dispatch__partsDispatchAsTheirTextWouldAndBadPartsAreRefused(void) {
+    ts_store *store = new_store(NULL);
+    rstat st = {0};
+    CHECK_OK(ts_store_add_reducer(store, "r", payload_reducer, &st));
+
+    CHECK_OK(ts_store_dispatch_parts(store, "todos/add", " { \"title\" : \"a b\" , \"n\" : [ 1 , 2.50 , -0 ] } "));
+    CHECK_STR(st.last_type, "todos/add");
+    CHECK_STR(st.last_payload, "{\"title\":\"a b\",\"n\":[1,2.50,-0]}");
+    CHECK_STR(st.last_json, "{\"type\":\"todos/add\",\"payload\":{\"title\":\"a b\",\"n\":[1,2.50,-0]}}");
+
+    CHECK_OK(ts_store_dispatch_parts(store, "x", NULL)); /* no payload */
+    CHECK_STR(st.last_payload, NULL);
+    CHECK_STR(st.last_json, "{\"type\":\"x\"}");
+    CHECK_OK(ts_store_dispatch_parts(store, "x", "null"));
+    CHECK_STR(st.last_payload, "null");
+    CHECK_OK(ts_store_dispatch_parts(store, "x", "-12"));
+    CHECK_STR(st.last_payload, "-12");
+    CHECK_OK(ts_store_dispatch_parts(store, "x", "\"plain\""));
+    CHECK_STR(st.last_json, "{\"type\":\"x\",\"payload\":\"plain\"}");
+    CHECK_OK(ts_store_dispatch_parts(store, "x", "\"s\\u0041\""));
+    CHECK_STR(st.last_payload, "\"s\\u0041\""); /* escapes kept, as in a text */
+
+    /* The type is the type itself: quotes, backslashes, control and non-ASCII
+     * characters are escaped into the action's text, not read as escapes. */
+    CHECK_OK(ts_store_dispatch_parts(store, "q\"b\\s\n\xc3\xa9/\\u0041", "1"));
+    CHECK_STR(st.last_type, "q\"b\\s\n\xc3\xa9/\\u0041");
+    CHECK_STR(st.last_json, "{\"type\":\"q\\\"b\\\\s\\n\xc3\xa9/\\\\u0041\",\"payload\":1}");
+
+    /* The payload reaches the state as minified text. */
+    CHECK_OK(ts_store_dispatch_parts(store, "store", " [ {\"a\" : true} , \"\\u00e9\" ] "));
+    CHECK_STATE(store, "/r", "[{\"a\":true},\"\\u00e9\"]");
+
+    /* Refusals: the status and message ts_store_dispatch gives, state unchanged. */
+    char *before = state_of(store, NULL);
+    int calls = st.calls;
+    CHECK_ST(ts_store_dispatch_parts(NULL, "x", "1"), TS_E_ARGUMENT);
+    CHECK_ST(ts_store_dispatch_parts(store, NULL, "1"), TS_E_ARGUMENT);
+    CHECK_CONTAINS(ts_last_error(), "type");
+    CHECK_ST(ts_store_dispatch_parts(store, "", "1"), TS_E_NOT_ACTION);
+    CHECK_CONTAINS(ts_last_error(), "must not be empty");
+    CHECK_ST(ts_store_dispatch_parts(store, "bad\xff", "1"), TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "UTF-8");
+    CHECK_ST(ts_store_dispatch_parts(store, "store", "[1,"), TS_E_JSON);
+    CHECK_ST(ts_store_dispatch_parts(store, "store", ""), TS_E_JSON);
+    CHECK_ST(ts_store_dispatch_parts(store, "store", "1 2"), TS_E_JSON);
+    CHECK_ST(ts_store_dispatch_parts(store, "store", "{\"a\":1,\"a\":2}"), TS_E_JSON);
+    CHECK_CONTAINS(ts_last_error(), "duplicate key");
+    CHECK_ST(ts_store_dispatch_parts(store, "store", "\"a\x01\""), TS_E_JSON); /* a raw control character */
+    CHECK_ST(ts_store_dispatch_parts(store, "store", "01"), TS_E_JSON);
+    CHECK_STATE(store, NULL, before);
+    CHECK_INT(st.calls, calls);
+    ts_free(before);
+    ts_store_destroy(store);
+    rstat_free(&st);
+}

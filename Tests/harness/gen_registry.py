@@ -6,9 +6,13 @@
 Scans the sources for the definitions of test functions and writes OUT.c: a
 prototype for each, the table {name, function} in the order of the sources
 and of the definitions in each, and main() calling ts_test_main (NAME, if
-given, prefixes the summary line: "NAME: N passed, M failed"). If one
-source defines `void ts_test_suite_setup(void)`, main() calls it first (to
-set ts_test_on_failure, say).
+given, prefixes the summary line: "NAME: N passed, M failed"). The suite
+hooks of ts_test.h are found by name and handed to ts_test_main:
+`int ts_test_suite_option(int argc, char **argv, int i)` (the program's own
+options), `void ts_test_suite_setup(void)` (before the tests) and
+`void ts_test_suite_teardown(void)` (after them); each at most once, not
+static, and a ts_test_suite_* name that is none of them is refused (a typo
+would leave a hook uncalled).
 
 A test is `void test_<topic>__<rule>(void) {` at the start of a line (not
 static): topic lower_snake ([a-z][a-z0-9_]*, no "__"), rule lowerCamelCase
@@ -28,26 +32,47 @@ import os
 import re
 import sys
 
+# The definitions of the suite hooks (a prototype, which ends with ';', is not
+# one: a header may declare a hook that a program does not define).
+HOOKS = {
+    "option": re.compile(r"^int\s+ts_test_suite_option\s*\(\s*int\s+\w+\s*,\s*char\s*\*\*\s*\w+\s*,\s*int\s+\w+\s*\)\s*(\{|$)"),
+    "setup": re.compile(r"^void\s+ts_test_suite_setup\s*\(\s*void\s*\)\s*(\{|$)"),
+    "teardown": re.compile(r"^void\s+ts_test_suite_teardown\s*\(\s*void\s*\)\s*(\{|$)"),
+}
+HOOK_PROTOTYPES = {
+    "option": "int ts_test_suite_option(int argc, char **argv, int i);",
+    "setup": "void ts_test_suite_setup(void);",
+    "teardown": "void ts_test_suite_teardown(void);",
+}
+# Any definition of a ts_test_suite_* function: it must be one of HOOKS.
+ANY_HOOK = re.compile(r"^(static\s+)?(?:inline\s+)?\w+\s+\**\s*(ts_test_suite_\w*)\s*\(([^)]*)\)\s*(\{|$)")
 # Any definition of a void test_* function, static or not (a prototype, which
 # ends with ';', is not a definition).
-SETUP = re.compile(r"^void\s+ts_test_suite_setup\s*\(\s*void\s*\)")
 DEFINITION = re.compile(r"^(static\s+)?(?:inline\s+)?void\s+(test_\w*)\s*\(([^)]*)\)\s*(\{|$)")
 # A definition whose return type is on the line before: it would be missed.
 SPLIT = re.compile(r"^(test_\w*)\s*\(")
 NAME = re.compile(r"^test_([a-z][a-z0-9]*(?:_[a-z0-9]+)*)__([a-z][A-Za-z0-9]*)$")
 
 
-def scan(path, errors, setups):
-    """The (name, line) of each test defined in path; appends to setups where
-    ts_test_suite_setup is defined."""
+def scan(path, errors, hooks):
+    """The (name, line) of each test defined in path; appends to hooks[kind]
+    where a suite hook is defined."""
     found = []
     base = os.path.basename(path)
     file_topic = base[5:-2] if base.startswith("test_") and base.endswith(".c") else None
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     for number, line in enumerate(lines, 1):
-        if SETUP.match(line):
-            setups.append(f"{path}:{number}")
+        # A prototype split over lines ends with ';' on the next line.
+        prototype = number < len(lines) and lines[number].lstrip().startswith(";")
+        kind = next((k for k, r in HOOKS.items() if r.match(line)), None)
+        if kind is not None and not (line.rstrip().endswith(")") and prototype):
+            hooks[kind].append(f"{path}:{number}")
+            continue
+        h = ANY_HOOK.match(line)
+        if h and not (h.group(4) == "" and prototype):
+            errors.append(f"{path}:{number}: {h.group(2)}: a suite hook is one of, not static: "
+                          + " ".join(HOOK_PROTOTYPES.values()))
             continue
         m = DEFINITION.match(line)
         if not m:
@@ -98,16 +123,17 @@ def main(argv):
     if out is None or not sources:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    errors, tests, seen, setups = [], [], {}, []
+    errors, tests, seen, hooks = [], [], {}, {k: [] for k in HOOKS}
     for path in sources:
-        for name, where in scan(path, errors, setups):
+        for name, where in scan(path, errors, hooks):
             if name in seen:
                 errors.append(f"{where}: {name} is defined twice (first at {seen[name]})")
                 continue
             seen[name] = where
             tests.append(name)
-    if len(setups) > 1:
-        errors.append("ts_test_suite_setup is defined more than once: " + ", ".join(setups))
+    for kind, places in hooks.items():
+        if len(places) > 1:
+            errors.append(f"ts_test_suite_{kind} is defined more than once: " + ", ".join(places))
     if errors:
         for e in errors:
             print(f"gen_registry: {e}", file=sys.stderr)
@@ -117,14 +143,14 @@ def main(argv):
     text = [f"/* Written by Tests/harness/gen_registry.py from {' '.join(sources)}: do not edit. */",
             '#include "ts_test.h"', ""]
     text += [f"void {t}(void);" for t in tests]
-    if setups:
-        text += ["void ts_test_suite_setup(void);"]
+    text += [HOOK_PROTOTYPES[k] for k in HOOKS if hooks[k]]
     text += ["", "static const ts_test_case cases[] = {"]
     text += [f'    {{"{t[5:]}", {t}}},' for t in tests]
     text += ["};", "",
+             "static const ts_test_hooks hooks = {"
+             + ", ".join(f"ts_test_suite_{k}" if hooks[k] else "NULL" for k in HOOKS) + "};", "",
              "int main(int argc, char **argv) {",
-             *(["    ts_test_suite_setup();"] if setups else []),
-             f"    return ts_test_main(argc, argv, {suite_c}, cases, sizeof cases / sizeof cases[0]);",
+             f"    return ts_test_main(argc, argv, {suite_c}, cases, sizeof cases / sizeof cases[0], &hooks);",
              "}", ""]
     text = "\n".join(text)
     try:

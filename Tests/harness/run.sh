@@ -170,6 +170,21 @@ refused "a test defined twice" "test_topic__twice is defined twice" \
   'void test_topic__twice(void) {}' 'void test_topic__twice(void) {}'
 refused "a test file with no test" "no test defined" 'static int helper(void) { return 1; }'
 refused "a definition with its return type on the line before" "on one line" 'void' 'test_topic__split(void) {}'
+refused "a misspelt suite hook" "ts_test_suite_teardwon: a suite hook is one of" \
+  'void test_topic__rule(void) {}' 'void ts_test_suite_teardwon(void) {}'
+refused "a static suite hook" "ts_test_suite_setup: a suite hook is one of" \
+  'void test_topic__rule(void) {}' 'static void ts_test_suite_setup(void) {}'
+refused "a suite hook defined twice" "ts_test_suite_teardown is defined more than once" \
+  'void test_topic__rule(void) {}' 'void ts_test_suite_teardown(void) {}' 'void ts_test_suite_teardown(void) {}'
+# A hook's prototype (a shared header's) is not its definition.
+printf '%s\n' 'void test_topic__rule(void) {}' 'void ts_test_suite_setup(void);' 'void ts_test_suite_teardown(void)' ';' \
+  >"$work/g/test_topic.c"
+if python3 $gen -o "$work/g/reg.c" "$work/g/test_topic.c" 2>"$work/g/err" &&
+   grep -q 'hooks = {NULL, NULL, NULL}' "$work/g/reg.c"; then
+  ok "gen_registry takes a hook's prototype for no hook"
+else
+  bad "gen_registry on a hook's prototype: $(cat "$work/g/err" "$work/g/reg.c" 2>/dev/null)"
+fi
 cat >"$work/g/test_demo.c" <<'C'
 #include "ts_test.h"
 int demo_broken;
@@ -179,6 +194,24 @@ void test_demo__checksNothing(void) {}
 void test_demo__skippedWithAReason(void) { ts_test_skip("not here"); }
 void ts_test_suite_setup(void) { demo_broken = 1; }
 void test_demo__prototypesAreNotTests(void);
+C
+# Suite options and a teardown (Tests/plugins: --plugins DIR, temporary folders).
+cat >"$work/g/test_hooks.c" <<'C'
+#include "ts_test.h"
+#include <string.h>
+static const char *dir = "unset";
+static int set_up;
+int ts_test_suite_option(int argc, char **argv, int i) {
+    if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+        dir = argv[i + 1];
+        return 2;
+    }
+    return 0;
+}
+void ts_test_suite_setup(void) { set_up = 1; printf("setup sees dir=%s\n", dir); }
+void test_hooks__setupRanFirst(void) { CHECK_INT(set_up, 1); }
+void test_hooks__optionReachedTheSuite(void) { CHECK_STR(dir, "given"); }
+void ts_test_suite_teardown(void) { printf("teardown\n"); CHECK_MSG(set_up == 1, "teardown after setup"); }
 C
 # shellcheck disable=SC2086 # lists of flags
 if python3 $gen --suite demo -o "$work/g/reg_demo.c" "$work/g/test_demo.c" &&
@@ -214,6 +247,32 @@ if python3 $gen --suite demo -o "$work/g/reg_demo.c" "$work/g/test_demo.c" &&
   fi
 else
   bad "the demo program did not build: $(cat "$work/g/cc.err")"
+fi
+# shellcheck disable=SC2086 # lists of flags
+if python3 $gen -o "$work/g/reg_hooks.c" "$work/g/test_hooks.c" &&
+   ${CC:-cc} $TS_CFLAGS -ITests/harness Tests/harness/ts_test.c "$work/g/test_hooks.c" "$work/g/reg_hooks.c" \
+     -o "$work/g/hooks" -lpthread 2>"$work/g/cc.err"; then
+  out=$("$work/g/hooks" --quick --dir given 2>&1); status=$?
+  if [ "$status" = 0 ] && [ "$(head -n1 <<<"$out")" = "setup sees dir=given" ] &&
+     [ "$(tail -n3 <<<"$out" | head -n1)" = "teardown" ] && [ "$(tail -n1 <<<"$out")" = "3 passed, 0 failed" ]; then
+    ok "a suite's option reaches it before setup; teardown runs after the tests, its check counted"
+  else
+    bad "the hooks program's run (status $status):"; sed 's/^/    /' <<<"$out"
+  fi
+  out=$("$work/g/hooks" -l 2>&1); status=$?
+  if [ "$status" = 0 ] && ! grep -qx 'setup sees.*\|teardown' <<<"$out"; then
+    ok "-l lists without running setup or teardown"
+  else
+    bad "hooks -l (status $status): $out"
+  fi
+  out=$("$work/g/hooks" --nope 2>&1); status=$?
+  if [ "$status" = 2 ] && grep -q '^usage:' <<<"$out"; then
+    ok "an option neither the harness nor the suite takes is a usage error (exit 2)"
+  else
+    bad "hooks --nope (status $status): $out"
+  fi
+else
+  bad "the hooks program did not build: $(cat "$work/g/cc.err")"
 fi
 
 # make help: every .PHONY target, each once.

@@ -12,6 +12,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int passed, failed;
 int ts_test_quick;
 const char *ts_test_current = "(no test)";
+const char *ts_test_program = "";
 void (*ts_test_on_failure)(FILE *out, int has_detail);
 static const char *skip_reason; /* of the running test, if it called ts_test_skip */
 
@@ -35,7 +36,7 @@ int ts_test_failed(void) {
     return n;
 }
 
-void ts_test_report(int ok, const char *file, int line, const char *expr, const char *detail) {
+int ts_test_report(int ok, const char *file, int line, const char *expr, const char *detail) {
     pthread_mutex_lock(&lock);
     if (ok) {
         passed++;
@@ -55,9 +56,10 @@ void ts_test_report(int ok, const char *file, int line, const char *expr, const 
         if (ts_test_on_failure != NULL) ts_test_on_failure(stderr, detail != NULL);
     }
     pthread_mutex_unlock(&lock);
+    return ok;
 }
 
-void ts_test_reportf(int ok, const char *file, int line, const char *expr, const char *format, ...) {
+int ts_test_reportf(int ok, const char *file, int line, const char *expr, const char *format, ...) {
     char detail[1024] = "";
     if (!ok) {
         va_list args;
@@ -65,7 +67,7 @@ void ts_test_reportf(int ok, const char *file, int line, const char *expr, const
         vsnprintf(detail, sizeof detail, format, args);
         va_end(args);
     }
-    ts_test_report(ok, file, line, expr, detail);
+    return ts_test_report(ok, file, line, expr, detail);
 }
 
 const char *ts_test_quote(char *buf, size_t size, const char *s) {
@@ -109,11 +111,15 @@ static int selects(const char *want, const char *name) {
 }
 
 static int usage(const char *program) {
-    fprintf(stderr, "usage: %s [--quick] [-l|--list] [-s TOPIC|-s TOPIC__RULE]...\n", program);
+    fprintf(stderr, "usage: %s [--quick] [-l|--list] [-s TOPIC|-s TOPIC__RULE]... [the suite's options]\n", program);
     return 2;
 }
 
-int ts_test_main(int argc, char **argv, const char *suite, const ts_test_case *cases, size_t count) {
+int ts_test_main(int argc, char **argv, const char *suite, const ts_test_case *cases, size_t count,
+                 const ts_test_hooks *hooks) {
+    static const ts_test_hooks none = {NULL, NULL, NULL};
+    if (hooks == NULL) hooks = &none;
+    ts_test_program = argc > 0 ? argv[0] : "";
     const char **wanted = calloc((size_t)argc + 1, sizeof *wanted);
     size_t nwanted = 0;
     int list = 0;
@@ -128,8 +134,12 @@ int ts_test_main(int argc, char **argv, const char *suite, const ts_test_case *c
         } else if (strncmp(argv[i], "-s", 2) == 0 && argv[i][2] != '\0') {
             wanted[nwanted++] = argv[i] + 2;
         } else {
-            free(wanted);
-            return usage(argv[0]);
+            int taken = hooks->option != NULL ? hooks->option(argc, argv, i) : 0;
+            if (taken <= 0 || taken > argc - i) {
+                free(wanted);
+                return usage(argv[0]);
+            }
+            i += taken - 1;
         }
     }
     /* Every -s must name something: a typo is not an empty, green run. */
@@ -142,11 +152,18 @@ int ts_test_main(int argc, char **argv, const char *suite, const ts_test_case *c
             return 2;
         }
     }
-    char **failed_tests = calloc(count + 1, sizeof *failed_tests);
+    char **failed_tests = calloc(count + 3, sizeof *failed_tests);
     size_t nfailed_tests = 0, ran = 0, skipped = 0;
     if (failed_tests == NULL) {
         free(wanted);
         return 2;
+    }
+    if (!list && hooks->setup != NULL) {
+        int failed_before = ts_test_failed();
+        ts_test_current = "ts_test_suite_setup";
+        hooks->setup();
+        ts_test_current = "(no test)";
+        if (ts_test_failed() > failed_before) failed_tests[nfailed_tests++] = strdup("ts_test_suite_setup");
     }
     for (size_t i = 0; i < count; i++) {
         int run = nwanted == 0;
@@ -175,6 +192,13 @@ int ts_test_main(int argc, char **argv, const char *suite, const ts_test_case *c
             failed_tests[nfailed_tests++] = strdup(full);
         }
         ts_test_current = "(no test)";
+    }
+    if (!list && hooks->teardown != NULL) {
+        int failed_before = ts_test_failed();
+        ts_test_current = "ts_test_suite_teardown";
+        hooks->teardown();
+        ts_test_current = "(no test)";
+        if (ts_test_failed() > failed_before) failed_tests[nfailed_tests++] = strdup("ts_test_suite_teardown");
     }
     int status = 0;
     if (!list) {

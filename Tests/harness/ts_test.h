@@ -26,8 +26,19 @@
  * and each test with a failure is named again at the end ("FAILED test_...").
  * A test that makes no check at all fails ("made no check"): a test must
  * assert something (ts_test_skip says why one does not apply to a run).
- * If a source defines `void ts_test_suite_setup(void)`, the generated main()
- * calls it before the tests (Tests/c/check.c sets ts_test_on_failure there).
+ * A program's suite hooks, each optional and defined at most once, are found
+ * by name by gen_registry.py (not static) and called by ts_test_main:
+ *     int ts_test_suite_option(int argc, char **argv, int i)
+ *         argv[i] is an argument the harness does not know: return how many
+ *         arguments (argv[i] and its values) the suite takes there, or 0 if
+ *         none (then it is a usage error, exit 2). Tests/plugins: --plugins DIR.
+ *     void ts_test_suite_setup(void)
+ *         after the options, before the first test (not with -l); its checks
+ *         count. Tests/c/check.c sets ts_test_on_failure there; a program that
+ *         re-runs itself in a child mode runs the child there and exits.
+ *     void ts_test_suite_teardown(void)
+ *         after the last test, before the summary line (not with -l): removes
+ *         what setup made; its checks count.
  *
  * Checks are safe from any thread (one lock). Include this header first, or
  * through a suite's own header (Tests/c/check.h adds the C API's checks).
@@ -50,14 +61,24 @@ typedef struct ts_test_case {
     ts_test_fn fn;
 } ts_test_case;
 
+/* The suite hooks a program defines (see above); NULL where it has none. */
+typedef struct ts_test_hooks {
+    int (*option)(int argc, char **argv, int i);
+    void (*setup)(void);
+    void (*teardown)(void);
+} ts_test_hooks;
+
 /* Runs the tests of `cases` that the command line selects (see above); the
- * generated main() calls it. `suite` prefixes the summary line, or NULL. */
-int ts_test_main(int argc, char **argv, const char *suite, const ts_test_case *cases, size_t count);
+ * generated main() calls it. `suite` prefixes the summary line, or NULL;
+ * `hooks` may be NULL. */
+int ts_test_main(int argc, char **argv, const char *suite, const ts_test_case *cases, size_t count,
+                 const ts_test_hooks *hooks);
 
 /* ---- State ---------------------------------------------------------------- */
 
 extern int ts_test_quick;            /* --quick was given */
 extern const char *ts_test_current;  /* the running test's full name ("test_topic__rule") */
+extern const char *ts_test_program;  /* argv[0] (a program that re-runs itself) */
 int ts_test_passed(void);            /* checks passed so far */
 int ts_test_failed(void);            /* checks failed so far */
 
@@ -74,10 +95,11 @@ void ts_test_skip(const char *why);
 /* ---- Checks ---------------------------------------------------------------- */
 
 /* Counts one check; on failure prints file:line, the test, `expr` and
- * `detail` (may be NULL or several lines) as one block. */
-void ts_test_report(int ok, const char *file, int line, const char *expr, const char *detail);
+ * `detail` (may be NULL or several lines) as one block. Returns `ok`, so a
+ * test can stop where going on makes no sense: if (!CHECK(p != NULL)) return; */
+int ts_test_report(int ok, const char *file, int line, const char *expr, const char *detail);
 /* As ts_test_report, the detail from a printf format. */
-void ts_test_reportf(int ok, const char *file, int line, const char *expr, const char *format, ...)
+int ts_test_reportf(int ok, const char *file, int line, const char *expr, const char *format, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 5, 6)))
 #endif

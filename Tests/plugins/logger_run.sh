@@ -29,7 +29,11 @@ echo "built $PLUGIN ($(stat -c %s "$PLUGIN") bytes)"
 
 echo "== the test"
 mkdir -p "$BUILD/tests"
+# On the C harness: the registry and main() written by gen_registry.py.
+python3 "$ROOT/Tests/harness/gen_registry.py" --suite logger -o "$BUILD/tests/registry_logger.c" \
+  "$ROOT/Tests/plugins/logger_test.c"
 # shellcheck disable=SC2086 # CFLAGS is a list of flags
-"$CC" $CFLAGS -I"$ROOT/Include" "$ROOT/Tests/plugins/logger_test.c" -o "$BUILD/tests/logger_test" \
+"$CC" $CFLAGS -I"$ROOT/Include" -I"$ROOT/Tests/harness" "$ROOT/Tests/harness/ts_test.c" \
+  "$ROOT/Tests/plugins/logger_test.c" "$BUILD/tests/registry_logger.c" -o "$BUILD/tests/logger_test" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate -lpthread -ldl
 "$BUILD/tests/logger_test" "$PLUGIN"

@@ -2,15 +2,18 @@
  * logger_test.c - tests of the logger plugin (Plugins/logger, written in
  * Swift) through the store's own loader, ts_store_load_plugin.
  *
- *     logger_test PATH/TO/logger.so
+ *     logger_test [-s TEST]... PATH/TO/logger.so
  *
- * Prints one line per failed check and ends with "logger: N passed, M failed";
- * exits 0 only if nothing failed. Plain C99 (+ POSIX); Tests/plugins/logger_run.sh
- * builds the plugin and this test and runs it.
+ * On the C harness (Tests/harness/ts_test.h, its registry written by
+ * gen_registry.py --suite logger): prints each failed check and ends with
+ * "logger: N passed, M failed"; exits 0 only if nothing failed. Plain C99
+ * (+ POSIX); Tests/plugins/logger_run.sh builds the plugin and this test and
+ * runs it. The logs are in a temporary folder, removed unless a check failed.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _XOPEN_SOURCE 700 /* realpath */
 
+#include "ts_test.h"
 #include "turnstate.h"
 #include "turnstate_plugin.h"
 
@@ -27,27 +30,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- Checks ------------------------------------------------------------- */
-
-static int passed, failed;
-
-static int check(int ok, int line, const char *format, ...) {
-    if (ok) {
-        passed++;
-    } else {
-        va_list args;
-        failed++;
-        fprintf(stdout, "FAIL (line %d): ", line);
-        va_start(args, format);
-        vfprintf(stdout, format, args);
-        va_end(args);
-        fputc('\n', stdout);
-    }
-    return ok;
-}
-
-#define CHECK(ok, ...) check((ok) != 0, __LINE__, __VA_ARGS__)
 
 /* Sizes that keep every snprintf below provably untruncated. */
 #define DIR_SIZE 512
@@ -141,7 +123,7 @@ static ts_store *new_store(void) {
 static ts_store *store_with_logger(const char *config) {
     ts_store *store = new_store();
     ts_status status = ts_store_load_plugin(store, plugin_path, config);
-    if (!CHECK(status == TS_OK, "loading the logger with %s: %s: %s", config ? config : "NULL", ts_status_name(status),
+    if (!CHECK_MSG(status == TS_OK, "loading the logger with %s: %s: %s", config ? config : "NULL", ts_status_name(status),
                ts_last_error())) {
         ts_store_destroy(store);
         return NULL;
@@ -314,7 +296,7 @@ static int line_matches(const char *line, const expect *e, const char *earliest,
             if (count == 16 || (p = json_string(p, found[count], sizeof found[0])) == NULL)
                 return snprintf(why, why_size, "changed: bad key"), 0;
             for (j = 0; j < count; j++)
-                if (strcmp(found[j], found[count]) == 0) return snprintf(why, why_size, "changed lists %s twice", found[j]), 0;
+                if (strcmp(found[j], found[count]) == 0) return snprintf(why, why_size, "changed lists %.200s twice", found[j]), 0;
             count++;
             if (!take(&p, ", ")) break;
         }
@@ -342,16 +324,16 @@ static void check_lines(const char *what, const char *path, const expect *lines,
     log_file log = read_log(path);
     size_t i, bad = 0;
     char why[256];
-    CHECK(log.text != NULL, "%s: the log %s was not created", what, path);
-    CHECK(log.ends_with_newline, "%s: the log does not end with a newline", what);
-    CHECK(log.count == count, "%s: %zu lines, want %zu", what, log.count, count);
+    CHECK_MSG(log.text != NULL, "%s: the log %s was not created", what, path);
+    CHECK_MSG(log.ends_with_newline, "%s: the log does not end with a newline", what);
+    CHECK_MSG(log.count == count, "%s: %zu lines, want %zu", what, log.count, count);
     for (i = 0; i < log.count && i < count; i++) {
         int ok = line_matches(log.lines[i], &lines[i], earliest, latest, why, sizeof why);
         if (!ok) bad++;
         if (!one_check || (!ok && bad <= 3))
-            check(ok, __LINE__, "%s: line %zu: %s\n    %.300s", what, i + 1, ok ? "" : why, log.lines[i]);
+            CHECK_MSG(ok, "%s: line %zu: %s\n    %.300s", what, i + 1, ok ? "" : why, log.lines[i]);
     }
-    if (one_check && bad == 0) passed++;
+    if (one_check && bad == 0) CHECK_MSG(bad == 0, "%s: every line matches", what);
     free_log(&log);
 }
 
@@ -380,34 +362,34 @@ static int open_count(const char *path) {
 
 static void dispatch_expect(ts_store *store, const char *action, ts_status want) {
     ts_status status = ts_store_dispatch(store, action);
-    CHECK(status == want, "dispatch %s: %s, want %s (%s)", action, ts_status_name(status), ts_status_name(want),
+    CHECK_MSG(status == want, "dispatch %s: %s, want %s (%s)", action, ts_status_name(status), ts_status_name(want),
           status ? ts_last_error() : "");
 }
 
 /* ---- Tests -------------------------------------------------------------- */
 
-static void test_descriptor(void) {
+void test_logger__descriptorFollowsThePluginAbi(void) {
     void *handle = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
     ts_plugin_entry_fn entry;
     const ts_plugin *plugin;
     void *symbol;
-    if (!CHECK(handle != NULL, "dlopen %s: %s", plugin_path, dlerror())) return;
+    if (!CHECK_MSG(handle != NULL, "dlopen %s: %s", plugin_path, dlerror())) return;
     symbol = dlsym(handle, TS_PLUGIN_ENTRY_SYMBOL);
-    if (!CHECK(symbol != NULL, "no %s in the plugin", TS_PLUGIN_ENTRY_SYMBOL)) return;
+    if (!CHECK_MSG(symbol != NULL, "no %s in the plugin", TS_PLUGIN_ENTRY_SYMBOL)) return;
     memcpy(&entry, &symbol, sizeof entry); /* object pointer to function pointer, the C99 way */
-    CHECK(entry(0) == NULL, "ts_plugin_entry(0) should be NULL");
+    CHECK_MSG(entry(0) == NULL, "ts_plugin_entry(0) should be NULL");
     plugin = entry(TS_PLUGIN_ABI_VERSION);
-    if (!CHECK(plugin != NULL, "ts_plugin_entry(%u) is NULL", TS_PLUGIN_ABI_VERSION)) return;
-    CHECK(plugin->abi_version == TS_PLUGIN_ABI_VERSION, "abi_version %u", plugin->abi_version);
-    CHECK(plugin->struct_size == sizeof(ts_plugin), "struct_size %u, want %zu", plugin->struct_size, sizeof(ts_plugin));
-    CHECK(plugin->name && strcmp(plugin->name, "logger") == 0, "name is %s", plugin->name ? plugin->name : "NULL");
-    CHECK(plugin->version && plugin->version[0], "no version");
-    CHECK(plugin->create && plugin->run && plugin->destroy, "create, run and destroy must all be set");
-    CHECK(entry(TS_PLUGIN_ABI_VERSION + 1) == plugin, "a newer host gets the same ABI-1 descriptor");
+    if (!CHECK_MSG(plugin != NULL, "ts_plugin_entry(%u) is NULL", TS_PLUGIN_ABI_VERSION)) return;
+    CHECK_MSG(plugin->abi_version == TS_PLUGIN_ABI_VERSION, "abi_version %u", plugin->abi_version);
+    CHECK_MSG(plugin->struct_size == sizeof(ts_plugin), "struct_size %u, want %zu", plugin->struct_size, sizeof(ts_plugin));
+    CHECK_MSG(plugin->name && strcmp(plugin->name, "logger") == 0, "name is %s", plugin->name ? plugin->name : "NULL");
+    CHECK_MSG(plugin->version && plugin->version[0], "no version");
+    CHECK_MSG(plugin->create && plugin->run && plugin->destroy, "create, run and destroy must all be set");
+    CHECK_MSG(entry(TS_PLUGIN_ABI_VERSION + 1) == plugin, "a newer host gets the same ABI-1 descriptor");
     /* Never dlclose'd: Swift code must stay mapped (as the store does). */
 }
 
-static void test_main_log(void) {
+void test_logger__logHasOneLinePerDispatchWithItsStatusAndChangedKeys(void) {
     char log[PATH_SIZE], config[CONFIG_SIZE], earliest[96], latest[96];
     ts_store *store;
     static const expect lines[] = {
@@ -431,7 +413,7 @@ static void test_main_log(void) {
     now_iso(earliest);
     store = store_with_logger(config);
     if (!store) return;
-    CHECK(open_count(log) == 1, "the log should be open once while the store lives (%d)", open_count(log));
+    CHECK_MSG(open_count(log) == 1, "the log should be open once while the store lives (%d)", open_count(log));
 
     dispatch_expect(store, "{\"type\":\"counter/inc\"}", TS_OK);
     dispatch_expect(store, "{\"type\":\"todos/add\",\"payload\":{\"title\":\"a\"}}", TS_OK);
@@ -440,7 +422,7 @@ static void test_main_log(void) {
     dispatch_expect(store, "{\"type\":\"@@delayed\"}", TS_OK); /* not a prefix pattern: logged */
     dispatch_expect(store, "{\"type\":\"settings/same\"}", TS_OK);
     dispatch_expect(store, "{\"type\":\"guard/refuse\"}", TS_E_REJECTED);
-    CHECK(strstr(ts_last_error(), "refused by the test") != NULL, "the refusal's message got lost: %s", ts_last_error());
+    CHECK_MSG(strstr(ts_last_error(), "refused by the test") != NULL, "the refusal's message got lost: %s", ts_last_error());
     dispatch_expect(store, "{\"type\":\"guard/swallow\"}", TS_OK);
     dispatch_expect(store, "{\"type\":\"fail/reducer\"}", TS_E_REDUCER);
     dispatch_expect(store, "{\"type\":\"we\\\"ird\\\\\\n\\u0001\\t/\\u00fc\"}", TS_OK);
@@ -456,17 +438,17 @@ static void test_main_log(void) {
 
     {
         char *state = NULL;
-        CHECK(ts_store_get_state(store, NULL, &state) == TS_OK &&
+        CHECK_MSG(ts_store_get_state(store, NULL, &state) == TS_OK &&
                   strcmp(state, "{\"counter\":5,\"todos\":[\"b\"],\"settings\":{\"theme\":\"dark\"}}") == 0,
               "unexpected final state %s", state ? state : ts_last_error());
         ts_free(state);
     }
     check_lines("main log", log, lines, sizeof lines / sizeof lines[0], earliest, latest, 0);
     ts_store_destroy(store);
-    CHECK(open_count(log) == 0, "destroy should close the log (still open %d times)", open_count(log));
+    CHECK_MSG(open_count(log) == 0, "destroy should close the log (still open %d times)", open_count(log));
 }
 
-static void test_changed_false_and_exclude_all(void) {
+void test_logger__changedFalseAndExcludeAllLeaveOutTheKeys(void) {
     char log[PATH_SIZE], config[CONFIG_SIZE], all[PATH_SIZE];
     ts_store *store;
     static const expect lines[] = {
@@ -506,12 +488,12 @@ static void test_changed_false_and_exclude_all(void) {
         };
         struct stat info;
         check_lines("append", log, appended, 3, NULL, NULL, 0);
-        CHECK(stat(log, &info) == 0 && (info.st_mode & 0777) == (0644 & ~(mode_t)022 & 0777),
+        CHECK_MSG(stat(log, &info) == 0 && (info.st_mode & 0777) == (0644 & ~(mode_t)022 & 0777),
               "log mode %o", (unsigned)(info.st_mode & 0777));
     }
 }
 
-static void test_stderr(void) {
+void test_logger__withNoPathTheLogGoesToStderr(void) {
     char log[PATH_SIZE];
     int saved, fd;
     ts_store *store;
@@ -524,7 +506,7 @@ static void test_stderr(void) {
     fflush(stderr);
     saved = dup(2);
     fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (!CHECK(saved >= 0 && fd >= 0, "cannot redirect stderr")) return;
+    if (!CHECK_MSG(saved >= 0 && fd >= 0, "cannot redirect stderr")) return;
     dup2(fd, 2);
     close(fd);
     store = store_with_logger(NULL); /* NULL config: {} */
@@ -538,7 +520,7 @@ static void test_stderr(void) {
         dispatch_expect(store, "{\"type\":\"x\"}", TS_OK);
         ts_store_destroy(store);
     }
-    CHECK(fcntl(2, F_GETFD) != -1, "destroying a stderr logger must not close fd 2");
+    CHECK_MSG(fcntl(2, F_GETFD) != -1, "destroying a stderr logger must not close fd 2");
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -565,7 +547,7 @@ static void *work(void *argument) {
     return NULL;
 }
 
-static void test_threads(void) {
+void test_logger__storesOnManyThreadsShareOneLogWithWholeLines(void) {
     char log[PATH_SIZE], config[CONFIG_SIZE];
     ts_store *stores[2];
     pthread_t threads[THREADS];
@@ -589,7 +571,7 @@ static void test_threads(void) {
         pthread_join(threads[i], NULL);
         failures += workers[i].failures;
     }
-    CHECK(failures == 0, "%d threaded dispatches failed", failures);
+    CHECK_MSG(failures == 0, "%d threaded dispatches failed", failures);
     ts_store_destroy(stores[0]);
     ts_store_destroy(stores[1]);
     lines = malloc(sizeof *lines * THREADS * PER_THREAD);
@@ -631,7 +613,7 @@ static void fuzz_read(ts_store *store, char *values[FUZZ_KEYS]) {
     }
 }
 
-static void test_fuzz_changed(void) {
+void test_logger__changedNamesExactlyTheKeysWhoseValueChanged(void) {
     enum { LONG = 6000 };
     static char long_a[LONG + 3], long_b[LONG + 3], long_array[8 * 1000 + 3];
     const char *pool[] = {
@@ -672,7 +654,7 @@ static void test_fuzz_changed(void) {
             exit(2);
         }
     }
-    if (!CHECK(ts_store_load_plugin(store, plugin_path, config) == TS_OK, "fuzz: load: %s", ts_last_error()) ||
+    if (!CHECK_MSG(ts_store_load_plugin(store, plugin_path, config) == TS_OK, "fuzz: load: %s", ts_last_error()) ||
         ts_store_add_middleware(store, "guard", guard_middleware, NULL) != TS_OK) {
         ts_store_destroy(store);
         return;
@@ -704,7 +686,7 @@ static void test_fuzz_changed(void) {
         }
         status = ts_store_dispatch(store, action);
         if (status != TS_OK && problems++ < 3)
-            CHECK(0, "fuzz step %d: %s: %s", step, ts_status_name(status), ts_last_error());
+            CHECK_MSG(0, "fuzz step %d: %s: %s", step, ts_status_name(status), ts_last_error());
         fuzz_read(store, after);
         {
             char *text = malloc(256);
@@ -722,7 +704,7 @@ static void test_fuzz_changed(void) {
             lines[step].changed = text;
         }
     }
-    CHECK(problems == 0, "fuzz: %d dispatches failed", problems);
+    CHECK_MSG(problems == 0, "fuzz: %d dispatches failed", problems);
     ts_store_destroy(store);
     check_lines("fuzz", log, lines, FUZZ_STEPS, NULL, NULL, 1);
     for (step = 0; step < FUZZ_STEPS; step++) free(changed_texts[step]);
@@ -734,7 +716,7 @@ static void test_fuzz_changed(void) {
 
 /* Strings in the config are JSON strings: every escape decodes (\" \\ \/ \b
  * \f \n \r \t, \uXXXX and surrogate pairs), in "path" and in "exclude". */
-static void test_escaped_config(void) {
+void test_logger__escapedConfigStringsDecode(void) {
     char log[PATH_SIZE], escaped[2 * PATH_SIZE], config[2 * PATH_SIZE + 256];
     const char *from;
     char *to = escaped;
@@ -762,12 +744,12 @@ static void test_escaped_config(void) {
     dispatch_expect(store, "{\"type\":\"\xc3\xa9\"}", TS_OK);                           /* é alone: logged */
     ts_store_destroy(store);
     lines = read_log(log);
-    CHECK(lines.text != NULL, "the escaped path %s was not written", escaped);
-    CHECK(lines.count == 2, "the log at the unescaped path has %zu lines, want 2 (escaped exclude patterns must match)",
+    CHECK_MSG(lines.text != NULL, "the escaped path %s was not written", escaped);
+    CHECK_MSG(lines.count == 2, "the log at the unescaped path has %zu lines, want 2 (escaped exclude patterns must match)",
           lines.count);
     if (lines.count == 2) {
-        CHECK(strstr(lines.lines[0], "counter/inc") != NULL, "first line: %s", lines.lines[0]);
-        CHECK(strstr(lines.lines[1], "\"type\": \"\xc3\xa9\"") != NULL || strstr(lines.lines[1], "\\u00e9") != NULL,
+        CHECK_MSG(strstr(lines.lines[0], "counter/inc") != NULL, "first line: %s", lines.lines[0]);
+        CHECK_MSG(strstr(lines.lines[1], "\"type\": \"\xc3\xa9\"") != NULL || strstr(lines.lines[1], "\\u00e9") != NULL,
               "second line: %s", lines.lines[1]);
     }
     free_log(&lines);
@@ -778,7 +760,7 @@ static void test_escaped_config(void) {
  * TS_E_PLUGIN (as the other plugins refuse a config they cannot use) and a
  * message naming the field, never a crash; a host table too small for
  * get_state is refused (TS_E_ABI) when "changed" is on. */
-static void test_direct_create(void) {
+void test_logger__directCreateRefusesBadConfigsAndSmallHostTables(void) {
     static const struct {
         const char *config;
         ts_status status;
@@ -812,23 +794,23 @@ static void test_direct_create(void) {
     char *message;
     size_t i;
     ts_status status;
-    if (!CHECK(handle != NULL, "dlopen %s: %s", plugin_path, dlerror())) return;
+    if (!CHECK_MSG(handle != NULL, "dlopen %s: %s", plugin_path, dlerror())) return;
     symbol = dlsym(handle, TS_PLUGIN_ENTRY_SYMBOL);
-    if (!CHECK(symbol != NULL, "no %s in the plugin", TS_PLUGIN_ENTRY_SYMBOL)) return;
+    if (!CHECK_MSG(symbol != NULL, "no %s in the plugin", TS_PLUGIN_ENTRY_SYMBOL)) return;
     memcpy(&entry, &symbol, sizeof entry);
     plugin = entry(TS_PLUGIN_ABI_VERSION);
-    if (!CHECK(plugin != NULL, "no descriptor")) return;
+    if (!CHECK_MSG(plugin != NULL, "no descriptor")) return;
     memset(&api, 0, sizeof api);
     api.struct_size = sizeof api;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         self = NULL;
         message = NULL;
         status = plugin->create(cases[i].config, &api, &self, &message);
-        CHECK(status == cases[i].status, "create(%s): %s, want %s (%s)", cases[i].config, ts_status_name(status),
+        CHECK_MSG(status == cases[i].status, "create(%s): %s, want %s (%s)", cases[i].config, ts_status_name(status),
               ts_status_name(cases[i].status), message ? message : "no message");
-        CHECK(message != NULL && strstr(message, cases[i].message_part) != NULL, "create(%s): message %s does not name %s",
+        CHECK_MSG(message != NULL && strstr(message, cases[i].message_part) != NULL, "create(%s): message %s does not name %s",
               cases[i].config, message ? message : "NULL", cases[i].message_part);
-        CHECK(self == NULL, "create(%s) failed but set self", cases[i].config);
+        CHECK_MSG(self == NULL, "create(%s) failed but set self", cases[i].config);
         free(message);
     }
     /* A table that ends before get_state: "changed" (on by default) cannot work. */
@@ -836,23 +818,23 @@ static void test_direct_create(void) {
     message = NULL;
     self = NULL;
     status = plugin->create("{}", &api, &self, &message);
-    CHECK(status == TS_E_ABI && message != NULL && strstr(message, "get_state") != NULL,
+    CHECK_MSG(status == TS_E_ABI && message != NULL && strstr(message, "get_state") != NULL,
           "create with a short table: %s, want TS_E_ABI (%s)", ts_status_name(status), message ? message : "no message");
     free(message);
     status = plugin->create("{\"changed\": false}", &api, &self, NULL);
-    CHECK(status == TS_OK && self != NULL, "create with a short table and \"changed\": false: %s", ts_status_name(status));
+    CHECK_MSG(status == TS_OK && self != NULL, "create with a short table and \"changed\": false: %s", ts_status_name(status));
     if (status == TS_OK) plugin->destroy(self);
     /* No table at all, "changed": false: logs to stderr; NULL self is refused. */
-    CHECK(plugin->create("{\"changed\": false}", NULL, NULL, NULL) == TS_E_ARGUMENT, "create with NULL self must fail");
+    CHECK_MSG(plugin->create("{\"changed\": false}", NULL, NULL, NULL) == TS_E_ARGUMENT, "create with NULL self must fail");
     message = NULL;
     self = NULL;
     status = plugin->create("{}", NULL, &self, &message);
-    CHECK(status == TS_E_ARGUMENT && self == NULL, "create with no table and \"changed\" on: %s, want TS_E_ARGUMENT (%s)",
+    CHECK_MSG(status == TS_E_ARGUMENT && self == NULL, "create with no table and \"changed\" on: %s, want TS_E_ARGUMENT (%s)",
           ts_status_name(status), message ? message : "no message");
     free(message);
 }
 
-static void test_invalid_configs(void) {
+void test_logger__badConfigIsRefusedNamingTheFieldAndCreatesNoFile(void) {
     /* started: how the loader's message names create()'s status (the
      * logger's own: TS_E_PLUGIN for a config it cannot use, as the other
      * plugins; TS_E_IO for a file it cannot open). */
@@ -885,15 +867,15 @@ static void test_invalid_configs(void) {
         ts_status status;
         snprintf(config, sizeof config, cases[i].config_format, never);
         status = ts_store_load_plugin(store, plugin_path, config);
-        CHECK(status == cases[i].status, "config %s: %s, want %s (%s)", config, ts_status_name(status),
+        CHECK_MSG(status == cases[i].status, "config %s: %s, want %s (%s)", config, ts_status_name(status),
               ts_status_name(cases[i].status), ts_last_error());
-        CHECK(strstr(ts_last_error(), cases[i].message_part) != NULL, "config %s: the message does not name %s: %s", config,
+        CHECK_MSG(strstr(ts_last_error(), cases[i].message_part) != NULL, "config %s: the message does not name %s: %s", config,
               cases[i].message_part, ts_last_error());
-        CHECK(strstr(ts_last_error(), cases[i].started) != NULL, "config %s: the message does not say \"%s\": %s", config,
+        CHECK_MSG(strstr(ts_last_error(), cases[i].started) != NULL, "config %s: the message does not say \"%s\": %s", config,
               cases[i].started, ts_last_error());
         /* The store is unchanged: no logger in its chain. */
         dispatch_expect(store, "{\"type\":\"counter/inc\"}", TS_OK);
-        CHECK(access(never, F_OK) != 0, "config %s: %s was created", config, never);
+        CHECK_MSG(access(never, F_OK) != 0, "config %s: %s was created", config, never);
         ts_store_destroy(store);
     }
     {
@@ -902,39 +884,38 @@ static void test_invalid_configs(void) {
         ts_status status;
         snprintf(config, sizeof config, "{\"changed\": true, \"changed\": false, \"path\": \"%s\"}", never);
         status = ts_store_load_plugin(store, plugin_path, config);
-        CHECK(status == TS_E_JSON && strstr(ts_last_error(), "duplicate key \"changed\" at byte 18"),
+        CHECK_MSG(status == TS_E_JSON && strstr(ts_last_error(), "duplicate key \"changed\" at byte 18"),
               "a repeated field: %s %s", ts_status_name(status), ts_last_error());
-        CHECK(access(never, F_OK) != 0, "%s was created", never);
+        CHECK_MSG(access(never, F_OK) != 0, "%s was created", never);
         ts_store_destroy(store);
     }
 }
 
-int main(int argc, char **argv) {
+/* The one argument besides the harness's: the plugin's path. */
+int ts_test_suite_option(int argc, char **argv, int i) {
+    (void)argc;
+    if (plugin_path != NULL || argv[i][0] == '-') return 0;
+    plugin_path = argv[i];
+    return 1;
+}
+
+void ts_test_suite_setup(void) {
     const char *tmp = getenv("TMPDIR");
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s PATH/TO/logger.so\n", argv[0]);
-        return 2;
+    if (plugin_path == NULL) {
+        fprintf(stderr, "usage: %s [--quick] [-l] [-s NAME]... PATH/TO/logger.so\n", ts_test_program);
+        exit(2);
     }
-    plugin_path = argv[1];
     snprintf(dir, sizeof dir, "%s/logger-test.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
-        return 2;
+        exit(2);
     }
     umask(022);
+}
 
-    test_descriptor();
-    test_main_log();
-    test_changed_false_and_exclude_all();
-    test_stderr();
-    test_threads();
-    test_fuzz_changed();
-    test_invalid_configs();
-    test_escaped_config();
-    test_direct_create();
-
-    if (failed == 0) {
-        /* Clean up only after success: a failure leaves the logs to look at. */
+/* Cleans up only after success: a failure leaves the logs to look at. */
+void ts_test_suite_teardown(void) {
+    if (ts_test_failed() == 0) {
         DIR *folder = opendir(dir);
         struct dirent *entry;
         char path[DIR_SIZE + 256];
@@ -948,6 +929,4 @@ int main(int argc, char **argv) {
     } else {
         printf("logs kept in %s\n", dir);
     }
-    printf("logger: %d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
 }

@@ -2,7 +2,8 @@
 # Builds the middleware plugins (Plugins/*/X.c -> build/plugins/X.so) with
 # nothing but the headers, checks that none of them links libturnstate (or
 # anything but libc) and that each exports only ts_plugin_entry, builds the
-# tests (Tests/plugins/test_*.c -> build/tests/plugins_test_*), runs them,
+# tests (Tests/plugins/test_*.c, on the C harness Tests/harness/ts_test.h ->
+# build/tests/plugins_test_*), runs them,
 # runs them again under valgrind, and prints one summary line:
 #     plugins: N passed, M failed
 # Exit status 0 only if nothing failed. Called by `make test-plugins`.
@@ -125,10 +126,15 @@ else
   fail "shutdown watcher does not build"
 fi
 
+# Each test program is on the C harness (Tests/harness/ts_test.h): its
+# registry and main() written from its file by gen_registry.py.
 LINK="-L$BUILD/lib -Wl,-rpath,$BUILD/lib -lturnstate -lpthread -ldl"
 for t in "${TESTS[@]}"; do
   bin=$BUILD/tests/plugins_test_$t
-  if ! $CC $WARN -IInclude -ITests/plugins "Tests/plugins/test_$t.c" -o "$bin" $LINK; then
+  registry=$BUILD/tests/registry_plugins_$t.c
+  if ! python3 Tests/harness/gen_registry.py -o "$registry" "Tests/plugins/test_$t.c" ||
+     ! $CC $WARN -IInclude -ITests/harness -ITests/plugins Tests/harness/ts_test.c "Tests/plugins/test_$t.c" \
+       "$registry" -o "$bin" $LINK; then
     fail "test_$t does not build"
     continue
   fi
@@ -163,7 +169,7 @@ elif command -v valgrind >/dev/null && command -v objcopy >/dev/null; then
       --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect "${supp[@]}" \
       "$bin" --plugins "$BUILD/plugins" --quick >"$out" 2>&1
     status=$?
-    grep -E '^[0-9]+ passed, [0-9]+ failed$|^FAIL|^==[0-9]+==' "$out"
+    grep -E '^[0-9]+ passed, [0-9]+ failed$|^(ran|skipped) |FAILED|^==[0-9]+==' "$out"
     tally "$out" "test_$t under valgrind"
     if [ "$status" -eq 99 ]; then
       fail "test_$t: valgrind found errors or leaks (see $out)"

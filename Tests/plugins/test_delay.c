@@ -2,7 +2,7 @@
  * from the worker thread, in due order; bad payloads are refused; destroy
  * with pending items stops cleanly. Prints "N passed, M failed".
  * Run it under valgrind too (run.sh does). */
-#include "harness.h"
+#include "plugin_test.h"
 
 #include <pthread.h>
 
@@ -113,21 +113,21 @@ static ts_status delay_add(ts_store *s, long ms, int value) {
     return ts_store_dispatch(s, json);
 }
 
-static void test_pass_through(void) {
+void test_delay__otherActionsPassThroughAtOnce(void) {
     ts_status st;
     ts_store *s = delayed(NULL, &st);
-    CHECK_STATUS("load", st, TS_OK);
-    CHECK_STATUS("other actions pass", ts_store_dispatch(s, "{\"type\":\"inc\",\"payload\":7}"), TS_OK);
-    CHECK_INT("passed at once", seen_count(), 1);
-    CHECK("on the dispatching thread", seen.on_main[0]);
-    CHECK_STR("unchanged", seen.payload[0], "7");
-    CHECK_INT("reducers got it", tp_state_int(s, "/counter", -1), 1);
-    CHECK_STATUS("refusal after delay passes back", ts_store_dispatch(s, "{\"type\":\"nope\"}"), TS_E_REJECTED);
-    CHECK_CONTAINS("with its message", ts_last_error(), "nope is refused");
+    TP_CHECK_STATUS("load", st, TS_OK);
+    TP_CHECK_STATUS("other actions pass", ts_store_dispatch(s, "{\"type\":\"inc\",\"payload\":7}"), TS_OK);
+    TP_CHECK_INT("passed at once", seen_count(), 1);
+    TP_CHECK("on the dispatching thread", seen.on_main[0]);
+    TP_CHECK_STR("unchanged", seen.payload[0], "7");
+    TP_CHECK_INT("reducers got it", tp_state_int(s, "/counter", -1), 1);
+    TP_CHECK_STATUS("refusal after delay passes back", ts_store_dispatch(s, "{\"type\":\"nope\"}"), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("with its message", ts_last_error(), "nope is refused");
     tp_destroy(s);
 }
 
-static void test_due_order(void) {
+void test_delay__delayedActionsArriveFromTheWorkerInDueOrder(void) {
     /* value: ms; values are powers of two so the counter shows all arrived */
     static const struct {
         int value;
@@ -139,15 +139,15 @@ static void test_due_order(void) {
     int i, k, n = 6, in_order = 1;
     ts_status st;
     ts_store *s = delayed("{}", &st);
-    CHECK_STATUS("load {}", st, TS_OK);
+    TP_CHECK_STATUS("load {}", st, TS_OK);
     t0 = tp_now();
     for (i = 0; i < n; i++) {
         before[i] = tp_now();
-        CHECK_STATUS("@@delay accepted (swallowed)", delay_add(s, plan[i].ms, plan[i].value), TS_OK);
+        TP_CHECK_STATUS("@@delay accepted (swallowed)", delay_add(s, plan[i].ms, plan[i].value), TS_OK);
         after[i] = tp_now();
     }
-    CHECK("dispatching @@delay does not wait for it", tp_now() - t0 < 0.2);
-    CHECK_INT("all arrive", wait_seen(n, 30.0), n);
+    TP_CHECK("dispatching @@delay does not wait for it", tp_now() - t0 < 0.2);
+    TP_CHECK_INT("all arrive", wait_seen(n, 30.0), n);
     for (i = 0; i < n && i < seen.n; i++) {
         char name[96];
         where[i] = -1;
@@ -156,11 +156,11 @@ static void test_due_order(void) {
             snprintf(v, sizeof v, "%d", plan[k].value);
             if (strcmp(v, seen.payload[i]) == 0) where[i] = k;
         }
-        CHECK("an action that was queued", where[i] >= 0);
+        TP_CHECK("an action that was queued", where[i] >= 0);
         if (where[i] < 0) return;
-        CHECK("from the worker thread, not the dispatcher", !seen.on_main[i]);
+        TP_CHECK("from the worker thread, not the dispatcher", !seen.on_main[i]);
         snprintf(name, sizeof name, "value %d not before its %ld ms", plan[where[i]].value, plan[where[i]].ms);
-        CHECK(name, seen.at[i] - before[where[i]] >= (double)plan[where[i]].ms / 1000.0);
+        TP_CHECK(name, seen.at[i] - before[where[i]] >= (double)plan[where[i]].ms / 1000.0);
         if (strcmp(seen.payload[i], order[i]) != 0) in_order = 0;
     }
     /* Due order, robust to a slow machine: an action may arrive before
@@ -172,39 +172,39 @@ static void test_due_order(void) {
             char name[96];
             snprintf(name, sizeof name, "value %d (due %ld ms) arrived before value %d (due %ld ms)", plan[a].value,
                      plan[a].ms, plan[b].value, plan[b].ms);
-            CHECK(name, before[a] + (double)plan[a].ms / 1000.0 <= after[b] + (double)plan[b].ms / 1000.0 ||
-                            (plan[a].ms == plan[b].ms && a < b));
+            TP_CHECK(name, before[a] + (double)plan[a].ms / 1000.0 <= after[b] + (double)plan[b].ms / 1000.0 ||
+                               (plan[a].ms == plan[b].ms && a < b));
         }
     }
     /* When queueing was quick (well under the 100 ms between due times), the
      * order is exactly this. */
-    if (after[n - 1] - before[0] < 0.09) CHECK("the expected order 8 2 16 32 4 1", in_order);
-    CHECK_INT("the reducers got every one", tp_state_int(s, "/counter", -1), 63);
+    if (after[n - 1] - before[0] < 0.09) TP_CHECK("the expected order 8 2 16 32 4 1", in_order);
+    TP_CHECK_INT("the reducers got every one", tp_state_int(s, "/counter", -1), 63);
     tp_destroy(s);
 }
 
-static void test_nested_and_ties(void) {
+void test_delay__nestedDelaysUnwrapAndTiesKeepQueueOrder(void) {
     ts_status st;
     double t0;
     int i;
     ts_store *s = delayed(NULL, &st);
     t0 = tp_now();
-    CHECK_STATUS("nested @@delay", ts_store_dispatch(s,
-        "{\"type\":\"@@delay\",\"payload\":{\"action\":{\"type\":\"@@delay\",\"payload\":{\"ms\":60,\"action\":"
-        "{\"type\":\"add\",\"payload\":100}}},\"ms\":60}}"), TS_OK);
-    CHECK_INT("nested arrives", wait_seen(1, 20.0), 1);
-    CHECK_STR("nested: the innermost action", seen.payload[0], "100");
-    CHECK("nested: after both delays", seen.at[0] - t0 >= 0.120);
+    TP_CHECK_STATUS("nested @@delay", ts_store_dispatch(s,
+           "{\"type\":\"@@delay\",\"payload\":{\"action\":{\"type\":\"@@delay\",\"payload\":{\"ms\":60,\"action\":"
+           "{\"type\":\"add\",\"payload\":100}}},\"ms\":60}}"), TS_OK);
+    TP_CHECK_INT("nested arrives", wait_seen(1, 20.0), 1);
+    TP_CHECK_STR("nested: the innermost action", seen.payload[0], "100");
+    TP_CHECK("nested: after both delays", seen.at[0] - t0 >= 0.120);
     seen_reset();
     /* Same due time: the order they were queued. ms 0 with many at once. */
     for (i = 0; i < 50; i++) delay_add(s, 0, i);
-    CHECK_INT("ties arrive", wait_seen(50, 20.0), 50);
+    TP_CHECK_INT("ties arrive", wait_seen(50, 20.0), 50);
     for (i = 0; i < 50 && i < seen.n; i++) {
         char v[16];
         snprintf(v, sizeof v, "%d", i);
         if (strcmp(seen.payload[i], v) != 0) break;
     }
-    CHECK_INT("ties: first queued, first dispatched", i, 50);
+    TP_CHECK_INT("ties: first queued, first dispatched", i, 50);
     tp_destroy(s);
 }
 
@@ -213,12 +213,12 @@ static void bad(ts_store *s, const char *payload, const char *expect) {
     if (payload) snprintf(json, sizeof json, "{\"type\":\"@@delay\",\"payload\":%s}", payload);
     else snprintf(json, sizeof json, "{\"type\":\"@@delay\"}");
     snprintf(name, sizeof name, "refused: %s", json);
-    CHECK_STATUS(name, ts_store_dispatch(s, json), TS_E_REJECTED);
+    TP_CHECK_STATUS(name, ts_store_dispatch(s, json), TS_E_REJECTED);
     snprintf(name, sizeof name, "message for %s", json);
-    CHECK_CONTAINS(name, ts_last_error(), expect);
+    TP_CHECK_CONTAINS(name, ts_last_error(), expect);
 }
 
-static void test_bad_payloads(void) {
+void test_delay__badPayloadIsRefusedShowingTheExpectedShape(void) {
     ts_status st;
     ts_store *s = delayed(NULL, &st);
     bad(s, NULL, "it has no payload");
@@ -237,97 +237,97 @@ static void test_bad_payloads(void) {
     bad(s, "{\"ms\":10,\"action\":{}}", "no \"type\"");
     bad(s, "{\"ms\":10,\"action\":{\"type\":\"\"}}", "no \"type\"");
     bad(s, "{\"ms\":10,\"action\":{\"type\":7}}", "no \"type\"");
-    CHECK_CONTAINS("the message shows the expected shape", ts_last_error(), "\"ms\"");
-    CHECK_INT("nothing got through", seen_count(), 0);
-    CHECK_STATUS("a good one after bad ones", delay_add(s, 0, 5), TS_OK);
-    CHECK_INT("arrives", wait_seen(1, 20.0), 1);
+    TP_CHECK_CONTAINS("the message shows the expected shape", ts_last_error(), "\"ms\"");
+    TP_CHECK_INT("nothing got through", seen_count(), 0);
+    TP_CHECK_STATUS("a good one after bad ones", delay_add(s, 0, 5), TS_OK);
+    TP_CHECK_INT("arrives", wait_seen(1, 20.0), 1);
     tp_destroy(s);
 }
 
-static void test_config(void) {
+void test_delay__maxPendingBoundsTheQueueAndBadConfigIsRefused(void) {
     ts_status st;
     ts_store *s = delayed("{\"max_pending\": 2}", &st);
-    CHECK_STATUS("load max_pending", st, TS_OK);
-    CHECK_STATUS("pending 1", delay_add(s, 60000, 1), TS_OK);
-    CHECK_STATUS("pending 2", delay_add(s, 60000, 2), TS_OK);
-    CHECK_STATUS("pending 3 refused", delay_add(s, 60000, 3), TS_E_REJECTED);
-    CHECK_CONTAINS("max_pending named", ts_last_error(), "max_pending is 2");
+    TP_CHECK_STATUS("load max_pending", st, TS_OK);
+    TP_CHECK_STATUS("pending 1", delay_add(s, 60000, 1), TS_OK);
+    TP_CHECK_STATUS("pending 2", delay_add(s, 60000, 2), TS_OK);
+    TP_CHECK_STATUS("pending 3 refused", delay_add(s, 60000, 3), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("max_pending named", ts_last_error(), "max_pending is 2");
     tp_destroy(s);
 
     s = delayed("{\"max_pending\": 0}", &st);
-    CHECK_STATUS("max_pending 0 refused", st, TS_E_PLUGIN);
-    CHECK_CONTAINS("field named", ts_last_error(), "\"max_pending\"");
+    TP_CHECK_STATUS("max_pending 0 refused", st, TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("field named", ts_last_error(), "\"max_pending\"");
     tp_destroy(s);
     s = delayed("{\"max_pending\": \"9\"}", &st);
-    CHECK_STATUS("max_pending string refused", st, TS_E_PLUGIN);
-    CHECK_CONTAINS("field named", ts_last_error(), "\"max_pending\"");
+    TP_CHECK_STATUS("max_pending string refused", st, TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("field named", ts_last_error(), "\"max_pending\"");
     tp_destroy(s);
     s = delayed("{\"max_pending\": 18446744073709551615}", &st);
-    CHECK_STATUS("max_pending at the top of the uint64 range", st, TS_OK);
-    CHECK_STATUS("max_pending max: pending 1", delay_add(s, 60000, 1), TS_OK);
+    TP_CHECK_STATUS("max_pending at the top of the uint64 range", st, TS_OK);
+    TP_CHECK_STATUS("max_pending max: pending 1", delay_add(s, 60000, 1), TS_OK);
     tp_destroy(s);
     s = delayed("{\"max_pending\": 18446744073709551616}", &st);
-    CHECK_STATUS("max_pending above uint64 refused", st, TS_E_PLUGIN);
-    CHECK_CONTAINS("says why", ts_last_error(), "above 18446744073709551615");
+    TP_CHECK_STATUS("max_pending above uint64 refused", st, TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("says why", ts_last_error(), "above 18446744073709551615");
     tp_destroy(s);
     s = delayed("{\"max_pending\": 1e2}", &st);
-    CHECK_STATUS("max_pending 1e2 refused", st, TS_E_PLUGIN);
-    CHECK_CONTAINS("says why", ts_last_error(), "exponent");
+    TP_CHECK_STATUS("max_pending 1e2 refused", st, TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("says why", ts_last_error(), "exponent");
     tp_destroy(s);
     s = delayed("{\"max_pending\\u0000\": 5}", &st);
-    CHECK_STATUS("a field name with NUL refused", st, TS_E_PLUGIN);
-    CHECK_CONTAINS("shown with the NUL", ts_last_error(), "unknown config field \"max_pending\\u0000\"");
+    TP_CHECK_STATUS("a field name with NUL refused", st, TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("shown with the NUL", ts_last_error(), "unknown config field \"max_pending\\u0000\"");
     tp_destroy(s);
     s = delayed("{\"ms\": 5}", &st);
-    CHECK_STATUS("unknown field refused", st, TS_E_PLUGIN);
-    CHECK_CONTAINS("unknown field named", ts_last_error(), "\"ms\"");
+    TP_CHECK_STATUS("unknown field refused", st, TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("unknown field named", ts_last_error(), "\"ms\"");
     tp_destroy(s);
 }
 
-static void test_failure_reported(void) {
+void test_delay__delayedActionThatFailsIsReportedOnStderr(void) {
     ts_status st;
     char *err;
     ts_store *s = delayed(NULL, &st);
     tp_capture_begin();
-    CHECK_STATUS("queue an action that will be refused",
-                 ts_store_dispatch(s, "{\"type\":\"@@delay\",\"payload\":{\"ms\":0,\"action\":{\"type\":\"nope\"}}}"), TS_OK);
-    CHECK_INT("it reached the recorder", wait_seen(1, 20.0), 1);
+    TP_CHECK_STATUS("queue an action that will be refused",
+                    ts_store_dispatch(s, "{\"type\":\"@@delay\",\"payload\":{\"ms\":0,\"action\":{\"type\":\"nope\"}}}"), TS_OK);
+    TP_CHECK_INT("it reached the recorder", wait_seen(1, 20.0), 1);
     /* The worker writes the report after its dispatch returns. */
-    CHECK("the failure is reported on stderr", tp_capture_wait("failed with TS_E_REJECTED", 20.0));
+    TP_CHECK("the failure is reported on stderr", tp_capture_wait("failed with TS_E_REJECTED", 20.0));
     tp_destroy(s);
     err = tp_capture_end();
-    CHECK_CONTAINS("naming the action", err, "\"nope\"");
+    TP_CHECK_CONTAINS("naming the action", err, "\"nope\"");
     free(err);
 }
 
-static void test_destroy_pending(void) {
+void test_delay__destroyWithPendingActionsReturnsAtOnce(void) {
     ts_status st;
     int i;
     double t0;
     ts_store *s = delayed(NULL, &st);
     for (i = 0; i < 500; i++) delay_add(s, 60000 + i, i);
     for (i = 0; i < 200; i++) delay_add(s, 0, i);
-    CHECK("some of the due ones ran", wait_seen(1, 20.0) >= 1);
+    TP_CHECK("some of the due ones ran", wait_seen(1, 20.0) >= 1);
     t0 = tp_now();
     tp_destroy(s); /* joins the worker, drops the 500 still pending */
-    CHECK("destroy with pending items returns at once", tp_now() - t0 < 5.0);
-    CHECK("the far ones never ran", seen_count() <= 200);
+    TP_CHECK("destroy with pending items returns at once", tp_now() - t0 < 5.0);
+    TP_CHECK("the far ones never ran", seen_count() <= 200);
 }
 
 /* The store goes while the worker is inside a delayed dispatch: the library
  * then finishes the store (and calls destroy) on the worker thread when that
  * dispatch returns, or destroy joins it; either way nothing crashes. */
-static void test_destroy_during_dispatch(void) {
+void test_delay__destroyDuringADelayedDispatchIsSafe(void) {
     ts_status st;
     ts_store *s = delayed(NULL, &st);
     slow_ms = 200;
     delay_add(s, 0, 1);
     delay_add(s, 0, 2);
-    CHECK_INT("the worker is dispatching", wait_seen(1, 20.0), 1);
+    TP_CHECK_INT("the worker is dispatching", wait_seen(1, 20.0), 1);
     tp_destroy(s);
     slow_ms = 0;
     tp_sleep_ms(600); /* let a destroy that runs on the worker finish */
-    CHECK("survived destroy during a delayed dispatch", 1);
+    TP_CHECK("survived destroy during a delayed dispatch", 1);
 }
 
 typedef struct {
@@ -342,7 +342,7 @@ static void *producer(void *arg) {
     return NULL;
 }
 
-static void test_many_threads(void) {
+void test_delay__actionsFromManyThreadsAllArriveInSequence(void) {
     ts_status st;
     pthread_t threads[4];
     producer_arg args[4];
@@ -354,37 +354,37 @@ static void test_many_threads(void) {
         pthread_create(&threads[i], NULL, producer, &args[i]);
     }
     for (i = 0; i < 4; i++) pthread_join(threads[i], NULL);
-    CHECK_INT("1000 from 4 threads arrive", wait_seen(1000, 60.0), 1000);
-    CHECK_INT("counter", tp_state_int(s, "/counter", -1), 1000);
+    TP_CHECK_INT("1000 from 4 threads arrive", wait_seen(1000, 60.0), 1000);
+    TP_CHECK_INT("counter", tp_state_int(s, "/counter", -1), 1000);
     for (i = 1; i < seen.n; i++) {
         if (seen.at[i] < seen.at[i - 1]) break;
     }
-    CHECK_INT("one worker: arrivals in sequence", i, seen.n);
+    TP_CHECK_INT("one worker: arrivals in sequence", i, seen.n);
     tp_destroy(s);
 }
 
-static void test_direct(void) {
+void test_delay__descriptorAndDirectCreateFollowThePluginAbi(void) {
     const ts_plugin *p = tp_descriptor(tp_plugin("delay"), TS_PLUGIN_ABI_VERSION);
     ts_store_api api = tp_fake_api(sizeof(ts_store_api));
     void *self = NULL;
     char *err = NULL;
-    CHECK("descriptor", p != NULL);
+    TP_CHECK("descriptor", p != NULL);
     if (p == NULL) return;
-    CHECK_STR("name", p->name, "delay");
-    CHECK_INT("abi", p->abi_version, TS_PLUGIN_ABI_VERSION);
-    CHECK_STATUS("create with NULL config", p->create(NULL, &api, &self, &err), TS_OK);
+    TP_CHECK_STR("name", p->name, "delay");
+    TP_CHECK_INT("abi", p->abi_version, TS_PLUGIN_ABI_VERSION);
+    TP_CHECK_STATUS("create with NULL config", p->create(NULL, &api, &self, &err), TS_OK);
     p->destroy(self);
-    CHECK_STATUS("create, destroy at once", p->create("{}", &api, &self, &err), TS_OK);
+    TP_CHECK_STATUS("create, destroy at once", p->create("{}", &api, &self, &err), TS_OK);
     p->destroy(self);
-    CHECK_STATUS("create with no table", p->create("{}", NULL, &self, &err), TS_E_ARGUMENT);
+    TP_CHECK_STATUS("create with no table", p->create("{}", NULL, &self, &err), TS_E_ARGUMENT);
     /* Configs a host did not validate: refused with a message. */
     err = NULL;
-    CHECK_STATUS("config that is not an object", p->create("[1]", &api, &self, &err), TS_E_PLUGIN);
-    CHECK_CONTAINS("not an object: named", err, "must be a JSON object, not an array");
+    TP_CHECK_STATUS("config that is not an object", p->create("[1]", &api, &self, &err), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("not an object: named", err, "must be a JSON object, not an array");
     free(err);
     err = NULL;
-    CHECK_STATUS("malformed config", p->create("{\"max_pending\": 1,", &api, &self, &err), TS_E_PLUGIN);
-    CHECK_CONTAINS("malformed: named", err, "malformed JSON");
+    TP_CHECK_STATUS("malformed config", p->create("{\"max_pending\": 1,", &api, &self, &err), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("malformed: named", err, "malformed JSON");
     free(err);
     {
         static const char *const kinds[][2] = {
@@ -396,30 +396,20 @@ static void test_direct(void) {
         for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
             err = NULL;
             snprintf(name, sizeof name, "config %s refused", kinds[i][0]);
-            CHECK_STATUS(name, p->create(kinds[i][0], &api, &self, &err), TS_E_PLUGIN);
+            TP_CHECK_STATUS(name, p->create(kinds[i][0], &api, &self, &err), TS_E_PLUGIN);
             snprintf(name, sizeof name, "config %s: message", kinds[i][0]);
-            CHECK_CONTAINS(name, err, kinds[i][1]);
+            TP_CHECK_CONTAINS(name, err, kinds[i][1]);
             free(err);
         }
     }
-    CHECK_STATUS("malformed config, NULL error_message", p->create("{\"max_pending\" 1}", &api, &self, NULL),
-                 TS_E_PLUGIN);
+    TP_CHECK_STATUS("malformed config, NULL error_message", p->create("{\"max_pending\" 1}", &api, &self, NULL),
+                    TS_E_PLUGIN);
 }
 
-int main(int argc, char **argv) {
-    tp_options(argc, argv);
+int ts_test_suite_option(int argc, char **argv, int i) { return tp_option(argc, argv, i); }
+
+void ts_test_suite_setup(void) {
     main_thread = pthread_self();
     seen_init();
     printf("delay: loading through %s\n", tp_loader_name());
-    test_pass_through();
-    test_due_order();
-    test_nested_and_ties();
-    test_bad_payloads();
-    test_config();
-    test_failure_reported();
-    test_destroy_pending();
-    test_destroy_during_dispatch();
-    test_many_threads();
-    test_direct();
-    return tp_summary();
 }

@@ -1,6 +1,6 @@
 /* Tests of the guard plugin (Plugins/guard): every rule, the messages,
  * invalid configs. Prints "N passed, M failed". */
-#include "harness.h"
+#include "plugin_test.h"
 
 /* A middleware after the guard that counts what got past it. */
 static int reached;
@@ -25,152 +25,152 @@ static ts_store *guarded(const char *config, ts_status *load_status) {
     return s;
 }
 
-static void test_no_config(void) {
+void test_guard__withNoConfigEveryActionPasses(void) {
     ts_status st;
     ts_store *s = guarded(NULL, &st);
-    CHECK_STATUS("load with no config", st, TS_OK);
-    CHECK_STATUS("any type passes with no rules", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
-    CHECK_STATUS("admin too", ts_store_dispatch(s, "{\"type\":\"admin/reset\",\"payload\":[1,2,3]}"), TS_OK);
-    CHECK_INT("both reached the chain", reached, 2);
+    TP_CHECK_STATUS("load with no config", st, TS_OK);
+    TP_CHECK_STATUS("any type passes with no rules", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+    TP_CHECK_STATUS("admin too", ts_store_dispatch(s, "{\"type\":\"admin/reset\",\"payload\":[1,2,3]}"), TS_OK);
+    TP_CHECK_INT("both reached the chain", reached, 2);
     tp_destroy(s);
 
     s = guarded("{}", &st);
-    CHECK_STATUS("load with {}", st, TS_OK);
-    CHECK_STATUS("{}: passes", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
-    CHECK_INT("{}: counter", tp_state_int(s, "/counter", -1), 1);
+    TP_CHECK_STATUS("load with {}", st, TS_OK);
+    TP_CHECK_STATUS("{}: passes", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+    TP_CHECK_INT("{}: counter", tp_state_int(s, "/counter", -1), 1);
     tp_destroy(s);
 }
 
-static void test_allow(void) {
+void test_guard__allowPassesOnlyListedTypesAndPrefixes(void) {
     ts_status st;
     ts_store *s = guarded("{\"allow\": [\"todos/*\", \"filter/set\", \"inc\"]}", &st);
-    CHECK_STATUS("load allow", st, TS_OK);
-    CHECK_STATUS("allow prefix todos/add", ts_store_dispatch(s, "{\"type\":\"todos/add\"}"), TS_OK);
-    CHECK_STATUS("allow prefix todos/x/y", ts_store_dispatch(s, "{\"type\":\"todos/x/y\"}"), TS_OK);
-    CHECK_STATUS("allow prefix: the bare prefix todos/", ts_store_dispatch(s, "{\"type\":\"todos/\"}"), TS_OK);
-    CHECK_STATUS("allow exact filter/set", ts_store_dispatch(s, "{\"type\":\"filter/set\"}"), TS_OK);
-    CHECK_STATUS("allow exact inc", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
-    CHECK_INT("allowed ones reached the chain", reached, 5);
-    CHECK_INT("and the reducers", tp_state_int(s, "/counter", -1), 1);
+    TP_CHECK_STATUS("load allow", st, TS_OK);
+    TP_CHECK_STATUS("allow prefix todos/add", ts_store_dispatch(s, "{\"type\":\"todos/add\"}"), TS_OK);
+    TP_CHECK_STATUS("allow prefix todos/x/y", ts_store_dispatch(s, "{\"type\":\"todos/x/y\"}"), TS_OK);
+    TP_CHECK_STATUS("allow prefix: the bare prefix todos/", ts_store_dispatch(s, "{\"type\":\"todos/\"}"), TS_OK);
+    TP_CHECK_STATUS("allow exact filter/set", ts_store_dispatch(s, "{\"type\":\"filter/set\"}"), TS_OK);
+    TP_CHECK_STATUS("allow exact inc", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+    TP_CHECK_INT("allowed ones reached the chain", reached, 5);
+    TP_CHECK_INT("and the reducers", tp_state_int(s, "/counter", -1), 1);
 
-    CHECK_STATUS("todos (no slash) is not todos/*", ts_store_dispatch(s, "{\"type\":\"todos\"}"), TS_E_REJECTED);
-    CHECK_CONTAINS("message names the type", ts_last_error(), "\"todos\"");
-    CHECK_CONTAINS("message names the rule", ts_last_error(), "allow");
-    CHECK_CONTAINS("message lists the allow patterns", ts_last_error(), "\"todos/*\"");
-    CHECK_STATUS("exact pattern is not a prefix", ts_store_dispatch(s, "{\"type\":\"filter/setx\"}"), TS_E_REJECTED);
-    CHECK_CONTAINS("message names filter/setx", ts_last_error(), "\"filter/setx\"");
-    CHECK_STATUS("inc2 not allowed", ts_store_dispatch(s, "{\"type\":\"inc2\"}"), TS_E_REJECTED);
-    CHECK_INT("refused ones reached nothing", reached, 5);
-    CHECK_INT("state unchanged by refusals", tp_state_int(s, "/counter", -1), 1);
+    TP_CHECK_STATUS("todos (no slash) is not todos/*", ts_store_dispatch(s, "{\"type\":\"todos\"}"), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("message names the type", ts_last_error(), "\"todos\"");
+    TP_CHECK_CONTAINS("message names the rule", ts_last_error(), "allow");
+    TP_CHECK_CONTAINS("message lists the allow patterns", ts_last_error(), "\"todos/*\"");
+    TP_CHECK_STATUS("exact pattern is not a prefix", ts_store_dispatch(s, "{\"type\":\"filter/setx\"}"), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("message names filter/setx", ts_last_error(), "\"filter/setx\"");
+    TP_CHECK_STATUS("inc2 not allowed", ts_store_dispatch(s, "{\"type\":\"inc2\"}"), TS_E_REJECTED);
+    TP_CHECK_INT("refused ones reached nothing", reached, 5);
+    TP_CHECK_INT("state unchanged by refusals", tp_state_int(s, "/counter", -1), 1);
     tp_destroy(s);
 
     s = guarded("{\"allow\": []}", &st);
-    CHECK_STATUS("load empty allow", st, TS_OK);
-    CHECK_STATUS("empty allow list allows nothing", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_E_REJECTED);
+    TP_CHECK_STATUS("load empty allow", st, TS_OK);
+    TP_CHECK_STATUS("empty allow list allows nothing", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_E_REJECTED);
     tp_destroy(s);
 
     s = guarded("{\"allow\": [\"*\"]}", &st);
-    CHECK_STATUS("\"*\" allows everything", ts_store_dispatch(s, "{\"type\":\"anything/at/all\"}"), TS_OK);
+    TP_CHECK_STATUS("\"*\" allows everything", ts_store_dispatch(s, "{\"type\":\"anything/at/all\"}"), TS_OK);
     tp_destroy(s);
 
     /* Escapes in patterns and types compare decoded. */
     s = guarded("{\"allow\": [\"\\u00fc/*\", \"a\\\"b\"]}", &st);
-    CHECK_STATUS("load escaped patterns", st, TS_OK);
-    CHECK_STATUS("escaped prefix pattern matches UTF-8 type", ts_store_dispatch(s, "{\"type\":\"\xc3\xbc/x\"}"), TS_OK);
-    CHECK_STATUS("escaped type matches too", ts_store_dispatch(s, "{\"type\":\"\\u00fc/y\"}"), TS_OK);
-    CHECK_STATUS("quote in pattern", ts_store_dispatch(s, "{\"type\":\"a\\\"b\"}"), TS_OK);
-    CHECK_STATUS("u/x is not \xc3\xbc/x", ts_store_dispatch(s, "{\"type\":\"u/x\"}"), TS_E_REJECTED);
+    TP_CHECK_STATUS("load escaped patterns", st, TS_OK);
+    TP_CHECK_STATUS("escaped prefix pattern matches UTF-8 type", ts_store_dispatch(s, "{\"type\":\"\xc3\xbc/x\"}"), TS_OK);
+    TP_CHECK_STATUS("escaped type matches too", ts_store_dispatch(s, "{\"type\":\"\\u00fc/y\"}"), TS_OK);
+    TP_CHECK_STATUS("quote in pattern", ts_store_dispatch(s, "{\"type\":\"a\\\"b\"}"), TS_OK);
+    TP_CHECK_STATUS("u/x is not \xc3\xbc/x", ts_store_dispatch(s, "{\"type\":\"u/x\"}"), TS_E_REJECTED);
     tp_destroy(s);
 }
 
-static void test_deny(void) {
+void test_guard__denyRejectsListedTypesNamingTheRule(void) {
     ts_status st;
     ts_store *s = guarded("{\"deny\": [\"admin/*\", \"boom\"]}", &st);
-    CHECK_STATUS("load deny", st, TS_OK);
-    CHECK_STATUS("deny prefix", ts_store_dispatch(s, "{\"type\":\"admin/reset\"}"), TS_E_REJECTED);
-    CHECK_CONTAINS("deny message names the type", ts_last_error(), "\"admin/reset\"");
-    CHECK_CONTAINS("deny message names the rule", ts_last_error(), "deny rule \"admin/*\"");
-    CHECK_STATUS("deny exact", ts_store_dispatch(s, "{\"type\":\"boom\"}"), TS_E_REJECTED);
-    CHECK_CONTAINS("deny exact message", ts_last_error(), "deny rule \"boom\"");
-    CHECK_STATUS("without allow, others pass", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
-    CHECK_STATUS("adminx is not admin/*", ts_store_dispatch(s, "{\"type\":\"adminx\"}"), TS_OK);
-    CHECK_INT("only allowed ones reached", reached, 2);
+    TP_CHECK_STATUS("load deny", st, TS_OK);
+    TP_CHECK_STATUS("deny prefix", ts_store_dispatch(s, "{\"type\":\"admin/reset\"}"), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("deny message names the type", ts_last_error(), "\"admin/reset\"");
+    TP_CHECK_CONTAINS("deny message names the rule", ts_last_error(), "deny rule \"admin/*\"");
+    TP_CHECK_STATUS("deny exact", ts_store_dispatch(s, "{\"type\":\"boom\"}"), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("deny exact message", ts_last_error(), "deny rule \"boom\"");
+    TP_CHECK_STATUS("without allow, others pass", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+    TP_CHECK_STATUS("adminx is not admin/*", ts_store_dispatch(s, "{\"type\":\"adminx\"}"), TS_OK);
+    TP_CHECK_INT("only allowed ones reached", reached, 2);
     tp_destroy(s);
 
     s = guarded("{\"allow\": [\"*\", \"admin/reset\"], \"deny\": [\"admin/*\"]}", &st);
-    CHECK_STATUS("load allow+deny", st, TS_OK);
-    CHECK_STATUS("deny wins over allow", ts_store_dispatch(s, "{\"type\":\"admin/reset\"}"), TS_E_REJECTED);
-    CHECK_CONTAINS("the deny rule is named", ts_last_error(), "deny");
-    CHECK_STATUS("allowed and not denied", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+    TP_CHECK_STATUS("load allow+deny", st, TS_OK);
+    TP_CHECK_STATUS("deny wins over allow", ts_store_dispatch(s, "{\"type\":\"admin/reset\"}"), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("the deny rule is named", ts_last_error(), "deny");
+    TP_CHECK_STATUS("allowed and not denied", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
     tp_destroy(s);
 }
 
-static void test_require(void) {
+void test_guard__requireRejectsActionsMissingAPayloadField(void) {
     ts_status st;
     ts_store *s = guarded("{\"require\": {\"todos/add\": [\"title\", \"id\"], \"user/*\": [\"name\"]}}", &st);
-    CHECK_STATUS("load require", st, TS_OK);
-    CHECK_STATUS("both fields present", ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"id\":1,\"title\":\"x\"}}"),
-                 TS_OK);
-    CHECK_STATUS("field values may be anything, null too",
-                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"id\":null,\"title\":{\"deep\":[[[]]]}}}"), TS_OK);
-    CHECK_STATUS("no payload", ts_store_dispatch(s, "{\"type\":\"todos/add\"}"), TS_E_REJECTED);
-    CHECK_CONTAINS("no payload: names the type", ts_last_error(), "\"todos/add\"");
-    CHECK_CONTAINS("no payload: names the field", ts_last_error(), "\"title\"");
-    CHECK_CONTAINS("no payload: names the rule", ts_last_error(), "require rule \"todos/add\"");
-    CHECK_CONTAINS("no payload: says so", ts_last_error(), "no payload");
-    CHECK_STATUS("missing id", ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"title\":\"x\"}}"), TS_E_REJECTED);
-    CHECK_CONTAINS("missing id named", ts_last_error(), "\"id\"");
-    CHECK_STATUS("payload not an object", ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":[\"title\",\"id\"]}"),
-                 TS_E_REJECTED);
-    CHECK_CONTAINS("not an object: says so", ts_last_error(), "not an object");
-    CHECK_STATUS("a nested field does not count",
-                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"x\":{\"title\":1,\"id\":2}}}"), TS_E_REJECTED);
-    CHECK_STATUS("a string value that looks like a key does not count",
-                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"x\":\"title\",\"y\":\"id\"}}"), TS_E_REJECTED);
-    CHECK_STATUS("an escaped key counts decoded",
-                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"\\u0074itle\":1,\"id\":2}}"), TS_OK);
-    CHECK_STATUS("a key that only starts like the field does not count",
-                 ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"titles\":1,\"id\":2}}"), TS_E_REJECTED);
-    CHECK_STATUS("pattern require: user/rename without name",
-                 ts_store_dispatch(s, "{\"type\":\"user/rename\",\"payload\":{}}"), TS_E_REJECTED);
-    CHECK_CONTAINS("pattern require: rule named", ts_last_error(), "require rule \"user/*\"");
-    CHECK_STATUS("pattern require: with name", ts_store_dispatch(s, "{\"type\":\"user/rename\",\"payload\":{\"name\":\"a\"}}"),
-                 TS_OK);
-    CHECK_STATUS("other types have no requirement", ts_store_dispatch(s, "{\"type\":\"todos/remove\"}"), TS_OK);
-    CHECK_INT("reached: the accepted ones", reached, 5);
+    TP_CHECK_STATUS("load require", st, TS_OK);
+    TP_CHECK_STATUS("both fields present", ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"id\":1,\"title\":\"x\"}}"),
+                    TS_OK);
+    TP_CHECK_STATUS("field values may be anything, null too",
+                    ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"id\":null,\"title\":{\"deep\":[[[]]]}}}"), TS_OK);
+    TP_CHECK_STATUS("no payload", ts_store_dispatch(s, "{\"type\":\"todos/add\"}"), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("no payload: names the type", ts_last_error(), "\"todos/add\"");
+    TP_CHECK_CONTAINS("no payload: names the field", ts_last_error(), "\"title\"");
+    TP_CHECK_CONTAINS("no payload: names the rule", ts_last_error(), "require rule \"todos/add\"");
+    TP_CHECK_CONTAINS("no payload: says so", ts_last_error(), "no payload");
+    TP_CHECK_STATUS("missing id", ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"title\":\"x\"}}"), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("missing id named", ts_last_error(), "\"id\"");
+    TP_CHECK_STATUS("payload not an object", ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":[\"title\",\"id\"]}"),
+                    TS_E_REJECTED);
+    TP_CHECK_CONTAINS("not an object: says so", ts_last_error(), "not an object");
+    TP_CHECK_STATUS("a nested field does not count",
+                    ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"x\":{\"title\":1,\"id\":2}}}"), TS_E_REJECTED);
+    TP_CHECK_STATUS("a string value that looks like a key does not count",
+                    ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"x\":\"title\",\"y\":\"id\"}}"), TS_E_REJECTED);
+    TP_CHECK_STATUS("an escaped key counts decoded",
+                    ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"\\u0074itle\":1,\"id\":2}}"), TS_OK);
+    TP_CHECK_STATUS("a key that only starts like the field does not count",
+                    ts_store_dispatch(s, "{\"type\":\"todos/add\",\"payload\":{\"titles\":1,\"id\":2}}"), TS_E_REJECTED);
+    TP_CHECK_STATUS("pattern require: user/rename without name",
+                    ts_store_dispatch(s, "{\"type\":\"user/rename\",\"payload\":{}}"), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("pattern require: rule named", ts_last_error(), "require rule \"user/*\"");
+    TP_CHECK_STATUS("pattern require: with name", ts_store_dispatch(s, "{\"type\":\"user/rename\",\"payload\":{\"name\":\"a\"}}"),
+                    TS_OK);
+    TP_CHECK_STATUS("other types have no requirement", ts_store_dispatch(s, "{\"type\":\"todos/remove\"}"), TS_OK);
+    TP_CHECK_INT("reached: the accepted ones", reached, 5);
     tp_destroy(s);
 }
 
-static void test_max_bytes(void) {
+void test_guard__maxBytesRejectsLargerActions(void) {
     ts_status st;
     const char *exact = "{\"type\":\"inc\",\"payload\":\"0123456789\"}"; /* 37 bytes */
     char config[64], big[256];
     ts_store *s;
     snprintf(config, sizeof config, "{\"max_bytes\": %zu}", strlen(exact));
     s = guarded(config, &st);
-    CHECK_STATUS("load max_bytes", st, TS_OK);
-    CHECK_STATUS("exactly max_bytes passes", ts_store_dispatch(s, exact), TS_OK);
-    CHECK_STATUS("one byte over is refused", ts_store_dispatch(s, "{\"type\":\"inc\",\"payload\":\"0123456789a\"}"),
-                 TS_E_REJECTED);
-    CHECK_CONTAINS("max_bytes message names the type", ts_last_error(), "\"inc\"");
-    CHECK_CONTAINS("max_bytes message names the rule", ts_last_error(), "max_bytes");
-    CHECK_CONTAINS("max_bytes message gives the size", ts_last_error(), "38 bytes");
-    CHECK_CONTAINS("max_bytes message gives the limit", ts_last_error(), "(37)");
+    TP_CHECK_STATUS("load max_bytes", st, TS_OK);
+    TP_CHECK_STATUS("exactly max_bytes passes", ts_store_dispatch(s, exact), TS_OK);
+    TP_CHECK_STATUS("one byte over is refused", ts_store_dispatch(s, "{\"type\":\"inc\",\"payload\":\"0123456789a\"}"),
+                    TS_E_REJECTED);
+    TP_CHECK_CONTAINS("max_bytes message names the type", ts_last_error(), "\"inc\"");
+    TP_CHECK_CONTAINS("max_bytes message names the rule", ts_last_error(), "max_bytes");
+    TP_CHECK_CONTAINS("max_bytes message gives the size", ts_last_error(), "38 bytes");
+    TP_CHECK_CONTAINS("max_bytes message gives the limit", ts_last_error(), "(37)");
     /* White space counts: the limit is on the text as dispatched. */
     snprintf(big, sizeof big, "{\"type\":\"inc\",      \"payload\":\"0\"}");
-    CHECK_STATUS("white space counts", ts_store_dispatch(s, big), TS_OK);
+    TP_CHECK_STATUS("white space counts", ts_store_dispatch(s, big), TS_OK);
     snprintf(big, sizeof big, "{\"type\":\"inc\",           \"payload\":\"0\"}");
-    CHECK_STATUS("white space counts (over)", ts_store_dispatch(s, big), TS_E_REJECTED);
-    CHECK_INT("counter", tp_state_int(s, "/counter", -1), 2);
+    TP_CHECK_STATUS("white space counts (over)", ts_store_dispatch(s, big), TS_E_REJECTED);
+    TP_CHECK_INT("counter", tp_state_int(s, "/counter", -1), 2);
     tp_destroy(s);
 
     s = guarded("{\"max_bytes\": 0}", &st);
-    CHECK_STATUS("max_bytes 0 refuses everything", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_E_REJECTED);
+    TP_CHECK_STATUS("max_bytes 0 refuses everything", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_E_REJECTED);
     tp_destroy(s);
 }
 
 /* max_bytes takes the whole uint64 range. */
-static void test_max_bytes_range(void) {
+void test_guard__maxBytesTakesTheWholeUint64Range(void) {
     static const char *const limits[] = {"18446744073709551615", "9223372036854775808", "9223372036854775807"};
     char config[80], name[160];
     size_t i;
@@ -180,18 +180,18 @@ static void test_max_bytes_range(void) {
         snprintf(config, sizeof config, "{\"max_bytes\": %s}", limits[i]);
         s = guarded(config, &st);
         snprintf(name, sizeof name, "load %s", config);
-        CHECK_STATUS(name, st, TS_OK);
+        TP_CHECK_STATUS(name, st, TS_OK);
         snprintf(name, sizeof name, "%s: an action passes", config);
-        CHECK_STATUS(name, ts_store_dispatch(s, "{\"type\":\"inc\",\"payload\":\"0123456789\"}"), TS_OK);
-        CHECK_INT(name, reached, 1);
+        TP_CHECK_STATUS(name, ts_store_dispatch(s, "{\"type\":\"inc\",\"payload\":\"0123456789\"}"), TS_OK);
+        TP_CHECK_INT(name, reached, 1);
         tp_destroy(s);
     }
     {
         /* and the limit still works with a deny rule beside it */
         ts_status st;
         ts_store *s = guarded("{\"deny\": [\"admin/*\"], \"max_bytes\": 18446744073709551615}", &st);
-        CHECK_STATUS("load deny + max_bytes max", st, TS_OK);
-        CHECK_STATUS("deny still applies", ts_store_dispatch(s, "{\"type\":\"admin/wipe\"}"), TS_E_REJECTED);
+        TP_CHECK_STATUS("load deny + max_bytes max", st, TS_OK);
+        TP_CHECK_STATUS("deny still applies", ts_store_dispatch(s, "{\"type\":\"admin/wipe\"}"), TS_E_REJECTED);
         tp_destroy(s);
     }
 }
@@ -203,11 +203,11 @@ static void strict_config(const char *config, const char *key) {
     ts_status st;
     ts_store *s = guarded(config, &st);
     snprintf(name, sizeof name, "config with a key twice %s", config);
-    CHECK_STATUS(name, st, TS_E_JSON);
+    TP_CHECK_STATUS(name, st, TS_E_JSON);
     snprintf(want, sizeof want, "duplicate key \"%s\"", key);
     snprintf(name, sizeof name, "%s: message names the key", config);
-    CHECK_CONTAINS(name, ts_last_error(), want);
-    CHECK_CONTAINS(name, ts_last_error(), " at byte ");
+    TP_CHECK_CONTAINS(name, ts_last_error(), want);
+    TP_CHECK_CONTAINS(name, ts_last_error(), " at byte ");
     tp_destroy(s);
 }
 
@@ -236,7 +236,7 @@ static int write_text(const char *path, const char *text) {
     return (fclose(f) == 0) & ok;
 }
 
-static void test_duplicate_keys(void) {
+void test_guard__configWithAKeyTwiceIsRefused(void) {
     static const struct {
         const char *config, *key;
     } bypasses[] = {
@@ -259,51 +259,51 @@ static void test_duplicate_keys(void) {
 
     /* The same through a NAME.json beside the plugin in a folder. */
     snprintf(folder, sizeof folder, "%s/guard-test.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    CHECK("make a folder", mkdtemp(folder) != NULL);
+    TP_CHECK("make a folder", mkdtemp(folder) != NULL);
     snprintf(path, sizeof path, "%s/10-guard.so", folder);
-    CHECK("copy guard.so into it", copy_file(tp_plugin("guard"), path));
+    TP_CHECK("copy guard.so into it", copy_file(tp_plugin("guard"), path));
     snprintf(path, sizeof path, "%s/10-guard.json", folder);
-    CHECK("a good 10-guard.json", write_text(path, "{\"deny\": [\"admin/wipe\"]}"));
+    TP_CHECK("a good 10-guard.json", write_text(path, "{\"deny\": [\"admin/wipe\"]}"));
     s = NULL;
     ts_store_create(NULL, &s);
-    CHECK_STATUS("the folder loads", ts_store_load_plugins(s, folder), TS_OK);
-    CHECK_STATUS("admin/wipe is denied", ts_store_dispatch(s, "{\"type\":\"admin/wipe\"}"), TS_E_REJECTED);
+    TP_CHECK_STATUS("the folder loads", ts_store_load_plugins(s, folder), TS_OK);
+    TP_CHECK_STATUS("admin/wipe is denied", ts_store_dispatch(s, "{\"type\":\"admin/wipe\"}"), TS_E_REJECTED);
     tp_destroy(s);
     for (i = 0; i < sizeof bypasses / sizeof bypasses[0]; i++) {
         char name[400], want[80];
-        CHECK("write the bypass config", write_text(path, bypasses[i].config));
+        TP_CHECK("write the bypass config", write_text(path, bypasses[i].config));
         s = NULL;
         ts_store_create(NULL, &s);
         snprintf(name, sizeof name, "10-guard.json %s: the folder is refused", bypasses[i].config);
-        CHECK_STATUS(name, ts_store_load_plugins(s, folder), TS_E_JSON);
+        TP_CHECK_STATUS(name, ts_store_load_plugins(s, folder), TS_E_JSON);
         snprintf(want, sizeof want, "duplicate key \"%s\"", bypasses[i].key);
-        CHECK_CONTAINS(name, ts_last_error(), want);
-        CHECK_CONTAINS(name, ts_last_error(), "10-guard");
+        TP_CHECK_CONTAINS(name, ts_last_error(), want);
+        TP_CHECK_CONTAINS(name, ts_last_error(), "10-guard");
         snprintf(name, sizeof name, "10-guard.json %s: no guard in the store", bypasses[i].config);
-        CHECK_STATUS(name, ts_store_dispatch(s, "{\"type\":\"admin/wipe\"}"), TS_OK);
+        TP_CHECK_STATUS(name, ts_store_dispatch(s, "{\"type\":\"admin/wipe\"}"), TS_OK);
         tp_destroy(s);
     }
-    CHECK("remove the config", unlink(path) == 0);
+    TP_CHECK("remove the config", unlink(path) == 0);
     snprintf(path, sizeof path, "%s/10-guard.so", folder);
-    CHECK("remove the plugin", unlink(path) == 0);
-    CHECK("remove the folder", rmdir(folder) == 0);
+    TP_CHECK("remove the plugin", unlink(path) == 0);
+    TP_CHECK("remove the folder", rmdir(folder) == 0);
 }
 
-static void test_order(void) {
+void test_guard__rulesApplyDenyAllowMaxBytesRequireInThatOrder(void) {
     ts_status st;
     ts_store *s = guarded("{\"allow\": [\"a/*\"], \"deny\": [\"a/x\"], \"require\": {\"a/*\": [\"f\"]}, \"max_bytes\": 40}", &st);
-    CHECK_STATUS("load all rules", st, TS_OK);
-    CHECK_STATUS("deny first", ts_store_dispatch(s, "{\"type\":\"a/x\"}"), TS_E_REJECTED);
-    CHECK_CONTAINS("deny first: deny named", ts_last_error(), "deny");
-    CHECK_STATUS("then allow", ts_store_dispatch(s, "{\"type\":\"b\"}"), TS_E_REJECTED);
-    CHECK_CONTAINS("then allow: allow named", ts_last_error(), "allow");
-    CHECK_STATUS("then max_bytes", ts_store_dispatch(s, "{\"type\":\"a/y\",\"payload\":{\"g\":\"long enough\"}}"),
-                 TS_E_REJECTED);
-    CHECK_CONTAINS("then max_bytes: named", ts_last_error(), "max_bytes");
-    CHECK_STATUS("then require", ts_store_dispatch(s, "{\"type\":\"a/y\",\"payload\":{}}"), TS_E_REJECTED);
-    CHECK_CONTAINS("then require: named", ts_last_error(), "require");
-    CHECK_STATUS("all rules kept", ts_store_dispatch(s, "{\"type\":\"a/y\",\"payload\":{\"f\":1}}"), TS_OK);
-    CHECK_INT("one reached", reached, 1);
+    TP_CHECK_STATUS("load all rules", st, TS_OK);
+    TP_CHECK_STATUS("deny first", ts_store_dispatch(s, "{\"type\":\"a/x\"}"), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("deny first: deny named", ts_last_error(), "deny");
+    TP_CHECK_STATUS("then allow", ts_store_dispatch(s, "{\"type\":\"b\"}"), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("then allow: allow named", ts_last_error(), "allow");
+    TP_CHECK_STATUS("then max_bytes", ts_store_dispatch(s, "{\"type\":\"a/y\",\"payload\":{\"g\":\"long enough\"}}"),
+                    TS_E_REJECTED);
+    TP_CHECK_CONTAINS("then max_bytes: named", ts_last_error(), "max_bytes");
+    TP_CHECK_STATUS("then require", ts_store_dispatch(s, "{\"type\":\"a/y\",\"payload\":{}}"), TS_E_REJECTED);
+    TP_CHECK_CONTAINS("then require: named", ts_last_error(), "require");
+    TP_CHECK_STATUS("all rules kept", ts_store_dispatch(s, "{\"type\":\"a/y\",\"payload\":{\"f\":1}}"), TS_OK);
+    TP_CHECK_INT("one reached", reached, 1);
     tp_destroy(s);
 }
 
@@ -312,16 +312,16 @@ static void bad_config(const char *config, const char *field) {
     ts_status st;
     ts_store *s = guarded(config, &st);
     snprintf(name, sizeof name, "bad config %s", config);
-    CHECK_STATUS(name, st, TS_E_PLUGIN);
+    TP_CHECK_STATUS(name, st, TS_E_PLUGIN);
     snprintf(name, sizeof name, "bad config %s: message names the field", config);
-    CHECK_CONTAINS(name, ts_last_error(), field);
+    TP_CHECK_CONTAINS(name, ts_last_error(), field);
     /* The store is still usable and the guard is not in it. */
     snprintf(name, sizeof name, "bad config %s: store usable, no guard", config);
-    CHECK_STATUS(name, ts_store_dispatch(s, "{\"type\":\"admin/x\"}"), TS_OK);
+    TP_CHECK_STATUS(name, ts_store_dispatch(s, "{\"type\":\"admin/x\"}"), TS_OK);
     tp_destroy(s);
 }
 
-static void test_bad_configs(void) {
+void test_guard__badConfigIsRefusedNamingTheField(void) {
     bad_config("{\"allow\": \"todos/*\"}", "\"allow\"");
     bad_config("{\"allow\": [\"a\", 1]}", "\"allow\"");
     bad_config("{\"allow\": [\"\"]}", "\"allow\"");
@@ -351,42 +351,42 @@ static void test_bad_configs(void) {
 
 /* Patterns are JSON strings: every escape decodes before matching (\" \\ \/
  * \b \f \n \r \t, \uXXXX with 2-, 3- and 4-byte UTF-8 and surrogate pairs). */
-static void test_escaped_patterns(void) {
+void test_guard__escapedPatternsDecodeBeforeMatching(void) {
     ts_status st;
     ts_store *s = guarded("{\"deny\": [\"\\u00e9t\\u00E9\", \"q\\\"\\\\\\/\\b\\f\\n\\r\\t\", \"\\u20ac\", "
                           "\"\\ud83d\\ude00*\", \"\\u0041\"]}",
                           &st);
-    CHECK_STATUS("escaped patterns: load", st, TS_OK);
-    CHECK_STATUS("\\u00e9 (2 bytes) matches", ts_store_dispatch(s, "{\"type\":\"\xc3\xa9t\xc3\xa9\"}"), TS_E_REJECTED);
-    CHECK_STATUS("simple escapes match", ts_store_dispatch(s, "{\"type\":\"q\\\"\\\\/\\b\\f\\n\\r\\t\"}"),
-                 TS_E_REJECTED);
-    CHECK_STATUS("\\u20ac (3 bytes) matches", ts_store_dispatch(s, "{\"type\":\"\xe2\x82\xac\"}"), TS_E_REJECTED);
-    CHECK_STATUS("surrogate pair prefix (4 bytes) matches",
-                 ts_store_dispatch(s, "{\"type\":\"\xf0\x9f\x98\x80/grin\"}"), TS_E_REJECTED);
-    CHECK_STATUS("\\u0041 matches A", ts_store_dispatch(s, "{\"type\":\"A\"}"), TS_E_REJECTED);
-    CHECK_STATUS("others pass", ts_store_dispatch(s, "{\"type\":\"\xc3\xa9t\"}"), TS_OK);
-    CHECK_INT("one reached", reached, 1);
+    TP_CHECK_STATUS("escaped patterns: load", st, TS_OK);
+    TP_CHECK_STATUS("\\u00e9 (2 bytes) matches", ts_store_dispatch(s, "{\"type\":\"\xc3\xa9t\xc3\xa9\"}"), TS_E_REJECTED);
+    TP_CHECK_STATUS("simple escapes match", ts_store_dispatch(s, "{\"type\":\"q\\\"\\\\/\\b\\f\\n\\r\\t\"}"),
+                    TS_E_REJECTED);
+    TP_CHECK_STATUS("\\u20ac (3 bytes) matches", ts_store_dispatch(s, "{\"type\":\"\xe2\x82\xac\"}"), TS_E_REJECTED);
+    TP_CHECK_STATUS("surrogate pair prefix (4 bytes) matches",
+                    ts_store_dispatch(s, "{\"type\":\"\xf0\x9f\x98\x80/grin\"}"), TS_E_REJECTED);
+    TP_CHECK_STATUS("\\u0041 matches A", ts_store_dispatch(s, "{\"type\":\"A\"}"), TS_E_REJECTED);
+    TP_CHECK_STATUS("others pass", ts_store_dispatch(s, "{\"type\":\"\xc3\xa9t\"}"), TS_OK);
+    TP_CHECK_INT("one reached", reached, 1);
     tp_destroy(s);
 }
 
-static void test_direct(void) {
+void test_guard__descriptorAndDirectCreateFollowThePluginAbi(void) {
     const ts_plugin *p = tp_descriptor(tp_plugin("guard"), TS_PLUGIN_ABI_VERSION);
     ts_store_api api = tp_fake_api(sizeof(ts_store_api));
     void *self = NULL;
     char *err = NULL;
-    CHECK("descriptor", p != NULL);
+    TP_CHECK("descriptor", p != NULL);
     if (p == NULL) return;
-    CHECK_INT("abi_version", p->abi_version, TS_PLUGIN_ABI_VERSION);
-    CHECK_INT("struct_size", p->struct_size, sizeof(ts_plugin));
-    CHECK_STR("name", p->name, "guard");
-    CHECK("no descriptor for ABI 0", tp_descriptor(tp_plugin("guard"), 0) == NULL);
-    CHECK("a newer host gets ABI 1", tp_descriptor(tp_plugin("guard"), 7) == p);
-    CHECK_STATUS("create with NULL config", p->create(NULL, &api, &self, &err), TS_OK);
+    TP_CHECK_INT("abi_version", p->abi_version, TS_PLUGIN_ABI_VERSION);
+    TP_CHECK_INT("struct_size", p->struct_size, sizeof(ts_plugin));
+    TP_CHECK_STR("name", p->name, "guard");
+    TP_CHECK("no descriptor for ABI 0", tp_descriptor(tp_plugin("guard"), 0) == NULL);
+    TP_CHECK("a newer host gets ABI 1", tp_descriptor(tp_plugin("guard"), 7) == p);
+    TP_CHECK_STATUS("create with NULL config", p->create(NULL, &api, &self, &err), TS_OK);
     p->destroy(self);
-    CHECK_STATUS("bad config with NULL error_message does not crash", p->create("{\"deny\":1}", &api, &self, NULL),
-                 TS_E_PLUGIN);
-    CHECK_STATUS("bad config", p->create("{\"deny\":1}", &api, &self, &err), TS_E_PLUGIN);
-    CHECK_CONTAINS("create message", err, "\"deny\"");
+    TP_CHECK_STATUS("bad config with NULL error_message does not crash", p->create("{\"deny\":1}", &api, &self, NULL),
+                    TS_E_PLUGIN);
+    TP_CHECK_STATUS("bad config", p->create("{\"deny\":1}", &api, &self, &err), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("create message", err, "\"deny\"");
     free(err);
     /* Text a host did not validate: malformed JSON, a repeated field and bad
      * escapes are refused with a message, never read past the end. */
@@ -419,9 +419,9 @@ static void test_direct(void) {
             err = NULL;
             self = NULL;
             snprintf(name, sizeof name, "direct create(%s): refused", cases[i].config);
-            CHECK_STATUS(name, p->create(cases[i].config, &api, &self, &err), TS_E_PLUGIN);
+            TP_CHECK_STATUS(name, p->create(cases[i].config, &api, &self, &err), TS_E_PLUGIN);
             snprintf(name, sizeof name, "direct create(%s): message", cases[i].config);
-            CHECK_CONTAINS(name, err, cases[i].message_part);
+            TP_CHECK_CONTAINS(name, err, cases[i].message_part);
             free(err);
         }
     }
@@ -435,26 +435,13 @@ static void test_direct(void) {
         for (i = 0; i < depth; i++) *w++ = ']';
         strcpy(w, "}");
         err = NULL;
-        CHECK_STATUS("deep unknown value: refused, no crash", p->create(cfg, &api, &self, &err), TS_E_PLUGIN);
-        CHECK_CONTAINS("deep unknown value: named", err, "\"unknown\"");
+        TP_CHECK_STATUS("deep unknown value: refused, no crash", p->create(cfg, &api, &self, &err), TS_E_PLUGIN);
+        TP_CHECK_CONTAINS("deep unknown value: named", err, "\"unknown\"");
         free(err);
         free(cfg);
     }
 }
 
-int main(int argc, char **argv) {
-    tp_options(argc, argv);
-    printf("guard: loading through %s\n", tp_loader_name());
-    test_no_config();
-    test_allow();
-    test_deny();
-    test_require();
-    test_max_bytes();
-    test_max_bytes_range();
-    test_duplicate_keys();
-    test_order();
-    test_bad_configs();
-    test_escaped_patterns();
-    test_direct();
-    return tp_summary();
-}
+int ts_test_suite_option(int argc, char **argv, int i) { return tp_option(argc, argv, i); }
+
+void ts_test_suite_setup(void) { printf("guard: loading through %s\n", tp_loader_name()); }

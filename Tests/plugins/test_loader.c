@@ -7,44 +7,12 @@
  * folder above it belong to root or this user and nobody else can write them
  * (a sticky folder owned by root, like /tmp, excepted), and they load the
  * file they checked. Run as root, the tests also give files to user 12345.
- * Usage: test_loader --plugins DIR, where DIR/loader/ holds the variants of
- * loader_plugin.c that run.sh builds. */
-#define _POSIX_C_SOURCE 200809L
+ * Options: --plugins DIR, where DIR/loader/ holds the variants of
+ * loader_plugin.c that run.sh builds (plugin_test.h). */
+#include "plugin_test.h"
+
 #include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
-#include "turnstate.h"
-
-static int passed, failed;
-
-#define CHECK(what, condition)                                                            \
-    do {                                                                                  \
-        if (condition) {                                                                  \
-            passed++;                                                                     \
-        } else {                                                                          \
-            failed++;                                                                     \
-            fprintf(stderr, "%s:%d: FAILED %s (%s); last error: %s\n", __FILE__, __LINE__, \
-                    what, #condition, ts_last_error());                                   \
-        }                                                                                 \
-    } while (0)
-
-#define CHECK_STATUS(what, call, expected)                                                           \
-    do {                                                                                             \
-        ts_status got_ = (call);                                                                     \
-        if (got_ == (expected)) {                                                                    \
-            passed++;                                                                                \
-        } else {                                                                                     \
-            failed++;                                                                                \
-            fprintf(stderr, "%s:%d: FAILED %s: got %s, expected %s; last error: %s\n", __FILE__,     \
-                    __LINE__, what, ts_status_name(got_), ts_status_name(expected), ts_last_error()); \
-        }                                                                                            \
-    } while (0)
-
-#define CHECK_MESSAGE(what, needle) CHECK(what, strstr(ts_last_error(), (needle)) != NULL)
 
 static char variants[1024];
 static char scratch[] = "/tmp/turnstate-loader-XXXXXX";
@@ -119,138 +87,138 @@ static char *read_file(const char *path) {
     return text;
 }
 
-static void test_single_plugins(void) {
+void test_loader__goodPluginsLoadAndBadOnesAreRefusedLeavingTheChain(void) {
     char path[1200], marker[1200], config[1400];
     ts_store *store = new_store();
 
     variant(path, sizeof path, "ok");
     snprintf(marker, sizeof marker, "%s/destroyed-single", scratch);
     snprintf(config, sizeof config, "{\"tag\":\"a\",\"marker\":\"%s\"}", marker);
-    CHECK_STATUS("a good plugin loads", ts_store_load_plugin(store, path, config), TS_OK);
-    CHECK_STATUS("the same file again, as a second instance", ts_store_load_plugin(store, path, "{\"tag\":\"b\"}"), TS_OK);
-    CHECK("both run, in the order loaded, each with its config", trace_is(store, "ab"));
+    TP_CHECK_STATUS("a good plugin loads", ts_store_load_plugin(store, path, config), TS_OK);
+    TP_CHECK_STATUS("the same file again, as a second instance", ts_store_load_plugin(store, path, "{\"tag\":\"b\"}"), TS_OK);
+    TP_CHECK("both run, in the order loaded, each with its config", trace_is(store, "ab"));
 
-    CHECK_STATUS("NULL path", ts_store_load_plugin(store, NULL, NULL), TS_E_ARGUMENT);
-    CHECK_STATUS("NULL store", ts_store_load_plugin(NULL, path, NULL), TS_E_ARGUMENT);
+    TP_CHECK_STATUS("NULL path", ts_store_load_plugin(store, NULL, NULL), TS_E_ARGUMENT);
+    TP_CHECK_STATUS("NULL store", ts_store_load_plugin(NULL, path, NULL), TS_E_ARGUMENT);
 
     snprintf(path, sizeof path, "%s/missing.so", scratch);
-    CHECK_STATUS("a missing file", ts_store_load_plugin(store, path, NULL), TS_E_NOT_FOUND);
-    CHECK_MESSAGE("names the file", "missing.so");
+    TP_CHECK_STATUS("a missing file", ts_store_load_plugin(store, path, NULL), TS_E_NOT_FOUND);
+    TP_CHECK_CONTAINS("names the file", ts_last_error(), "missing.so");
 
     snprintf(path, sizeof path, "%s/text.so", scratch);
-    CHECK("write a text file", write_file(path, "not an ELF file\n"));
-    CHECK_STATUS("not a shared object", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-    CHECK_MESSAGE("says so", "shared object");
+    TP_CHECK("write a text file", write_file(path, "not an ELF file\n"));
+    TP_CHECK_STATUS("not a shared object", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("says so", ts_last_error(), "shared object");
 
     variant(path, sizeof path, "no-entry");
-    CHECK_STATUS("no entry symbol", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-    CHECK_MESSAGE("names the symbol", "ts_plugin_entry");
+    TP_CHECK_STATUS("no entry symbol", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("names the symbol", ts_last_error(), "ts_plugin_entry");
 
     variant(path, sizeof path, "abi-7");
-    CHECK_STATUS("a newer ABI", ts_store_load_plugin(store, path, NULL), TS_E_ABI);
-    CHECK_MESSAGE("names the plugin's ABI", "version 7");
-    CHECK_MESSAGE("and this library's", "speaks version 1");
+    TP_CHECK_STATUS("a newer ABI", ts_store_load_plugin(store, path, NULL), TS_E_ABI);
+    TP_CHECK_CONTAINS("names the plugin's ABI", ts_last_error(), "version 7");
+    TP_CHECK_CONTAINS("and this library's", ts_last_error(), "speaks version 1");
 
     variant(path, sizeof path, "abi-0");
-    CHECK_STATUS("ABI version 0", ts_store_load_plugin(store, path, NULL), TS_E_ABI);
+    TP_CHECK_STATUS("ABI version 0", ts_store_load_plugin(store, path, NULL), TS_E_ABI);
 
     variant(path, sizeof path, "null-entry");
-    CHECK_STATUS("the entry returns NULL", ts_store_load_plugin(store, path, NULL), TS_E_ABI);
+    TP_CHECK_STATUS("the entry returns NULL", ts_store_load_plugin(store, path, NULL), TS_E_ABI);
 
     variant(path, sizeof path, "small");
-    CHECK_STATUS("a descriptor smaller than ABI 1's", ts_store_load_plugin(store, path, NULL), TS_E_ABI);
-    CHECK_MESSAGE("names the size", "bytes");
+    TP_CHECK_STATUS("a descriptor smaller than ABI 1's", ts_store_load_plugin(store, path, NULL), TS_E_ABI);
+    TP_CHECK_CONTAINS("names the size", ts_last_error(), "bytes");
 
     variant(path, sizeof path, "fail-create");
-    CHECK_STATUS("create fails", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-    CHECK_MESSAGE("with the plugin's own message", "refusing on purpose");
+    TP_CHECK_STATUS("create fails", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("with the plugin's own message", ts_last_error(), "refusing on purpose");
 
     variant(path, sizeof path, "ok");
-    CHECK_STATUS("invalid config JSON", ts_store_load_plugin(store, path, "{\"tag\":"), TS_E_JSON);
-    CHECK_MESSAGE("names the config", "config");
+    TP_CHECK_STATUS("invalid config JSON", ts_store_load_plugin(store, path, "{\"tag\":"), TS_E_JSON);
+    TP_CHECK_CONTAINS("names the config", ts_last_error(), "config");
 
     snprintf(path, sizeof path, "%s/writable.so", scratch);
     variant(config, sizeof config, "ok");
-    CHECK("copy a plugin others can write", copy_file(config, path, 0666));
-    CHECK_STATUS("a file others can write", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-    CHECK_MESSAGE("says why", "other users");
+    TP_CHECK("copy a plugin others can write", copy_file(config, path, 0666));
+    TP_CHECK_STATUS("a file others can write", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("says why", ts_last_error(), "other users");
 
-    CHECK("after every refusal the chain is as it was", trace_is(store, "ab"));
+    TP_CHECK("after every refusal the chain is as it was", trace_is(store, "ab"));
     ts_store_destroy(store);
-    CHECK("destroy() ran for each instance, last loaded first", strcmp(read_file(marker), "a") == 0);
+    TP_CHECK("destroy() ran for each instance, last loaded first", strcmp(read_file(marker), "a") == 0);
 }
 
-static void test_folders(void) {
+void test_loader__folderLoadsInNameOrderWithConfigsAndRefusesAsAWhole(void) {
     char folder[1200], path[1400], source[1200], marker[1200], config[1400];
     ts_store *store = new_store();
 
     snprintf(folder, sizeof folder, "%s/good", scratch);
     snprintf(marker, sizeof marker, "%s/destroyed-folder", scratch);
-    CHECK("make a folder", mkdir(folder, 0755) == 0);
+    TP_CHECK("make a folder", mkdir(folder, 0755) == 0);
     variant(source, sizeof source, "ok");
     /* Copied in reverse order of their names: loading must sort. */
     snprintf(path, sizeof path, "%s/30-c.so", folder);
-    CHECK("copy 30-c.so", copy_file(source, path, 0755));
+    TP_CHECK("copy 30-c.so", copy_file(source, path, 0755));
     snprintf(path, sizeof path, "%s/20-b.so", folder);
-    CHECK("copy 20-b.so", copy_file(source, path, 0755));
+    TP_CHECK("copy 20-b.so", copy_file(source, path, 0755));
     snprintf(path, sizeof path, "%s/10-a.so", folder);
-    CHECK("copy 10-a.so", copy_file(source, path, 0755));
+    TP_CHECK("copy 10-a.so", copy_file(source, path, 0755));
     snprintf(path, sizeof path, "%s/notes.txt", folder);
-    CHECK("a file that is no plugin", write_file(path, "ignored"));
+    TP_CHECK("a file that is no plugin", write_file(path, "ignored"));
     snprintf(config, sizeof config, "{\"tag\":\"a\",\"marker\":\"%s\"}", marker);
     snprintf(path, sizeof path, "%s/10-a.json", folder);
-    CHECK("10-a.json", write_file(path, config));
+    TP_CHECK("10-a.json", write_file(path, config));
     snprintf(config, sizeof config, "{\"tag\":\"b\",\"marker\":\"%s\"}", marker);
     snprintf(path, sizeof path, "%s/20-b.json", folder);
-    CHECK("20-b.json", write_file(path, config));
+    TP_CHECK("20-b.json", write_file(path, config));
     snprintf(config, sizeof config, "{\"tag\":\"c\",\"marker\":\"%s\"}", marker);
     snprintf(path, sizeof path, "%s/30-c.json", folder);
-    CHECK("30-c.json", write_file(path, config));
+    TP_CHECK("30-c.json", write_file(path, config));
 
-    CHECK_STATUS("a folder loads", ts_store_load_plugins(store, folder), TS_OK);
-    CHECK("in byte order of names, each with NAME.json", trace_is(store, "abc"));
+    TP_CHECK_STATUS("a folder loads", ts_store_load_plugins(store, folder), TS_OK);
+    TP_CHECK("in byte order of names, each with NAME.json", trace_is(store, "abc"));
 
     /* All or nothing: a folder whose second plugin fails adds none. */
     snprintf(folder, sizeof folder, "%s/bad", scratch);
-    CHECK("make a folder", mkdir(folder, 0755) == 0);
+    TP_CHECK("make a folder", mkdir(folder, 0755) == 0);
     snprintf(path, sizeof path, "%s/10-ok.so", folder);
-    CHECK("copy 10-ok.so", copy_file(source, path, 0755));
+    TP_CHECK("copy 10-ok.so", copy_file(source, path, 0755));
     snprintf(path, sizeof path, "%s/10-ok.json", folder);
-    CHECK("10-ok.json", write_file(path, "{\"tag\":\"x\"}"));
+    TP_CHECK("10-ok.json", write_file(path, "{\"tag\":\"x\"}"));
     variant(source, sizeof source, "fail-create");
     snprintf(path, sizeof path, "%s/20-fails.so", folder);
-    CHECK("copy 20-fails.so", copy_file(source, path, 0755));
+    TP_CHECK("copy 20-fails.so", copy_file(source, path, 0755));
     {
         uint64_t token;
-        CHECK_STATUS("subscribe", ts_store_subscribe(store, NULL, count_notification, NULL, &token), TS_OK);
+        TP_CHECK_STATUS("subscribe", ts_store_subscribe(store, NULL, count_notification, NULL, &token), TS_OK);
         notifications = 0;
-        CHECK_STATUS("a folder with a failing plugin", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
-        CHECK("a refused load that changed nothing notifies nobody", notifications == 0);
-        CHECK_STATUS("unsubscribe", ts_store_unsubscribe(store, token), TS_OK);
+        TP_CHECK_STATUS("a folder with a failing plugin", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+        TP_CHECK("a refused load that changed nothing notifies nobody", notifications == 0);
+        TP_CHECK_STATUS("unsubscribe", ts_store_unsubscribe(store, token), TS_OK);
     }
-    CHECK_MESSAGE("names the file that failed", "20-fails.so");
-    CHECK("none of that folder was added", trace_is(store, "abc"));
+    TP_CHECK_CONTAINS("names the file that failed", ts_last_error(), "20-fails.so");
+    TP_CHECK("none of that folder was added", trace_is(store, "abc"));
 
     snprintf(path, sizeof path, "%s/20-fails.so", folder);
-    CHECK("remove the failing plugin", unlink(path) == 0);
+    TP_CHECK("remove the failing plugin", unlink(path) == 0);
     snprintf(path, sizeof path, "%s/10-ok.json", folder);
-    CHECK("break the config", write_file(path, "{not json"));
-    CHECK_STATUS("a folder with an invalid NAME.json", ts_store_load_plugins(store, folder), TS_E_JSON);
-    CHECK("still nothing added", trace_is(store, "abc"));
+    TP_CHECK("break the config", write_file(path, "{not json"));
+    TP_CHECK_STATUS("a folder with an invalid NAME.json", ts_store_load_plugins(store, folder), TS_E_JSON);
+    TP_CHECK("still nothing added", trace_is(store, "abc"));
 
-    CHECK("let others write the folder", chmod(folder, 0777) == 0);
-    CHECK_STATUS("a folder others can write", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
-    CHECK_MESSAGE("says why", "other users");
+    TP_CHECK("let others write the folder", chmod(folder, 0777) == 0);
+    TP_CHECK_STATUS("a folder others can write", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("says why", ts_last_error(), "other users");
     snprintf(path, sizeof path, "%s/10-ok.so", folder);
-    CHECK_STATUS("a plugin in a folder others can write", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-    CHECK("close the folder again", chmod(folder, 0755) == 0);
+    TP_CHECK_STATUS("a plugin in a folder others can write", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    TP_CHECK("close the folder again", chmod(folder, 0755) == 0);
 
     snprintf(path, sizeof path, "%s/no-such-folder", scratch);
-    CHECK_STATUS("a missing folder", ts_store_load_plugins(store, path), TS_E_NOT_FOUND);
-    CHECK_STATUS("NULL folder", ts_store_load_plugins(store, NULL), TS_E_ARGUMENT);
+    TP_CHECK_STATUS("a missing folder", ts_store_load_plugins(store, path), TS_E_NOT_FOUND);
+    TP_CHECK_STATUS("NULL folder", ts_store_load_plugins(store, NULL), TS_E_ARGUMENT);
 
     ts_store_destroy(store);
-    CHECK("destroy() ran for each, last loaded first", strcmp(read_file(marker), "cba") == 0);
+    TP_CHECK("destroy() ran for each, last loaded first", strcmp(read_file(marker), "cba") == 0);
 }
 
 /* ---- Trust: the real file and every folder above it ------------------------------- */
@@ -273,7 +241,7 @@ static int descriptors_open(void) {
     return fd;
 }
 
-static void test_trust(void) {
+void test_loader__fileOrFolderOthersCanWriteIsNotTrusted(void) {
     char ok[1200], path[1400], target[1400], cwd[1400];
     int as_root = geteuid() == 0;
     ts_store *store = new_store();
@@ -282,93 +250,93 @@ static void test_trust(void) {
     /* scratch is a fresh 0700 folder inside /tmp, a sticky (1777) folder
      * owned by root: every load below passes through that exception. */
     in_scratch(path, sizeof path, "world"); /* 0777, not sticky */
-    CHECK("a folder everyone can write", make_folder(path, 0777));
+    TP_CHECK("a folder everyone can write", make_folder(path, 0777));
     in_scratch(path, sizeof path, "safe");
-    CHECK("a safe folder", make_folder(path, 0755));
+    TP_CHECK("a safe folder", make_folder(path, 0755));
     in_scratch(path, sizeof path, "safe2");
-    CHECK("another safe folder", make_folder(path, 0755));
+    TP_CHECK("another safe folder", make_folder(path, 0755));
     in_scratch(path, sizeof path, "world/ok.so");
-    CHECK("a plugin in the world-writable folder", copy_file(ok, path, 0755));
+    TP_CHECK("a plugin in the world-writable folder", copy_file(ok, path, 0755));
     in_scratch(path, sizeof path, "safe2/ok.so");
-    CHECK("a plugin in a safe folder", copy_file(ok, path, 0755));
+    TP_CHECK("a plugin in a safe folder", copy_file(ok, path, 0755));
 
     in_scratch(target, sizeof target, "world/ok.so");
     in_scratch(path, sizeof path, "safe/into-world.so");
-    CHECK("a link in a safe folder to the world-writable one", symlink(target, path) == 0);
-    CHECK_STATUS("a link into a world-writable folder", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-    CHECK_MESSAGE("names the link", "into-world.so");
-    CHECK_MESSAGE("and the real file", "real path");
-    CHECK("and the folder, with the fix", names_fix("chmod go-w", "world"));
-    CHECK_MESSAGE("and the bits", "mode 0777: writable by group and others");
+    TP_CHECK("a link in a safe folder to the world-writable one", symlink(target, path) == 0);
+    TP_CHECK_STATUS("a link into a world-writable folder", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("names the link", ts_last_error(), "into-world.so");
+    TP_CHECK_CONTAINS("and the real file", ts_last_error(), "real path");
+    TP_CHECK("and the folder, with the fix", names_fix("chmod go-w", "world"));
+    TP_CHECK_CONTAINS("and the bits", ts_last_error(), "mode 0777: writable by group and others");
 
     in_scratch(target, sizeof target, "safe2/ok.so");
     in_scratch(path, sizeof path, "safe/into-safe.so");
-    CHECK("a link to a plugin in a safe folder", symlink(target, path) == 0);
-    CHECK_STATUS("a link into a safe folder", ts_store_load_plugin(store, path, "{\"tag\":\"L\"}"), TS_OK);
+    TP_CHECK("a link to a plugin in a safe folder", symlink(target, path) == 0);
+    TP_CHECK_STATUS("a link into a safe folder", ts_store_load_plugin(store, path, "{\"tag\":\"L\"}"), TS_OK);
 
     /* The parent of the parent is group-writable. */
     in_scratch(path, sizeof path, "group");
-    CHECK("a group-writable folder", make_folder(path, 0775));
+    TP_CHECK("a group-writable folder", make_folder(path, 0775));
     in_scratch(path, sizeof path, "group/inner");
-    CHECK("a safe folder inside it", make_folder(path, 0755));
+    TP_CHECK("a safe folder inside it", make_folder(path, 0755));
     in_scratch(path, sizeof path, "group/inner/ok.so");
-    CHECK("a plugin in the inner folder", copy_file(ok, path, 0755));
-    CHECK_STATUS("a folder above the file's folder is group-writable", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-    CHECK("names that folder, with the fix", names_fix("chmod go-w", "group"));
-    CHECK_MESSAGE("and the bit", "writable by group)");
+    TP_CHECK("a plugin in the inner folder", copy_file(ok, path, 0755));
+    TP_CHECK_STATUS("a folder above the file's folder is group-writable", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    TP_CHECK("names that folder, with the fix", names_fix("chmod go-w", "group"));
+    TP_CHECK_CONTAINS("and the bit", ts_last_error(), "writable by group)");
 
     /* A sticky folder that others can write: allowed only when root owns it. */
     in_scratch(path, sizeof path, "sticky");
-    CHECK("a sticky world-writable folder", make_folder(path, 01777));
+    TP_CHECK("a sticky world-writable folder", make_folder(path, 01777));
     in_scratch(path, sizeof path, "sticky/ok.so");
-    CHECK("a plugin directly in it", copy_file(ok, path, 0755));
+    TP_CHECK("a plugin directly in it", copy_file(ok, path, 0755));
     if (as_root) {
-        CHECK_STATUS("a file in a sticky world-writable folder owned by root", ts_store_load_plugin(store, path, "{\"tag\":\"S\"}"), TS_OK);
+        TP_CHECK_STATUS("a file in a sticky world-writable folder owned by root", ts_store_load_plugin(store, path, "{\"tag\":\"S\"}"), TS_OK);
         in_scratch(target, sizeof target, "sticky");
-        CHECK("give the sticky folder to another user", chown(target, 12345, 0) == 0);
-        CHECK_STATUS("a sticky folder owned by another user", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-        CHECK_MESSAGE("names the owner", "belongs to user 12345");
-        CHECK("and the fix", names_fix("chown root", "sticky"));
+        TP_CHECK("give the sticky folder to another user", chown(target, 12345, 0) == 0);
+        TP_CHECK_STATUS("a sticky folder owned by another user", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+        TP_CHECK_CONTAINS("names the owner", ts_last_error(), "belongs to user 12345");
+        TP_CHECK("and the fix", names_fix("chown root", "sticky"));
 
         in_scratch(path, sizeof path, "safe2/theirs.so");
-        CHECK("a plugin that belongs to another user", copy_file(ok, path, 0755) && chown(path, 12345, 0) == 0);
-        CHECK_STATUS("a file owned by another user", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-        CHECK_MESSAGE("names the owner", "belongs to user 12345");
-        CHECK("and the fix", names_fix("chown root", "safe2/theirs.so"));
+        TP_CHECK("a plugin that belongs to another user", copy_file(ok, path, 0755) && chown(path, 12345, 0) == 0);
+        TP_CHECK_STATUS("a file owned by another user", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+        TP_CHECK_CONTAINS("names the owner", ts_last_error(), "belongs to user 12345");
+        TP_CHECK("and the fix", names_fix("chown root", "safe2/theirs.so"));
     } else {
-        CHECK_STATUS("not root: the sticky folder is this user's, not root's", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-        CHECK_MESSAGE("and says which folders may be writable", "only a sticky folder owned by root");
+        TP_CHECK_STATUS("not root: the sticky folder is this user's, not root's", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+        TP_CHECK_CONTAINS("and says which folders may be writable", ts_last_error(), "only a sticky folder owned by root");
     }
 
     /* The file itself, through a link: refused with its real path. */
     in_scratch(path, sizeof path, "safe2/theirs-writable.so");
-    CHECK("a plugin others can write", copy_file(ok, path, 0757));
+    TP_CHECK("a plugin others can write", copy_file(ok, path, 0757));
     in_scratch(target, sizeof target, "safe/to-writable.so");
-    CHECK("a link to it", symlink(path, target) == 0);
-    CHECK_STATUS("a link to a file others can write", ts_store_load_plugin(store, target, NULL), TS_E_PLUGIN);
-    CHECK("names the real file, with the fix", names_fix("chmod go-w", "safe2/theirs-writable.so"));
-    CHECK_MESSAGE("and the bit", "mode 0757: writable by others)");
+    TP_CHECK("a link to it", symlink(path, target) == 0);
+    TP_CHECK_STATUS("a link to a file others can write", ts_store_load_plugin(store, target, NULL), TS_E_PLUGIN);
+    TP_CHECK("names the real file, with the fix", names_fix("chmod go-w", "safe2/theirs-writable.so"));
+    TP_CHECK_CONTAINS("and the bit", ts_last_error(), "mode 0757: writable by others)");
 
     /* A relative path that does not exist says where it looked. */
     if (getcwd(cwd, sizeof cwd) != NULL && chdir(scratch) == 0) {
         char here[1200];
-        CHECK("read the current folder", getcwd(here, sizeof here) != NULL);
+        TP_CHECK("read the current folder", getcwd(here, sizeof here) != NULL);
         snprintf(target, sizeof target, "(looked for %s/x.so)", here);
-        CHECK_STATUS("a relative path that does not exist", ts_store_load_plugin(store, "x.so", NULL), TS_E_NOT_FOUND);
-        CHECK_MESSAGE("names the path given", "plugin file \"x.so\" does not exist");
-        CHECK_MESSAGE("and where it looked", target);
-        CHECK_STATUS("a relative path that exists", ts_store_load_plugin(store, "safe2/ok.so", "{\"tag\":\"R\"}"), TS_OK);
-        CHECK("back to the first folder", chdir(cwd) == 0);
+        TP_CHECK_STATUS("a relative path that does not exist", ts_store_load_plugin(store, "x.so", NULL), TS_E_NOT_FOUND);
+        TP_CHECK_CONTAINS("names the path given", ts_last_error(), "plugin file \"x.so\" does not exist");
+        TP_CHECK_CONTAINS("and where it looked", ts_last_error(), target);
+        TP_CHECK_STATUS("a relative path that exists", ts_store_load_plugin(store, "safe2/ok.so", "{\"tag\":\"R\"}"), TS_OK);
+        TP_CHECK("back to the first folder", chdir(cwd) == 0);
     } else {
-        CHECK("change folder", 0);
+        TP_CHECK("change folder", 0);
     }
     in_scratch(target, sizeof target, "nothing-here.so");
     in_scratch(path, sizeof path, "safe/dangling.so");
-    CHECK("a link to nothing", symlink(target, path) == 0);
-    CHECK_STATUS("a link to nothing", ts_store_load_plugin(store, path, NULL), TS_E_NOT_FOUND);
-    CHECK_MESSAGE("says so", "symbolic link to something missing");
+    TP_CHECK("a link to nothing", symlink(target, path) == 0);
+    TP_CHECK_STATUS("a link to nothing", ts_store_load_plugin(store, path, NULL), TS_E_NOT_FOUND);
+    TP_CHECK_CONTAINS("says so", ts_last_error(), "symbolic link to something missing");
 
-    CHECK("the refusals changed nothing", trace_is(store, "LSR") || (!as_root && trace_is(store, "LR")));
+    TP_CHECK("the refusals changed nothing", trace_is(store, "LSR") || (!as_root && trace_is(store, "LR")));
     ts_store_destroy(store);
 }
 
@@ -376,26 +344,26 @@ static void test_trust(void) {
  * descriptor: dlopen's messages name the real file, a file loaded after
  * another (through the same descriptor number) is itself, and no descriptor
  * is left open. */
-static void test_checked_file_is_loaded(void) {
+void test_loader__theCheckedFileIsTheOneLoaded(void) {
     char path[1400], target[1400], source[1200];
     int before, i;
     ts_store *store = new_store();
 
     in_scratch(path, sizeof path, "elf");
-    CHECK("a folder", make_folder(path, 0755));
+    TP_CHECK("a folder", make_folder(path, 0755));
     in_scratch(target, sizeof target, "elf/not-elf.txt");
-    CHECK("a regular file that is not a shared object", write_file(target, "not an ELF file\n"));
+    TP_CHECK("a regular file that is not a shared object", write_file(target, "not an ELF file\n"));
     in_scratch(path, sizeof path, "elf/link.so");
-    CHECK("a link to it", symlink(target, path) == 0);
-    CHECK_STATUS("a text file through a link", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-    CHECK_MESSAGE("says what it is not", "could not be loaded as a shared object");
-    CHECK_MESSAGE("names the link", "elf/link.so");
+    TP_CHECK("a link to it", symlink(target, path) == 0);
+    TP_CHECK_STATUS("a text file through a link", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("says what it is not", ts_last_error(), "could not be loaded as a shared object");
+    TP_CHECK_CONTAINS("names the link", ts_last_error(), "elf/link.so");
     {
         char expected[1500];
         snprintf(expected, sizeof expected, "shared object: %s:", target);
-        CHECK_MESSAGE("dlopen's own message names the real file", expected);
+        TP_CHECK_CONTAINS("dlopen's own message names the real file", ts_last_error(), expected);
     }
-    CHECK("and never /proc/self/fd", strstr(ts_last_error(), "/proc/self/fd") == NULL);
+    TP_CHECK("and never /proc/self/fd", strstr(ts_last_error(), "/proc/self/fd") == NULL);
 
     /* Different files, one after the other: each load opens the same lowest
      * free descriptor number, and each must load its own file. */
@@ -405,104 +373,104 @@ static void test_checked_file_is_loaded(void) {
         snprintf(name, sizeof name, "elf/good-%d.so", i);
         variant(source, sizeof source, "ok");
         in_scratch(path, sizeof path, name);
-        CHECK("copy a good plugin", copy_file(source, path, 0755));
-        CHECK_STATUS("a good plugin", ts_store_load_plugin(store, path, "{\"tag\":\"g\"}"), TS_OK);
+        TP_CHECK("copy a good plugin", copy_file(source, path, 0755));
+        TP_CHECK_STATUS("a good plugin", ts_store_load_plugin(store, path, "{\"tag\":\"g\"}"), TS_OK);
         snprintf(name, sizeof name, "elf/fails-%d.so", i);
         variant(source, sizeof source, "fail-create");
         in_scratch(path, sizeof path, name);
-        CHECK("copy a plugin whose create fails", copy_file(source, path, 0755));
-        CHECK_STATUS("then another file is that file, not the one loaded before", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-        CHECK_MESSAGE("its own create() failed", "refusing on purpose");
+        TP_CHECK("copy a plugin whose create fails", copy_file(source, path, 0755));
+        TP_CHECK_STATUS("then another file is that file, not the one loaded before", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+        TP_CHECK_CONTAINS("its own create() failed", ts_last_error(), "refusing on purpose");
         snprintf(name, sizeof name, "elf/abi-%d.so", i);
         variant(source, sizeof source, "abi-7");
         in_scratch(path, sizeof path, name);
-        CHECK("copy a plugin for ABI 7", copy_file(source, path, 0755));
-        CHECK_STATUS("and a third is itself too", ts_store_load_plugin(store, path, NULL), TS_E_ABI);
+        TP_CHECK("copy a plugin for ABI 7", copy_file(source, path, 0755));
+        TP_CHECK_STATUS("and a third is itself too", ts_store_load_plugin(store, path, NULL), TS_E_ABI);
     }
-    CHECK("no descriptor is left open", descriptors_open() == before);
-    CHECK("the good ones run", trace_is(store, "ggg"));
+    TP_CHECK("no descriptor is left open", descriptors_open() == before);
+    TP_CHECK("the good ones run", trace_is(store, "ggg"));
     ts_store_destroy(store);
 }
 
 /* NAME.json beside a plugin: trusted as the plugin is. */
-static void test_config_trust(void) {
+void test_loader__configBesideAPluginIsTrustedAsThePluginIs(void) {
     char folder[1200], path[1400], target[1400], ok[1200];
     int as_root = geteuid() == 0;
     ts_store *store = new_store();
 
     variant(ok, sizeof ok, "ok");
     in_scratch(folder, sizeof folder, "configs");
-    CHECK("a plugin folder", make_folder(folder, 0755));
+    TP_CHECK("a plugin folder", make_folder(folder, 0755));
     snprintf(path, sizeof path, "%s/10-a.so", folder);
-    CHECK("a plugin in it", copy_file(ok, path, 0755));
+    TP_CHECK("a plugin in it", copy_file(ok, path, 0755));
     snprintf(path, sizeof path, "%s/10-a.json", folder);
 
-    CHECK("a config others can write", write_file(path, "{\"tag\":\"w\"}") && chmod(path, 0666) == 0);
-    CHECK_STATUS("a config others can write", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
-    CHECK_MESSAGE("names the config", "plugin config \"");
-    CHECK_MESSAGE("by its name", "10-a.json\" can be written by other users (mode 0666");
-    CHECK("with the fix", names_fix("chmod go-w", "configs/10-a.json"));
-    CHECK("remove it", unlink(path) == 0);
+    TP_CHECK("a config others can write", write_file(path, "{\"tag\":\"w\"}") && chmod(path, 0666) == 0);
+    TP_CHECK_STATUS("a config others can write", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("names the config", ts_last_error(), "plugin config \"");
+    TP_CHECK_CONTAINS("by its name", ts_last_error(), "10-a.json\" can be written by other users (mode 0666");
+    TP_CHECK("with the fix", names_fix("chmod go-w", "configs/10-a.json"));
+    TP_CHECK("remove it", unlink(path) == 0);
 
     in_scratch(target, sizeof target, "cfg-group");
-    CHECK("a group-writable folder", make_folder(target, 0775));
+    TP_CHECK("a group-writable folder", make_folder(target, 0775));
     in_scratch(target, sizeof target, "cfg-group/a.json");
-    CHECK("a config in it", write_file(target, "{\"tag\":\"g\"}") && chmod(target, 0644) == 0);
-    CHECK("NAME.json a link to it", symlink(target, path) == 0);
-    CHECK_STATUS("a config in a folder its group can write", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
-    CHECK_MESSAGE("names the config", "10-a.json");
-    CHECK("and the folder, with the fix", names_fix("chmod go-w", "cfg-group"));
-    CHECK("remove the link", unlink(path) == 0);
+    TP_CHECK("a config in it", write_file(target, "{\"tag\":\"g\"}") && chmod(target, 0644) == 0);
+    TP_CHECK("NAME.json a link to it", symlink(target, path) == 0);
+    TP_CHECK_STATUS("a config in a folder its group can write", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("names the config", ts_last_error(), "10-a.json");
+    TP_CHECK("and the folder, with the fix", names_fix("chmod go-w", "cfg-group"));
+    TP_CHECK("remove the link", unlink(path) == 0);
 
     in_scratch(target, sizeof target, "cfg-world");
-    CHECK("a folder everyone can write", make_folder(target, 0777));
+    TP_CHECK("a folder everyone can write", make_folder(target, 0777));
     in_scratch(target, sizeof target, "cfg-world/a.json");
-    CHECK("a config in it", write_file(target, "{\"tag\":\"x\"}") && chmod(target, 0644) == 0);
-    CHECK("NAME.json a link to it", symlink(target, path) == 0);
-    CHECK_STATUS("a config linked into a world-writable folder", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
-    CHECK_MESSAGE("names the config", "plugin config \"");
-    CHECK("and the folder, with the fix", names_fix("chmod go-w", "cfg-world"));
-    CHECK_MESSAGE("and the bits", "writable by group and others");
-    CHECK("remove the link", unlink(path) == 0);
+    TP_CHECK("a config in it", write_file(target, "{\"tag\":\"x\"}") && chmod(target, 0644) == 0);
+    TP_CHECK("NAME.json a link to it", symlink(target, path) == 0);
+    TP_CHECK_STATUS("a config linked into a world-writable folder", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("names the config", ts_last_error(), "plugin config \"");
+    TP_CHECK("and the folder, with the fix", names_fix("chmod go-w", "cfg-world"));
+    TP_CHECK_CONTAINS("and the bits", ts_last_error(), "writable by group and others");
+    TP_CHECK("remove the link", unlink(path) == 0);
 
     in_scratch(target, sizeof target, "nothing.json");
-    CHECK("NAME.json a link to nothing", symlink(target, path) == 0);
-    CHECK_STATUS("a config that links to nothing", ts_store_load_plugins(store, folder), TS_E_NOT_FOUND);
-    CHECK_MESSAGE("names the config", "10-a.json");
-    CHECK("remove the link", unlink(path) == 0);
+    TP_CHECK("NAME.json a link to nothing", symlink(target, path) == 0);
+    TP_CHECK_STATUS("a config that links to nothing", ts_store_load_plugins(store, folder), TS_E_NOT_FOUND);
+    TP_CHECK_CONTAINS("names the config", ts_last_error(), "10-a.json");
+    TP_CHECK("remove the link", unlink(path) == 0);
 
     if (as_root) {
-        CHECK("a config of another user", write_file(path, "{\"tag\":\"u\"}") && chown(path, 12345, 0) == 0);
-        CHECK_STATUS("a config that belongs to another user", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
-        CHECK_MESSAGE("names the owner", "belongs to user 12345");
-        CHECK("remove it", unlink(path) == 0);
+        TP_CHECK("a config of another user", write_file(path, "{\"tag\":\"u\"}") && chown(path, 12345, 0) == 0);
+        TP_CHECK_STATUS("a config that belongs to another user", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+        TP_CHECK_CONTAINS("names the owner", ts_last_error(), "belongs to user 12345");
+        TP_CHECK("remove it", unlink(path) == 0);
     }
 
-    CHECK("a config that is not UTF-8", write_file(path, "{\"tag\":\"\xff\"}"));
-    CHECK_STATUS("a config that is not UTF-8 stays a JSON error", ts_store_load_plugins(store, folder), TS_E_JSON);
-    CHECK_MESSAGE("says so", "not valid UTF-8");
-    CHECK("remove it", unlink(path) == 0);
+    TP_CHECK("a config that is not UTF-8", write_file(path, "{\"tag\":\"\xff\"}"));
+    TP_CHECK_STATUS("a config that is not UTF-8 stays a JSON error", ts_store_load_plugins(store, folder), TS_E_JSON);
+    TP_CHECK_CONTAINS("says so", ts_last_error(), "not valid UTF-8");
+    TP_CHECK("remove it", unlink(path) == 0);
 
     in_scratch(target, sizeof target, "safe-config.json");
-    CHECK("a safe config elsewhere", write_file(target, "{\"tag\":\"c\"}") && chmod(target, 0644) == 0);
-    CHECK("NAME.json a link to it", symlink(target, path) == 0);
-    CHECK_STATUS("a config linked to a safe file", ts_store_load_plugins(store, folder), TS_OK);
-    CHECK("is read", trace_is(store, "c"));
+    TP_CHECK("a safe config elsewhere", write_file(target, "{\"tag\":\"c\"}") && chmod(target, 0644) == 0);
+    TP_CHECK("NAME.json a link to it", symlink(target, path) == 0);
+    TP_CHECK_STATUS("a config linked to a safe file", ts_store_load_plugins(store, folder), TS_OK);
+    TP_CHECK("is read", trace_is(store, "c"));
 
     /* The folder given: resolved, and every folder above it checked. */
     in_scratch(target, sizeof target, "group/inner");
-    CHECK_STATUS("a plugin folder below a group-writable folder", ts_store_load_plugins(store, target), TS_E_PLUGIN);
-    CHECK_MESSAGE("names the plugin folder", "plugin folder \"");
-    CHECK("and the folder above, with the fix", names_fix("chmod go-w", "group"));
+    TP_CHECK_STATUS("a plugin folder below a group-writable folder", ts_store_load_plugins(store, target), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("names the plugin folder", ts_last_error(), "plugin folder \"");
+    TP_CHECK("and the folder above, with the fix", names_fix("chmod go-w", "group"));
     in_scratch(target, sizeof target, "world");
     in_scratch(path, sizeof path, "safe/folder-link");
-    CHECK("a link to a world-writable folder", symlink(target, path) == 0);
-    CHECK_STATUS("a plugin folder that links to a world-writable one", ts_store_load_plugins(store, path), TS_E_PLUGIN);
-    CHECK_MESSAGE("names the real folder", "real path");
-    CHECK("with the fix", names_fix("chmod go-w", "world"));
-    CHECK_STATUS("a relative folder that does not exist", ts_store_load_plugins(store, "no-such-plugins"), TS_E_NOT_FOUND);
-    CHECK_MESSAGE("says where it looked", "(looked for /");
-    CHECK("the refusals changed nothing", trace_is(store, "c"));
+    TP_CHECK("a link to a world-writable folder", symlink(target, path) == 0);
+    TP_CHECK_STATUS("a plugin folder that links to a world-writable one", ts_store_load_plugins(store, path), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("names the real folder", ts_last_error(), "real path");
+    TP_CHECK("with the fix", names_fix("chmod go-w", "world"));
+    TP_CHECK_STATUS("a relative folder that does not exist", ts_store_load_plugins(store, "no-such-plugins"), TS_E_NOT_FOUND);
+    TP_CHECK_CONTAINS("says where it looked", ts_last_error(), "(looked for /");
+    TP_CHECK("the refusals changed nothing", trace_is(store, "c"));
     ts_store_destroy(store);
 }
 
@@ -510,82 +478,75 @@ static void test_config_trust(void) {
  * what is not a regular file, what a path cannot reach, a descriptor without
  * run(), a config file that cannot be read or is not UTF-8; and a plugin
  * whose descriptor has no name is named after its file. */
-static void test_files(void) {
+void test_loader__whatIsNotAPluginFileIsRefusedNamingIt(void) {
     char path[1400], folder[1200], source[1200];
     ts_store *store = new_store();
 
-    CHECK_STATUS("a folder given as a plugin file", ts_store_load_plugin(store, scratch, NULL), TS_E_PLUGIN);
-    CHECK_MESSAGE("says it is no regular file", "not a regular file");
+    TP_CHECK_STATUS("a folder given as a plugin file", ts_store_load_plugin(store, scratch, NULL), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("says it is no regular file", ts_last_error(), "not a regular file");
 
     snprintf(path, sizeof path, "%s/file", scratch);
-    CHECK("write a file", write_file(path, "x"));
+    TP_CHECK("write a file", write_file(path, "x"));
     snprintf(path, sizeof path, "%s/file/x.so", scratch);
-    CHECK_STATUS("a path through a file", ts_store_load_plugin(store, path, NULL), TS_E_IO);
-    CHECK_MESSAGE("names the path", "file/x.so");
+    TP_CHECK_STATUS("a path through a file", ts_store_load_plugin(store, path, NULL), TS_E_IO);
+    TP_CHECK_CONTAINS("names the path", ts_last_error(), "file/x.so");
     snprintf(path, sizeof path, "%s/file", scratch);
-    CHECK_STATUS("a file given as a plugin folder", ts_store_load_plugins(store, path), TS_E_IO);
-    CHECK_MESSAGE("says it is no folder", "is not a folder");
+    TP_CHECK_STATUS("a file given as a plugin folder", ts_store_load_plugins(store, path), TS_E_IO);
+    TP_CHECK_CONTAINS("says it is no folder", ts_last_error(), "is not a folder");
     snprintf(path, sizeof path, "%s/file/sub", scratch);
-    CHECK_STATUS("a folder path through a file", ts_store_load_plugins(store, path), TS_E_IO);
-    CHECK_MESSAGE("names the folder", "file/sub");
+    TP_CHECK_STATUS("a folder path through a file", ts_store_load_plugins(store, path), TS_E_IO);
+    TP_CHECK_CONTAINS("names the folder", ts_last_error(), "file/sub");
 
     variant(path, sizeof path, "no-run");
-    CHECK_STATUS("a descriptor without run", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-    CHECK_MESSAGE("names the missing function", "run");
+    TP_CHECK_STATUS("a descriptor without run", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("names the missing function", ts_last_error(), "run");
 
     variant(path, sizeof path, "no-name");
-    CHECK_STATUS("a descriptor without name loads", ts_store_load_plugin(store, path, "{\"tag\":\"n\"}"), TS_OK);
-    CHECK("and runs", trace_is(store, "n"));
+    TP_CHECK_STATUS("a descriptor without name loads", ts_store_load_plugin(store, path, "{\"tag\":\"n\"}"), TS_OK);
+    TP_CHECK("and runs", trace_is(store, "n"));
 
     snprintf(folder, sizeof folder, "%s/file-configs", scratch);
-    CHECK("make a folder", mkdir(folder, 0755) == 0);
+    TP_CHECK("make a folder", mkdir(folder, 0755) == 0);
     variant(source, sizeof source, "ok");
     snprintf(path, sizeof path, "%s/10-a.so", folder);
-    CHECK("copy 10-a.so", copy_file(source, path, 0755));
+    TP_CHECK("copy 10-a.so", copy_file(source, path, 0755));
     snprintf(path, sizeof path, "%s/10-a.json", folder);
-    CHECK("a config that is not UTF-8", write_file(path, "{\"tag\":\"\xff\"}"));
-    CHECK_STATUS("a NAME.json that is not UTF-8", ts_store_load_plugins(store, folder), TS_E_JSON);
-    CHECK_MESSAGE("names the config", "10-a.json");
-    CHECK("remove it", unlink(path) == 0);
-    CHECK("a folder where the config should be", mkdir(path, 0755) == 0);
-    CHECK_STATUS("a NAME.json that is a folder", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
-    CHECK_MESSAGE("names the config", "10-a.json");
-    CHECK_MESSAGE("says it is no regular file", "not a regular file");
-    CHECK("nothing of it was added", trace_is(store, "n"));
+    TP_CHECK("a config that is not UTF-8", write_file(path, "{\"tag\":\"\xff\"}"));
+    TP_CHECK_STATUS("a NAME.json that is not UTF-8", ts_store_load_plugins(store, folder), TS_E_JSON);
+    TP_CHECK_CONTAINS("names the config", ts_last_error(), "10-a.json");
+    TP_CHECK("remove it", unlink(path) == 0);
+    TP_CHECK("a folder where the config should be", mkdir(path, 0755) == 0);
+    TP_CHECK_STATUS("a NAME.json that is a folder", ts_store_load_plugins(store, folder), TS_E_PLUGIN);
+    TP_CHECK_CONTAINS("names the config", ts_last_error(), "10-a.json");
+    TP_CHECK_CONTAINS("says it is no regular file", ts_last_error(), "not a regular file");
+    TP_CHECK("nothing of it was added", trace_is(store, "n"));
 
     /* Code owned by another user (not root) is refused; only root can make such a file here. */
     if (geteuid() == 0) {
         snprintf(path, sizeof path, "%s/10-a.so", folder);
-        CHECK("give the plugin to another user", chown(path, 65534, 65534) == 0);
-        CHECK_STATUS("a plugin owned by another user", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
-        CHECK_MESSAGE("names the owner", "belongs to user 65534");
+        TP_CHECK("give the plugin to another user", chown(path, 65534, 65534) == 0);
+        TP_CHECK_STATUS("a plugin owned by another user", ts_store_load_plugin(store, path, NULL), TS_E_PLUGIN);
+        TP_CHECK_CONTAINS("names the owner", ts_last_error(), "belongs to user 65534");
     } else {
         printf("test_files: not root, the other-owner case is skipped\n");
     }
     ts_store_destroy(store);
 }
 
-int main(int argc, char **argv) {
-    if (argc < 3 || strcmp(argv[1], "--plugins") != 0) {
-        fprintf(stderr, "usage: %s --plugins DIR\n", argv[0]);
-        return 2;
-    }
-    snprintf(variants, sizeof variants, "%s/loader", argv[2]);
+int ts_test_suite_option(int argc, char **argv, int i) { return tp_option(argc, argv, i); }
+
+/* The variants' folder, and a scratch folder that teardown removes. */
+void ts_test_suite_setup(void) {
+    ts_test_on_failure = tp_show_last_error;
+    snprintf(variants, sizeof variants, "%s/loader", tp_plugin_dir());
     if (mkdtemp(scratch) == NULL) {
         perror("mkdtemp");
-        return 2;
+        exit(2);
     }
-    test_single_plugins();
-    test_folders();
-    test_trust();
-    test_checked_file_is_loaded();
-    test_config_trust();
-    test_files();
-    {
-        char command[256];
-        snprintf(command, sizeof command, "rm -rf '%s'", scratch);
-        if (system(command) != 0) fprintf(stderr, "could not remove %s\n", scratch);
-    }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+}
+
+void ts_test_suite_teardown(void) {
+    char command[256];
+    snprintf(command, sizeof command, "rm -rf '%s'", scratch);
+    if (system(command) != 0) fprintf(stderr, "could not remove %s\n", scratch);
 }

@@ -13,12 +13,10 @@
  * shipped delay, guard and journal plugins in the order that crashed before
  * the protocol existed.
  */
-#include "harness.h"
+#include "plugin_test.h"
 #include "shutdown_plugin.h"
 
 #include <pthread.h>
-
-static int quick;
 
 static char *count_reducer(const char *slice, const ts_action *action, void *ctx) {
     (void)ctx;
@@ -38,7 +36,7 @@ static void counting_listener(ts_store *store, void *ctx) {
 
 static sp_counters *report(void) {
     char path[1100];
-    snprintf(path, sizeof path, "%s/shutdown/watch.so", tp_plugin_dir);
+    snprintf(path, sizeof path, "%s/shutdown/watch.so", tp_plugin_dir());
     void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
     if (handle == NULL) return NULL;
     sp_counters *r = dlsym(handle, "sp_report");
@@ -48,55 +46,55 @@ static sp_counters *report(void) {
 
 static const char *watch_path(void) {
     static char path[1100];
-    snprintf(path, sizeof path, "%s/shutdown/watch.so", tp_plugin_dir);
+    snprintf(path, sizeof path, "%s/shutdown/watch.so", tp_plugin_dir());
     return path;
 }
 
 /* A plugin's destroy() dispatches through its kept table: the plugins
  * destroyed before it (loaded after it) must not run, and the dispatch
  * answers TS_E_STORE_GONE. Before the protocol it reached them every time. */
-static void test_dispatch_from_destroy(void) {
+void test_shutdown__dispatchFromDestroyReachesNoDestroyedPlugin(void) {
     ts_store *store = NULL;
     int notified = 0;
     uint64_t token;
-    CHECK_STATUS("create", ts_store_create(NULL, &store), TS_OK);
-    CHECK_STATUS("reducer", ts_store_add_reducer(store, "count", count_reducer, NULL), TS_OK);
-    CHECK_STATUS("load first", ts_store_load_plugin(store, watch_path(), "{\"id\":1,\"dispatch_in_destroy\":true}"), TS_OK);
-    CHECK_STATUS("load second", ts_store_load_plugin(store, watch_path(), "{\"id\":2}"), TS_OK);
-    CHECK_STATUS("load third", ts_store_load_plugin(store, watch_path(), "{\"id\":3}"), TS_OK);
+    TP_CHECK_STATUS("create", ts_store_create(NULL, &store), TS_OK);
+    TP_CHECK_STATUS("reducer", ts_store_add_reducer(store, "count", count_reducer, NULL), TS_OK);
+    TP_CHECK_STATUS("load first", ts_store_load_plugin(store, watch_path(), "{\"id\":1,\"dispatch_in_destroy\":true}"), TS_OK);
+    TP_CHECK_STATUS("load second", ts_store_load_plugin(store, watch_path(), "{\"id\":2}"), TS_OK);
+    TP_CHECK_STATUS("load third", ts_store_load_plugin(store, watch_path(), "{\"id\":3}"), TS_OK);
     sp_counters *r = report();
-    CHECK("sp_report found", r != NULL);
+    TP_CHECK("sp_report found", r != NULL);
     if (r == NULL) return;
     memset(r, 0, sizeof *r);
     r->destroy_dispatch_status = 12345;
-    CHECK_STATUS("dispatch", ts_store_dispatch(store, "{\"type\":\"inc\"}"), TS_OK);
-    CHECK_STATUS("subscribe", ts_store_subscribe(store, NULL, counting_listener, &notified, &token), TS_OK);
+    TP_CHECK_STATUS("dispatch", ts_store_dispatch(store, "{\"type\":\"inc\"}"), TS_OK);
+    TP_CHECK_STATUS("subscribe", ts_store_subscribe(store, NULL, counting_listener, &notified, &token), TS_OK);
     ts_store_destroy(store);
-    CHECK_INT("three destroyed", r->destroyed, 3);
-    CHECK_INT("last loaded destroyed first", r->destroy_order[0], 3);
-    CHECK_INT("then the second", r->destroy_order[1], 2);
-    CHECK_INT("first loaded destroyed last", r->destroy_order[2], 1);
-    CHECK_INT("no run() after its destroy()", r->run_after_destroy, 0);
-    CHECK_STATUS("dispatch from destroy() answers TS_E_STORE_GONE", r->destroy_dispatch_status, TS_E_STORE_GONE);
-    CHECK_INT("no listener called by it", notified, 0);
+    TP_CHECK_INT("three destroyed", r->destroyed, 3);
+    TP_CHECK_INT("last loaded destroyed first", r->destroy_order[0], 3);
+    TP_CHECK_INT("then the second", r->destroy_order[1], 2);
+    TP_CHECK_INT("first loaded destroyed last", r->destroy_order[2], 1);
+    TP_CHECK_INT("no run() after its destroy()", r->run_after_destroy, 0);
+    TP_CHECK_STATUS("dispatch from destroy() answers TS_E_STORE_GONE", r->destroy_dispatch_status, TS_E_STORE_GONE);
+    TP_CHECK_INT("no listener called by it", notified, 0);
 }
 
 /* A plugin thread dispatches in a loop while the store is destroyed, with
  * another plugin after it in the chain: no dispatch that starts after
  * destroy() began is applied, and no plugin runs after its destroy(). */
-static void test_thread_dispatching_during_destroy(void) {
-    int rounds = quick ? 10 : 60, i;
+void test_shutdown__noDispatchAppliedOrRunAfterDestroyBegan(void) {
+    int rounds = ts_test_quick ? 10 : 60, i;
     sp_counters *r = NULL;
     for (i = 0; i < rounds; i++) {
         ts_store *store = NULL;
-        CHECK_STATUS("create", ts_store_create(NULL, &store), TS_OK);
+        TP_CHECK_STATUS("create", ts_store_create(NULL, &store), TS_OK);
         ts_store_add_reducer(store, "count", count_reducer, NULL);
-        CHECK_STATUS("load thread", ts_store_load_plugin(store, watch_path(), "{\"id\":1,\"thread\":true}"), TS_OK);
-        CHECK_STATUS("load after", ts_store_load_plugin(store, watch_path(), "{\"id\":2}"), TS_OK);
+        TP_CHECK_STATUS("load thread", ts_store_load_plugin(store, watch_path(), "{\"id\":1,\"thread\":true}"), TS_OK);
+        TP_CHECK_STATUS("load after", ts_store_load_plugin(store, watch_path(), "{\"id\":2}"), TS_OK);
         if (r == NULL) {
             r = report();
             if (r == NULL) {
-                CHECK("sp_report found", 0);
+                TP_CHECK("sp_report found", 0);
                 ts_store_destroy(store);
                 return;
             }
@@ -105,21 +103,21 @@ static void test_thread_dispatching_during_destroy(void) {
         tp_sleep_ms(i % 3); /* let the thread get going, sometimes */
         ts_store_destroy(store);
     }
-    CHECK_INT("every instance destroyed", r->destroyed, 2 * rounds);
-    CHECK_INT("no run() after its destroy()", r->run_after_destroy, 0);
-    CHECK_INT("no dispatch applied after destroy() began", r->ok_after_destroy_began, 0);
-    CHECK("the threads did dispatch", r->thread_dispatches > 0);
+    TP_CHECK_INT("every instance destroyed", r->destroyed, 2 * rounds);
+    TP_CHECK_INT("no run() after its destroy()", r->run_after_destroy, 0);
+    TP_CHECK_INT("no dispatch applied after destroy() began", r->ok_after_destroy_began, 0);
+    TP_CHECK("the threads did dispatch", r->thread_dispatches > 0);
 }
 
 /* The shipped plugins in docs/plugins.md's order: delay, then journal or guard.
  * Delayed actions are dispatched by delay's worker while the store is
  * destroyed. Before the protocol the worker ran journal_run on a freed
  * instance (a crash in 1-3% of runs, every run under ASan). */
-static void test_shipped_plugins(const char *second, const char *config) {
-    int rounds = quick ? 3 : 20, i, j, queued = 0;
+static void shipped_plugins(const char *second, const char *config) {
+    int rounds = ts_test_quick ? 3 : 20, i, j, queued = 0;
     char folder[] = "/tmp/ts-shutdown-XXXXXX", journal_config[200], journal_path[100];
     if (config == NULL) {
-        CHECK("temporary folder", mkdtemp(folder) != NULL);
+        TP_CHECK("temporary folder", mkdtemp(folder) != NULL);
         snprintf(journal_path, sizeof journal_path, "%s/state.journal", folder);
         snprintf(journal_config, sizeof journal_config, "{\"path\":\"%s\",\"fsync\":\"never\"}", journal_path);
         config = journal_config;
@@ -127,10 +125,10 @@ static void test_shipped_plugins(const char *second, const char *config) {
     for (i = 0; i < rounds; i++) {
         ts_store *store = NULL;
         if (config == journal_config) unlink(journal_path);
-        CHECK_STATUS("create", ts_store_create(NULL, &store), TS_OK);
+        TP_CHECK_STATUS("create", ts_store_create(NULL, &store), TS_OK);
         ts_store_add_reducer(store, "count", count_reducer, NULL);
-        CHECK_STATUS("load delay", ts_store_load_plugin(store, tp_plugin("delay"), NULL), TS_OK);
-        CHECK_STATUS("load second", ts_store_load_plugin(store, tp_plugin(second), config), TS_OK);
+        TP_CHECK_STATUS("load delay", ts_store_load_plugin(store, tp_plugin("delay"), NULL), TS_OK);
+        TP_CHECK_STATUS("load second", ts_store_load_plugin(store, tp_plugin(second), config), TS_OK);
         for (j = 0; j < 300; j++) {
             if (ts_store_dispatch(store, "{\"type\":\"@@delay\",\"payload\":{\"ms\":0,\"action\":{\"type\":\"inc\"}}}") == TS_OK)
                 queued++;
@@ -141,40 +139,35 @@ static void test_shipped_plugins(const char *second, const char *config) {
         unlink(journal_path);
         rmdir(folder);
     }
-    CHECK_INT("every @@delay was queued (delay swallows it)", queued, 300 * rounds);
+    TP_CHECK_INT("every @@delay was queued (delay swallows it)", queued, 300 * rounds);
 }
 
 /* A store closed by ts_store_destroy refuses what a plugin's destroy()
  * dispatches through its kept table, and calls no listener for it. */
-static void test_closed_store_refuses(void) {
+void test_shutdown__closedStoreRefusesDispatchFromDestroyAndNotifiesNoListener(void) {
     ts_store *store = NULL;
     int notified = 0;
     uint64_t token;
-    CHECK_STATUS("create", ts_store_create("{\"count\":0}", &store), TS_OK);
-    CHECK_STATUS("reducer", ts_store_add_reducer(store, "count", count_reducer, NULL), TS_OK);
-    CHECK_STATUS("subscribe", ts_store_subscribe(store, NULL, counting_listener, &notified, &token), TS_OK);
-    CHECK_STATUS("dispatch", ts_store_dispatch(store, "{\"type\":\"inc\"}"), TS_OK);
-    CHECK_INT("notified once", notified, 1);
+    TP_CHECK_STATUS("create", ts_store_create("{\"count\":0}", &store), TS_OK);
+    TP_CHECK_STATUS("reducer", ts_store_add_reducer(store, "count", count_reducer, NULL), TS_OK);
+    TP_CHECK_STATUS("subscribe", ts_store_subscribe(store, NULL, counting_listener, &notified, &token), TS_OK);
+    TP_CHECK_STATUS("dispatch", ts_store_dispatch(store, "{\"type\":\"inc\"}"), TS_OK);
+    TP_CHECK_INT("notified once", notified, 1);
     /* The store as a plugin's destroy() sees it: closed, not yet freed (its
      * table is valid until destroy() returns). */
-    CHECK_STATUS("load watch", ts_store_load_plugin(store, watch_path(), "{\"id\":9,\"dispatch_in_destroy\":true}"), TS_OK);
+    TP_CHECK_STATUS("load watch", ts_store_load_plugin(store, watch_path(), "{\"id\":9,\"dispatch_in_destroy\":true}"), TS_OK);
     sp_counters *r = report();
     if (r) memset(r, 0, sizeof *r);
     ts_store_destroy(store);
-    if (r) CHECK_STATUS("destroy's dispatch refused", r->destroy_dispatch_status, TS_E_STORE_GONE);
-    CHECK_INT("no listener after close", notified, 1);
-    CHECK_CONTAINS("the message says why", ts_last_error(), "closed");
+    if (r) TP_CHECK_STATUS("destroy's dispatch refused", r->destroy_dispatch_status, TS_E_STORE_GONE);
+    TP_CHECK_INT("no listener after close", notified, 1);
+    TP_CHECK_CONTAINS("the message says why", ts_last_error(), "closed");
 }
 
-int main(int argc, char **argv) {
-    int i;
-    tp_options(argc, argv);
-    for (i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--quick") == 0) quick = 1;
-    test_dispatch_from_destroy();
-    test_closed_store_refuses();
-    test_thread_dispatching_during_destroy();
-    test_shipped_plugins("journal", NULL);
-    test_shipped_plugins("guard", "{\"deny\":[\"nothing/*\"]}");
-    return tp_summary();
-}
+/* The shipped plugins: delay, then the journal (in a temporary folder). */
+void test_shutdown__delayWorkerNeverRunsADestroyedJournal(void) { shipped_plugins("journal", NULL); }
+
+/* The shipped plugins: delay, then the guard. */
+void test_shutdown__delayWorkerNeverRunsADestroyedGuard(void) { shipped_plugins("guard", "{\"deny\":[\"nothing/*\"]}"); }
+
+int ts_test_suite_option(int argc, char **argv, int i) { return tp_option(argc, argv, i); }

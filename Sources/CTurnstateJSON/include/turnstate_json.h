@@ -119,6 +119,22 @@ int tsj_minify(const char *buf, size_t len, char **out, size_t *out_len, tsj_err
 int tsj_parse_action(const char *buf, size_t len, char **out_block, const char **out_type,
                      size_t *out_type_len, const char **out_payload, tsj_error *err);
 
+/* The action {"type": TYPE, "payload": PAYLOAD} from its parts, without
+ * parsing a text: `type` (type_len bytes, not escaped: UTF-8, non-empty, no
+ * NUL) and `payload` (JSON text of payload_len bytes, or NULL for an action
+ * without one: checked and minified as tsj_minify does; a minified number,
+ * true, false, null or short escape-free ASCII string is taken as it is).
+ * One allocation: on success *out_block is a malloc'ed block (free() it)
+ * holding the type (NUL-terminated; *out_type), the minified payload
+ * (NUL-terminated; *out_payload, NULL without one: may be NULL if not
+ * wanted) and the action's minified JSON text {"type":"...","payload":...}
+ * (*out_json). Errors: TSJ_ERR_INVALID_ARG (a NULL type or out pointer),
+ * TSJ_ERR_NOT_ACTION (an empty type, or one with NUL), TSJ_ERR_UTF8 (a type
+ * that is not UTF-8), or the payload's error as tsj_minify gives it. On
+ * failure the out pointers are NULL. */
+int tsj_make_action(const char *type, size_t type_len, const char *payload, size_t payload_len, char **out_block,
+                    const char **out_json, const char **out_type, const char **out_payload, tsj_error *err);
+
 /* Parse a JSON object and call `cb` once per top-level member in document
  * order with the member's key (unescaped, NUL-terminated, byte length given;
  * a key may contain NUL bytes from \u0000 escapes) and the minified text of

@@ -12,6 +12,8 @@ import TurnstateCore
 /// semantics (ordering, re-entrancy, thread safety).
 final class CStore: StoreFace, @unchecked Sendable {
     let store: Store<JSONState>
+    /// What ts_store_dispatch parses into.
+    private let spareAction = SpareAction()
     private let reducers: ReducerTable
     private(set) var api: StoreAPI!
     private var plugins: PluginSet<JSONState>!
@@ -31,9 +33,8 @@ final class CStore: StoreFace, @unchecked Sendable {
         tsi_set_slice_index(JSONSlice.indexProvider)
         store = Store(initialState: state, failableReducer: { state, action throws(StoreError) in
             try reducers.reduce(&state, action)
-        })
-        reducers.store = store
-        store.useCNames()
+        }, reentrantCalls: reducers.reentrantCalls)
+        store.nameOperations(CNames.name)
         api = try StoreAPI(for: self)
         plugins = PluginSet(store: store, api: api, bridge: JSONActionBridge())
     }
@@ -63,7 +64,12 @@ final class CStore: StoreFace, @unchecked Sendable {
     // MARK: Operations, one per C function
 
     func dispatch(_ json: UnsafePointer<CChar>) throws(StoreError) {
-        try store.dispatch(try JSONAction(parsing: json))
+        try spareAction.withParsed(json) { action throws(StoreError) in try store.dispatch(action) }
+    }
+
+    /// Dispatches the action made from its parts (ts_store_dispatch_parts).
+    func dispatch(type: UnsafePointer<CChar>, payload: UnsafePointer<CChar>?) throws(StoreError) {
+        try store.dispatch(try JSONAction(type: type, payload: payload))
     }
 
     /// Runs the reducers and listeners for the action, skipping the middleware.
@@ -272,4 +278,31 @@ struct CListener: @unchecked Sendable {
     let context: UnsafeMutableRawPointer?
 
     @inline(__always) func call() { fn(store, context) }
+}
+
+/// The C face's own operations, as its refusals name them.
+extension StoreOperation {
+    package static let addReducer = StoreOperation.face("ts_store_add_reducer")
+    package static let removeReducer = StoreOperation.face("ts_store_remove_reducer")
+    package static let replaceState = StoreOperation.face("replace_state")
+    package static let loadPlugin = StoreOperation.face("loading a plugin")
+}
+
+/// How a C store's refusals name the core's operations: C users see the C
+/// API's names (`ts_store_dispatch was called from inside a reducer`).
+enum CNames {
+    @Sendable
+    static func name(_ operation: StoreOperation, _ actionType: Any.Type?) -> String? {
+        switch operation {
+        case .dispatch: "ts_store_dispatch"
+        case .getState: "ts_store_get_state"
+        case .subscribe: "ts_store_subscribe"
+        case .unsubscribe: "ts_store_unsubscribe"
+        case .addMiddleware: "ts_store_add_middleware"
+        case .removeMiddleware: "ts_store_remove_middleware"
+        case .replaceReducer: "ts_store_replace_reducer"
+        // Named by this face already, or with no C name of their own.
+        case .stateChange, .operation, .face: nil
+        }
+    }
 }

@@ -170,6 +170,16 @@ public func ts_store_dispatch(_ store: OpaquePointer?, _ action: UnsafePointer<C
 }
 
 @c @implementation
+public func ts_store_dispatch_parts(
+    _ store: OpaquePointer?, _ type: UnsafePointer<CChar>?, _ payload: UnsafePointer<CChar>?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_dispatch_parts")
+        try cstore.dispatch(type: try required(type, "type", in: "ts_store_dispatch_parts"), payload: payload)
+    }
+}
+
+@c @implementation
 public func ts_store_get_state(
     _ store: OpaquePointer?, _ pointer: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
 ) -> ts_status {

@@ -99,14 +99,9 @@ final class ReducerTable: @unchecked Sendable {
     }
 
     @exclusivity(unchecked) private(set) var entries: [Entry] = []
-    /// Set once the store exists, to see calls a reducer made into it.
-    weak var store: Store<JSONState>? {
-        didSet { reducingStore = store.map { .passUnretained($0) } }
-    }
-    /// The same store, unretained, for reduce(): only the store's own reducer
-    /// calls it, so the store is alive then, and a weak load per dispatch
-    /// costs side-table reference counting (about 150 instructions).
-    @exclusivity(unchecked) private var reducingStore: Unmanaged<Store<JSONState>>?
+    /// Where the store records a call that a reducer made into it (handed
+    /// to the store when it is made): such a call fails the whole step.
+    let reentrantCalls = ReentrantCallLog()
 
     func contains(key: String) -> Bool { entries.contains { $0.key.sameBytes(as: key) } }
 
@@ -197,7 +192,7 @@ final class ReducerTable: @unchecked Sendable {
                 break
             }
         }
-        if let violation = reducingStore?._withUnsafeGuaranteedRef({ $0.reentrancyViolationDuringReduce }) {
+        if !reentrantCalls.isClear, let violation = reentrantCalls.violation {
             throw StoreError(.reentrantCall, "while reducing \"\(action.type)\": \(violation.message)")
         }
         if let failure { throw failure }
@@ -305,7 +300,7 @@ final class ReducerTable: @unchecked Sendable {
         var call = tsi_reducer_call()
         let output = Self.call(entry, nil, action.view, &call)
         defer { free(output) }
-        if let violation = reducingStore?._withUnsafeGuaranteedRef({ $0.reentrancyViolationDuringReduce }) {
+        if let violation = reentrantCalls.violation {
             tsi_reducer_clear(&call)
             throw StoreError(.reentrantCall, "the reducer for \"\(entry.key)\" called into its store during \"@@turnstate/init\": \(violation.message)")
         }

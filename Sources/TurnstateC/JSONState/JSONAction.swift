@@ -5,6 +5,7 @@ import Darwin
 #endif
 import CTurnstate
 import CTurnstateJSON
+import Synchronization
 import TurnstateCore
 
 /// A tagged JSON action, parsed once: the view that reducers and middleware
@@ -14,11 +15,11 @@ import TurnstateCore
 /// made from Swift (`init(copying:)`), it owns a copy.
 package final class JSONAction: Action, @unchecked Sendable {
     /// The type and payload, unescaped and minified, in one block.
-    private let block: UnsafeMutablePointer<CChar>
+    private var block: UnsafeMutablePointer<CChar>
     package let view: UnsafeMutablePointer<ts_action>
     /// The byte length of the unescaped type (`view.pointee.type`), for
     /// reducers' type filters.
-    let typeLength: Int
+    private(set) var typeLength: Int
     /// The action's text when the action owns it (made from Swift).
     private var ownedText: UnsafeMutablePointer<CChar>?
 
@@ -47,6 +48,44 @@ package final class JSONAction: Action, @unchecked Sendable {
         view.initialize(to: ts_action(type: type, payload: payload, json: json))
     }
 
+    /// Parses `json` into this action again, reusing the object and its
+    /// view (a C store's spare action, ``SpareAction``). Only when nothing
+    /// else uses the action. On failure the action is left as it was.
+    func reparse(_ json: UnsafePointer<CChar>) throws(StoreError) {
+        var newBlock: UnsafeMutablePointer<CChar>?
+        var type: UnsafePointer<CChar>?
+        var newTypeLength = 0
+        var payload: UnsafePointer<CChar>?
+        try checkJSON("action") { tsj_parse_action(json, strlen(json), &newBlock, &type, &newTypeLength, &payload, $0) }
+        guard let newBlock else { throw StoreError(.outOfMemory, "no memory for the action") }
+        free(block)
+        free(ownedText)
+        ownedText = nil
+        block = newBlock
+        typeLength = newTypeLength
+        view.pointee = ts_action(type: type, payload: payload, json: json)
+    }
+
+    /// An action from its parts (ts_store_dispatch_parts): `type` not
+    /// escaped, `payload` JSON text or nil. Its text, {"type":...,"payload":...},
+    /// is made here, in the action's block, not parsed.
+    package init(type: UnsafePointer<CChar>, payload: UnsafePointer<CChar>?) throws(StoreError) {
+        var block: UnsafeMutablePointer<CChar>?
+        var json: UnsafePointer<CChar>?
+        var typeOut: UnsafePointer<CChar>?
+        var payloadOut: UnsafePointer<CChar>?
+        let typeLength = strlen(type)
+        try checkJSON("action") {
+            tsj_make_action(type, typeLength, payload, payload.map { strlen($0) } ?? 0, &block, &json, &typeOut,
+                            &payloadOut, $0)
+        }
+        guard let block, let json else { throw StoreError(.outOfMemory, "no memory for the action") }
+        self.block = block
+        self.typeLength = typeLength
+        view = .allocate(capacity: 1)
+        view.initialize(to: ts_action(type: typeOut, payload: payloadOut, json: json))
+    }
+
     deinit {
         free(block)
         free(ownedText)
@@ -55,21 +94,55 @@ package final class JSONAction: Action, @unchecked Sendable {
 
     var json: UnsafePointer<CChar> { view.pointee.json }
 
-    /// `action` as a JSONAction, if it is one: a comparison of its dynamic
-    /// type and a load of the reference, where `as?` walks the runtime's
-    /// general cast machinery (hundreds of instructions) on every dispatch.
+    /// `action` as a JSONAction, if it is one: the existential is opened
+    /// (its concrete type becomes the generic `A`) and its type compared,
+    /// where `as?` walks the runtime's general cast machinery (hundreds of
+    /// instructions) on every dispatch. JSONAction is final, so a type equal
+    /// to it is it: the cast from `A` is then from a type to itself (the
+    /// standard library's identity cast, which checks just that).
     @inline(__always)
     static func cast(_ action: any Action) -> JSONAction? {
-        // The existential container's layout is part of Swift's ABI: three
-        // words of value buffer (a class instance's reference in the first),
-        // then the type's metadata, then the witness table. JSONAction is
-        // final, so the metadata word names it exactly.
-        withUnsafePointer(to: action) { container in
-            let words = UnsafeRawPointer(container)
-            guard words.load(fromByteOffset: 3 * MemoryLayout<Int>.size, as: UnsafeRawPointer.self)
-                    == unsafeBitCast(JSONAction.self as Any.Type, to: UnsafeRawPointer.self) else { return nil }
-            return words.load(as: JSONAction.self)
+        @inline(__always)
+        func open<A: Action>(_ action: A) -> JSONAction? {
+            guard A.self == JSONAction.self else { return nil }
+            return _identityCast(action, to: JSONAction.self)
         }
+        return open(action)
     }
     package var type: String { String(cString: view.pointee.type) }
+}
+
+/// One parsed action a C store keeps for its dispatches, so that a dispatch
+/// parses into an action already made (no object and view allocated and
+/// freed per dispatch). One dispatch at a time uses it: a dispatch made
+/// while it is in use (another thread's, or a listener's nested one) parses
+/// into a new action, as before.
+final class SpareAction: Sendable {
+    private let busy = Atomic<Bool>(false)
+    // Written only by the dispatch that set `busy`.
+    nonisolated(unsafe) private var action: JSONAction?
+
+    /// Runs `body` with `json` parsed: into the spare action if it is free,
+    /// else into a new one.
+    @inline(__always)
+    func withParsed(_ json: UnsafePointer<CChar>, _ body: (JSONAction) throws(StoreError) -> Void) throws(StoreError) {
+        guard busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            return try body(try JSONAction(parsing: json))
+        }
+        defer { busy.store(false, ordering: .releasing) }
+        // Nothing keeps an action past its dispatch; should something have,
+        // it keeps that one and the spare is a new action.
+        var spare = action
+        action = nil
+        let parsed: JSONAction
+        if isKnownUniquelyReferenced(&spare), let spare {
+            action = spare
+            try spare.reparse(json)
+            parsed = spare
+        } else {
+            parsed = try JSONAction(parsing: json)
+            action = parsed
+        }
+        try body(parsed)
+    }
 }

@@ -44,15 +44,20 @@ struct CMiddleware<State: Sendable>: Middleware {
     func run(store: MiddlewareStore<State>, next: Next, action: any Action) throws(StoreError) {
         // The C store's actions are its JSON actions: no call through the
         // bridge's existential for them.
+        // Whether the action is not its JSON form (a typed store's): decided
+        // here, so that the C store's path casts once.
         let foreign: JSONAction
+        let isNative: Bool
         if host.actionsAreJSON, let json = JSONAction.cast(action) {
             foreign = json
+            isNative = false
         } else {
             guard let shown = try host.bridge.foreign(action) else {
                 try next(action)
                 return
             }
             foreign = shown
+            isNative = JSONAction.cast(action) !== shown
         }
         let binding = try host.binding(for: next)
         // This run() is the binding's frame from here until it returns (a
@@ -68,7 +73,7 @@ struct CMiddleware<State: Sendable>: Middleware {
         }
         // The native action is kept only when it is not the JSON one itself
         // (a typed store's): copying an existential per call is not free.
-        if JSONAction.cast(action) === foreign {
+        if !isNative {
             try call(foreign, binding)
         } else {
             let outerNative = binding.native

@@ -79,6 +79,129 @@ def test_every_mutation_of_a_reducers_state_is_refused_and_changes_nothing(store
     assert seen[-1] == before["doc"]  # the kept value too is as it was
 
 
+# A reducer that answered a type with a new list gets its kept list for that
+# type as a plain list (list(state) copies it ten times faster), checked after
+# the call: every change in place fails the dispatch and changes nothing.
+OPEN_MUTATIONS = [m for m in MUTATIONS_LIST if m[0] != "l.__init__([9])"] + [
+    ("l.__init__([9])", lambda l: list.__init__(l, [9])),
+    ("l[:] = reversed", lambda l: l.__setitem__(slice(None), l[::-1])),
+]
+
+
+@needs_03
+@pytest.mark.parametrize("what,mutate", OPEN_MUTATIONS, ids=[m[0] for m in OPEN_MUTATIONS])
+def test_a_list_handed_as_a_plain_list_is_checked_and_a_change_in_place_fails_the_dispatch(store, what, mutate):
+    seen = []
+
+    @store.reducer("items", initial=[3, 1, 2])
+    def items(state, action):
+        seen.append((action.type, type(state)))
+        if action.type == "add":
+            if action.payload == "mutate":
+                mutate(state)
+                return state
+            return state + [action.payload]
+        return None
+
+    store.dispatch("add", 4)  # a new list for "add": the next "add" gets a plain list
+    assert seen[-1] == ("add", FrozenList)
+    store.dispatch("add", 5)
+    assert seen[-1] == ("add", list) and stats(store)["opened"] == 1
+    store.dispatch("other")
+    assert seen[-1] == ("other", FrozenList)  # other types: read-only as before
+    before = store.state
+    with pytest.raises(TypeError, match="changed its state .* in place") as raised:
+        store.dispatch("add", "mutate")
+    assert "read-only" in str(raised.value) and "'items'" in str(raised.value)
+    assert store.state == before == {"items": [3, 1, 2, 4, 5]}
+    store.dispatch("look")
+    assert seen[-1][1] is FrozenList  # the kept value was dropped: parsed again, as the store holds it
+    assert stats(store)["parses"] == 2
+    assert store.state == before
+    store.dispatch("add", 6)  # and still works
+    assert store.state == {"items": [3, 1, 2, 4, 5, 6]}
+
+
+@needs_03
+def test_a_plain_list_snapshot_follows_every_change_and_refused_answers(store):
+    """The pointers the check compares with are carried from one kept list
+    to the next through the diff: random replaces, inserts and removals
+    (some answers refused because another reducer fails) never give a false
+    alarm, and a change in place is still caught after them."""
+    rng = random.Random(19)
+    model = list(range(300))
+    seen = []
+
+    @store.reducer("items", initial=model)
+    def items(state, action):
+        seen.append(type(state))
+        if action.type != "op":
+            return None
+        kind, at = action.payload["kind"], action.payload["at"]
+        if kind == "mutate":
+            state[at] = -1
+            return state
+        new = list(state)
+        if kind == "replace":
+            new[at] = {"v": at}
+        elif kind == "insert":
+            new.insert(at, at)
+        elif kind == "remove":
+            del new[at]
+        else:
+            new.append(at)
+        return new
+
+    @store.reducer("guard", initial=0)
+    def guard(state, action):
+        if action.type == "op" and action.payload.get("fail"):
+            raise ValueError("refused")
+        return None
+
+    for step in range(300):
+        kind = rng.choice(["replace", "insert", "remove", "append"])
+        at = rng.randrange(len(model)) if kind in ("replace", "remove") else rng.randrange(len(model) + 1)
+        fail = rng.random() < 0.15
+        if fail:
+            with pytest.raises(ValueError, match="refused"):
+                store.dispatch("op", {"kind": kind, "at": at, "fail": True})
+        else:
+            store.dispatch("op", {"kind": kind, "at": at})
+            if kind == "replace":
+                model[at] = {"v": at}
+            elif kind == "insert":
+                model.insert(at, at)
+            elif kind == "remove":
+                del model[at]
+            else:
+                model.append(at)
+        assert store.get("/items") == model, step
+    assert seen.count(list) > 200 and stats(store, 0)["parses"] == 1  # handed as a list; never parsed again
+    with pytest.raises(TypeError, match="in place"):
+        store.dispatch("op", {"kind": "mutate", "at": 7})
+    assert store.get("/items") == model
+    store.dispatch("look")
+    assert seen[-1] is FrozenList
+
+
+@needs_03
+def test_a_list_handed_as_a_plain_list_is_read_only_again_after_the_call(store):
+    held = []
+
+    @store.reducer("items", initial=[1, 2])
+    def items(state, action):
+        held.append(state)
+        return list(state) + [action.payload] if action.type == "add" else None
+
+    store.dispatch("add", 3)
+    store.dispatch("add", 4)
+    assert type(held[-1]) is list or type(held[-1]) is FrozenList
+    with pytest.raises(TypeError, match="read-only"):
+        held[-1].append(9)  # kept by the reducer past its call: read-only there
+    store.dispatch("look")
+    assert held[-1] == [1, 2, 3, 4] and store.state == {"items": [1, 2, 3, 4]}
+
+
 def test_read_only_values_read_like_dicts_and_lists(store):
     got = []
     store.reducer("doc", lambda state, action: got.append(state), initial={"a": [1, {"b": None}], "c": "x"})
@@ -262,6 +385,41 @@ def test_a_payload_dispatched_from_python_reaches_the_reducer_without_json(store
     assert seen[-1] == {"t": [1, 2], "3": "three"}
 
 
+@pytest.mark.skipif(not _ext.has("dispatch_parts"), reason="no ts_store_dispatch_parts in the loaded libturnstate")
+def test_dispatch_hands_the_type_and_payload_apart_and_reducers_see_the_same_action(store):
+    """dispatch("type", payload) goes through ts_store_dispatch_parts: no
+    action text to make or parse; reducers and middleware see the same."""
+    seen, through = [], []
+    big = 10 ** 15 + 7
+    store.reducer("x", lambda state, action: seen.append(action), initial=0)
+
+    def rewrite(store_, next, action):
+        through.append(action.json_text)
+        if action.type == "rewrite":
+            next("rewritten", action.payload + 1)  # another action: its own payload, read from its text
+        else:
+            next(action)
+
+    store.add_middleware(rewrite)
+    store.dispatch("number", big)
+    assert seen[-1].payload is big and seen[-1].type == "number"  # the Python object itself: not parsed
+    assert json.loads(seen[-1].json_text) == {"type": "number", "payload": big} == json.loads(through[-1])
+    store.dispatch("rewrite", big)
+    assert seen[-1].type == "rewritten" and seen[-1].payload == big + 1 and seen[-1].payload is not big
+    store.dispatch('q"u\\o\nte/é', {"a": [1, "x"]})
+    assert seen[-1].type == 'q"u\\o\nte/é' and seen[-1].payload == {"a": [1, "x"]}
+    assert json.loads(seen[-1].json_text) == {"type": 'q"u\\o\nte/é', "payload": {"a": [1, "x"]}}
+    store.dispatch("bare")
+    assert not seen[-1].has_payload and seen[-1].json_text == b'{"type":"bare"}'
+    count = len(seen)
+    # A type with NUL in it is refused as a text with \u0000 is (not cut at the NUL).
+    with pytest.raises(NotActionError, match="u0000"):
+        store.dispatch("a\x00b", 1)
+    with pytest.raises(NotActionError, match="empty"):
+        store.dispatch("", 1)
+    assert len(seen) == count and store.state == {"x": 0}
+
+
 def test_action_reads_as_a_dict(store):
     seen = []
     store.reducer("x", lambda state, action: seen.append(action), initial=0)
@@ -345,6 +503,29 @@ def test_diff_by_identity():
                                                 {"op": "add", "path": "/e~1~0", "value": 1}]
     assert _ext.diff(old, {"d": "x", "a": old["a"], "b": old["b"]}) is None  # another order: the store keeps its own
     assert _ext.diff(old, [1]) is None
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 128, 200, 511, 512, 513, 1000, 1100])
+def test_diff_of_big_lists_finds_each_change_at_any_place(n):
+    """The common ends of two lists are skipped 512, then 64 items at a
+    time: changes just inside and outside those blocks, at both ends."""
+    old = _ext.loads(json.dumps(list(range(n))).encode(), True)
+    edges = [0, 1, 62, 63, 64, 65, 127, 128, 129, 511, 512, 513, 575, 576, 577, n // 2]
+    places = sorted({p for e in edges for p in (e, n - 1 - e) if 0 <= p < n})
+    for at in places:
+        new = list(old)
+        new[at] = -1
+        assert json.loads(_ext.diff(old, new)) == [{"op": "replace", "path": "/%d" % at, "value": -1}], at
+        assert json.loads(_ext.diff(old, old[:at] + old[at + 1:])) == [{"op": "remove", "path": "/%d" % at}], at
+        added = json.loads(_ext.diff(old, old[:at] + [-1] + old[at:]))
+        assert _ext.apply(list(range(n)), added) == list(range(at)) + [-1] + list(range(at, n)), at
+    assert json.loads(_ext.diff(old, old + [-1])) == [{"op": "add", "path": "/-", "value": -1}]
+    assert _ext.diff(old, list(old)) == b"[]"
+    # The same item everywhere: the common ends must not overlap.
+    same = _ext.loads(json.dumps([0] * n).encode(), True)
+    for new in (same + [0], same[1:], [0] + same + [0], same[: n // 2] + [1] + same[n // 2:], same[:-3]):
+        ops = json.loads(_ext.diff(same, new))
+        assert _ext.apply([0] * n, ops) == list(new) and len(ops) == abs(len(new) - n), (n, ops)
 
 
 # ---- on= ----

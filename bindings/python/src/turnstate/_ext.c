@@ -20,8 +20,12 @@
  *   for them, and keeps it as a tree that their patches change in place;
  *   a slice they do not know is read from its text, or from the texts of
  *   its parts joined when it is split.
+ *   A list slice comes as a plain list for the action type the reducer
+ *   last answered with a new list (list(state) is then CPython's fast
+ *   copy), checked after the call against a copy of its item pointers.
  * - An action dispatched from Python reaches Python reducers as the Python
- *   payload (a read-only copy), not re-parsed from the text sent to the store.
+ *   payload (a read-only copy), not re-parsed from the text sent to the
+ *   store; with ts_store_dispatch_parts (0.3) no action text is made at all.
  * - A reducer's answer becomes text through orjson, or a JSON Patch (a
  *   turnstate.Patch, or the changes found by comparing a new list or dict
  *   with the kept one item by item, by identity).
@@ -82,6 +86,8 @@ static struct {
     add_patch_fn add_patch_reducer;
     ts_status (*json_next)(const ts_json *, size_t *, ts_json *, ts_json *);
     ts_status (*json_string)(const ts_json *, const char **, size_t *);
+    /* The type and payload apart (NULL with a library without it: the text). */
+    ts_status (*dispatch_parts)(ts_store *, const char *, const char *);
 } lib;
 
 /* ---- Hooks: the Python side's helpers (configure()) ----------------------- */
@@ -124,6 +130,10 @@ typedef struct call_frame {
     size_t py_text_len;
     PyObject *py_type;       /* borrowed: the type (str) */
     PyObject *py_payload;    /* borrowed: the payload, or NULL when none */
+    /* Or dispatched as its parts (ts_store_dispatch_parts, py_text NULL):
+     * the type's and the payload's texts handed to the library, and the
+     * action text the library made of them once a reducer saw it. */
+    const char *py_type_text, *py_payload_text, *py_parts_json;
     PyObject *action;        /* owned: the Action made for it, shared by the reducers */
 } call_frame;
 
@@ -137,6 +147,7 @@ static inline void call_begin(call_frame *f, int keep) {
     f->py_text = NULL;
     f->py_payload = NULL;
     f->py_type = NULL;
+    f->py_type_text = f->py_payload_text = f->py_parts_json = NULL;
     f->action = NULL;
     f->fast = 0;
     current_frame = f;
@@ -186,6 +197,23 @@ static inline void gil_leave(gil_hold *h) {
 }
 
 /* ---- Small helpers ----------------------------------------------------- */
+
+/* Calls a callback with `nargs` arguments at args[0..], args[-1] being
+ * writable (PY_VECTORCALL_ARGUMENTS_OFFSET: a bound method puts its self
+ * there instead of making a new tuple): through the callable's vectorcall
+ * pointer when it has one (a Python function: what PyObject_Vectorcall does,
+ * without its checks of the result, which cost about 30 instructions on
+ * every reducer and listener call), else PyObject_Vectorcall. */
+static inline PyObject *call_fast(PyObject *fn, PyObject *const *args, size_t nargs) {
+    vectorcallfunc call = PyVectorcall_Function(fn);
+    if (call != NULL) {
+        PyObject *result = call(fn, args, nargs | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        if (result == NULL && !PyErr_Occurred())
+            PyErr_Format(PyExc_SystemError, "%R returned NULL without setting an exception", fn);
+        return result;
+    }
+    return PyObject_Vectorcall(fn, args, nargs | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
 
 typedef struct {
     char *data;
@@ -867,6 +895,21 @@ static PyObject *action_from_view(const ts_action *view) {
 /* The Action of a dispatch("type", payload) from Python, while the library
  * calls back with it: the payload is a read-only copy of the caller's object
  * (or, for a payload a copy cannot hold exactly, its text parsed). */
+/* Whether `view` is the action dispatched from Python in frame `f` (not one
+ * a middleware made instead): the same text, or for one dispatched as its
+ * parts, the same type and payload texts (then the same JSON value). */
+static int frame_action(call_frame *f, const ts_action *view) {
+    if (f == NULL || f->py_type == NULL) return 0;
+    if (f->py_text != NULL) return f->py_text == view->json;
+    if (f->py_type_text == NULL) return 0;
+    if (f->py_parts_json != NULL) return f->py_parts_json == view->json;
+    if (strcmp(view->type, f->py_type_text) != 0 || (view->payload == NULL) != (f->py_payload_text == NULL) ||
+        (view->payload != NULL && strcmp(view->payload, f->py_payload_text) != 0))
+        return 0;
+    f->py_parts_json = view->json; /* alive until the dispatch ends: no other action gets its address */
+    return 1;
+}
+
 static PyObject *action_from_frame(call_frame *f, const ts_action *view) {
     if (f->action != NULL) {
         Py_INCREF(f->action);
@@ -876,7 +919,8 @@ static PyObject *action_from_frame(call_frame *f, const ts_action *view) {
     if (self == NULL) return NULL;
     Py_INCREF(f->py_type);
     self->type = f->py_type;
-    self->json = PyBytes_FromStringAndSize(f->py_text, (Py_ssize_t)f->py_text_len);
+    self->json = f->py_text != NULL ? PyBytes_FromStringAndSize(f->py_text, (Py_ssize_t)f->py_text_len)
+                                    : PyBytes_FromString(view->json);
     if (self->json == NULL) goto fail;
     if (f->py_payload != NULL) {
         self->has_payload = 1;
@@ -1121,6 +1165,7 @@ static inline void core_begin(CoreObject *self, call_frame *f) {
     f->py_text = NULL;
     f->py_payload = NULL;
     f->py_type = NULL;
+    f->py_type_text = f->py_payload_text = f->py_parts_json = NULL;
     f->action = NULL;
     current_frame = f;
     f->released = fast ? NULL : PyEval_SaveThread();
@@ -1256,6 +1301,38 @@ static PyObject *core_dispatch_text(CoreObject *self, const char *text, size_t l
     Py_RETURN_NONE;
 }
 
+/* The dispatch of a type and payload from Python as their parts
+ * (ts_store_dispatch_parts): no action text to make, and none to parse. */
+static PyObject *core_dispatch_parts(CoreObject *self, const char *type, PyObject *type_str, PyObject *payload) {
+    char digits[32];
+    const char *payload_text = NULL;
+    PyObject *text = NULL;
+    if (payload != NULL) {
+        int overflow = 1;
+        long long number = PyLong_CheckExact(payload) ? PyLong_AsLongLongAndOverflow(payload, &overflow) : 0;
+        if (!overflow) {
+            format_integer(digits, number);
+            payload_text = digits;
+        } else {
+            text = dumps(payload);
+            if (text == NULL) return NULL;
+            payload_text = PyBytes_AS_STRING(text);
+        }
+    }
+    call_frame f;
+    unsigned long long since = error_seq;
+    core_begin(self, &f);
+    f.py_type = type_str;
+    f.py_payload = payload;
+    f.py_type_text = type;
+    f.py_payload_text = payload_text;
+    ts_status status = lib.dispatch_parts(self->handle, type, payload_text);
+    core_end(self, &f);
+    Py_XDECREF(text);
+    if (status != TS_OK || error_seq != since) return raise_for(status, since, "dispatch");
+    Py_RETURN_NONE;
+}
+
 /* dispatch(action, payload=<none>): see Store.dispatch. */
 static PyObject *core_dispatch(CoreObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs < 1 || nargs > 2) {
@@ -1273,6 +1350,13 @@ static PyObject *core_dispatch(CoreObject *self, PyObject *const *args, Py_ssize
                                               NULL);
         Py_DECREF(text);
         return result;
+    }
+    if (lib.dispatch_parts != NULL) {
+        Py_ssize_t length;
+        const char *type = PyUnicode_AsUTF8AndSize(action, &length);
+        if (type == NULL) return NULL;
+        if ((size_t)length == strlen(type)) /* else (a NUL inside) the text, and its error */
+            return core_dispatch_parts(self, type, action, payload);
     }
     PyObject *head = core_head(self, action);
     if (head == NULL) return NULL;
@@ -1357,6 +1441,8 @@ typedef struct {
     Py_ssize_t budget;   /* operations left before a whole text is cheaper */
     PyObject *changed;   /* list: the new values the operations carry */
     PyObject *containers;/* list: the new containers on the changed paths */
+    /* The common ends of the top-level lists (-1 when not lists). */
+    Py_ssize_t top_prefix, top_suffix;
 } diff_ctx;
 
 /* Appends one operation {"op":OP,"path":PATH[,"value":VALUE]}, and a comma. */
@@ -1381,6 +1467,10 @@ static int is_container(PyObject *value) {
 }
 
 static int diff_value(diff_ctx *d, PyObject *old, PyObject *new_, int depth);
+
+/* Pointers compared per memcmp (and 8 times as many first) when diff_value
+ * skips the common ends of two lists. */
+#define DIFF_BLOCK 64
 
 /* A changed member: diffs it when both are containers of a kind and the old
  * one is read-only (kept), else replaces it. */
@@ -1429,8 +1519,23 @@ static int diff_value(diff_ctx *d, PyObject *old, PyObject *new_, int depth) {
         Py_ssize_t n = PyList_GET_SIZE(old), m = PyList_GET_SIZE(new_);
         PyObject **a = ((PyListObject *)old)->ob_item, **b = ((PyListObject *)new_)->ob_item;
         Py_ssize_t prefix = 0, suffix = 0;
+        /* The common ends by blocks of pointers (memcmp: 512, then 64),
+         * then one by one: a new list that changes one item of a big one is
+         * mostly ends. */
+        for (Py_ssize_t block = DIFF_BLOCK * 8; block >= DIFF_BLOCK; block /= 8)
+            while (prefix + block <= n && prefix + block <= m &&
+                   memcmp(a + prefix, b + prefix, (size_t)block * sizeof *a) == 0)
+                prefix += block;
         while (prefix < n && prefix < m && a[prefix] == b[prefix]) prefix++;
+        for (Py_ssize_t block = DIFF_BLOCK * 8; block >= DIFF_BLOCK; block /= 8)
+            while (suffix + block <= n - prefix && suffix + block <= m - prefix &&
+                   memcmp(a + n - suffix - block, b + m - suffix - block, (size_t)block * sizeof *a) == 0)
+                suffix += block;
         while (suffix < n - prefix && suffix < m - prefix && a[n - 1 - suffix] == b[m - 1 - suffix]) suffix++;
+        if (depth == 1) {
+            d->top_prefix = prefix;
+            d->top_suffix = suffix;
+        }
         Py_ssize_t removed = n - prefix - suffix, added = m - prefix - suffix;
         Py_ssize_t common = removed < added ? removed : added;
         if ((removed > added ? removed : added) > d->budget) return 0;
@@ -1508,6 +1613,7 @@ static int diff(diff_ctx *d, PyObject *old, PyObject *new_) {
     buffer_init(&d->path);
     Py_ssize_t size = PyList_Check(new_) ? PyList_GET_SIZE(new_) : PyDict_GET_SIZE(new_);
     d->budget = size / 8 + 8;
+    d->top_prefix = d->top_suffix = -1;
     d->changed = PyList_New(0);
     d->containers = PyList_New(0);
     if (d->changed == NULL || d->containers == NULL || buffer_put(&d->ops, "[", 1) < 0) return -1;
@@ -1812,8 +1918,20 @@ typedef struct {
     uint64_t pending_id;
     PyObject *pending_value;
     PyObject *pending_patch;
+    /* The last action type (NUL-terminated, "" for none) for which the
+     * reducer answered its kept read-only list with a new list: for that
+     * type it gets the kept list as a plain list (see reducer_call). */
+    char open_type[64];
+    /* The item pointers of the list `snap_of` (held) as it was when it became
+     * the kept value with id snap_id: what an open call's list must still
+     * hold after the call. Kept between calls and carried over to the next
+     * kept list through the diff (only the changed middle is copied). */
+    PyObject **snap;
+    Py_ssize_t snap_len, snap_cap;
+    PyObject *snap_of;
+    uint64_t snap_id;
     /* Counters for tests and benchmarks. */
-    unsigned long long parses, reuses, patches_sent, texts_sent, joins;
+    unsigned long long parses, reuses, patches_sent, texts_sent, joins, opened;
 } ReducerObject;
 
 static PyTypeObject Reducer_Type;
@@ -1823,6 +1941,7 @@ static int reducer_traverse(ReducerObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->kept);
     Py_VISIT(self->pending_value);
     Py_VISIT(self->pending_patch);
+    Py_VISIT(self->snap_of);
     return 0;
 }
 
@@ -1831,6 +1950,10 @@ static int reducer_clear(ReducerObject *self) {
     Py_CLEAR(self->kept);
     Py_CLEAR(self->pending_value);
     Py_CLEAR(self->pending_patch);
+    Py_CLEAR(self->snap_of);
+    PyMem_Free(self->snap);
+    self->snap = NULL;
+    self->snap_len = self->snap_cap = 0;
     return 0;
 }
 
@@ -1917,6 +2040,63 @@ static PyObject *reducer_state(ReducerObject *self, const ts_json *slice, const 
 }
 
 
+/* memcpy in blocks of 2 KiB: glibc copies a big block with `rep movsb`,
+ * which callgrind counts as one instruction per byte (80,000 for a list of
+ * 10,000 items), where its vector loop for a block below its threshold is
+ * about one instruction per 16 bytes. */
+static void copy_pointers(PyObject **to, PyObject *const *from, Py_ssize_t n) {
+    const Py_ssize_t block = 2048 / sizeof *to;
+    for (Py_ssize_t i = 0; i < n; i += block) memcpy(to + i, from + i, (size_t)(n - i < block ? n - i : block) * sizeof *to);
+}
+
+/* Room for n pointers in self->snap; 0 without memory (the snapshot dropped). */
+static int snap_reserve(ReducerObject *self, Py_ssize_t n) {
+    if (n <= self->snap_cap) return 1;
+    PyObject **grown = PyMem_Realloc(self->snap, (size_t)n * sizeof *grown);
+    if (grown == NULL) {
+        Py_CLEAR(self->snap_of);
+        return 0;
+    }
+    self->snap = grown;
+    self->snap_cap = n;
+    return 1;
+}
+
+/* Whether self->snap is the snapshot of the kept list `state`. */
+static int snap_valid(ReducerObject *self, PyObject *state) {
+    return self->snap_of == state && self->snap_id == self->kept_id;
+}
+
+/* The snapshot of `list`, kept with id `id`: a copy of its item pointers. */
+static int snap_take(ReducerObject *self, PyObject *list, uint64_t id) {
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    Py_CLEAR(self->snap_of);
+    if (!snap_reserve(self, n > 0 ? n : 1)) return 0;
+    copy_pointers(self->snap, ((PyListObject *)list)->ob_item, n);
+    self->snap_len = n;
+    Py_INCREF(list);
+    self->snap_of = list;
+    self->snap_id = id;
+    return 1;
+}
+
+/* The snapshot of `new_` (to be kept with id `id`) from that of the kept
+ * list it was diffed against: the same but for the middle the diff found
+ * changed (items prefix to size - suffix). */
+static void snap_follow(ReducerObject *self, PyObject *new_, uint64_t id, Py_ssize_t prefix, Py_ssize_t suffix) {
+    Py_ssize_t n = self->snap_len, m = PyList_GET_SIZE(new_);
+    if (prefix < 0 || suffix < 0 || prefix + suffix > n || prefix + suffix > m || !snap_reserve(self, m > 0 ? m : 1)) {
+        Py_CLEAR(self->snap_of);
+        return;
+    }
+    memmove(self->snap + m - suffix, self->snap + n - suffix, (size_t)suffix * sizeof *self->snap);
+    copy_pointers(self->snap + prefix, ((PyListObject *)new_)->ob_item + prefix, m - suffix - prefix);
+    self->snap_len = m;
+    Py_INCREF(new_);
+    Py_SETREF(self->snap_of, new_);
+    self->snap_id = id;
+}
+
 /* The answer to give for `result`, a new value that is not the state. */
 static char *reducer_answer(ReducerObject *self, PyObject *state, PyObject *result) {
     /* A list or dict that keeps most of the kept value's items (by identity):
@@ -1948,6 +2128,8 @@ static char *reducer_answer(ReducerObject *self, PyObject *state, PyObject *resu
             int kept = diff_freeze(&d);
             diff_free(&d);
             reducer_pend(self, kept ? result : NULL, NULL);
+            if (kept && self->pending_id != 0 && snap_valid(self, state) && Py_IS_TYPE(result, &FrozenList_Type))
+                snap_follow(self, result, self->pending_id, d.top_prefix, d.top_suffix);
             return NULL;
         }
         diff_free(&d);
@@ -2049,12 +2231,55 @@ static char *reducer_call(ReducerObject *self, const ts_json *slice, const char 
     state = reducer_state(self, slice, text);
     if (state == NULL) goto fail;
     call_frame *f = current_frame;
-    action = f != NULL && f->py_text != NULL && f->py_text == view->json ? action_from_frame(f, view)
-                                                                          : action_from_view(view);
+    action = frame_action(f, view) ? action_from_frame(f, view) : action_from_view(view);
     if (action == NULL) goto fail;
-    PyObject *args[2] = {state, action};
-    result = PyObject_Vectorcall(self->fn, args, 2, NULL);
+    PyObject *args[3] = {NULL, state, action};
+    /* A reducer that answered this action type with a new list last time
+     * most likely copies its kept read-only list again (list(state),
+     * state[:], [*state]): CPython copies a list subclass item by item
+     * through an iterator, ten times slower than a list. So for that type
+     * it gets the kept list itself as a plain list, and after the call the
+     * list must hold exactly the items it held before (its size, and its
+     * item pointers against a copy made before the call, one memcmp): a
+     * change in place fails the dispatch with TypeError and the kept value
+     * is dropped (the next call parses the slice again), so the store's
+     * value is never corrupted. The list is read-only again after the call,
+     * whatever holds it. Its items stay read-only all along. */
+    Py_ssize_t size = 0;
+    int opened = self->open_type[0] != '\0' && state == self->kept && Py_IS_TYPE(state, &FrozenList_Type) &&
+                 strcmp(self->open_type, view->type) == 0;
+    if (opened) {
+        size = PyList_GET_SIZE(state);
+        if (!snap_valid(self, state) && !snap_take(self, state, self->kept_id)) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        Py_SET_TYPE(state, &PyList_Type);
+        self->opened++;
+    }
+    result = call_fast(self->fn, args + 1, 2);
+    if (opened) {
+        Py_SET_TYPE(state, &FrozenList_Type);
+        int intact = PyList_GET_SIZE(state) == size && self->snap_len == size &&
+                     memcmp(((PyListObject *)state)->ob_item, self->snap, (size_t)size * sizeof *self->snap) == 0;
+        if (!intact) {
+            Py_CLEAR(self->snap_of);
+            reducer_keep(self, 0, NULL);
+            self->open_type[0] = '\0';
+            if (result != NULL) /* else the reducer's own exception stands */
+                PyErr_Format(PyExc_TypeError,
+                         "the reducer for %R changed its state (a list) in place: it is read-only, the store keeps "
+                         "it; build a new value (state + [item], [*state[:i], new, *state[i + 1:]]) or copy it "
+                         "(list(state), copy.deepcopy(state))", self->key);
+            Py_CLEAR(result);
+        }
+    }
     if (result == NULL) goto fail;
+    /* A new list for a kept read-only list: remember the type (above). */
+    if (PyList_CheckExact(result) && state == self->kept && Py_IS_TYPE(state, &FrozenList_Type)) {
+        size_t length = strlen(view->type);
+        if (length < sizeof self->open_type) memcpy(self->open_type, view->type, length + 1);
+    }
     if (result == Py_None || result == state) {
         /* unchanged */
     } else if (hooks.patch_type != NULL && Py_IS_TYPE(result, (PyTypeObject *)hooks.patch_type)) {
@@ -2102,9 +2327,9 @@ static char *patch_reducer_trampoline(const ts_json *slice, const ts_action *vie
 
 static PyObject *reducer_stats(ReducerObject *self, PyObject *unused) {
     (void)unused;
-    return Py_BuildValue("{sKsKsKsKsKsi}", "parses", self->parses, "reuses", self->reuses, "patches",
-                         self->patches_sent, "texts", self->texts_sent, "joins", self->joins, "kept",
-                         self->kept != NULL);
+    return Py_BuildValue("{sKsKsKsKsKsKsi}", "parses", self->parses, "reuses", self->reuses, "patches",
+                         self->patches_sent, "texts", self->texts_sent, "joins", self->joins, "opened", self->opened,
+                         "kept", self->kept != NULL);
 }
 
 /* forget(): drops the kept value (the reducer was replaced or removed: the
@@ -2169,7 +2394,8 @@ static void listener_trampoline(ts_store *store, void *ctx) {
     gil_hold h;
     if (!gil_enter(&h)) return;
     if (self->fn != NULL) {
-        PyObject *result = PyObject_CallOneArg(self->fn, self->store);
+        PyObject *args[2] = {NULL, self->store};
+        PyObject *result = call_fast(self->fn, args + 1, 1);
         if (result == NULL) {
             PyObject *error = take_exception();
             record_exception(error, "listener", h.mode != GIL_ENSURED);
@@ -2394,7 +2620,12 @@ static PyObject *core_add_reducer(CoreObject *self, PyObject *args) {
     Py_XINCREF(reducer->initial_text);
     reducer->kept_id = reducer->pending_id = 0;
     reducer->kept = reducer->pending_value = reducer->pending_patch = NULL;
-    reducer->parses = reducer->reuses = reducer->patches_sent = reducer->texts_sent = reducer->joins = 0;
+    reducer->parses = reducer->reuses = reducer->patches_sent = reducer->texts_sent = reducer->joins = reducer->opened = 0;
+    reducer->open_type[0] = '\0';
+    reducer->snap = NULL;
+    reducer->snap_len = reducer->snap_cap = 0;
+    reducer->snap_of = NULL;
+    reducer->snap_id = 0;
     PyObject_GC_Track(reducer);
     call_frame f;
     unsigned long long since = error_seq;
@@ -2616,6 +2847,7 @@ static PyObject *mod_load(PyObject *module, PyObject *arg) {
     SYM(add_patch_reducer, "ts_store_add_patch_reducer", 0);
     SYM(json_next, "ts_json_next", 0);
     SYM(json_string, "ts_json_string", 0);
+    SYM(dispatch_parts, "ts_store_dispatch_parts", 0);
     if (lib.json_next == NULL || lib.json_string == NULL) lib.add_patch_reducer = NULL;
     {
         Dl_info info;
@@ -2665,6 +2897,7 @@ static PyObject *mod_has(PyObject *module, PyObject *arg) {
              : strcmp(name, "reducer_patch") == 0 ? (void *)lib.reducer_patch
              : strcmp(name, "add_reducer_for") == 0 ? (void *)lib.add_reducer_for
              : strcmp(name, "add_patch_reducer") == 0 ? (void *)lib.add_patch_reducer
+             : strcmp(name, "dispatch_parts") == 0 ? (void *)lib.dispatch_parts
                                                      : NULL;
     return PyBool_FromLong(fn != NULL);
 }

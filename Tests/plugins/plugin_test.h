@@ -1,8 +1,12 @@
 /*
- * harness.h - shared helpers of the plugin tests (Tests/plugins).
+ * plugin_test.h - the plugin tests' helpers (Tests/plugins), on the one C
+ * harness (Tests/harness/ts_test.h: tests named test_<topic>__<rule>, the
+ * registry and main() written by gen_registry.py, the summary line).
  *
- * Checks: CHECK(name, condition) and friends count passes and failures;
- * tp_summary() prints "N passed, M failed" and gives the exit status.
+ * Checks: TP_CHECK(name, condition), TP_CHECK_STATUS, TP_CHECK_INT,
+ * TP_CHECK_STR, TP_CHECK_CONTAINS: ts_test.h's checks with a name that says
+ * what is checked. Options: tp_option() reads --plugins DIR (tp_plugin_dir(),
+ * tp_plugin(NAME)) for a program's ts_test_suite_option.
  *
  * Loading: tp_load(store, path, config) loads a plugin the way users do,
  * through ts_store_load_plugin, when the library exports it (looked up at
@@ -15,11 +19,12 @@
  * and is itself not yet in the chain. tp_destroy() then runs the plugins'
  * destroy() in reverse order before ts_store_destroy, as the library will.
  */
-#ifndef TP_HARNESS_H
-#define TP_HARNESS_H
+#ifndef TP_PLUGIN_TEST_H
+#define TP_PLUGIN_TEST_H
 
 #define _GNU_SOURCE 1
 
+#include "ts_test.h"
 #include "turnstate.h"
 #include "turnstate_plugin.h"
 
@@ -37,59 +42,33 @@
 
 /* ---- Checks ------------------------------------------------------------- */
 
-static int tp_passed, tp_failed;
+/* Named checks on the harness (ts_test.h): `name` says what is checked and is
+ * printed as the failed expression, the condition and the values below it.
+ * Each returns whether it passed. */
+#define TP_CHECK(name, cond) ts_test_reportf((cond) ? 1 : 0, __FILE__, __LINE__, (name), "%s", #cond)
 
-static inline void tp_result(int ok, const char *file, int line, const char *name, const char *format, ...) {
-    if (ok) {
-        tp_passed++;
-        return;
-    }
-    tp_failed++;
-    fprintf(stderr, "FAIL %s:%d: %s", file, line, name);
-    if (format) {
-        va_list ap;
-        va_start(ap, format);
-        fputs(": ", stderr);
-        vfprintf(stderr, format, ap);
-        va_end(ap);
-    }
-    fputc('\n', stderr);
-    fflush(stderr);
+#define TP_CHECK_STATUS(name, got, want) tp_check_status((got), (want), __FILE__, __LINE__, (name))
+static inline int tp_check_status(ts_status got, ts_status want, const char *file, int line, const char *name) {
+    return ts_test_reportf(got == want, file, line, name, "got %s (%d), want %s; last error: %s",
+                           ts_status_name(got), (int)got, ts_status_name(want), ts_last_error());
 }
 
-#define CHECK(name, cond) tp_result((cond) ? 1 : 0, __FILE__, __LINE__, (name), NULL)
+#define TP_CHECK_CONTAINS(name, text, needle) tp_check_contains((text), (needle), __FILE__, __LINE__, (name))
+static inline int tp_check_contains(const char *text, const char *needle, const char *file, int line,
+                                    const char *name) {
+    return ts_test_reportf(text != NULL && strstr(text, needle) != NULL, file, line, name,
+                           "\"%.400s\" does not contain \"%s\"", text ? text : "(null)", needle);
+}
 
-#define CHECK_STATUS(name, got, want)                                                                           \
-    do {                                                                                                        \
-        ts_status tp_g = (got), tp_w = (want);                                                                  \
-        tp_result(tp_g == tp_w, __FILE__, __LINE__, (name), "got %s (%d), want %s; last error: %s",             \
-                  ts_status_name(tp_g), (int)tp_g, ts_status_name(tp_w), ts_last_error());                      \
-    } while (0)
+#define TP_CHECK_STR(name, got, want) tp_check_str((got), (want), __FILE__, __LINE__, (name))
+static inline int tp_check_str(const char *got, const char *want, const char *file, int line, const char *name) {
+    return ts_test_reportf(got != NULL && strcmp(got, want) == 0, file, line, name, "got \"%.400s\", want \"%.400s\"",
+                           got ? got : "(null)", want);
+}
 
-#define CHECK_CONTAINS(name, text, needle)                                                                      \
-    do {                                                                                                        \
-        const char *tp_t = (text), *tp_n = (needle);                                                            \
-        tp_result(tp_t != NULL && strstr(tp_t, tp_n) != NULL, __FILE__, __LINE__, (name),                       \
-                  "\"%s\" does not contain \"%s\"", tp_t ? tp_t : "(null)", tp_n);                              \
-    } while (0)
-
-#define CHECK_STR(name, got, want)                                                                              \
-    do {                                                                                                        \
-        const char *tp_g = (got), *tp_w = (want);                                                               \
-        tp_result(tp_g != NULL && strcmp(tp_g, tp_w) == 0, __FILE__, __LINE__, (name), "got \"%s\", want \"%s\"", \
-                  tp_g ? tp_g : "(null)", tp_w);                                                                \
-    } while (0)
-
-#define CHECK_INT(name, got, want)                                                                              \
-    do {                                                                                                        \
-        long long tp_g = (long long)(got), tp_w = (long long)(want);                                            \
-        tp_result(tp_g == tp_w, __FILE__, __LINE__, (name), "got %lld, want %lld", tp_g, tp_w);                 \
-    } while (0)
-
-static inline int tp_summary(void) {
-    printf("%d passed, %d failed\n", tp_passed, tp_failed);
-    fflush(stdout);
-    return tp_failed ? 1 : 0;
+#define TP_CHECK_INT(name, got, want) tp_check_int((long long)(got), (long long)(want), __FILE__, __LINE__, (name))
+static inline int tp_check_int(long long got, long long want, const char *file, int line, const char *name) {
+    return ts_test_reportf(got == want, file, line, name, "got %lld, want %lld", got, want);
 }
 
 /* ---- Time ----------------------------------------------------------------- */
@@ -110,24 +89,36 @@ static inline void tp_sleep_ms(long ms) {
 
 /* ---- Paths ---------------------------------------------------------------- */
 
-static const char *tp_plugin_dir = "build/plugins";
+/* The folder of the plugins: --plugins DIR, else $TP_PLUGIN_DIR, else build/plugins. */
+static const char *tp_plugin_dir_option;
+static inline const char *tp_plugin_dir(void) {
+    const char *env = getenv("TP_PLUGIN_DIR");
+    if (tp_plugin_dir_option != NULL) return tp_plugin_dir_option;
+    return env != NULL && *env != '\0' ? env : "build/plugins";
+}
 
 static inline const char *tp_plugin(const char *name) {
     static char paths[8][1024];
     static int turn;
     char *p = paths[turn++ % 8];
-    snprintf(p, 1024, "%s/%s.so", tp_plugin_dir, name);
+    snprintf(p, 1024, "%s/%s.so", tp_plugin_dir(), name);
     return p;
 }
 
-/* Reads the options every test program takes: --plugins DIR. */
-static inline void tp_options(int argc, char **argv) {
-    int i;
-    const char *env = getenv("TP_PLUGIN_DIR");
-    if (env && *env) tp_plugin_dir = env;
-    for (i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], "--plugins") == 0) tp_plugin_dir = argv[i + 1];
+/* The option every plugin test program takes, --plugins DIR: its
+ * ts_test_suite_option (ts_test.h) returns tp_option(argc, argv, i). */
+static inline int tp_option(int argc, char **argv, int i) {
+    if (strcmp(argv[i], "--plugins") == 0 && i + 1 < argc) {
+        tp_plugin_dir_option = argv[i + 1];
+        return 2;
     }
+    return 0;
+}
+
+/* A failed check's last line: ts_last_error() (ts_test_on_failure). */
+static inline void tp_show_last_error(FILE *out, int has_detail) {
+    (void)has_detail;
+    fprintf(out, "    last error: %s\n", ts_last_error());
 }
 
 /* ---- State helpers ------------------------------------------------------------ */
@@ -394,4 +385,4 @@ static inline ts_store_api tp_fake_api(uint32_t struct_size) {
     return api;
 }
 
-#endif /* TP_HARNESS_H */
+#endif /* TP_PLUGIN_TEST_H */
