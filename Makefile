@@ -498,7 +498,9 @@ test-replicate: $(call prebuilt,setup-test lib plugins)
 ## leader's server SIGKILLed and restarted (nothing lost or doubled), two of
 ## three servers down (TS_E_IO, nothing applied, recovery), TLS with a CA the
 ## test makes, user/password and token credentials, optimistic mode (three
-## replicas converge to a fresh fold of the stream, drops reported)
+## replicas converge to a fresh fold of the stream, drops reported; the
+## leader's server killed, a replica killed with pending actions, two of
+## three servers down, +100 ms round trips; local p50/p99 and throughput)
 test-replicate-nats: $(call prebuilt,lib plugins)
 	TS_BUILD=$(BUILD) Tests/checks.sh python3 Tests/replicate/nats_run.py
 

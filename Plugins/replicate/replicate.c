@@ -149,6 +149,10 @@ typedef struct replica {
     int rebasing;  /* a rebase runs: a nested dispatch is queued, and applied by the rebase */
     int snapshot_due;
     uint64_t snapshot_due_seq;
+    /* A snapshot was loaded (optimistic mode): pending actions of this
+     * replica before its next own entry may be behind it, trimmed. Cleared
+     * by that entry (deliver_entry). */
+    int snapshot_loaded;
     /* Counts for the status (store held). */
     uint64_t confirmed_count, dropped_count, rebase_count, last_rebase_us, covered_count;
     struct timespec rebase_started;
@@ -381,13 +385,17 @@ static void pend_remove(replica *r, size_t i) {
 
 /* How many pending actions the log has not acknowledged. Under qmutex. */
 static size_t unsent_of(const replica *r) {
-    const pending *first;
-    if (r->pend_count == 0) return 0;
-    first = &r->pend[r->pend_first];
-    /* Numbered in list order without a gap: the acknowledged ones come first. */
-    if (first->n == 0 || first->n > r->acked_n) return r->pend_count;
-    return r->pend_count - (size_t)(r->acked_n - first->n + 1 < r->pend_count ? r->acked_n - first->n + 1
-                                                                               : r->pend_count);
+    size_t lo = 0, hi = r->pend_count;
+    /* Numbered in list order (increasing; a gap where an action was
+     * confirmed out of order, see confirm_out_of_order; 0: not numbered
+     * yet): the acknowledged ones come first. */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const pending *p = &r->pend[r->pend_first + mid];
+        if (p->n != 0 && p->n <= r->acked_n) lo = mid + 1;
+        else hi = mid;
+    }
+    return r->pend_count - lo;
 }
 
 /* ---- The confirmed tail (optimistic mode, store held) --------------------- */
@@ -454,10 +462,20 @@ static void report_dropped(replica *r, const char *action, ts_status status, con
  * after tail_reserve. */
 static void confirm_head(replica *r, ts_status status, const char *reason) {
     pending p;
+    int drained;
     pthread_mutex_lock(&r->qmutex);
     p = *pend_at(r, 0);
     pend_remove(r, 0);
+    drained = r->pend_count == 0;
     pthread_mutex_unlock(&r->qmutex);
+    if (drained) {
+        /* Every append of this replica reached the log (some perhaps after
+         * the sender gave up waiting for its answer, as on NATS when a
+         * quorum comes back): the sender's side is not failing now. */
+        pthread_mutex_lock(&r->mutex);
+        r->sender_ok = 1;
+        pthread_mutex_unlock(&r->mutex);
+    }
     r->confirmed_count++;
     if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0 && !r->snapshot_due) {
         r->snapshot_due = 1;
@@ -466,6 +484,47 @@ static void confirm_head(replica *r, ts_status status, const char *reason) {
     tail_take(r, p.action);
     if (status != TS_OK) report_dropped(r, p.action, status, reason);
     free(p.reason);
+}
+
+/* An entry of this replica, numbered n, that the log holds before some of
+ * its earlier pending actions: their appends failed while this one's went
+ * through (on NATS JetStream, pipelined appends while the stream changes
+ * leader: the engine sends the failed ones again and they land after it).
+ * It is applied where the log put it (the store shows the confirmed state:
+ * deliver_entry during a rebase or a catch-up) and taken off the pending
+ * list wherever it is; refused there, it is reported dropped. Returns 1,
+ * or 0 when n is not pending (then nothing is done). Store held, after
+ * tail_reserve. */
+static int confirm_out_of_order(replica *r, rp_entry *e, const char *action, uint64_t n, ts_status *outcome) {
+    size_t i;
+    pending p;
+    ts_status status;
+    char *reason = NULL;
+    pthread_mutex_lock(&r->qmutex);
+    for (i = 1; i < r->pend_count && pend_at(r, i)->n != n; i++) {
+    }
+    if (i >= r->pend_count || n == 0) {
+        pthread_mutex_unlock(&r->qmutex);
+        return 0;
+    }
+    p = *pend_at(r, i);
+    pend_remove(r, i);
+    pthread_mutex_unlock(&r->qmutex);
+    status = r->deliver(action);
+    if (status != TS_OK) reason = reason_of(r, status);
+    tail_take(r, e->action);
+    e->action = NULL;
+    r->confirmed_count++;
+    if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0 && !r->snapshot_due) {
+        r->snapshot_due = 1;
+        r->snapshot_due_seq = r->seq;
+    }
+    if (status != TS_OK) report_dropped(r, p.action, status, reason);
+    free(p.action);
+    free(p.reason);
+    free(reason);
+    *outcome = status;
+    return 1;
 }
 
 /* Whether entry text `action` of `origin` numbered n is the pending list's
@@ -523,9 +582,16 @@ static ts_status deliver_entry(replica *r, rp_entry *e) {
     ts_status status;
     char *reason = NULL;
     if (!r->optimistic) return r->deliver(action);
-    /* One of its own after pending ones it did not read: those came before
-     * a snapshot it loaded. */
-    if (n != 0 && r->pend_count > 0 && strcmp(origin, r->origin) == 0) (void)drop_covered(r, n);
+    if (n != 0 && strcmp(origin, r->origin) == 0) {
+        /* One of its own after pending ones it did not read, past a
+         * snapshot it loaded: those came before the snapshot. */
+        if (r->snapshot_loaded && r->pend_count > 0) (void)drop_covered(r, n);
+        r->snapshot_loaded = 0;
+        /* Otherwise those are not in the log yet: this one is confirmed
+         * ahead of them. */
+        if (r->pend_count > 1 && !is_head(r, origin, n) && confirm_out_of_order(r, e, action, n, &status))
+            return status;
+    }
     if (!is_head(r, origin, n)) {
         status = r->deliver(action);
         tail_take(r, e->action);
@@ -650,6 +716,7 @@ static int load_snapshot(replica *r, char *err) {
         free(r->confirmed);
         r->confirmed = state;
         tail_clear(r);
+        r->snapshot_loaded = 1;
     } else {
         free(state);
     }
@@ -1166,6 +1233,9 @@ static void *sender_main(void *self) {
             pending *p = pend_at(r, i);
             size_t need = used + ORIGIN_SIZE + 26 + p->length + 1;
             if (!p->ready || (k > 0 && used + p->length > SEND_MAX_BYTES)) break;
+            /* A batch is numbered first, first + 1 ... (the engines' ids):
+             * it ends at a gap (an action confirmed out of order). */
+            if (k > 0 && (p->n != 0 ? p->n : r->next_n) != first + k) break;
             if (need > room) {
                 /* One action larger than a batch: it goes alone. */
                 char *grown = realloc(buffer, need);
@@ -1200,6 +1270,9 @@ static void *sender_main(void *self) {
             r->acked_n = first + done - 1;
             r->ack_head = info.head; /* the log's last number after the append: they are at or before it */
         }
+        /* Confirmed meanwhile by the reader (they reached the log after
+         * the answer's deadline): not a failure to show. */
+        if (rc == RP_FAILED && r->pend_count == 0) rc = 0;
         pthread_mutex_unlock(&r->qmutex);
         if (rc == 0) note_ok(r, 1, r->sender_log);
         else note_failure(r, 1, err, rc == RP_DAMAGED);
