@@ -424,7 +424,7 @@ test-python-package: $(call prebuilt,setup-test lib plugins)
 
 ## test-readme: the examples of README.md, docs/ (C, C++, plugins, install) and the
 ## DocC TestStore article build and run as shown; their relative links resolve
-test-readme: $(call prebuilt,setup-test lib)
+test-readme: $(call prebuilt,setup-test lib plugins)
 	Tests/checks.sh Tests/readme/check.sh
 
 ## test-cpp: Include/turnstate.hpp: the header under g++ and clang++ (C++17,
@@ -498,7 +498,9 @@ test-replicate: $(call prebuilt,setup-test lib plugins)
 ## leader's server SIGKILLed and restarted (nothing lost or doubled), two of
 ## three servers down (TS_E_IO, nothing applied, recovery), TLS with a CA the
 ## test makes, user/password and token credentials, optimistic mode (three
-## replicas converge to a fresh fold of the stream, drops reported)
+## replicas converge to a fresh fold of the stream, drops reported; the
+## leader's server killed, a replica killed with pending actions, two of
+## three servers down, +100 ms round trips; local p50/p99 and throughput)
 test-replicate-nats: $(call prebuilt,lib plugins)
 	TS_BUILD=$(BUILD) Tests/checks.sh python3 Tests/replicate/nats_run.py
 
@@ -527,10 +529,15 @@ test-plugins: $(call prebuilt,setup-test lib plugins)
 ## patch reducers (app.c's patch mode) the recorded states, jump, present, skip
 ## give the same states as with whole-slice reducers; the inspector from Python
 ## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh); the
-## session recorded in the browser, exported, becomes a C and a pytest test that pass (turnstate-testgen)
+## session recorded in the browser, exported, becomes a C and a pytest test that pass (turnstate-testgen);
+## state versions through export and import (Tests/inspector/test_migrate.c)
 test-inspector: $(call prebuilt,setup-test lib plugins)
 	@mkdir -p $(BUILD)/inspector
 	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
+	$(C_REGISTRY) --suite inspector_migrate -o $(BUILD)/inspector/registry_migrate.c Tests/inspector/test_migrate.c
+	$(CC) $(CFLAGS) -IInclude -ITests/harness -ITests/plugins $(TS_HARNESS) Tests/inspector/test_migrate.c \
+	  $(BUILD)/inspector/registry_migrate.c -o $(BUILD)/inspector/test_migrate $(C_LINK)
+	Tests/checks.sh $(BUILD)/inspector/test_migrate --plugin $(BUILD)/plugins/inspector.so
 	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
 	@$(FUZZ_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(FUZZ_VENV)/bin/pip install -q pytest
 	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)

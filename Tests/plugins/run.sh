@@ -21,7 +21,7 @@ CC=${CC:-cc}
 . "$ROOT/Tests/flags.sh"
 WARN="$TS_CFLAGS ${TS_EXTRA_CFLAGS:-}"
 PLUGINS=(guard delay journal undo)
-TESTS=(guard delay journal loader shutdown undo)
+TESTS=(guard delay journal loader shutdown migrate undo)
 
 # Plugin files and every folder above them (a sticky root-owned one like /tmp
 # excepted) must not be writable by others, or the library refuses to load

@@ -74,6 +74,15 @@ cc $TS_C_STD $TS_C_WARN -IInclude "$work/app.c" -o "$work/app" -Lbuild/lib -Wl,-
 expected=$(extract docs/c-api.md "## C quick start" sh | sed -n 's/^# //p')
 check diff <(echo "$expected") "$work/app.out"
 
+# docs/migrations.md's complete example: compiled strictly, run from the
+# repository's folder (it loads build/plugins/journal.so and writes
+# settings.journal there, which it removes), its output compared with the
+# "# " lines of its shell block.
+extract docs/migrations.md "## A complete example" c > "$work/settings.c"
+cc $TS_C_STD $TS_C_WARN -IInclude "$work/settings.c" -o "$work/settings" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
+"$work/settings" > "$work/settings.out"
+check diff <(extract docs/migrations.md "## A complete example" sh | sed -n 's/^# //p') "$work/settings.out"
+
 # The quick start's shell commands, run as written (HOME is a scratch folder,
 # so `make install PREFIX=$HOME/.local` installs there; app.c is the block above).
 extract docs/c-api.md "## C quick start" sh | grep -v '^#' > "$work/commands.sh"
