@@ -110,7 +110,7 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-
 # Hardened as Debian builds (lintian: hardening-no-fortify-functions, -no-bindnow).
 PLUGIN_CFLAGS := $(C_STD) -O2 -g $(C_WARN) -shared -fPIC -IInclude -D_FORTIFY_SOURCE=2 \
                  -fstack-protector-strong -Wl,-z,relro,-z,now
-C_PLUGINS := guard delay journal recorder
+C_PLUGINS := guard delay journal recorder undo
 # replicate.so (issues 14, 21): the plugin and its log engines (Redis Streams,
 # NATS JetStream), chosen by the url's scheme.
 REPLICATE_SOURCES := Plugins/replicate/replicate.c Plugins/replicate/engine.c Plugins/replicate/engine_redis.c \
@@ -124,7 +124,7 @@ DEMO_PLUGINS := $(BUILD)/demo/plugins
         test-pkgconfig test-install test-deb test-python test-python-package test-plugins test-readme test-cpp test-rust \
         test-model test-torture test-faults test-replicate test-replicate-nats lib-tsan bench coverage inspector-plugin test-inspector \
         asan-lib asan-plugins fuzz-build fuzz-json-build fuzz test-fuzz-replay test-c-asan test-plugins-asan test-build test-harness help docs test-docs \
-        man test-man setup-test setup-deb check check-build flags test-setup test-testgen
+        man test-man setup-test setup-deb check check-build flags test-setup test-testgen test-undo
 
 ## help: this list (the "## target: description" comments of the Makefile)
 help:
@@ -225,7 +225,7 @@ run: build demo-plugins
 ## when a suite fails), and a last line "N passed, M failed" counting checks
 TEST_SUITES := test-swift test-swift-tsan test-json test-c test-exports test-abi test-abi-selftest \
                test-pkgconfig test-python test-python-package test-plugins test-inspector test-install test-readme test-cpp \
-               test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan \
+               test-rust test-model test-torture test-faults test-fuzz-replay test-c-asan test-plugins-asan test-undo \
                test-docs test-man test-harness test-setup test-replicate test-replicate-nats test-deb \
                test-testgen
 # Suites of TEST_SUITES that mostly wait on the servers they start and install
@@ -424,7 +424,7 @@ test-python-package: $(call prebuilt,setup-test lib plugins)
 
 ## test-readme: the examples of README.md, docs/ (C, C++, plugins, install) and the
 ## DocC TestStore article build and run as shown; their relative links resolve
-test-readme: $(call prebuilt,setup-test lib)
+test-readme: $(call prebuilt,setup-test lib plugins)
 	Tests/checks.sh Tests/readme/check.sh
 
 ## test-cpp: Include/turnstate.hpp: the header under g++ and clang++ (C++17,
@@ -498,9 +498,19 @@ test-replicate: $(call prebuilt,setup-test lib plugins)
 ## leader's server SIGKILLed and restarted (nothing lost or doubled), two of
 ## three servers down (TS_E_IO, nothing applied, recovery), TLS with a CA the
 ## test makes, user/password and token credentials, optimistic mode (three
-## replicas converge to a fresh fold of the stream, drops reported)
+## replicas converge to a fresh fold of the stream, drops reported; the
+## leader's server killed, a replica killed with pending actions, two of
+## three servers down, +100 ms round trips; local p50/p99 and throughput)
 test-replicate-nats: $(call prebuilt,lib plugins)
 	TS_BUILD=$(BUILD) Tests/checks.sh python3 Tests/replicate/nats_run.py
+
+## test-undo: the undo plugin (Plugins/undo, docs/undo.md), a few seconds: redux-undo's behaviours
+## (limit, filter, groupBy, jump, clear history, initial state), the byte bound, every bad config
+## field and the journal restart under ASan (Tests/plugins/test_undo.c), then from Python, Rust and
+## C++, two replicas on a Redis stream it starts on loopback, and actions through next and
+## dispatch_after (Tests/undo/run.sh); the Swift Undoable runs in test-swift
+test-undo: $(call prebuilt,setup-test lib plugins asan-lib)
+	FUZZ_CC=$(FUZZ_CC) TS_BUILD=$(BUILD) Tests/checks.sh Tests/undo/run.sh
 
 ## test-plugins: the shipped plugins (built from the headers alone) and the
 ## loader, natively and under valgrind; the logger plugin (Swift) and its test
@@ -519,10 +529,15 @@ test-plugins: $(call prebuilt,setup-test lib plugins)
 ## patch reducers (app.c's patch mode) the recorded states, jump, present, skip
 ## give the same states as with whole-slice reducers; the inspector from Python
 ## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh); the
-## session recorded in the browser, exported, becomes a C and a pytest test that pass (turnstate-testgen)
+## session recorded in the browser, exported, becomes a C and a pytest test that pass (turnstate-testgen);
+## state versions through export and import (Tests/inspector/test_migrate.c)
 test-inspector: $(call prebuilt,setup-test lib plugins)
 	@mkdir -p $(BUILD)/inspector
 	$(CC) $(CFLAGS) -IInclude Tests/inspector/app.c -o $(BUILD)/inspector/app $(C_LINK)
+	$(C_REGISTRY) --suite inspector_migrate -o $(BUILD)/inspector/registry_migrate.c Tests/inspector/test_migrate.c
+	$(CC) $(CFLAGS) -IInclude -ITests/harness -ITests/plugins $(TS_HARNESS) Tests/inspector/test_migrate.c \
+	  $(BUILD)/inspector/registry_migrate.c -o $(BUILD)/inspector/test_migrate $(C_LINK)
+	Tests/checks.sh $(BUILD)/inspector/test_migrate --plugin $(BUILD)/plugins/inspector.so
 	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
 	@$(FUZZ_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(FUZZ_VENV)/bin/pip install -q pytest
 	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python Tests/checks.sh python3 Tests/inspector/run.py $(BUILD)

@@ -644,7 +644,27 @@ typedef struct ts_store_api {
      * of middleware added with ts_store_add_middleware (it has no place of
      * its own) and once the plugin is no longer in the chain. */
     ts_status (*dispatch_after)(const char *action_json);
-    /* Added after 0.2.0, after dispatch_after (check struct_size first). Only in
+    /* Since 0.2.0, after dispatch_after (check struct_size first). Writes
+     * the version of the state this store's program makes
+     * (ts_store_set_version; 0 when none was declared) to *out: what a
+     * plugin that saves state records with it (the journal, replicate).
+     * Errors: TS_E_ARGUMENT (out is NULL), TS_E_REENTRANT (from inside a
+     * reducer), TS_E_STORE_GONE. */
+    ts_status (*state_version)(uint32_t *out);
+    /* Since 0.2.0, after state_version (check struct_size first). As
+     * replace_state, for state saved at `version`: migrated to the store's
+     * version first, as ts_store_replace_state_from does (its rules and
+     * errors). For a plugin that brings saved state in (the journal,
+     * replicate, the inspector's import). */
+    ts_status (*replace_state_from)(const char *state_json, uint32_t version);
+    /* Since 0.2.0, after replace_state_from (check struct_size first). The
+     * message of the last failure on the calling thread, as ts_last_error:
+     * for a plugin, which does not link the library, to pass on why a call
+     * through this table failed ("migration 2->3 failed: ..."). Static
+     * text of the library's: do not free; valid until the next failing call
+     * on the same thread. */
+    const char *(*last_error)(void);
+    /* Added after 0.2.0, after last_error (check struct_size first). Only in
      * the table a plugin's create() and run() get, and only from inside that
      * plugin's run(): runs fn(ctx) on the calling thread with the store let
      * go, then takes the store again and returns what fn returns. For a
@@ -975,6 +995,80 @@ typedef char *(*ts_patch_reducer_fn)(const ts_json *slice, const ts_action *acti
  * with a ts_reducer_fn; ts_store_remove_reducer removes it. */
 TS_API ts_status ts_store_add_patch_reducer(ts_store *store, const char *key, const char *const *types,
                                             ts_patch_reducer_fn fn, void *ctx);
+
+/* ---- Versions of the state and migrations -------------------------------- */
+
+/* Saved state outlives the program that saved it: a journal, a replicate
+ * snapshot, an exported inspector session may be read by a newer program
+ * whose reducers expect another shape. A store declares the version of the
+ * state its reducers make (ts_store_set_version) and the migrations from
+ * each older version (ts_store_add_migration), and every place that brings
+ * saved state in migrates it first: ts_store_replace_state_from, and the
+ * table's replace_state_from, which the journal, replicate and inspector
+ * plugins use with the version they find recorded (docs/migrations.md).
+ * The rules (one core: the Swift StateMigrations, for every face):
+ * - Versions are integers from 0. A store that declared none is at version
+ *   0, and state saved without a version (by a program that declared none,
+ *   or before versions existed) is of version 0.
+ * - A migration goes from one version to the next. State of version v below
+ *   the store's version V runs the migrations from v, v+1, ..., V-1, in
+ *   order, each on what the one before returned; state of version V runs
+ *   none.
+ * - State of a version newer than V (a downgrade) is refused: TS_E_ARGUMENT,
+ *   "the state is of version 5, newer than this program's version 3: a
+ *   downgrade is refused, nothing was loaded". No migration runs.
+ * - A missing step is refused before any migration runs: TS_E_NOT_FOUND,
+ *   "... there is no migration from version 2 to 3: nothing was loaded".
+ * - A migration that fails (returns NULL) stops the chain: TS_E_REDUCER,
+ *   "migration 2->3 failed: MESSAGE"; one that returns text that is not a
+ *   JSON object: TS_E_JSON, "migration 2->3 failed: ...". The state is
+ *   unchanged and no listener runs. */
+
+/* A migration from version `from` to `from + 1` (ts_store_add_migration):
+ * given the whole state of version `from` as minified JSON text (valid
+ * during the call), it returns the state of version `from + 1`, a JSON
+ * object, as text in memory that the store takes over and frees with free()
+ * (ts_alloc, ts_strdup or malloc, as a reducer's result). To fail, return
+ * NULL, and set *error_message to a message the store takes over and frees
+ * (ts_strdup, or malloc), or leave it NULL ("it returned NULL (it gave no
+ * reason)"). It runs on the thread that brings the state in, with the store
+ * held, as a reducer: it must not call into the store (such a call returns
+ * TS_E_REENTRANT). */
+typedef char *(*ts_migration_fn)(const char *state_json, void *ctx, char **error_message);
+
+/* Declares that the state this store's reducers make is of version
+ * `version` (0 when never called). Call it, and add the migrations, before
+ * loading a plugin that restores state (the journal): the plugin reads the
+ * version when it is created. It may be changed at any time; what is
+ * brought in later is migrated to the version of then.
+ * Thread-safety: any thread. Errors: TS_E_ARGUMENT (NULL store),
+ * TS_E_REENTRANT (from inside a reducer or migration), TS_E_STORE_GONE. */
+TS_API ts_status ts_store_set_version(ts_store *store, uint32_t version);
+
+/* Writes the version declared with ts_store_set_version (0 if none) to
+ * *out. Errors: TS_E_ARGUMENT (NULL store or out), TS_E_REENTRANT,
+ * TS_E_STORE_GONE. */
+TS_API ts_status ts_store_get_version(ts_store *store, uint32_t *out);
+
+/* Adds the migration from version `from_version` to `from_version + 1`,
+ * called with `ctx`. Migrations may be added in any order, before or after
+ * ts_store_set_version; which ones are needed is checked when state is
+ * brought in. Errors: TS_E_ARGUMENT (NULL store or fn; a migration from
+ * that version was added already; from_version is 4294967295),
+ * TS_E_REENTRANT, TS_E_STORE_GONE. */
+TS_API ts_status ts_store_add_migration(ts_store *store, uint32_t from_version, ts_migration_fn fn, void *ctx);
+
+/* Replaces the whole state with `state_json` (a JSON object) saved at
+ * `version`: migrated to the store's version by the rules above, then put
+ * in place as the table's replace_state does (a key that has a reducer but
+ * is missing gets its first value), then the listeners run. All or
+ * nothing: on any failure the state is unchanged and no listener runs.
+ * With `version` equal to the store's, no migration runs.
+ * Errors: TS_E_ARGUMENT (NULL store or state_json; a downgrade),
+ * TS_E_JSON (state_json or a migration's result is not a JSON object),
+ * TS_E_NOT_FOUND (a missing step), TS_E_REDUCER (a migration failed; a
+ * reducer's first value failed), TS_E_REENTRANT, TS_E_STORE_GONE. */
+TS_API ts_status ts_store_replace_state_from(ts_store *store, const char *state_json, uint32_t version);
 
 #ifdef __cplusplus
 }

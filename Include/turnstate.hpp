@@ -889,6 +889,12 @@ using listener_fn = std::function<void(StoreRef store)>;
  * the call. */
 using middleware_fn = std::function<void(Api &store, Next &next, const Action &action)>;
 
+/* A migration (StoreRef::add_migration): the whole state of version `from`
+ * as JSON text in, the state of version `from + 1` as JSON text (an object)
+ * out. An exception it throws fails the step ("migration 2->3 failed:
+ * what()") and comes out of the call that brought the state in. */
+using migration_fn = std::function<std::string(std::string_view state_json)>;
+
 /* ---- Internals ---------------------------------------------------------- */
 
 namespace detail {
@@ -1026,6 +1032,10 @@ struct MiddlewareEntry {
     Core *core;
     middleware_fn fn;
 };
+struct MigrationEntry {
+    Core *core;
+    migration_fn fn;
+};
 
 /* What a Store owns besides the ts_store: its callbacks. It stays at one
  * address (the callbacks' ctx) while Store objects move. */
@@ -1037,6 +1047,7 @@ struct Core : std::enable_shared_from_this<Core> {
     std::vector<std::unique_ptr<ReducerForEntry>> reducers_for;
     std::vector<std::unique_ptr<PatchReducerEntry>> patch_reducers;
     std::vector<std::unique_ptr<MiddlewareEntry>> middleware;
+    std::vector<std::unique_ptr<MigrationEntry>> migrations;
     std::unordered_map<const ListenerEntry *, std::unique_ptr<ListenerEntry>> listeners;
     /* Listeners unsubscribed from inside a callback of this store: the
      * dispatch under way may still call them (turnstate.h), so they are kept
@@ -1057,6 +1068,7 @@ char *reducer_trampoline(const char *slice, const ts_action *action, void *ctx) 
 char *reducer_for_trampoline(const char *slice, const ts_action *action, void *ctx) noexcept;
 void listener_trampoline(ts_store *store, void *ctx) noexcept;
 ts_status middleware_trampoline(const ts_store_api *api, ts_next_fn next, const ts_action *action, void *ctx) noexcept;
+char *migration_trampoline(const char *state_json, void *ctx, char **error_message) noexcept;
 
 template <class T>
 struct is_std_function : std::false_type {};
@@ -1367,6 +1379,48 @@ public:
         ts_store *s = handle();
         detail::CallScope scope;
         scope.finish(ts_store_load_plugins(s, dir.c_str()));
+    }
+
+    /* Versions of the state (docs/migrations.md). Declares the version of
+     * the state this store's reducers make (ts_store_set_version); set it,
+     * and add the migrations, before loading the journal. */
+    void set_version(uint32_t version) const {
+        ts_store *s = handle();
+        detail::CallScope scope;
+        scope.finish(ts_store_set_version(s, version));
+    }
+
+    /* The declared version (0 when none was). */
+    uint32_t version() const {
+        ts_store *s = handle();
+        uint32_t out = 0;
+        detail::CallScope scope;
+        scope.finish(ts_store_get_version(s, &out));
+        return out;
+    }
+
+    /* Adds the migration from `from_version` to `from_version + 1`
+     * (ts_store_add_migration); the callable is kept until the store is
+     * destroyed. Throws argument_error (empty, or one from that version was
+     * added already). */
+    void add_migration(uint32_t from_version, migration_fn fn) const {
+        if (!fn) throw argument_error("add_migration: the migration is empty");
+        detail::Core *c = core();
+        keep_and_install(&detail::Core::migrations, detail::MigrationEntry{c, std::move(fn)},
+                         [&](detail::MigrationEntry *raw) {
+                             return ts_store_add_migration(c->store, from_version, detail::migration_trampoline, raw);
+                         });
+    }
+
+    /* Replaces the whole state with `state_json`, saved at `version`,
+     * migrated first (ts_store_replace_state_from): all or nothing. Throws
+     * argument_error (a downgrade), not_found_error (a missing step),
+     * json_error, reducer_error ("migration 2->3 failed: ..."), or the
+     * exception a migration threw. */
+    void replace_state_from(zstring state_json, uint32_t version) const {
+        ts_store *s = handle();
+        detail::CallScope scope;
+        scope.finish(ts_store_replace_state_from(s, state_json.c_str(), version));
     }
 
     /* The C store, for the functions of turnstate.h. Do not destroy it.
@@ -1752,6 +1806,22 @@ inline ts_status middleware_trampoline(const ts_store_api *api, ts_next_fn next,
         } catch (...) {
         }
         return api->fail(status, describe());
+    }
+}
+
+inline char *migration_trampoline(const char *state_json, void *ctx, char **error_message) noexcept {
+    auto *entry = static_cast<MigrationEntry *>(ctx);
+    try {
+        CallbackScope in(entry->core);
+        std::string next = entry->fn(std::string_view(state_json));
+        if (next.find('\0') != std::string::npos) throw json_error("the migration's result contains a NUL byte");
+        char *out = ts_strdup(next.c_str());
+        if (out == nullptr) throw std::bad_alloc();
+        return out;
+    } catch (...) {
+        record(std::current_exception());
+        *error_message = ts_strdup(describe());
+        return nullptr;
     }
 }
 

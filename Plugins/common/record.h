@@ -13,7 +13,9 @@
  *
  *     L <length> <crc32> <json>\n
  *
- * - L is 'A' (an action) or 'S' (a snapshot of the state);
+ * - L is 'A' (an action), 'S' (a snapshot of the state) or 'V' (the
+ *   version of the state that the records after it were written with:
+ *   {"version":N}; a file with none before a record is of version 0);
  * - <length> is 1 to 18 decimal digits (no sign): the bytes of <json>;
  * - <crc32> is 8 lower-case hex digits: the CRC-32 (IEEE 802.3, as zlib's
  *   crc32) of L followed by <json>;
@@ -106,14 +108,14 @@ static inline size_t ts_record_header(char out[TS_RECORD_HEADER_MAX + 1], char l
 
 /* One record read from a text: where its JSON is (not NUL-terminated). */
 typedef struct ts_record {
-    char letter;   /* 'A' or 'S' */
+    char letter;   /* 'A', 'S' or 'V' */
     size_t json;   /* the offset of its JSON in the text */
     size_t length; /* the JSON's bytes */
     size_t end;    /* the offset after its newline: where the next record starts */
 } ts_record;
 
 /* How the reasons about a record's header start. */
-#define TS_RECORD_SHAPE "not a journal record (\"A|S <length> <crc32> <json>\"): "
+#define TS_RECORD_SHAPE "not a journal record (\"A|S|V <length> <crc32> <json>\"): "
 
 /* Reads the record that starts at text[offset] (offset < size; the text
  * need not be NUL-terminated, and nothing outside text[0..size) is read).
@@ -125,8 +127,8 @@ static inline int ts_record_read(const char *text, size_t size, size_t offset, t
     uint32_t stored = 0, computed;
     int k;
     record->letter = text[p];
-    if ((text[p] != 'A' && text[p] != 'S') || p + 1 >= size || text[p + 1] != ' ') {
-        snprintf(why, why_size, TS_RECORD_SHAPE "it does not start with \"A \" or \"S \"");
+    if ((text[p] != 'A' && text[p] != 'S' && text[p] != 'V') || p + 1 >= size || text[p + 1] != ' ') {
+        snprintf(why, why_size, TS_RECORD_SHAPE "it does not start with \"A \", \"S \" or \"V \"");
         return 0;
     }
     p += 2;
@@ -174,6 +176,31 @@ static inline int ts_record_read(const char *text, size_t size, size_t offset, t
     record->json = p;
     record->length = length;
     record->end = p + length + 1;
+    return 1;
+}
+
+/* The version that a 'V' record's JSON (json[0..length), not
+ * NUL-terminated) names: {"version":N}, N an integer from 0 to 4294967295,
+ * and no other member. 1 with *out set, or 0 with the reason in why. */
+static inline int ts_record_version(const char *json, size_t length, uint32_t *out, char *why, size_t why_size) {
+    static const char head[] = "{\"version\":";
+    size_t p = sizeof head - 1;
+    uint64_t v = 0;
+    if (length < p + 2 || memcmp(json, head, p) != 0 || json[length - 1] != '}') {
+        snprintf(why, why_size, "a version record must be {\"version\":N}");
+        return 0;
+    }
+    if (json[p] < '0' || json[p] > '9' || (json[p] == '0' && p + 2 != length)) {
+        snprintf(why, why_size, "a version record's N must be an integer from 0 to 4294967295 without leading zeros");
+        return 0;
+    }
+    for (; p < length - 1; p++) {
+        if (json[p] < '0' || json[p] > '9' || (v = v * 10u + (uint64_t)(json[p] - '0')) > 4294967295u) {
+            snprintf(why, why_size, "a version record's N must be an integer from 0 to 4294967295 without leading zeros");
+            return 0;
+        }
+    }
+    *out = (uint32_t)v;
     return 1;
 }
 

@@ -12,6 +12,7 @@
 #include "inspector.h"
 
 #include "../common/pjson.h"
+#include "session.h"
 #include "sse.h"
 
 #include <stdint.h>
@@ -77,6 +78,20 @@ static http_result get_export(void *app, http_request *req) {
     size_t length;
     char *text = history_export(in->history, &length);
     if (text == NULL) return http_send_error(req, 500, "out of memory");
+    uint32_t version = travel_store_version(in->store);
+    if (version > 0 && length > 0) {
+        /* A session of a versioned store says its version first (the
+         * journal's V record), so that an import migrates it. */
+        char json[32];
+        sb b = {0};
+        snprintf(json, sizeof json, "{\"version\":%lu}", (unsigned long)version);
+        sb_record(&b, 'V', json);
+        sb_add(&b, text, length);
+        free(text);
+        if (b.text == NULL) return http_send_error(req, 500, "out of memory");
+        text = b.text;
+        length = b.length;
+    }
     return http_send_download(req, text, length, "text/plain; charset=utf-8", "turnstate-session.journal");
 }
 

@@ -31,7 +31,7 @@ static inline void sb_record(sb *b, char letter, const char *json) {
 
 /* One record of a session: its JSON stays in the text (not NUL-terminated). */
 typedef struct session_record {
-    char letter;      /* 'A' or 'S' */
+    char letter;      /* 'A', 'S' or 'V' */
     size_t line;      /* the line it starts on, from 1 */
     const char *json; /* text + its offset */
     size_t length;
@@ -70,6 +70,7 @@ typedef struct session_info {
     size_t base_line;    /* the line after it */
     size_t records;      /* every record of the text */
     size_t actions;      /* the A records after base */
+    uint32_t version;    /* the state version of base: that of the last V record before it, 0 without one */
 } session_info;
 
 /* Checks a whole session before anything is changed: every record well
@@ -80,9 +81,17 @@ static inline int session_check(const char *text, size_t size, session_info *inf
     session_record r;
     int found = 0, more;
     memset(info, 0, sizeof *info);
+    uint32_t version = 0;
     while ((more = session_next(text, size, &offset, &line, &r, why, why_size)) == 1) {
         info->records++;
-        if (r.letter == 'S' && !found) {
+        if (r.letter == 'V') {
+            char reason[160];
+            if (!ts_record_version(r.json, r.length, &version, reason, sizeof reason)) {
+                snprintf(why, why_size, "line %zu: %s", r.line, reason);
+                return -1;
+            }
+        } else if (r.letter == 'S' && !found) {
+            info->version = version;
             found = 1;
             info->base = r;
             info->base_end = offset;

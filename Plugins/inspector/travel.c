@@ -194,8 +194,24 @@ static int import_body(command *c) {
     if (base == NULL) return failf(c->why, c->size, "out of memory");
     memcpy(base, info.base.json, info.base.length);
     base[info.base.length] = '\0';
-    ts_status status = t->store->replace_state(base);
+    /* A session of another state version: migrated (replace_state_from),
+     * or refused (a downgrade, a missing or failing step) with nothing changed. */
+    uint32_t version = travel_store_version(t->store);
+    ts_status status;
+    if (info.version == version) {
+        status = t->store->replace_state(base);
+    } else if (version == 0 && !travel_store_versioned(t->store)) {
+        free(base);
+        return failf(c->why, c->size, "line %zu: the session is of state version %lu, and this library cannot migrate "
+                     "state (its ts_store_api has no replace_state_from)", info.base.line, (unsigned long)info.version);
+    } else {
+        status = t->store->replace_state_from(base, info.version);
+    }
     free(base);
+    if (status != TS_OK && info.version != version)
+        return failf(c->why, c->size, "line %zu: the session's state (state version %lu) was refused: %s: %s",
+                     info.base.line, (unsigned long)info.version, t->store->status_name(status),
+                     t->store->last_error());
     if (status != TS_OK)
         return failf(c->why, c->size, "line %zu: the session's state was refused: %s", info.base.line,
                      travel_reason(t, status));

@@ -30,6 +30,21 @@
 
 typedef struct travel travel;
 
+/* Whether the store's table has state versions (state_version,
+ * replace_state_from, last_error: libturnstate 0.2.0 with versions). */
+static inline int travel_store_versioned(const ts_store_api *store) {
+    return store->struct_size >= offsetof(ts_store_api, last_error) + sizeof store->last_error &&
+           store->state_version != NULL && store->replace_state_from != NULL && store->last_error != NULL;
+}
+
+/* The store's state version: what an export records and an import migrates
+ * to (0 for a table without versions, or when it cannot be read). */
+static inline uint32_t travel_store_version(const ts_store_api *store) {
+    uint32_t version = 0;
+    if (!travel_store_versioned(store) || store->state_version(&version) != TS_OK) return 0;
+    return version;
+}
+
 /* What run() reads of the commands without a lock. */
 typedef struct travel_gate {
     int replaying;           /* a command replays on replay_thread: __atomic */

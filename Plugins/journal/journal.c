@@ -10,6 +10,10 @@
  *     A <length> <crc32> <json>\n      an action that reached the reducers
  *     S <length> <crc32> <json>\n      a snapshot: the whole state after the
  *                                      action record before it
+ *     V <length> <crc32> {"version":N}\n the version of the state (the
+ *                                      store's ts_store_set_version) that the
+ *                                      records after it were written with;
+ *                                      none before a record: version 0
  * <length> is the decimal byte length of <json>; <crc32> is 8 lowercase hex
  * digits of the CRC-32 (IEEE 802.3) of the record letter followed by <json>.
  * <json> is minified, so it holds no newline. The records are written and
@@ -65,6 +69,8 @@ typedef struct journal {
     uint64_t unsynced;       /* records written since the last fsync */
     off_t end;               /* length of the file: the end of the last good record */
     int out_of_sync;         /* an action is missing from the file: a snapshot must come first */
+    uint32_t version;        /* the store's state version when the journal was loaded */
+    uint32_t file_version;   /* the version in force at the end of the file (its last V record; 0: none) */
     pending *stack;          /* run() calls in progress, outermost first */
     size_t depth, stack_capacity;
     char *record;            /* buffer for building records */
@@ -105,6 +111,13 @@ static int append_record(journal *j, char letter, const char *json) {
     char header[HEADER_ROOM + 1];
     char *start;
     int err;
+    if (letter != 'V' && j->file_version != j->version) {
+        /* The records from here on are of the store's version: say so first. */
+        char version[32];
+        snprintf(version, sizeof version, "{\"version\":%lu}", (unsigned long)j->version);
+        if ((err = append_record(j, 'V', version)) != 0) return err;
+        j->file_version = j->version;
+    }
     if (raw > (size_t)-1 - HEADER_ROOM - 2) return ENOMEM;
     if (j->record_capacity < HEADER_ROOM + raw + 2) {
         char *grown = realloc(j->record, HEADER_ROOM + raw + 2);
@@ -386,8 +399,9 @@ static int take_lock(journal *j, char *why, size_t why_size) {
 
 /* A record found in the file: where it starts, and what record.h read. */
 typedef struct record_ref {
-    size_t offset; /* of the record */
-    ts_record r;   /* its letter, and its JSON and end as offsets in the file */
+    size_t offset;    /* of the record */
+    ts_record r;      /* its letter, and its JSON and end as offsets in the file */
+    uint32_t version; /* the state version it was written with (the V record before it; 0: none) */
 } record_ref;
 
 /* The offset of the first well-formed record that starts after off, or 0 if
@@ -397,7 +411,7 @@ static size_t valid_record_after(const char *buf, size_t size, size_t off) {
     char why[256];
     for (q = off + 1; q + 1 < size; q++) {
         ts_record r;
-        if ((buf[q] == 'A' || buf[q] == 'S') && buf[q + 1] == ' ' && ts_record_read(buf, size, q, &r, why, sizeof why))
+        if ((buf[q] == 'A' || buf[q] == 'S' || buf[q] == 'V') && buf[q + 1] == ' ' && ts_record_read(buf, size, q, &r, why, sizeof why))
             return q;
     }
     return 0;
@@ -563,6 +577,8 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     size_t size = 0, off = 0, good_end = 0, count = 0, capacity = 0, i, last_snapshot = (size_t)-1;
     record_ref *records = NULL;
     int torn = 0, e, restored = 0;
+    uint32_t version = 0, newest = 0; /* the version in force while scanning; the newest seen */
+    size_t newest_at = 0;
     ts_status status = TS_E_PLUGIN;
 
     if (self == NULL || store == NULL) return TS_E_ARGUMENT;
@@ -584,6 +600,16 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     }
     j->fd = -1;
     j->store = store;
+    /* The store's state version (0 from a library without versions). */
+    if (store->struct_size >= offsetof(ts_store_api, last_error) + sizeof store->last_error &&
+        store->state_version != NULL && store->replace_state_from != NULL && store->last_error != NULL) {
+        status = store->state_version(&j->version);
+        if (status != TS_OK) {
+            if (error_message) *error_message = dup_text("journal: cannot read the store's state version");
+            journal_free(j);
+            return status;
+        }
+    }
     j->fsync_mode = FSYNC_ALWAYS;
     j->snapshot_every = 1000;
     if (!parse_config(j, config_json, err, sizeof err)) {
@@ -625,6 +651,22 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
                                   detail);
             goto fail;
         }
+        if (r.r.letter == 'V') {
+            /* Not a record to restore: the version of those after it. */
+            if (!ts_record_version(buf + r.r.json, r.r.length, &version, why, sizeof why)) {
+                snprintf(detail, sizeof detail, "bad version record at byte %zu: %s", off, why);
+                status = create_error(error_message, TS_E_IO, "journal: \"%.300s\": %s", j->path, detail);
+                goto fail;
+            }
+            if (version > newest) {
+                newest = version;
+                newest_at = off;
+            }
+            off = r.r.end;
+            good_end = off;
+            continue;
+        }
+        r.version = version;
         if (count == capacity) {
             size_t c = capacity ? capacity * 2 : 64;
             record_ref *grown = realloc(records, c * sizeof *grown);
@@ -640,6 +682,18 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
         off = r.r.end;
         good_end = off;
     }
+
+    /* A file written by a newer program is refused before anything is
+     * restored: its records are of a version this program cannot read. */
+    if (newest > j->version) {
+        snprintf(detail, sizeof detail,
+                 "it was written with state version %lu (the version record at byte %zu), newer than this program's "
+                 "version %lu: a downgrade is refused, nothing was loaded",
+                 (unsigned long)newest, newest_at, (unsigned long)j->version);
+        status = create_error(error_message, TS_E_PLUGIN, "journal: \"%.300s\": %s", j->path, detail);
+        goto fail;
+    }
+    j->file_version = version;
 
     /* A torn last record is cut off before anything is restored, so that a
      * failure to cut leaves the state as it was (found by make test-faults). */
@@ -672,10 +726,17 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     if (last_snapshot != (size_t)-1) {
         record_ref *r = &records[last_snapshot];
         buf[r->r.json + r->r.length] = '\0';
-        status = store->replace_state(buf + r->r.json);
-        if (status != TS_OK) {
+        /* A snapshot of an older version is migrated (replace_state_from). */
+        status = r->version == j->version ? store->replace_state(buf + r->r.json)
+                                          : store->replace_state_from(buf + r->r.json, r->version);
+        if (status != TS_OK && r->version != j->version) {
+            snprintf(detail, sizeof detail, "restoring the snapshot at byte %zu (state version %lu) failed with %s: %.300s",
+                     r->offset, (unsigned long)r->version, store->status_name(status), store->last_error());
+        } else if (status != TS_OK) {
             snprintf(detail, sizeof detail, "restoring the snapshot at byte %zu failed with %s", r->offset,
                      store->status_name(status));
+        }
+        if (status != TS_OK) {
             status = create_error(error_message, TS_E_PLUGIN, "journal: \"%.300s\": %s", j->path, detail);
             goto fail;
         }
@@ -699,6 +760,18 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
 
     if (size == 0 && j->fsync_mode != FSYNC_NEVER) sync_parent(j->path);
     j->end = (off_t)good_end;
+    if (count > 0 && j->file_version != j->version) {
+        /* Loaded from an older version: a version record and a snapshot of
+         * the migrated state, so that the next load starts from it. Best
+         * effort: without it the next load migrates again and replays the
+         * same actions, to the same state. */
+        e = write_snapshot(j);
+        if (e == 0) e = sync_by_policy(j);
+        if (e != 0) {
+            fprintf(stderr, "turnstate journal: %s: could not write a snapshot of the state migrated to version %lu (%s)\n",
+                    j->path, (unsigned long)j->version, strerror(e));
+        }
+    }
     free(records);
     free(buf);
     if (original) store->free(original);

@@ -136,6 +136,8 @@ typedef struct replica {
     uint64_t max_pending, max_pending_bytes, status_ms;
     char origin[ORIGIN_SIZE];
     const char *(*last_error)(void); /* ts_last_error, when dlsym finds it: reasons of refusals */
+    uint32_t version;                /* the store's state version (0: none, or a table without versions) */
+    int versioned;                   /* the table has state_version and replace_state_from */
     /* The pending list: changed by run() and the reader's steps (store held)
      * under qmutex; the sender reads it under qmutex. */
     pthread_mutex_t qmutex;
@@ -159,6 +161,10 @@ typedef struct replica {
     int rebasing;  /* a rebase runs: a nested dispatch is queued, and applied by the rebase */
     int snapshot_due;
     uint64_t snapshot_due_seq;
+    /* A snapshot was loaded (optimistic mode): pending actions of this
+     * replica before its next own entry may be behind it, trimmed. Cleared
+     * by that entry (deliver_entry). */
+    int snapshot_loaded;
     /* Counts for the status (store held). */
     uint64_t confirmed_count, dropped_count, rebase_count, last_rebase_us, covered_count;
     struct timespec rebase_started;
@@ -432,13 +438,17 @@ static void pend_remove(replica *r, size_t i) {
 
 /* How many pending actions the log has not acknowledged. Under qmutex. */
 static size_t unsent_of(const replica *r) {
-    const pending *first;
-    if (r->pend_count == 0) return 0;
-    first = &r->pend[r->pend_first];
-    /* Numbered in list order without a gap: the acknowledged ones come first. */
-    if (first->n == 0 || first->n > r->acked_n) return r->pend_count;
-    return r->pend_count - (size_t)(r->acked_n - first->n + 1 < r->pend_count ? r->acked_n - first->n + 1
-                                                                               : r->pend_count);
+    size_t lo = 0, hi = r->pend_count;
+    /* Numbered in list order (increasing; a gap where an action was
+     * confirmed out of order, see confirm_out_of_order; 0: not numbered
+     * yet): the acknowledged ones come first. */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const pending *p = &r->pend[r->pend_first + mid];
+        if (p->n != 0 && p->n <= r->acked_n) lo = mid + 1;
+        else hi = mid;
+    }
+    return r->pend_count - lo;
 }
 
 /* ---- The confirmed tail (optimistic mode, store held) --------------------- */
@@ -505,10 +515,20 @@ static void report_dropped(replica *r, const char *action, ts_status status, con
  * after tail_reserve. */
 static void confirm_head(replica *r, ts_status status, const char *reason) {
     pending p;
+    int drained;
     pthread_mutex_lock(&r->qmutex);
     p = *pend_at(r, 0);
     pend_remove(r, 0);
+    drained = r->pend_count == 0;
     pthread_mutex_unlock(&r->qmutex);
+    if (drained) {
+        /* Every append of this replica reached the log (some perhaps after
+         * the sender gave up waiting for its answer, as on NATS when a
+         * quorum comes back): the sender's side is not failing now. */
+        pthread_mutex_lock(&r->mutex);
+        r->sender_ok = 1;
+        pthread_mutex_unlock(&r->mutex);
+    }
     r->confirmed_count++;
     if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0 && !r->snapshot_due) {
         r->snapshot_due = 1;
@@ -517,6 +537,47 @@ static void confirm_head(replica *r, ts_status status, const char *reason) {
     tail_take(r, p.action);
     if (status != TS_OK) report_dropped(r, p.action, status, reason);
     free(p.reason);
+}
+
+/* An entry of this replica, numbered n, that the log holds before some of
+ * its earlier pending actions: their appends failed while this one's went
+ * through (on NATS JetStream, pipelined appends while the stream changes
+ * leader: the engine sends the failed ones again and they land after it).
+ * It is applied where the log put it (the store shows the confirmed state:
+ * deliver_entry during a rebase or a catch-up) and taken off the pending
+ * list wherever it is; refused there, it is reported dropped. Returns 1,
+ * or 0 when n is not pending (then nothing is done). Store held, after
+ * tail_reserve. */
+static int confirm_out_of_order(replica *r, rp_entry *e, const char *action, uint64_t n, ts_status *outcome) {
+    size_t i;
+    pending p;
+    ts_status status;
+    char *reason = NULL;
+    pthread_mutex_lock(&r->qmutex);
+    for (i = 1; i < r->pend_count && pend_at(r, i)->n != n; i++) {
+    }
+    if (i >= r->pend_count || n == 0) {
+        pthread_mutex_unlock(&r->qmutex);
+        return 0;
+    }
+    p = *pend_at(r, i);
+    pend_remove(r, i);
+    pthread_mutex_unlock(&r->qmutex);
+    status = r->deliver(action);
+    if (status != TS_OK) reason = reason_of(r, status);
+    tail_take(r, e->action);
+    e->action = NULL;
+    r->confirmed_count++;
+    if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0 && !r->snapshot_due) {
+        r->snapshot_due = 1;
+        r->snapshot_due_seq = r->seq;
+    }
+    if (status != TS_OK) report_dropped(r, p.action, status, reason);
+    free(p.action);
+    free(p.reason);
+    free(reason);
+    *outcome = status;
+    return 1;
 }
 
 /* Whether entry text `action` of `origin` numbered n is the pending list's
@@ -608,9 +669,16 @@ static ts_status deliver_entry(replica *r, rp_entry *e) {
     ts_status status;
     char *reason = NULL;
     if (!r->optimistic) return ordered_deliver(r, action, origin, n);
-    /* One of its own after pending ones it did not read: those came before
-     * a snapshot it loaded. */
-    if (n != 0 && r->pend_count > 0 && strcmp(origin, r->origin) == 0) (void)drop_covered(r, n);
+    if (n != 0 && strcmp(origin, r->origin) == 0) {
+        /* One of its own after pending ones it did not read, past a
+         * snapshot it loaded: those came before the snapshot. */
+        if (r->snapshot_loaded && r->pend_count > 0) (void)drop_covered(r, n);
+        r->snapshot_loaded = 0;
+        /* Otherwise those are not in the log yet: this one is confirmed
+         * ahead of them. */
+        if (r->pend_count > 1 && !is_head(r, origin, n) && confirm_out_of_order(r, e, action, n, &status))
+            return status;
+    }
     if (!is_head(r, origin, n)) {
         status = r->deliver(action);
         tail_take(r, e->action);
@@ -627,15 +695,54 @@ static ts_status deliver_entry(replica *r, rp_entry *e) {
 /* The status a failure of the log gives: damage is not the log's silence. */
 static ts_status status_of(int rc) { return rc == RP_DAMAGED ? TS_E_PLUGIN : TS_E_IO; }
 
+/* Stores `state` as the snapshot of entry r->seq. The snapshot carries the
+ * state version of the replica that took it: a replica at version 0 stores
+ * the state's JSON text as before; one at version N > 0 stores "VN " and
+ * then the text (not JSON, so that a replica of before versions refuses it
+ * instead of taking the prefix for state). */
+static void snapshot_put(replica *r, const char *state) {
+    char err[RP_ERR_SIZE], *text;
+    size_t length;
+    int stored;
+    if (r->version == 0) {
+        (void)rp_snapshot_put(r->log, state, r->pos, r->seq, &stored, err);
+        return;
+    }
+    length = strlen(state) + 16;
+    if ((text = malloc(length)) == NULL) return; /* best effort, as every snapshot */
+    snprintf(text, length, "V%lu %s", (unsigned long)r->version, state);
+    (void)rp_snapshot_put(r->log, text, r->pos, r->seq, &stored, err);
+    free(text);
+}
+
+/* The version a snapshot's text carries ("VN " before the JSON; none: 0)
+ * and where its JSON starts. 0, or -1 when "V" is not followed by a version
+ * and a space. */
+static int snapshot_version(const char *text, uint32_t *version, const char **json) {
+    uint64_t v = 0;
+    const char *p = text + 1;
+    *version = 0;
+    *json = text;
+    if (text[0] != 'V') return 0;
+    if (*p < '0' || *p > '9') return -1;
+    while (*p >= '0' && *p <= '9') {
+        v = v * 10u + (uint64_t)(*p++ - '0');
+        if (v > 4294967295u) return -1;
+    }
+    if (*p != ' ') return -1;
+    *version = (uint32_t)v;
+    *json = p + 1;
+    return 0;
+}
+
 /* Takes a snapshot (the state after entry r->seq) if this is the replica
  * that appended entry r->seq and it is a multiple of snapshot_every. Best
  * effort: a failed snapshot only makes joining slower. */
 static void maybe_snapshot(replica *r) {
-    char *state = NULL, err[RP_ERR_SIZE];
-    int stored;
+    char *state = NULL;
     if (r->snapshot_every == 0 || r->seq % r->snapshot_every != 0) return;
     if (r->store->get_state("", &state) != TS_OK) return;
-    (void)rp_snapshot_put(r->log, state, r->pos, r->seq, &stored, err);
+    snapshot_put(r, state);
     r->store->free(state);
 }
 
@@ -644,6 +751,8 @@ static void maybe_snapshot(replica *r) {
 static int load_snapshot(replica *r, char *err) {
     int found, rc;
     char *state = NULL, pos[RP_POS_SIZE];
+    const char *json;
+    uint32_t version;
     uint64_t seq = 0;
     ts_status status;
     /* Checked against the log (rp_check_snapshot) before it replaces anything. */
@@ -652,12 +761,41 @@ static int load_snapshot(replica *r, char *err) {
         free(state);
         return 0;
     }
-    status = r->store->replace_state(state);
+    if (snapshot_version(state, &version, &json) != 0) {
+        free(state);
+        snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu) starts with \"V\" but "
+                 "not with a state version (\"VN \"): it was not written by replicate.so", r->stream,
+                 (unsigned long long)seq);
+        return RP_DAMAGED;
+    }
+    if (version != r->version && !r->versioned) {
+        free(state);
+        snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu) is of state version %lu, "
+                 "and this library cannot migrate state (its ts_store_api has no replace_state_from)", r->stream,
+                 (unsigned long long)seq, (unsigned long)version);
+        return RP_FAILED;
+    }
+    /* A snapshot of an older version is migrated; a newer one is refused
+     * (replace_state_from's rules), with nothing loaded. */
+    status = version == r->version ? r->store->replace_state(json) : r->store->replace_state_from(json, version);
     if (status != TS_OK) {
         free(state);
-        snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu) was refused: %s",
-                 r->stream, (unsigned long long)seq, r->store->status_name(status));
+        snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu, state version %lu) was "
+                 "refused: %s: %.250s", r->stream, (unsigned long long)seq, (unsigned long)version,
+                 r->store->status_name(status),
+                 r->versioned ? r->store->last_error() : r->last_error ? r->last_error() : "");
         return RP_FAILED;
+    }
+    if (version != r->version) {
+        /* The confirmed state is the migrated one (optimistic mode keeps it
+         * as text): read it back. */
+        free(state);
+        state = NULL;
+        if (r->store->get_state("", &state) != TS_OK) {
+            snprintf(err, RP_ERR_SIZE, "replicate: cannot read the state migrated from the snapshot of stream \"%.200s\"",
+                     r->stream);
+            return RP_FAILED;
+        }
     }
     if (r->optimistic) {
         /* Optimistic mode: the confirmed state is now the snapshot's (a
@@ -665,6 +803,7 @@ static int load_snapshot(replica *r, char *err) {
         free(r->confirmed);
         r->confirmed = state;
         tail_clear(r);
+        r->snapshot_loaded = 1;
     } else {
         free(state);
     }
@@ -1108,10 +1247,8 @@ static int capture_confirmed(replica *r) {
 /* Stores the confirmed state as the snapshot, when one is due and the text
  * is the state at r->seq. Best effort, as in ordered mode. Store held. */
 static void snapshot_confirmed(replica *r) {
-    char err[RP_ERR_SIZE];
-    int stored;
     if (!r->snapshot_due || r->tail_count != 0 || r->confirmed == NULL) return;
-    (void)rp_snapshot_put(r->log, r->confirmed, r->pos, r->seq, &stored, err);
+    snapshot_put(r, r->confirmed);
     r->snapshot_due = 0;
 }
 
@@ -1382,6 +1519,9 @@ static void *sender_main(void *self) {
             pending *p = pend_at(r, i);
             size_t need = used + ORIGIN_SIZE + 26 + p->length + 1;
             if (!p->ready || (k > 0 && used + p->length > SEND_MAX_BYTES)) break;
+            /* A batch is numbered first, first + 1 ... (the engines' ids):
+             * it ends at a gap (an action confirmed out of order). */
+            if (k > 0 && (p->n != 0 ? p->n : r->next_n) != first + k) break;
             if (need > room) {
                 /* One action larger than a batch: it goes alone. */
                 char *grown = realloc(buffer, need);
@@ -1416,6 +1556,9 @@ static void *sender_main(void *self) {
             r->acked_n = first + done - 1;
             r->ack_head = info.head; /* the log's last number after the append: they are at or before it */
         }
+        /* Confirmed meanwhile by the reader (they reached the log after
+         * the answer's deadline): not a failure to show. */
+        if (rc == RP_FAILED && r->pend_count == 0) rc = 0;
         pthread_mutex_unlock(&r->qmutex);
         if (rc == 0) note_ok(r, 1, r->sender_log);
         else note_failure(r, 1, err, rc == RP_DAMAGED);
@@ -1820,6 +1963,16 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
                      : store->apply;
     /* unlocked: ordered mode's dispatches wait for the log without the store. */
     r->can_unlock = store->struct_size >= offsetof(ts_store_api, unlocked) + sizeof store->unlocked;
+    /* The store's state version: what its snapshots carry, and what the
+     * snapshots it loads are migrated to. */
+    if (store->struct_size >= offsetof(ts_store_api, last_error) + sizeof store->last_error &&
+        store->state_version != NULL && store->replace_state_from != NULL && store->last_error != NULL) {
+        r->versioned = 1;
+        if (store->state_version(&r->version) != TS_OK) {
+            snprintf(err, RP_ERR_SIZE, "replicate: cannot read the store's state version");
+            goto fail;
+        }
+    }
     r->timeout_ms = 2000;
     r->snapshot_every = 10000;
     r->replicas = 3;

@@ -44,6 +44,14 @@ static void call_exclusive(ffi_cif *cif, void *result, void **arguments, void *d
     *(ffi_sarg *)result = status;
 }
 
+static void call_string_u32(ffi_cif *cif, void *result, void **arguments, void *data) {
+    (void)cif;
+    tsi_closure *c = data;
+    int32_t status = ((tsi_string_u32_handler)c->handler)(c->userdata, *(const char **)arguments[0],
+                                                          *(uint32_t *)arguments[1]);
+    *(ffi_sarg *)result = status;
+}
+
 static tsi_closure *make(void *handler, void *userdata, unsigned argument_count,
                          void (*trampoline)(ffi_cif *, void *, void **, void *), void **code) {
     tsi_closure *c = calloc(1, sizeof *c);
@@ -51,7 +59,7 @@ static tsi_closure *make(void *handler, void *userdata, unsigned argument_count,
     c->handler = handler;
     c->userdata = userdata;
     c->arguments[0] = &ffi_type_pointer;
-    c->arguments[1] = &ffi_type_pointer;
+    c->arguments[1] = trampoline == call_string_u32 ? &ffi_type_uint32 : &ffi_type_pointer;
     c->closure = ffi_closure_alloc(sizeof(ffi_closure), code);
     if (c->closure == NULL) {
         free(c);
@@ -63,6 +71,11 @@ static tsi_closure *make(void *handler, void *userdata, unsigned argument_count,
         free(c);
         return NULL;
     }
+    return c;
+}
+
+tsi_closure *tsi_closure_string_u32(tsi_string_u32_handler handler, void *userdata, void **code) {
+    tsi_closure *c = make((void *)handler, userdata, 2, call_string_u32, code);
     return c;
 }
 

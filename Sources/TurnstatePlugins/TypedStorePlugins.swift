@@ -32,22 +32,26 @@ extension Store where State: Codable {
     ///     sticky folder owned by root, like /tmp, excepted).
     ///   - config: the plugin's configuration as JSON text; nil means `{}`.
     ///   - registry: the action types the plugin may send back.
+    ///   - schema: the state's version and migrations: what the plugin reads
+    ///     as the store's version (the journal records it) and migrates saved
+    ///     state with (``StateSchema``); nil is version 0, no migrations.
     /// - Throws: as `ts_store_load_plugin`: ``StoreError/Code/notFound``,
     ///   ``StoreError/Code/pluginFailed``, ``StoreError/Code/abiMismatch``,
     ///   ``StoreError/Code/invalidJSON``.
-    public func loadPlugin(at path: String, config: String? = nil, registry: ActionRegistry) throws(StoreError) {
-        try pluginSet(registry: registry).load(path: path, config: config)
+    public func loadPlugin(at path: String, config: String? = nil, registry: ActionRegistry,
+                           schema: StateSchema? = nil) throws(StoreError) {
+        try pluginSet(registry: registry, schema: schema).load(path: path, config: config)
     }
 
     /// Loads every `*.so` in `folder` in byte order of their names, each with
     /// the config in `NAME.json` beside it if there is one. All or nothing.
     /// See ``loadPlugin(at:config:registry:)``.
-    public func loadPlugins(from folder: String, registry: ActionRegistry) throws(StoreError) {
-        try pluginSet(registry: registry).loadFolder(folder)
+    public func loadPlugins(from folder: String, registry: ActionRegistry, schema: StateSchema? = nil) throws(StoreError) {
+        try pluginSet(registry: registry, schema: schema).loadFolder(folder)
     }
 
-    private func pluginSet(registry: ActionRegistry) throws(StoreError) -> PluginSet<State> {
-        let face = TypedStoreFace(store: self, registry: registry)
+    private func pluginSet(registry: ActionRegistry, schema: StateSchema?) throws(StoreError) -> PluginSet<State> {
+        let face = TypedStoreFace(store: self, registry: registry, schema: schema)
         let plugins = PluginSet(store: self, api: try StoreAPI(for: face),
                                 bridge: TaggedActionBridge<State>(registry: registry))
         // The face and the plugins live as long as the store.
@@ -77,10 +81,12 @@ struct TaggedActionBridge<State: Sendable>: ActionBridge {
 final class TypedStoreFace<State: Codable & Sendable>: StoreFace, @unchecked Sendable {
     private weak var store: Store<State>?
     private let registry: ActionRegistry
+    private let schema: StateSchema?
 
-    init(store: Store<State>, registry: ActionRegistry) {
+    init(store: Store<State>, registry: ActionRegistry, schema: StateSchema?) {
         self.store = store
         self.registry = registry
+        self.schema = schema
     }
 
     private func live() throws(StoreError) -> Store<State> {
@@ -131,6 +137,19 @@ final class TypedStoreFace<State: Codable & Sendable>: StoreFace, @unchecked Sen
         } catch {
             throw StoreError(.invalidJSON, "the new state does not decode as \(State.self): \(error)")
         }
+        try live().mutateState(.replaceState, notify: true) { current in current = state }
+    }
+
+    package func stateVersion() throws(StoreError) -> UInt32 {
+        _ = try live()
+        return schema?.version ?? 0
+    }
+
+    package func replaceState(_ json: UnsafePointer<CChar>, from version: UInt32) throws(StoreError) {
+        let length = strlen(json)
+        _ = try JSONSlice(validating: json, length: length, context: "the new state")
+        let schema = schema ?? StateSchema(version: 0)
+        let state = try schema.decode(State.self, from: Data(bytes: json, count: length), version: version)
         try live().mutateState(.replaceState, notify: true) { current in current = state }
     }
 }

@@ -87,7 +87,7 @@ inputs=("$PROFILES"/*.profraw "$codecov"/*.profraw)
 # Every instrumented module: the library, the plugins, the JSON test program
 # and the Swift test bundle (the core and the C face, compiled into it).
 objects=("$(readlink -f "$COV/lib/libturnstate.so")")
-for p in guard delay journal logger; do objects+=("$COV/plugins/$p.so"); done
+for p in guard delay journal undo logger; do objects+=("$COV/plugins/$p.so"); done
 objects+=("$COV/json/tsj_test")
 objects+=("$("$SWIFT" build --scratch-path .build-coverage-swift --show-bin-path)/turnstatePackageTests.xctest")
 args=(-instr-profile "$COV/turnstate.profdata" "${objects[0]}")

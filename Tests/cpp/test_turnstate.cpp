@@ -649,6 +649,97 @@ bool copy_file(const std::string &from, const std::string &to) {
     return static_cast<bool>(in) && static_cast<bool>(out) && chmod(to.c_str(), 0644) == 0;
 }
 
+/* Versions of the state (docs/migrations.md): migrations 1->2->3 in order,
+ * a downgrade, a missing step and a throwing migration refused with the
+ * state unchanged, and the journal of version 1 restored at version 3. */
+static std::string v1_to_v2(std::string_view state) {
+    /* {"n":N} -> {"count":N} */
+    std::string s(state);
+    return "{\"count\":" + s.substr(s.find(':') + 1, s.size() - s.find(':') - 2) + "}";
+}
+static std::string v2_to_v3(std::string_view state) {
+    /* {"count":N} -> {"count":{"value":N}} */
+    std::string s(state);
+    return "{\"count\":{\"value\":" + s.substr(s.find(':') + 1, s.size() - s.find(':') - 2) + "}}";
+}
+static Result count_v1(Slice slice, const Action &action) {
+    if (!slice) return std::string("0");
+    if (action.type != "counter/add") return std::nullopt;
+    return std::to_string(std::stoll(std::string(*slice)) + 1);
+}
+static Result count_v3(Slice slice, const Action &action) {
+    if (!slice) return std::string("{\"value\":0}");
+    if (action.type != "counter/add") return std::nullopt;
+    std::string s(*slice);
+    return "{\"value\":" + std::to_string(std::stoll(s.substr(9)) + 1) + "}";
+}
+
+TEST(test_migrations) {
+    Store store("{}");
+    CHECK_EQ(store.version(), 0u);
+    store.set_version(3);
+    CHECK_EQ(store.version(), 3u);
+    std::vector<std::string> calls;
+    store.add_migration(1, [&](std::string_view s) { calls.push_back("1->2"); return v1_to_v2(s); });
+    store.add_migration(2, [&](std::string_view s) { calls.push_back("2->3"); return v2_to_v3(s); });
+    store.replace_state_from("{\"n\":5}", 1);
+    CHECK_EQ(store.state(), std::string("{\"count\":{\"value\":5}}"));
+    CHECK_EQ(calls.size(), 2u);
+    CHECK(calls.size() == 2 && calls[0] == "1->2" && calls[1] == "2->3");
+    CHECK_THROWS(turnstate::argument_error, store.replace_state_from("{\"n\":1}", 4), e,
+                 CHECK_CONTAINS(e.what(), "newer than this program's version 3: a downgrade is refused"));
+    CHECK_THROWS(turnstate::argument_error, store.add_migration(1, v1_to_v2), e,
+                 CHECK_CONTAINS(e.what(), "from version 1 to 2 already"));
+    CHECK_EQ(store.state(), std::string("{\"count\":{\"value\":5}}"));
+
+    Store failing("{}");
+    failing.set_version(3);
+    failing.add_migration(1, v1_to_v2);
+    CHECK_THROWS(turnstate::not_found_error, failing.replace_state_from("{\"n\":1}", 1), e,
+                 CHECK_CONTAINS(e.what(), "no migration from version 2 to 3"));
+    failing.add_migration(2, [](std::string_view) -> std::string { throw custom_failure("no count", 7); });
+    CHECK_THROWS(custom_failure, failing.replace_state_from("{\"n\":1}", 1), e, CHECK_EQ(e.code, 7));
+    CHECK_EQ(failing.state(), std::string("{}"));
+}
+
+TEST(test_migrations_through_the_journal) {
+    if (plugins_dir.empty()) {
+        std::fprintf(stderr, "test_migrations_through_the_journal: no --plugins DIR given\n");
+        CHECK(!plugins_dir.empty());
+        return;
+    }
+    char dir_template[] = "/tmp/turnstate-cpp-migrate-XXXXXX";
+    std::string dir = mkdtemp(dir_template);
+    std::string config = "{\"path\":\"" + dir + "/count.journal\",\"fsync\":\"never\",\"snapshot_every\":1}";
+    {
+        Store v1("{}");
+        v1.set_version(1);
+        v1.add_reducer("count", count_v1);
+        v1.load_plugin(plugins_dir + "/journal.so", config);
+        v1.dispatch(R"({"type":"counter/add"})");
+        v1.dispatch(R"({"type":"counter/add"})");
+    }
+    {
+        Store v3("{}");
+        v3.set_version(3);
+        v3.add_migration(1, [](std::string_view s) { return v1_to_v2(s); });
+        v3.add_migration(2, v2_to_v3);
+        v3.add_reducer("count", count_v3);
+        v3.load_plugin(plugins_dir + "/journal.so", config);
+        CHECK_EQ(v3.state(), std::string("{\"count\":{\"value\":2}}"));
+    }
+    {
+        Store v1("{}");
+        v1.set_version(1);
+        v1.add_reducer("count", count_v1);
+        CHECK_THROWS(turnstate::plugin_error, v1.load_plugin(plugins_dir + "/journal.so", config), e,
+                     CHECK_CONTAINS(e.what(), "newer than this program's version 1: a downgrade is refused"));
+        CHECK_EQ(v1.state(), std::string("{\"count\":0}"));
+    }
+    std::remove((dir + "/count.journal").c_str());
+    rmdir(dir.c_str());
+}
+
 TEST(test_plugins) {
     if (plugins_dir.empty()) {
         std::fprintf(stderr, "test_plugins: no --plugins DIR given\n");
@@ -1328,6 +1419,8 @@ int main(int argc, char **argv) {
     RUN(test_getters_from_threads);
     RUN(test_patch_reducer_over_a_big_slice);
     RUN(test_split_values_have_no_text);
+    RUN(test_migrations);
+    RUN(test_migrations_through_the_journal);
     std::printf("checks: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

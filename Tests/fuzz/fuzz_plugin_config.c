@@ -2,7 +2,7 @@
  * fuzz_plugin_config - the config of every shipped plugin.
  *
  * The first byte of the input picks the plugin ('g' guard, 'd' delay,
- * 'j' journal, 'l' logger; other bytes modulo 4), the rest is its config
+ * 'j' journal, 'l' logger, 'u' undo; other bytes modulo 4), the rest is its config
  * text. The harness works in a temporary folder, and refuses (skips) config
  * text that could name a file outside it (any '/', "\/" or "\u002f"): the
  * journal and the logger create the file their "path" names.
@@ -21,7 +21,7 @@
 #include <fcntl.h>
 #include <sanitizer/common_interface_defs.h>
 
-static char dir[256], plugins[4][4200];
+static char dir[256], plugins[5][4200];
 static int saved_stderr = -1, dev_null = -1;
 static int listener_calls;
 
@@ -34,11 +34,11 @@ static void cleanup(void) {
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     const char *tmp = getenv("TMPDIR");
-    static const char *const names[4] = {"guard", "delay", "journal", "logger"};
+    static const char *const names[5] = {"guard", "delay", "journal", "logger", "undo"};
     int i;
     (void)argc;
     (void)argv;
-    for (i = 0; i < 4; i++) snprintf(plugins[i], sizeof plugins[i], "%s/%s.so", fz_plugin_dir(), names[i]);
+    for (i = 0; i < 5; i++) snprintf(plugins[i], sizeof plugins[i], "%s/%s.so", fz_plugin_dir(), names[i]);
     snprintf(dir, sizeof dir, "%s/ts-fuzz-config.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (mkdtemp(dir) == NULL || chdir(dir) != 0) {
         perror(dir);
@@ -85,6 +85,9 @@ static const char *const actions[] = {
     "{\"type\":\"todos\\/add\",\"payload\":{\"title\":\"x\",\"id\":1}}",
     "{\"type\":\"@@delay\",\"payload\":{\"ms\":0,\"action\":{\"type\":\"inc\"}}}",
     "{\"type\":\"debug\\/x\"}",
+    "{\"type\":\"@@undo\"}",
+    "{\"type\":\"@@undo/jump\",\"payload\":1}",
+    "{\"type\":\"@@undo/status\"}",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -102,6 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 'd': which = 1; break;
     case 'j': which = 2; break;
     case 'l': which = 3; break;
+    case 'u': which = 4; break;
     default: which = data[0] % 4;
     }
     plugin = plugins[which];

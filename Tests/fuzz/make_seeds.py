@@ -105,6 +105,9 @@ config = {
     "logger_changed_false": "l{\"path\":\"x.log\",\"changed\":false}", "logger_bad_exclude": "l{\"exclude\":[\"ok\",3]}",
     "logger_empty_exclude": "l{\"exclude\":[\"\"]}", "logger_twice": "l{\"changed\":true,\"changed\":false}", "logger_unknown": "l{\"colour\":true}",
     "logger_array": "l[]", "logger_path_num": "l{\"path\":5}", "logger_ws": "l { \"path\" : \"y.log\" , \"exclude\" : [ ] } ",
+    "undo_empty": "u{}", "undo_full": "u{\"keys\":[\"n\"],\"limit\":2,\"max_bytes\":64,\"include\":[\"in*\"],\"exclude\":[\"debug*\"],\"group_by\":\"field\",\"clear_types\":[\"c\"],\"init_types\":[\"i\"],\"sync_filter\":true,\"status\":true}",
+    "undo_group_types": "u{\"group_by\":[\"inc\"]}", "undo_bad_keys": "u{\"keys\":[\"n\",\"n\"]}", "undo_limit_zero": "u{\"limit\":0}",
+    "undo_bad_group": "u{\"group_by\":\"x\"}", "undo_unknown": "u{\"limt\":1}",
 }
 for k, v in config.items():
     write("plugin_config", k, v)

@@ -43,7 +43,7 @@ check "turnstate.pc has Libs.private" grep -q '^Libs.private: ' "$libdir/pkgconf
 
 # 2. The installed files.
 mapfile -t elves < <(find "$prefix" -name '*.so*' -type f ! -name '*.debug' | sort)
-for plugin in guard delay journal logger; do
+for plugin in guard delay journal undo logger; do
   check "plugin $plugin.so installed" test -f "$pluginsdir/$plugin.so"
 done
 check "the private Swift runtime installed (LIBDIR/turnstate/libswiftCore.so)" test -f "$libdir/turnstate/libswiftCore.so"

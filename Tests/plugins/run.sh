@@ -20,8 +20,8 @@ CC=${CC:-cc}
 # The C flags (TS_CFLAGS): the Makefile's.
 . "$ROOT/Tests/flags.sh"
 WARN="$TS_CFLAGS ${TS_EXTRA_CFLAGS:-}"
-PLUGINS=(guard delay journal)
-TESTS=(guard delay journal loader shutdown unlock)
+PLUGINS=(guard delay journal undo)
+TESTS=(guard delay journal loader shutdown migrate undo unlock)
 
 # Plugin files and every folder above them (a sticky root-owned one like /tmp
 # excepted) must not be writable by others, or the library refuses to load
@@ -169,7 +169,7 @@ elif command -v valgrind >/dev/null && command -v objcopy >/dev/null; then
   ln -sfn "$(readlink -f "$BUILD/lib/turnstate")" "$vglib/turnstate"
   supp=()
   [ -s Tests/c/valgrind.supp ] && supp=(--suppressions="$ROOT/Tests/c/valgrind.supp")
-  for t in delay guard journal shutdown; do
+  for t in delay guard journal shutdown undo; do
     bin=$BUILD/tests/plugins_test_$t
     [ -x "$bin" ] || continue
     out=$BUILD/tests/plugins_test_$t.valgrind.out

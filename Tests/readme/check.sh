@@ -6,7 +6,9 @@
 # docs/c-api.md's C quick start must compile, run and print what they say;
 # docs/cpp.md's C++ example must compile strictly, run and print what it says
 # (and its shell commands run as written after the C quick start's);
-# docs/plugins.md's plugin example must build with only the headers; and
+# docs/plugins.md's plugin example must build with only the headers;
+# docs/undo.md's C example must run and print what it says, its Swift one
+# type-check; and
 # every relative link of README.md and docs/*.md must name a file that exists
 # (and a heading of it, for a link with a #fragment).
 set -euo pipefail
@@ -71,6 +73,15 @@ cc $TS_C_STD $TS_C_WARN -IInclude "$work/app.c" -o "$work/app" -Lbuild/lib -Wl,-
 "$work/app" > "$work/app.out"
 expected=$(extract docs/c-api.md "## C quick start" sh | sed -n 's/^# //p')
 check diff <(echo "$expected") "$work/app.out"
+
+# docs/migrations.md's complete example: compiled strictly, run from the
+# repository's folder (it loads build/plugins/journal.so and writes
+# settings.journal there, which it removes), its output compared with the
+# "# " lines of its shell block.
+extract docs/migrations.md "## A complete example" c > "$work/settings.c"
+cc $TS_C_STD $TS_C_WARN -IInclude "$work/settings.c" -o "$work/settings" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
+"$work/settings" > "$work/settings.out"
+check diff <(extract docs/migrations.md "## A complete example" sh | sed -n 's/^# //p') "$work/settings.out"
 
 # The quick start's shell commands, run as written (HOME is a scratch folder,
 # so `make install PREFIX=$HOME/.local` installs there; app.c is the block above).
@@ -164,6 +175,17 @@ expected_testgen=$(extract docs/testgen.md "## A complete example" sh | sed -n '
 check_that "docs/testgen.md's complete example runs and prints what it says" \
   bash -c "bash -euo pipefail '$work/testgen.sh' >'$work/testgen.out' 2>&1 && diff <(echo \"\$0\") '$work/testgen.out' ||
            { sed 's/^/    | /' '$work/testgen.out'; exit 1; }" "$expected_testgen"
+
+# docs/undo.md: its C example compiled strictly and run with build/plugins/undo.so,
+# printing what its "# " lines say; its Swift example type-checks against Turnstate.
+extract docs/undo.md "## Example" c > "$work/undo-demo.c"
+cc $TS_C_STD $TS_C_WARN -IInclude "$work/undo-demo.c" -o "$work/undo-demo" -Lbuild/lib -Wl,-rpath,"$PWD/build/lib" -lturnstate
+"$work/undo-demo" "$PWD/build/plugins/undo.so" > "$work/undo-demo.out"
+check_that "docs/undo.md: the C example prints what it says" \
+  diff <(extract docs/undo.md "## Example" sh | sed -n 's/^# //p') "$work/undo-demo.out"
+extract docs/undo.md "## Swift" swift > "$work/undo.swift"
+check_that "docs/undo.md: the Swift example type-checks" \
+  swiftc -typecheck -swift-version 6 -I .build/debug/Modules "$work/undo.swift"
 
 # Relative links (Tests/readme/links.py): to a file that exists, and to a
 # heading of it for a Markdown file's #fragment.

@@ -31,13 +31,32 @@ temporary folder; every server stopped at the end; each wait bounded):
      ORIGIN:N and no action in the stream twice, each origin's numbers in
      order without a gap, every acknowledged action
      in it, and each replica's drops equal the takes the fold refuses
+  8. optimistic mode, the stream leader's server SIGKILLed while three
+     replicas dispatch (2,000/s each) and restarted: no dispatch fails,
+     pending rises and drains; the same checker (stream_checks): 0
+     acknowledged lost, 0 twice, 0 divergence (an origin's entries may land
+     out of order: counted and printed, see opt_leader_kill)
+  9. optimistic mode, a replica SIGKILLed with actions pending (its link
+     through Tests/replicate/delay_proxy.py, +100 ms): the stream holds a
+     prefix of its actions, at least what it was told was confirmed; the
+     rest is lost; a new replica joins; the others' acknowledged actions all
+     in the stream once, states equal to the fold
+ 10. optimistic mode, two of three servers down: Tests/replicate/optimistic.c's
+     offline scenario (dispatches return at once and queue up to
+     max_pending, the status says why; all appended once with a quorum)
+ 11. the figures: one process's local dispatch p50/p99 and replicated
+     dispatches/s (20,000 optimistic dispatches); then 100 ms added to every
+     round trip: optimistic local p50/p99 (no dispatch waits a round trip),
+     ordered mode (each dispatch at least one)
 
 Prints "checks: N passed, M failed". With --bench: the REP-JS rows of `make
 bench` as "RESULT<tab>ID<tab>VALUE<tab>UNIT" lines: ordered mode on the R3
 cluster, three replica processes, 1 dispatching thread each (REP-JS-rate,
 REP-JS-p50, REP-JS-p99), 2 threads each (REP-JS-rate2, REP-JS-p992) and 4
 threads each (REP-JS-rate4, REP-JS-p994).
-Env: TS_BUILD (build/), NATS_SERVER (nats-server).
+Env: TS_BUILD (build/), NATS_SERVER (nats-server), TS_ONLY (the scenarios
+to run, by their names in main(); all by default), TS_KEEP (keep the
+temporary folder).
 """
 import json
 import os
@@ -59,6 +78,7 @@ NATS_SERVER = os.environ.get("NATS_SERVER", "nats-server")
 REPLICA = os.path.join(BUILD, "tests", "replicate_replica")
 FAULTS = os.path.join(BUILD, "tests", "replicate_faults")
 TAMPER = os.path.join(BUILD, "tests", "replicate_tamper_nats")
+OPTIMISTIC = os.path.join(BUILD, "tests", "replicate_optimistic")
 
 passed = failed = 0
 BENCH = False
@@ -578,6 +598,76 @@ def stream_texts(server, stream, last):
     return texts
 
 
+def stream_checks(label, reps, cluster, stream, origins, total, stock=1000000000, acked=None, in_order=True):
+    """The history checker for optimistic mode (replica.c's --history also
+    sees pending actions and their replays there): the stream's `total`
+    entries read back by stream_texts(), each "#ORIGIN:N ACTION", no
+    ORIGIN:N and no action twice, each origin's numbers 1, 2, 3 ... without
+    a gap, in order (unless not `in_order`: a known limit of JetStream, see
+    opt_leader_kill), every action of `acked` ({origin: dispatches that
+    returned TS_OK}) in the stream, and each replica of `origins` in the
+    state of a fresh store folding the stream. Returns {"payloads": the
+    actions' payloads in the stream's order, "fold": the fold's output,
+    "lost": acknowledged but not in the stream, "twice", "divergence":
+    replicas whose state differs}, or None."""
+    leader = cluster.leader(stream) or cluster.servers[0]
+    try:
+        texts = stream_texts(leader, stream, total)
+    except (OSError, ValueError) as e:
+        bad("%s: the stream read back" % label, str(e))
+        return None
+    check(None not in texts and len(texts) == total, "%s: the stream's %d entries read back" % (label, total),
+          "%d missing" % texts.count(None))
+    texts = [t for t in texts if t is not None]
+    tags = [t.split(" ", 1)[0] for t in texts if t.startswith("#")]
+    actions = [t.split(" ", 1)[1] if t.startswith("#") else t for t in texts]
+    check(len(tags) == len(texts) and len(set(tags)) == len(tags),
+          "%s: every entry carries #ORIGIN:N, none twice (%d)" % (label, len(tags)),
+          "%d tags, %d distinct" % (len(tags), len(set(tags))))
+    numbers = {}
+    for t in tags:
+        o, n = t[1:].rsplit(":", 1)
+        numbers.setdefault(o, []).append(int(n))
+    with open(os.path.join(reps.dir, "log.txt"), "w") as f:
+        f.write("\n".join(texts) + ("\n" if texts else ""))
+    disorder = {o: next(("%d then %d (at %d)" % (ns[i - 1], ns[i], i + 1) for i in range(len(ns))
+                         if ns[i] != i + 1), None) for o, ns in numbers.items()}
+    if in_order:
+        check(all(ns == list(range(1, len(ns) + 1)) for ns in numbers.values()),
+              "%s: each replica's entries in the stream numbered 1, 2, 3 ... in order (%d origins)"
+              % (label, len(numbers)), "first out of order: %s" % {o: d for o, d in disorder.items() if d})
+    else:
+        check(all(sorted(ns) == list(range(1, len(ns) + 1)) for ns in numbers.values()),
+              "%s: each replica's entries in the stream numbered 1, 2, 3 ... without a gap (%d origins)"
+              % (label, len(numbers)))
+        late = sum(1 for ns in numbers.values() for i in range(1, len(ns)) if ns[i] < max(ns[:i]))
+        print("  %s: %d entries in the stream after a later one of their origin (first: %s)"
+              % (label, late, {o: d for o, d in disorder.items() if d}), flush=True)
+    payloads = [json.loads(a)["payload"] for a in actions]
+    twice = len(payloads) - len(set(payloads))
+    check(not twice, "%s: no action in the stream twice" % label, "%d twice" % twice)
+    lost = 0
+    if acked is not None:
+        held = {o: sum(1 for p in payloads if p.startswith(o)) for o in acked}
+        lost = sum(max(0, acked[o] - held[o]) for o in acked)
+        check(held == acked, "%s: the stream holds every acknowledged action (%d)" % (label, sum(acked.values())),
+              "acknowledged %s, in the stream %s" % (acked, held))
+    path = os.path.join(reps.dir, "actions.txt")
+    with open(path, "w") as f:
+        f.write("\n".join(actions) + ("\n" if actions else ""))
+    folded = os.path.join(reps.dir, "folded.json")
+    r = subprocess.run([REPLICA, "--fold", path, "--stock", str(stock), "--out", folded], capture_output=True,
+                       text=True, timeout=60)
+    if not check(r.returncode == 0, "%s: the stream folds in a fresh store" % label, r.stderr.strip()):
+        return None
+    want = open(folded).read()
+    differ = [o for o in origins if reps.read(o, ".json") != want]
+    check(not differ, "%s: 0 divergence: each replica's state equals the fold of the stream (%d entries)"
+          % (label, len(actions)), "differ: %s; fold %s; %s" % (differ, want.strip(),
+                                                               [reps.read(o, ".json").strip() for o in differ]))
+    return {"payloads": payloads, "fold": r.stdout, "lost": lost, "twice": twice, "divergence": len(differ)}
+
+
 def optimistic(base, cluster):
     """Optimistic mode on the R3 stream: three processes at once, then the
     stream folded by a fresh store (see the module's comment, 7)."""
@@ -609,43 +699,11 @@ def optimistic(base, cluster):
     refused = {o: sum(int(l[8:]) for l in reps.log(o).splitlines() if l.startswith("refused=")) for o in "abc"}
     check(all(acked[o] + refused[o] == count for o in "abc"),
           "optimistic: every dispatch answered at once (TS_OK, or a take refused locally)", str((acked, refused)))
-    leader = cluster.leader("opt") or cluster.servers[0]
-    try:
-        texts = stream_texts(leader, "opt", total or 0)
-    except (OSError, ValueError) as e:
-        bad("optimistic: the stream read back", str(e))
+    result = stream_checks("optimistic", reps, cluster, "opt", "abc", total or 0, stock, acked)
+    if result is None:
         return
-    check(None not in texts and len(texts) == (total or 0), "optimistic: the stream's %d entries read back" % (total or 0),
-          "%d missing" % texts.count(None))
-    texts = [t for t in texts if t is not None]
-    tags = [t.split(" ", 1)[0] for t in texts if t.startswith("#")]
-    actions = [t.split(" ", 1)[1] if t.startswith("#") else t for t in texts]
-    check(len(tags) == len(texts) and len(set(tags)) == len(tags),
-          "optimistic: every entry carries #ORIGIN:N, none twice (%d)" % len(tags), "%d tags, %d distinct" % (len(tags), len(set(tags))))
-    numbers = {}
-    for t in tags:
-        o, n = t[1:].rsplit(":", 1)
-        numbers.setdefault(o, []).append(int(n))
-    check(all(ns == list(range(1, len(ns) + 1)) for ns in numbers.values()),
-          "optimistic: each replica's entries in the stream numbered 1, 2, 3 ... in order (%d origins)" % len(numbers),
-          str({o: ns[:5] for o, ns in numbers.items()}))
-    payloads = [json.loads(a)["payload"] for a in actions]
-    check(len(set(payloads)) == len(payloads), "optimistic: no action in the stream twice")
-    check(len(texts) == sum(acked.values()),
-          "optimistic: the stream holds every acknowledged action (%d)" % sum(acked.values()), "%d entries" % len(texts))
-    path = os.path.join(reps.dir, "actions.txt")
-    with open(path, "w") as f:
-        f.write("\n".join(actions) + ("\n" if actions else ""))
-    folded = os.path.join(reps.dir, "folded.json")
-    r = subprocess.run([REPLICA, "--fold", path, "--stock", str(stock), "--out", folded], capture_output=True,
-                       text=True, timeout=60)
-    if not check(r.returncode == 0, "optimistic: the stream folds in a fresh store", r.stderr.strip()):
-        return
-    want = open(folded).read()
-    differ = [o for o in "abc" if reps.read(o, ".json") != want]
-    check(not differ, "optimistic: 0 divergence: each replica's state equals the fold of the stream (%d entries)"
-          % len(actions), "differ: %s; fold %s; %s" % (differ, want.strip(), [reps.read(o, ".json").strip() for o in differ]))
-    fold_refused = {o: int(l.split("=")[1]) for l in r.stdout.splitlines() for o in "abc" if l.startswith("refused_%s=" % o)}
+    fold_refused = {o: int(l.split("=")[1]) for l in result["fold"].splitlines() for o in "abc"
+                    if l.startswith("refused_%s=" % o)}
     dropped = {o: [int(l[8:]) for l in reps.log(o).splitlines() if l.startswith("dropped=")] for o in "abc"}
     check(all(dropped[o] and dropped[o][-1] == fold_refused.get(o) for o in "abc"),
           "optimistic: each replica's drops (@@replicate/dropped) = the takes the fold refuses",
@@ -831,6 +889,255 @@ def bench(base, cluster, scale):
           "replica processes in ordered mode (1, 2, then 4 dispatching threads each); one sample per figure", flush=True)
 
 
+# ---- Optimistic mode under faults (the Redis suite's: Tests/replicate/run.sh, 8) ----
+
+
+def start_proxy(base, target_port, rtt_ms):
+    """Tests/replicate/delay_proxy.py between a replica and a server: (its
+    process, its port), or (None, None) when it did not start."""
+    port = free_port()
+    out = os.path.join(base, "proxy-%d.out" % port)
+    with open(out, "wb") as f:
+        proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "replicate", "delay_proxy.py"), str(port),
+                                 str(target_port), str(rtt_ms)], stdout=f, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline and proc.poll() is None:
+        if "ready" in open(out).read():
+            return proc, port
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    return None, None
+
+
+def stop_proxy(proc):
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def last_values(reps, origin, key):
+    return [float(line.split("=", 1)[1]) for line in reps.log(origin).splitlines() if line.startswith(key + "=")]
+
+
+def most_pending(reps, origins):
+    """The most actions pending in one replica that its "pending=N
+    confirmed=N" lines (each 1,000 dispatches) tell."""
+    return max([int(line.split()[0][8:]) for o in origins for line in reps.log(o).splitlines()
+                if line.startswith("pending=")] or [0])
+
+
+def opt_settle(label, reps, cluster, stream, origins, seconds=90):
+    """Once each replica of `origins` has dispatched everything and the log
+    confirmed it (replica.c prints confirmed_s), tells them the stream's
+    total and waits for their end: the total, or None."""
+    if not check(reps.wait_dispatchers(seconds), "%s: the dispatchers end" % label):
+        reps.kill_all()
+        return None
+    # (replica.c prints rate= with failed= when it dispatched, and then
+    # confirmed_s= once the log confirmed them all.)
+    deadline = time.time() + seconds
+    while time.time() < deadline and not all("confirmed_s=" in reps.log(o) or "rate=" not in reps.log(o)
+                                             for o in origins):
+        time.sleep(0.05)
+    # The stream's last entry once every server tells the same (a server
+    # restarted a moment ago may still take itself for the leader, behind).
+    total, deadline = None, time.time() + 30
+    while time.time() < deadline:
+        seqs = [d["state"]["last_seq"] for _, d in cluster.stream_details(stream)]
+        total = max(seqs) if seqs else None
+        if len(seqs) == len(cluster.servers) and len(set(seqs)) == 1:
+            break
+        time.sleep(0.1)
+    codes = reps.finish(total or 0)
+    check(all(c == 0 for c in codes.values()), "%s: the replicas end cleanly" % label, str(codes))
+    check(all(reps.log(o).count('"pending":0,') >= 1 for o in origins),
+          "%s: nothing pending once quiet (the final status)" % label,
+          " ".join(reps.log(o).strip()[-200:] for o in origins))
+    return total
+
+
+def opt_leader_kill(base, cluster):
+    """The stream leader's server SIGKILLed while three optimistic replicas
+    dispatch (2,000/s each), restarted 0.5 s later: dispatches go on at once
+    (pending rises while no leader takes appends), then drain; 0
+    acknowledged lost, 0 twice, 0 divergence."""
+    label, count = "optimistic leader kill", 4000
+    reps = Replicas(base, "optkill")
+    for o in "abc":
+        reps.start(o, cluster.url(), "optkill", count, threads=1, history=False,
+                   extra=["--mode", "optimistic", "--rate", "2000"])
+        if o == "a":
+            reps.joined("a")
+    reps.go()
+    deadline = time.time() + 30
+    while time.time() < deadline and reps.acked("a") < 1000:
+        time.sleep(0.01)
+    leader = cluster.leader("optkill")
+    if not check(leader is not None, "%s: the stream has a leader" % label):
+        reps.kill_all()
+        return
+    before = sum(reps.acked(o) for o in "abc")
+    leader.kill()
+    time.sleep(0.5)
+    leader.start()
+    total = opt_settle(label, reps, cluster, "optkill", "abc")
+    check(cluster.wait_healthy(60), "%s: the restarted server rejoins (healthy)" % label)
+    if total is None:
+        return
+    acked = {o: reps.acked(o) for o in "abc"}
+    failed = sum(int(v) for o in "abc" for v in last_values(reps, o, "failed"))
+    most = most_pending(reps, "abc")
+    check(failed == 0 and all(n == count for n in acked.values()),
+          "%s: every dispatch returned TS_OK at once, none failed" % label, "%s, %d failed" % (acked, failed))
+    check(most >= 100, "%s: pending rose while the stream had no leader (%d)" % (label, most))
+    # The stream may hold an origin's entries out of order: an append the
+    # stream refused (no leader yet) while a later one of the same batch was
+    # stored lands after it when sent again (nats_append_many; JetStream 2.9
+    # has no per-origin precondition for pipelined appends). Every replica
+    # applies the stream's one order; a replica confirms its own actions
+    # where the stream put them (confirm_out_of_order in replicate.c).
+    result = stream_checks(label, reps, cluster, "optkill", "abc", total, acked=acked, in_order=False)
+    if result:
+        print("  %s: %s SIGKILLed after >= %d dispatches, restarted 0.5 s later; up to %d pending in one replica, "
+              "then drained; %d acknowledged, %d entries: %d lost, %d twice, %d diverging"
+              % (label, leader.name, before, most, sum(acked.values()), total, result["lost"], result["twice"],
+                 result["divergence"]), flush=True)
+
+
+def opt_replica_kill(base, cluster):
+    """A replica (b) SIGKILLed with actions pending: its link to the log goes
+    through a proxy adding 100 ms to every round trip, so about 200 wait
+    when it dies. What the log confirmed to b survives; the log holds a
+    prefix b1..bN of b's actions, each whole (the fold reads every entry);
+    the rest, pending only in b, is lost. Another replica (d) joins in its
+    place; a, c, d agree with the fold of the stream."""
+    label, count = "optimistic replica kill", 5000
+    proxy, port = start_proxy(base, cluster.servers[0].port, 100)
+    if not check(proxy is not None, "%s: the 100 ms proxy starts" % label):
+        return
+    reps = Replicas(base, "optreplica")
+    try:
+        for o in "abc":
+            url = "nats://127.0.0.1:%d" % port if o == "b" else cluster.url()
+            reps.start(o, url, "optrep", count, threads=1, history=False,
+                       extra=["--mode", "optimistic", "--rate", "2000"])
+            if o == "a":
+                reps.joined("a")
+        reps.go()
+        deadline = time.time() + 30
+        while time.time() < deadline and reps.acked("b") < 2000:
+            time.sleep(0.01)
+        b = reps.procs.pop("b")
+        b.kill()
+        b.wait()
+        b_acked = reps.acked("b")
+        pend = [line.split() for line in reps.log("b").splitlines() if line.startswith("pending=")]
+        b_pending, b_confirmed = (int(pend[-1][0][8:]), int(pend[-1][1][10:])) if pend else (0, 0)
+        reps.start("d", cluster.url(), "optrep", 1000, threads=1, history=False, extra=["--mode", "optimistic"])
+        total = opt_settle(label, reps, cluster, "optrep", "acd")
+    finally:
+        stop_proxy(proxy)
+    if total is None:
+        return
+    check(b_pending > 0, "%s: b had actions pending when killed (%d at its last report)" % (label, b_pending))
+    acked = {o: reps.acked(o) for o in "acd"}
+    result = stream_checks(label, reps, cluster, "optrep", "acd", total, acked=acked)
+    if result is None:
+        return
+    mine = sorted(int(p[1:]) for p in result["payloads"] if p.startswith("b"))
+    check(mine == list(range(1, len(mine) + 1)), "%s: b's actions in the stream are its first %d, none missing between"
+          % (label, len(mine)), str(mine[:5]))
+    check(len(mine) >= b_confirmed, "%s: what the log confirmed to b survives (%d >= %d)" % (label, len(mine), b_confirmed))
+    print("  %s: b SIGKILLed after >= %d dispatches (%d pending, %d confirmed at its last report); the stream holds "
+          "b1..b%d, the rest (pending only in b) lost; a, c, d: %d acknowledged, %d entries: %d lost, %d twice, "
+          "%d diverging" % (label, b_acked, b_pending, b_confirmed, len(mine), sum(acked.values()), total,
+                            result["lost"], result["twice"], result["divergence"]), flush=True)
+
+
+def opt_proxy(base, cluster):
+    """The figures, then 100 ms added to every round trip. One process
+    dispatches 20,000 optimistic actions unpaced straight to the cluster
+    (local dispatch p50/p99; replicated throughput: the actions / the time
+    until the log confirmed the last), a second replica follows; then one
+    process behind delay_proxy.py (100 ms round trips) dispatches 3,000 at
+    3,000/s (local p50/p99: no dispatch waits for the network, so each is
+    far below one round trip), and ordered mode through the same proxy (each
+    dispatch at least one round trip)."""
+    label, count = "optimistic figures", 20000
+    reps = Replicas(base, "optrate")
+    reps.start("a", cluster.url(), "optrate", count, threads=1, history=False,
+               extra=["--mode", "optimistic", "--latency"])
+    reps.joined("a")
+    reps.start("c", cluster.url(), "optrate", 0, history=False, extra=["--mode", "optimistic"])
+    reps.go()
+    total = opt_settle(label, reps, cluster, "optrate", "ac")
+    if total is not None:
+        p50, p99 = last_values(reps, "a", "dispatch_p50_us"), last_values(reps, "a", "dispatch_p99_us")
+        confirmed = last_values(reps, "a", "confirmed_s")
+        if check(p50 and p99 and confirmed and total == count, "%s: %d dispatches, all in the stream" % (label, count),
+                 "%s entries" % total):
+            print("  %s: one process, %d optimistic dispatches: local p50 %.1f us, p99 %.1f us; replicated %.0f "
+                  "dispatches/s (all confirmed by the R3 stream after %.2f s)"
+                  % (label, count, p50[-1], p99[-1], count / confirmed[-1], confirmed[-1]), flush=True)
+        check(reps.read("a", ".json") == reps.read("c", ".json") and reps.read("a", ".json").startswith(
+            '{"counter":%d,' % count), "%s: the follower's state equals the dispatcher's" % label,
+              reps.read("c", ".json").strip())
+    label = "+100 ms"
+    proxy, port = start_proxy(base, cluster.servers[1].port, 100)
+    if not check(proxy is not None, "%s: the proxy starts" % label):
+        return
+    try:
+        reps = Replicas(base, "optproxy")
+        reps.start("a", "nats://127.0.0.1:%d" % port, "optproxy", 3000, threads=1, history=False,
+                   extra=["--mode", "optimistic", "--rate", "3000", "--latency"])
+        reps.joined("a")
+        reps.start("c", cluster.url(), "optproxy", 0, history=False, extra=["--mode", "optimistic"])
+        reps.go()
+        total = opt_settle(label, reps, cluster, "optproxy", "ac")
+        r = subprocess.run([REPLICA, "--plugin", PLUGIN, "--url", "nats://127.0.0.1:%d" % port, "--stream",
+                            "ordproxy", "--origin", "a", "--count", "10", "--threads", "1", "--latency"],
+                           capture_output=True, text=True, timeout=60)
+        ordered = r.stdout + r.stderr
+    finally:
+        stop_proxy(proxy)
+    if total is None:
+        return
+    p50, p99 = last_values(reps, "a", "dispatch_p50_us"), last_values(reps, "a", "dispatch_p99_us")
+    confirmed = last_values(reps, "a", "confirmed_s")
+    o50 = [float(l.split("=")[1]) for l in ordered.splitlines() if l.startswith("dispatch_p50_us=")]
+    o99 = [float(l.split("=")[1]) for l in ordered.splitlines() if l.startswith("dispatch_p99_us=")]
+    check(total == 3000 and reps.read("a", ".json") == reps.read("c", ".json"),
+          "%s: the optimistic replica behind the proxy and a direct one converge on the 3,000 actions" % label,
+          "%s entries; %s; %s" % (total, reps.read("a", ".json").strip(), reps.read("c", ".json").strip()))
+    check(p99 and p99[-1] < 100000, "%s: no optimistic dispatch waited for a round trip (p99 %s us)" % (label, p99[-1:]))
+    check("acked=10\n" in ordered and o50 and o50[0] >= 100000,
+          "%s: ordered mode goes through, each dispatch at least one round trip (p50 %s us)" % (label, o50),
+          ordered.strip()[-300:])
+    if p50 and p99 and o50 and o99 and confirmed:
+        print("  %s: optimistic local dispatch p50 %.1f us, p99 %.1f us (3,000 at 3,000/s, all confirmed %.2f s "
+              "after the first); ordered p50 %.0f us, p99 %.0f us" % (label, p50[-1], p99[-1], confirmed[-1], o50[0],
+                                                                    o99[0]), flush=True)
+
+
+def opt_quorum(base, cluster):
+    """Two of three servers down (the stream's leader and another):
+    Tests/replicate/optimistic.c's offline scenario on the cluster:
+    optimistic dispatches return TS_OK at once and queue (pending, up to
+    max_pending, the status says why), then everything is appended once when
+    a quorum returns."""
+    me = os.path.abspath(__file__)
+    stop = "%s %s --helper stop-two %s offline" % (sys.executable, me, base)
+    start = "%s %s --helper start-all %s offline" % (sys.executable, me, base)
+    run_program("optimistic, two of three servers down", [OPTIMISTIC, PLUGIN, cluster.url(), stop, start, "", "0",
+                                                          '"replicas":3', "offline"])
+
+
 def c_flags():
     """The test programs' C flags (TS_CFLAGS): the Makefile's, from the
     environment under make, else from `make flags` (as Tests/flags.sh)."""
@@ -859,7 +1166,7 @@ def main():
     flags = c_flags() + ["-I" + os.path.join(ROOT, "Include")]
     link = ["-L" + os.path.join(BUILD, "lib"), "-Wl,-rpath," + os.path.join(BUILD, "lib"), "-lturnstate", "-lpthread"]
     for source, target, more in (("replica.c", REPLICA, []), ("faults.c", FAULTS, []),
-                                 ("tamper_nats.c", TAMPER, ["-lnats"])):
+                                 ("tamper_nats.c", TAMPER, ["-lnats"]), ("optimistic.c", OPTIMISTIC, [])):
         subprocess.run([cc] + flags + [os.path.join(ROOT, "Tests", "replicate", source), "-o", target] + link + more,
                        check=True)
     base = tempfile.mkdtemp(prefix="replicate-nats.")
@@ -875,7 +1182,8 @@ def main():
         if BENCH:
             bench(base, cluster, scale)
             return 0
-        only = os.environ.get("TS_ONLY", "converge batched leader_kill quorum tls credentials tamper optimistic").split()
+        only = os.environ.get("TS_ONLY", "converge batched leader_kill quorum tls credentials tamper optimistic "
+                                          "opt_leader_kill opt_replica_kill opt_quorum opt_proxy").split()
         if "converge" in only:
             converge(base, cluster)
         if "batched" in only:
@@ -892,6 +1200,12 @@ def main():
             others += tamper(base)
         if "optimistic" in only:
             optimistic(base, cluster)
+        for name, scenario in (("opt_leader_kill", opt_leader_kill), ("opt_replica_kill", opt_replica_kill),
+                               ("opt_quorum", opt_quorum), ("opt_proxy", opt_proxy)):
+            if name in only:
+                at = time.time()
+                scenario(base, cluster)
+                print("  (%s: %.1f s)" % (name, time.time() - at), flush=True)
     finally:
         cluster.stop_all()
         for s in others:

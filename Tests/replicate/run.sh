@@ -10,6 +10,7 @@
 #      no acknowledged dispatch lost, nothing doubled
 #   4. a replica joining after 100,000 actions from a snapshot (time reported)
 #   5. refusals and faults (Tests/replicate/faults.c)
+#      5b. state versions through the snapshot (Tests/replicate/migrate.c)
 #   6. a server that requires a password (AUTH; never shown in messages)
 #   7. a damaged or tampered log (Tests/replicate/tamper.c, a second client on
 #      a server of its own): refused and reported, never applied, no hang or spin
@@ -85,6 +86,8 @@ mkdir -p "$BUILD/tests"
 cc $TS_CFLAGS -IInclude Tests/replicate/replica.c -o "$BUILD/tests/replicate_replica" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate -lpthread || exit 1
 cc $TS_CFLAGS -IInclude Tests/replicate/faults.c -o "$BUILD/tests/replicate_faults" \
+  -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate || exit 1
+cc $TS_CFLAGS -IInclude -ITests/plugins Tests/replicate/migrate.c -o "$BUILD/tests/replicate_migrate" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate || exit 1
 cc $TS_CFLAGS -IInclude Tests/replicate/tamper.c -o "$BUILD/tests/replicate_tamper" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate -lhiredis || exit 1
@@ -378,6 +381,17 @@ run_faults() { # LABEL COMMAND...: the faults program on fresh keys; its counts 
   [ $status != 0 ] || echo "ok: $label: ${n% *} checks of refusals and faults"
 }
 run_faults faults
+# 5b. state versions: a snapshot of version 1 migrated 1->2->3; a downgrade,
+# a failing and a missing migration refused (Tests/replicate/migrate.c).
+redis-cli -p "$FPORT" del migrate migrate:seq migrate:snap migrate2 migrate2:seq migrate2:snap >/dev/null
+out=$("$BUILD/tests/replicate_migrate" "$PLUGIN" "redis://127.0.0.1:$FPORT" 2>&1)
+status=$?
+echo "$out" | grep -v '^[0-9]* passed' | sed "s/^/  migrate: /"
+n=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')
+[ -n "$n" ] || n="0 1"
+passed=$((passed + ${n% *})); failed=$((failed + ${n#* }))
+[ $status = 0 ] || [ "${n#* }" != 0 ] || fail "migrate: exit status $status"
+[ $status != 0 ] || echo "ok: migrate: ${n% *} checks of state versions through the snapshot"
 if command -v valgrind >/dev/null; then
   run_faults "faults under valgrind" valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
     --show-leak-kinds=definite,indirect --suppressions="$PWD/Tests/c/valgrind.supp"

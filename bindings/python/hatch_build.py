@@ -55,7 +55,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 # inspector, a development tool with an HTTP server that make install and
 # the Debian packages leave out: a wheel leaves it out too, so
 # load_plugin("inspector") cannot start it by its bare name.
-SHIPPED_PLUGINS = ("guard", "delay", "journal", "recorder", "logger", "replicate")
+SHIPPED_PLUGINS = ("guard", "delay", "journal", "recorder", "undo", "logger", "replicate")
 
 # The file an sdist carries to remember the repository it was made from.
 REPO_NOTE = ".turnstate-repository"

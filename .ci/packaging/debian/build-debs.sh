@@ -152,7 +152,7 @@ $(echo "$leftover" | sed 's/^/  /')"
 fi
 
 # the plugins, and the private runtime (its folder must not be empty)
-for p in guard delay journal logger; do
+for p in guard delay journal undo logger; do
   [ -f "debian/$lib/$privdir/plugins/$p.so" ] || die "$privdir/plugins/$p.so is missing from make install"
 done
 ls "debian/$lib/$privdir"/libswiftCore.so >/dev/null 2>&1 ||

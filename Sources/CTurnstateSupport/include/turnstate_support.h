@@ -28,12 +28,15 @@ typedef int32_t (*tsi_string_out_handler)(void *userdata, const char *text, char
 /* int32_t f(int32_t (*fn)(void *), void *): the shape of ts_store_api.exclusive. */
 typedef int32_t (*tsi_exclusive_fn)(void *context);
 typedef int32_t (*tsi_exclusive_handler)(void *userdata, tsi_exclusive_fn fn, void *context);
+/* int32_t f(const char *, uint32_t): the shape of ts_store_api.replace_state_from. */
+typedef int32_t (*tsi_string_u32_handler)(void *userdata, const char *text, uint32_t number);
 
 /* Makes a closure whose code, stored in *code, calls handler(userdata, ...).
  * Returns NULL when libffi cannot allocate executable memory. */
 tsi_closure *tsi_closure_string(tsi_string_handler handler, void *userdata, void **code);
 tsi_closure *tsi_closure_string_out(tsi_string_out_handler handler, void *userdata, void **code);
 tsi_closure *tsi_closure_exclusive(tsi_exclusive_handler handler, void *userdata, void **code);
+tsi_closure *tsi_closure_string_u32(tsi_string_u32_handler handler, void *userdata, void **code);
 /* Frees a closure made above. NULL-safe. */
 void tsi_closure_free(tsi_closure *closure);
 

@@ -23,6 +23,9 @@ final class CStore: StoreFace, @unchecked Sendable {
     /// The whole state's text, rebuilt only after the state changed.
     /// Guarded by the store's lock.
     private var wholeText: (generation: UInt64, text: UnsafeMutablePointer<CChar>, length: Int)?
+    /// The state's version and its migrations (CMigrations.swift). Guarded
+    /// by the store's lock.
+    var migrations = StateMigrations<JSONState>()
 
     init(initialState json: UnsafePointer<CChar>?) throws(StoreError) {
         let state = if let json { try JSONState(parsing: json, context: "initial state") } else { JSONState() }
@@ -189,17 +192,25 @@ final class CStore: StoreFace, @unchecked Sendable {
     func replaceState(_ json: UnsafePointer<CChar>) throws(StoreError) {
         var replacement = try JSONState(parsing: json, context: "replace_state")
         try store.mutateState(.replaceState, notify: true) { state throws(StoreError) in
-            for entry in reducers.entries where replacement[entry.key] == nil {
-                try replacement.set(entry.key, try reducers.initialSlice(for: entry))
-            }
-            replacement.markChanged()
-            state = replacement
+            try fillAndReplace(&state, with: &replacement)
         }
+    }
+
+    /// Puts `replacement` in place of `state`, with the first value of each
+    /// reducer's key that it lacks. Under the store's lock.
+    func fillAndReplace(_ state: inout JSONState, with replacement: inout JSONState) throws(StoreError) {
+        for entry in reducers.entries where replacement[entry.key] == nil {
+            try replacement.set(entry.key, try reducers.initialSlice(for: entry))
+        }
+        replacement.markChanged()
+        state = replacement
     }
 
     func exclusive(_ body: () -> Int32) throws(StoreError) -> Int32 {
         try store.exclusively(.operation) { body() }
     }
+
+    func stateVersion() throws(StoreError) -> UInt32 { try version() }
 
     /// Subscribes and writes the token to `token` before any listener can
     /// run: under the store's lock, so that a dispatch on another thread

@@ -371,3 +371,39 @@ public func ts_json_get_string(_ json: UnsafePointer<CChar>?, _ pointer: UnsafeP
                                _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?, _ length: UnsafeMutablePointer<Int>?) -> ts_status {
     tsi_json_get_string(json, pointer, out, length)
 }
+
+// MARK: Versions of the state and migrations
+
+@c @implementation
+public func ts_store_set_version(_ store: OpaquePointer?, _ version: UInt32) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        try CStore.from(store, in: "ts_store_set_version").setVersion(version)
+    }
+}
+
+@c @implementation
+public func ts_store_get_version(_ store: OpaquePointer?, _ out: UnsafeMutablePointer<UInt32>?) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_get_version")
+        let out = try required(out, "out", in: "ts_store_get_version")
+        out.pointee = try cstore.version()
+    }
+}
+
+@c @implementation
+public func ts_store_add_migration(
+    _ store: OpaquePointer?, _ from: UInt32, _ fn: ts_migration_fn?, _ context: UnsafeMutableRawPointer?
+) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_add_migration")
+        try cstore.addMigration(from: from, fn: try required(fn, "fn", in: "ts_store_add_migration"), context: context)
+    }
+}
+
+@c @implementation
+public func ts_store_replace_state_from(_ store: OpaquePointer?, _ json: UnsafePointer<CChar>?, _ version: UInt32) -> ts_status {
+    CStatus.run { () throws(StoreError) in
+        let cstore = try CStore.from(store, in: "ts_store_replace_state_from")
+        try cstore.replaceState(try required(json, "state_json", in: "ts_store_replace_state_from"), from: version)
+    }
+}

@@ -22,6 +22,11 @@ final class FFIClosure: @unchecked Sendable {
         init(_ call: @escaping (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> Int32) { self.call = call }
     }
 
+    private final class StringU32Body {
+        let call: (UnsafePointer<CChar>?, UInt32) -> Int32
+        init(_ call: @escaping (UnsafePointer<CChar>?, UInt32) -> Int32) { self.call = call }
+    }
+
     private let closure: OpaquePointer
     /// The executable address of the closure.
     let code: UnsafeMutableRawPointer
@@ -67,6 +72,16 @@ final class FFIClosure: @unchecked Sendable {
         var code: UnsafeMutableRawPointer?
         let closure = tsi_closure_exclusive({ userdata, fn, context in
             Unmanaged<ExclusiveBody>.fromOpaque(userdata!)._withUnsafeGuaranteedRef { $0.call(fn, context) }
+        }, Unmanaged.passUnretained(body).toOpaque(), &code)
+        return try FFIClosure(closure: closure, code: code, body: body)
+    }
+
+    /// A `ts_status (*)(const char *, uint32_t)` that calls `call`.
+    static func stringU32(_ call: @escaping (UnsafePointer<CChar>?, UInt32) -> Int32) throws(StoreError) -> FFIClosure {
+        let body = StringU32Body(call)
+        var code: UnsafeMutableRawPointer?
+        let closure = tsi_closure_string_u32({ userdata, text, number in
+            Unmanaged<StringU32Body>.fromOpaque(userdata!)._withUnsafeGuaranteedRef { $0.call(text, number) }
         }, Unmanaged.passUnretained(body).toOpaque(), &code)
         return try FFIClosure(closure: closure, code: code, body: body)
     }

@@ -21,6 +21,21 @@ package protocol StoreFace: AnyObject, Sendable {
     /// Runs `body` with the store held (no dispatch interleaves); refused
     /// (without running it) once the store is closed or from inside a reducer.
     func exclusive(_ body: () -> Int32) throws(StoreError) -> Int32
+    /// The version of the state the program's reducers make (0: none declared).
+    func stateVersion() throws(StoreError) -> UInt32
+    /// Replaces the whole state with state saved at `version`, migrated
+    /// first (StateMigrations' rules), and notifies.
+    func replaceState(_ json: UnsafePointer<CChar>, from version: UInt32) throws(StoreError)
+}
+
+extension StoreFace {
+    /// A face without versions: version 0, and only state of version 0 comes in.
+    package func stateVersion() throws(StoreError) -> UInt32 { 0 }
+
+    package func replaceState(_ json: UnsafePointer<CChar>, from version: UInt32) throws(StoreError) {
+        try StateMigrations<Void>().check(from: version)
+        try replaceState(json)
+    }
 }
 
 /// The `ts_store_api` table that C middleware and plugins get: plain C
@@ -84,6 +99,22 @@ package final class StoreAPI: @unchecked Sendable {
                 try dispatchAfter(text)
             }
         }
+        // state_version(uint32_t *out) has the shape of dispatch (one
+        // pointer argument): the pointer is the uint32_t to write.
+        let stateVersion = try FFIClosure.string { out in
+            CStatus.run { () throws(StoreError) in
+                guard let face else { throw gone("state_version") }
+                let out = try required(out, "out", in: "state_version")
+                let version = try face.stateVersion()
+                UnsafeMutableRawPointer(mutating: out).assumingMemoryBound(to: UInt32.self).pointee = version
+            }
+        }
+        let replaceStateFrom = try FFIClosure.stringU32 { text, version in
+            CStatus.run { () throws(StoreError) in
+                guard let face else { throw gone("replace_state_from") }
+                try face.replaceState(try required(text, "state_json", in: "replace_state_from"), from: version)
+            }
+        }
         let release = try FFIClosure.exclusive { fn, context in
             var result: Int32 = TS_OK
             let status = CStatus.run { () throws(StoreError) in
@@ -96,7 +127,7 @@ package final class StoreAPI: @unchecked Sendable {
             }
             return status == TS_OK ? result : status
         }
-        closures = [dispatch, getState, replaceState, apply, exclusive, after, release]
+        closures = [dispatch, getState, replaceState, apply, exclusive, after, stateVersion, replaceStateFrom, release]
         table = .allocate(capacity: 1)
         table.initialize(to: ts_store_api(
             struct_size: UInt32(MemoryLayout<ts_store_api>.size),
@@ -112,7 +143,11 @@ package final class StoreAPI: @unchecked Sendable {
             apply: unsafeBitCast(apply.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
             exclusive: unsafeBitCast(exclusive.code, to: (@convention(c) (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> ts_status).self),
             dispatch_after: unsafeBitCast(after.code, to: (@convention(c) (UnsafePointer<CChar>?) -> ts_status).self),
+            state_version: unsafeBitCast(stateVersion.code, to: (@convention(c) (UnsafeMutablePointer<UInt32>?) -> ts_status).self),
+            replace_state_from: unsafeBitCast(replaceStateFrom.code, to: (@convention(c) (UnsafePointer<CChar>?, UInt32) -> ts_status).self),
+            last_error: { ts_last_error() },
             unlocked: unsafeBitCast(release.code, to: (@convention(c) (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> ts_status).self)))
+
     }
 
     /// A table for one plugin: the same store, and dispatch_after and

@@ -109,7 +109,7 @@ if len(ext) != 1 or "turnstate/_ext.c" in names:
     sys.exit(1)
 need = ["turnstate/__init__.py", "turnstate/py.typed", "turnstate/_ext.pyi", "turnstate/_lib/libturnstate.so.0",
         "turnstate/_lib/turnstate/libswiftCore.so"] + \
-       ["turnstate/_lib/turnstate/plugins/%s.so" % p for p in ("guard", "delay", "journal", "recorder", "logger", "replicate")]
+       ["turnstate/_lib/turnstate/plugins/%s.so" % p for p in ("guard", "delay", "journal", "recorder", "undo", "logger", "replicate")]
 missing = [n for n in need if n not in names]
 # What make install leaves out, the wheel does too: the inspector (a development tool).
 extra = [n for n in names if n.startswith("turnstate/_lib/turnstate/plugins/") and n not in need]

@@ -28,7 +28,7 @@ def wait_until(predicate, what):
 
 # What make install ships (INSTALL_PLUGINS in the Makefile), and so what a
 # wheel bundles: not the inspector, a development tool (README, Inspector).
-SHIPPED = {"guard", "delay", "journal", "recorder", "logger", "replicate"}
+SHIPPED = {"guard", "delay", "journal", "recorder", "undo", "logger", "replicate"}
 
 
 def _makefile_install_plugins(repo):

@@ -88,6 +88,11 @@ static struct {
     ts_status (*json_string)(const ts_json *, const char **, size_t *);
     /* The type and payload apart (NULL with a library without it: the text). */
     ts_status (*dispatch_parts)(ts_store *, const char *, const char *);
+    /* Versions of the state (NULL with a library without them). */
+    ts_status (*set_version)(ts_store *, uint32_t);
+    ts_status (*get_version)(ts_store *, uint32_t *);
+    ts_status (*add_migration)(ts_store *, uint32_t, ts_migration_fn, void *);
+    ts_status (*replace_state_from)(ts_store *, const char *, uint32_t);
 } lib;
 
 /* ---- Hooks: the Python side's helpers (configure()) ----------------------- */
@@ -2670,6 +2675,117 @@ static PyObject *core_simple(CoreObject *self, PyObject *args, int which) {
 static PyObject *core_remove_reducer(CoreObject *self, PyObject *args) { return core_simple(self, args, 0); }
 static PyObject *core_remove_middleware(CoreObject *self, PyObject *args) { return core_simple(self, args, 1); }
 
+/* ---- Versions of the state ---------------------------------------------------- */
+
+/* A migration: `ctx` is a Python callable (bytes -> bytes: the state's JSON
+ * text in, the new state's out), kept alive by the Store (_store.py). An
+ * exception is recorded (raised by the call that brought the state in, as a
+ * reducer's is) and fails the step with "Type: message". */
+static char *py_migration(const char *state_json, void *ctx, char **error_message) {
+    gil_hold h;
+    char *out = NULL;
+    if (!gil_enter(&h)) {
+        *error_message = lib.strdup_("Python is shutting down");
+        return NULL;
+    }
+    PyObject *text = PyBytes_FromString(state_json);
+    PyObject *result = text != NULL ? PyObject_CallOneArg((PyObject *)ctx, text) : NULL;
+    Py_XDECREF(text);
+    if (result != NULL && !PyBytes_Check(result)) {
+        PyErr_Format(PyExc_TypeError, "a migration returned %.100s, not JSON text (bytes)", Py_TYPE(result)->tp_name);
+        Py_CLEAR(result);
+    }
+    if (result != NULL) {
+        out = lib.strdup_(PyBytes_AS_STRING(result));
+        Py_DECREF(result);
+    } else {
+        PyObject *error = take_exception();
+        record_exception(error, "migration", h.frame != NULL);
+        PyObject *reason = PyObject_CallOneArg(hooks.failure_reason, error);
+        if (reason != NULL && PyBytes_Check(reason)) *error_message = lib.strdup_(PyBytes_AS_STRING(reason));
+        else PyErr_Clear();
+        Py_XDECREF(reason);
+        Py_DECREF(error);
+    }
+    gil_leave(&h);
+    return out;
+}
+
+static int versions_present(void) {
+    if (lib.set_version != NULL && lib.get_version != NULL && lib.add_migration != NULL &&
+        lib.replace_state_from != NULL)
+        return 1;
+    PyErr_SetString(PyExc_NotImplementedError, "this libturnstate has no state versions (ts_store_set_version)");
+    return 0;
+}
+
+/* set_version(int) */
+static PyObject *core_set_version(CoreObject *self, PyObject *args) {
+    unsigned long version;
+    if (!PyArg_ParseTuple(args, "k", &version) || !versions_present() || !core_live(self)) return NULL;
+    if (version > 4294967295UL) {
+        PyErr_SetString(PyExc_OverflowError, "a state version is 0 to 4294967295");
+        return NULL;
+    }
+    call_frame f;
+    unsigned long long since = error_seq;
+    core_begin(self, &f);
+    ts_status status = lib.set_version(self->handle, (uint32_t)version);
+    core_end(self, &f);
+    if (status != TS_OK || error_seq != since) return raise_for(status, since, "version");
+    Py_RETURN_NONE;
+}
+
+/* get_version() -> int */
+static PyObject *core_get_version(CoreObject *self, PyObject *unused) {
+    (void)unused;
+    uint32_t version = 0;
+    if (!versions_present() || !core_live(self)) return NULL;
+    call_frame f;
+    unsigned long long since = error_seq;
+    core_begin(self, &f);
+    ts_status status = lib.get_version(self->handle, &version);
+    core_end(self, &f);
+    if (status != TS_OK || error_seq != since) return raise_for(status, since, "version");
+    return PyLong_FromUnsignedLong(version);
+}
+
+/* add_migration(from_version, fn): fn is kept alive by the caller. */
+static PyObject *core_add_migration(CoreObject *self, PyObject *args) {
+    unsigned long from;
+    PyObject *fn;
+    if (!PyArg_ParseTuple(args, "kO", &from, &fn) || !versions_present() || !core_live(self)) return NULL;
+    if (from > 4294967295UL) {
+        PyErr_SetString(PyExc_OverflowError, "a state version is 0 to 4294967295");
+        return NULL;
+    }
+    call_frame f;
+    unsigned long long since = error_seq;
+    core_begin(self, &f);
+    ts_status status = lib.add_migration(self->handle, (uint32_t)from, py_migration, fn);
+    core_end(self, &f);
+    if (status != TS_OK || error_seq != since) return raise_for(status, since, "add_migration()");
+    Py_RETURN_NONE;
+}
+
+/* replace_state_from(text, version) */
+static PyObject *core_replace_state_from(CoreObject *self, PyObject *args) {
+    const char *text;
+    unsigned long version;
+    if (!PyArg_ParseTuple(args, "yk", &text, &version) || !versions_present() || !core_live(self)) return NULL;
+    if (version > 4294967295UL) {
+        PyErr_SetString(PyExc_OverflowError, "a state version is 0 to 4294967295");
+        return NULL;
+    }
+    call_frame f;
+    unsigned long long since = error_seq;
+    core_begin(self, &f);
+    ts_status status = lib.replace_state_from(self->handle, text, (uint32_t)version);
+    core_end(self, &f);
+    if (status != TS_OK || error_seq != since) return raise_for(status, since, "replace_state_from()");
+    Py_RETURN_NONE;
+}
+
 static PyObject *core_load_plugins(CoreObject *self, PyObject *args) {
     self->has_plugins = 1;
     return core_simple(self, args, 2);
@@ -2773,6 +2889,10 @@ static PyMethodDef core_methods[] = {
     {"load_plugin", (PyCFunction)core_load_plugin, METH_VARARGS, NULL},
     {"load_plugins", (PyCFunction)core_load_plugins, METH_VARARGS, NULL},
     {"close", (PyCFunction)core_close, METH_NOARGS, NULL},
+    {"set_version", (PyCFunction)core_set_version, METH_VARARGS, NULL},
+    {"get_version", (PyCFunction)core_get_version, METH_NOARGS, NULL},
+    {"add_migration", (PyCFunction)core_add_migration, METH_VARARGS, NULL},
+    {"replace_state_from", (PyCFunction)core_replace_state_from, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2848,6 +2968,10 @@ static PyObject *mod_load(PyObject *module, PyObject *arg) {
     SYM(json_next, "ts_json_next", 0);
     SYM(json_string, "ts_json_string", 0);
     SYM(dispatch_parts, "ts_store_dispatch_parts", 0);
+    SYM(set_version, "ts_store_set_version", 0);
+    SYM(get_version, "ts_store_get_version", 0);
+    SYM(add_migration, "ts_store_add_migration", 0);
+    SYM(replace_state_from, "ts_store_replace_state_from", 0);
     if (lib.json_next == NULL || lib.json_string == NULL) lib.add_patch_reducer = NULL;
     {
         Dl_info info;

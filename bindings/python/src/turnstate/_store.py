@@ -416,7 +416,7 @@ _ext.configure(raise_for=_raise_for, record=_record, failure_reason=_failure_rea
 
 
 def plugins_dir() -> Optional[str]:
-    """The folder of the shipped plugins (guard, delay, journal, logger,
+    """The folder of the shipped plugins (guard, delay, journal, undo, logger,
     replicate) that belong to the loaded library: LIBDIR/turnstate/plugins
     beside it (the installed layout, and the layout of a wheel that bundles
     the library), or None when there is no such folder. The inspector, a
@@ -724,10 +724,62 @@ class Store:
 
     # ---- plugins ----
 
+    # ---- versions of the state (docs/migrations.md) ----
+
+    @property
+    def version(self) -> int:
+        """The version of the state this program's reducers make (0 until set):
+        ts_store_get_version. Set it, and add the migrations, before loading
+        a plugin that restores state (the journal)."""
+        return int(self._core.get_version())
+
+    @version.setter
+    def version(self, version: int) -> None:
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise TypeError("version: an int from 0 to 4294967295, not %s" % type(version).__name__)
+        if version < 0:
+            raise ValueError("version: an int from 0 to 4294967295, not %d" % version)
+        self._core.set_version(version)
+
+    def add_migration(self, from_version: int,
+                      fn: Callable[[Dict[str, JSON]], Mapping[str, JSON]]) -> Callable[..., Any]:
+        """Adds the migration from ``from_version`` to ``from_version + 1``:
+        ``fn`` gets the whole state of ``from_version`` (a new dict, which it
+        may change) and returns the state of the next version (a dict). An
+        exception it raises fails the step: the call that brought the state in
+        (replace_state_from, load_plugin of the journal or replicate) raises
+        that exception, with the library's account ("migration 1->2 failed:
+        ValueError: ...") as a note, and nothing is loaded. As a reducer, it
+        must not call into the store. Returns ``fn``."""
+        _require_callable(fn, "add_migration()", "migration")
+        if not isinstance(from_version, int) or isinstance(from_version, bool) or from_version < 0:
+            raise TypeError("add_migration(): from_version is an int from 0 to 4294967294")
+
+        def step(text: bytes) -> bytes:
+            state = fn(loads(text))
+            if not isinstance(state, Mapping):
+                raise TypeError("the migration from version %d returned %s, not the state (a dict)"
+                                % (from_version, type(state).__name__))
+            return dumps(dict(state))
+
+        self._core.add_migration(from_version, step)
+        self._keepalive.append(step)
+        return fn
+
+    def replace_state_from(self, state: Mapping[str, JSON], version: int) -> None:
+        """Replaces the whole state with ``state``, saved at ``version``,
+        migrated to this store's version first (ts_store_replace_state_from):
+        all or nothing. A downgrade (``version`` newer than the store's)
+        raises ArgumentError, a missing step NotFoundError, a migration that
+        raised its exception; the state is then unchanged."""
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise TypeError("replace_state_from(): version is an int from 0 to 4294967295")
+        self._core.replace_state_from(dumps(dict(state)), version)
+
     def load_plugin(self, path: str, config: Optional[Mapping[str, JSON]] = None) -> None:
         """Loads a middleware plugin (a .so written against turnstate_plugin.h)
         and appends it to the chain. ``path`` is a file, or the bare name of a
-        shipped plugin ("guard", "delay", "journal", "recorder", "logger", "replicate")
+        shipped plugin ("guard", "delay", "journal", "recorder", "undo", "logger", "replicate")
         looked up in plugins_dir(); a bare name that is not there raises
         NotFoundError (the inspector is not shipped: load it by its path).
         ``config`` is its configuration (a dict; None is {}). The file and

@@ -181,6 +181,13 @@ extern "C" {
         out_json: *mut *mut ::std::os::raw::c_char,
     ) -> ts_status;
 }
+extern "C" {
+    pub fn ts_store_dispatch_parts(
+        store: *mut ts_store,
+        type_: *const ::std::os::raw::c_char,
+        payload_json: *const ::std::os::raw::c_char,
+    ) -> ts_status;
+}
 pub type ts_listener_fn =
     ::std::option::Option<unsafe extern "C" fn(store: *mut ts_store, ctx: *mut ::std::os::raw::c_void)>;
 extern "C" {
@@ -224,10 +231,15 @@ pub struct ts_store_api {
     >,
     pub dispatch_after:
         ::std::option::Option<unsafe extern "C" fn(action_json: *const ::std::os::raw::c_char) -> ts_status>,
+    pub state_version: ::std::option::Option<unsafe extern "C" fn(out: *mut u32) -> ts_status>,
+    pub replace_state_from: ::std::option::Option<
+        unsafe extern "C" fn(state_json: *const ::std::os::raw::c_char, version: u32) -> ts_status,
+    >,
+    pub last_error: ::std::option::Option<unsafe extern "C" fn() -> *const ::std::os::raw::c_char>,
 }
 #[test]
 fn bindgen_test_layout_ts_store_api() {
-    assert_eq!(::std::mem::size_of::<ts_store_api>(), 80usize, concat!("Size of: ", stringify!(ts_store_api)));
+    assert_eq!(::std::mem::size_of::<ts_store_api>(), 104usize, concat!("Size of: ", stringify!(ts_store_api)));
     assert_eq!(::std::mem::align_of::<ts_store_api>(), 8usize, concat!("Alignment of ", stringify!(ts_store_api)));
     fn test_field_struct_size() {
         assert_eq!(
@@ -349,6 +361,42 @@ fn bindgen_test_layout_ts_store_api() {
         );
     }
     test_field_dispatch_after();
+    fn test_field_state_version() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_store_api>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).state_version) as usize - ptr as usize
+            },
+            80usize,
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(state_version))
+        );
+    }
+    test_field_state_version();
+    fn test_field_replace_state_from() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_store_api>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).replace_state_from) as usize - ptr as usize
+            },
+            88usize,
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(replace_state_from))
+        );
+    }
+    test_field_replace_state_from();
+    fn test_field_last_error() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_store_api>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).last_error) as usize - ptr as usize
+            },
+            96usize,
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(last_error))
+        );
+    }
+    test_field_last_error();
 }
 pub type ts_middleware_fn = ::std::option::Option<
     unsafe extern "C" fn(
@@ -559,6 +607,34 @@ extern "C" {
         types: *const *const ::std::os::raw::c_char,
         fn_: ts_patch_reducer_fn,
         ctx: *mut ::std::os::raw::c_void,
+    ) -> ts_status;
+}
+pub type ts_migration_fn = ::std::option::Option<
+    unsafe extern "C" fn(
+        state_json: *const ::std::os::raw::c_char,
+        ctx: *mut ::std::os::raw::c_void,
+        error_message: *mut *mut ::std::os::raw::c_char,
+    ) -> *mut ::std::os::raw::c_char,
+>;
+extern "C" {
+    pub fn ts_store_set_version(store: *mut ts_store, version: u32) -> ts_status;
+}
+extern "C" {
+    pub fn ts_store_get_version(store: *mut ts_store, out: *mut u32) -> ts_status;
+}
+extern "C" {
+    pub fn ts_store_add_migration(
+        store: *mut ts_store,
+        from_version: u32,
+        fn_: ts_migration_fn,
+        ctx: *mut ::std::os::raw::c_void,
+    ) -> ts_status;
+}
+extern "C" {
+    pub fn ts_store_replace_state_from(
+        store: *mut ts_store,
+        state_json: *const ::std::os::raw::c_char,
+        version: u32,
     ) -> ts_status;
 }
 #[repr(C)]

@@ -750,6 +750,11 @@ struct MiddlewareBox<F> {
     f: F,
 }
 
+struct MigrationBox<F> {
+    store: usize,
+    f: F,
+}
+
 impl Store {
     /// A store whose state is `initial_json`, a JSON object ("{}" for an
     /// empty state).
@@ -1107,6 +1112,82 @@ impl Store {
         let raw = self.as_ptr();
         with_c_path(dir.as_ref(), |dir| call(|| unsafe { sys::ts_store_load_plugins(raw, dir) }))?
     }
+
+    /// Declares the version of the state this store's reducers make
+    /// (`ts_store_set_version`; docs/migrations.md). Set it, and add the
+    /// migrations, before loading the journal.
+    pub fn set_version(&self, version: u32) -> Result<()> {
+        let raw = self.as_ptr();
+        call(|| unsafe { sys::ts_store_set_version(raw, version) })
+    }
+
+    /// The declared version (0 when none was).
+    pub fn version(&self) -> Result<u32> {
+        let raw = self.as_ptr();
+        let mut version = 0u32;
+        call(|| unsafe { sys::ts_store_get_version(raw, &mut version) })?;
+        Ok(version)
+    }
+
+    /// Adds the migration from `from_version` to `from_version + 1`
+    /// (`ts_store_add_migration`): `migration(state_json)` gets the whole
+    /// state of `from_version` and returns the next version's
+    /// (`Ok(json)`), or `Err(message)`: the step fails, and the call that
+    /// brought the state in (`replace_state_from`, `load_plugin` of the
+    /// journal) fails with [`Status::Reducer`] and
+    /// "migration A->B failed: message", nothing loaded. A panic fails it
+    /// the same way ([`Error::is_panic`]). It must not call into the store.
+    pub fn add_migration<F>(&self, from_version: u32, migration: F) -> Result<()>
+    where
+        F: Fn(&str) -> std::result::Result<String, String> + Send + Sync + 'static,
+    {
+        let boxed = Box::new(MigrationBox { store: self.as_ptr() as usize, f: migration });
+        let ctx = &*boxed as *const MigrationBox<F> as *mut c_void;
+        let raw = self.as_ptr();
+        call(|| unsafe { sys::ts_store_add_migration(raw, from_version, Some(migration_trampoline::<F>), ctx) })?;
+        self.keep(boxed);
+        Ok(())
+    }
+
+    /// Replaces the whole state with `state_json`, saved at `version`,
+    /// migrated to this store's version first
+    /// (`ts_store_replace_state_from`): all or nothing. A downgrade is
+    /// [`Status::Argument`], a missing step [`Status::NotFound`], a failed
+    /// migration [`Status::Reducer`].
+    pub fn replace_state_from(&self, state_json: &str, version: u32) -> Result<()> {
+        let raw = self.as_ptr();
+        with_c_text(state_json, "the state", |text| {
+            call(|| unsafe { sys::ts_store_replace_state_from(raw, text, version) })
+        })?
+    }
+}
+
+unsafe extern "C" fn migration_trampoline<F>(
+    state_json: *const c_char,
+    ctx: *mut c_void,
+    error_message: *mut *mut c_char,
+) -> *mut c_char
+where
+    F: Fn(&str) -> std::result::Result<String, String> + Send + Sync + 'static,
+{
+    let boxed = &*(ctx as *const MigrationBox<F>);
+    let outcome = in_callback(boxed.store, || catch_unwind(AssertUnwindSafe(|| (boxed.f)(borrowed_text(state_json)))));
+    let failure = match outcome {
+        Ok(Ok(json)) => match library_copy(&json) {
+            Ok(copy) => return copy,
+            Err(why) => why,
+        },
+        Ok(Err(message)) => message,
+        Err(payload) => {
+            let message = format!("panicked: {}", panic_message(payload));
+            record_panic(message.clone());
+            message
+        }
+    };
+    if let Ok(text) = CString::new(failure) {
+        *error_message = sys::ts_strdup(text.as_ptr());
+    }
+    ptr::null_mut()
 }
 
 impl Drop for Store {
