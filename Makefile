@@ -429,9 +429,9 @@ test-readme: $(call prebuilt,setup-test lib plugins)
 
 ## test-cpp: Include/turnstate.hpp: the header under g++ and clang++ (C++17,
 ## C++20, strict warnings), Tests/cpp/test_turnstate.cpp run directly, under
-## valgrind, under ThreadSanitizer and built with clang++, and
+## valgrind, under ThreadSanitizer (with build/tsan/lib, the library built for it) and built with clang++, and
 ## Tests/cpp/misuse.cpp under ASan against build/asan (Tests/cpp/run.sh)
-test-cpp: $(call prebuilt,setup-test lib plugins asan-plugins)
+test-cpp: $(call prebuilt,setup-test lib lib-tsan plugins asan-plugins)
 	CXX="$(CXX)" VALGRIND="$(VALGRIND)" ASAN_CXX="$(ASAN_CXX)" PATH="$$PATH:$(dir $(realpath $(shell command -v $(SWIFT))))" \
 	  Tests/checks.sh Tests/cpp/run.sh $(BUILD)
 
