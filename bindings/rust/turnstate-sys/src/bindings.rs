@@ -236,10 +236,16 @@ pub struct ts_store_api {
         unsafe extern "C" fn(state_json: *const ::std::os::raw::c_char, version: u32) -> ts_status,
     >,
     pub last_error: ::std::option::Option<unsafe extern "C" fn() -> *const ::std::os::raw::c_char>,
+    pub unlocked: ::std::option::Option<
+        unsafe extern "C" fn(
+            fn_: ::std::option::Option<unsafe extern "C" fn(ctx: *mut ::std::os::raw::c_void) -> ts_status>,
+            ctx: *mut ::std::os::raw::c_void,
+        ) -> ts_status,
+    >,
 }
 #[test]
 fn bindgen_test_layout_ts_store_api() {
-    assert_eq!(::std::mem::size_of::<ts_store_api>(), 104usize, concat!("Size of: ", stringify!(ts_store_api)));
+    assert_eq!(::std::mem::size_of::<ts_store_api>(), 112usize, concat!("Size of: ", stringify!(ts_store_api)));
     assert_eq!(::std::mem::align_of::<ts_store_api>(), 8usize, concat!("Alignment of ", stringify!(ts_store_api)));
     fn test_field_struct_size() {
         assert_eq!(
@@ -397,6 +403,18 @@ fn bindgen_test_layout_ts_store_api() {
         );
     }
     test_field_last_error();
+    fn test_field_unlocked() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_store_api>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).unlocked) as usize - ptr as usize
+            },
+            104usize,
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(unlocked))
+        );
+    }
+    test_field_unlocked();
 }
 pub type ts_middleware_fn = ::std::option::Option<
     unsafe extern "C" fn(
