@@ -30,6 +30,15 @@
    recorder's reducer-failure dump, built once: the first two pass, and fail
    naming the action and the path when run with the changed reducers
    (TURNSTATE_TESTGEN_REDUCERS, no rebuild); the dump's fails at its action.
+7. With --swift: --lang swift-teststore, TestStore tests of a typed Swift
+   program (Tests/testgen/SwiftCounter: Codable state, TaggedActions, Swift
+   reducer), from a session this suite writes in the journal's format with a
+   snapshot after every action (as the journal plugin does with
+   "snapshot_every": 1; not recorded by running the Swift program, which
+   would need TurnstatePlugins built for it too): one build; the tests pass,
+   and with the reducer changed (COUNTER_CHANGED=1) the changed actions'
+   tests fail with TestStore's diff; refusals of a session without a
+   snapshot after each action and of a missing option.
 The pytest tests run with TS_PACKAGE_PYTHON (a venv with the turnstate
 package and pytest; the Makefile's). Ends with "checks: N passed, M failed".
 """
@@ -519,6 +528,78 @@ def swift_tests(work, journal, mutant_so, inspector, inspector_mutant_so):
                                     output), output[-3000:])
 
 
+# ---- 7. TestStore tests of a typed Swift store ---------------------------------------
+
+def counter_session(path, actions, snapshot_every_action=True):
+    """A session of Tests/testgen/SwiftCounter in the journal's record format,
+    written here (a model of the program's reducer gives the states): the
+    initial snapshot, then each action and the snapshot after it, as the
+    journal plugin writes them with "snapshot_every": 1."""
+    state = {"count": 0, "notes": []}
+    data = record("S", json.dumps(state))
+    for i, action in enumerate(actions):
+        data += record("A", json.dumps(action))
+        if action["type"] == "counter/add":
+            state["count"] += action["payload"]["by"]
+        else:
+            state["notes"].append(action["payload"]["text"])
+        if snapshot_every_action or i == 0:
+            data += record("S", json.dumps(state))
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def teststore_tests(work):
+    """--lang swift-teststore: a session of a typed Swift program (state,
+    actions and reducer in Tests/testgen/SwiftCounter) becomes TestStore tests
+    of its Swift reducer; built once, they pass, and with the reducer changed
+    (COUNTER_CHANGED=1, read by the reducer: no second build) the tests of the
+    changed actions fail with TestStore's diff, named by the action."""
+    program = os.path.join(HERE, "SwiftCounter")
+    options = ["--lang", "swift-teststore", "--package", program, "--import", "Counter",
+               "--state-type", "CounterState", "--reducer", "counterReducer", "--actions", "try counterActions()"]
+    actions = [{"type": "counter/add", "payload": {"by": 2}}, {"type": "notes/add", "payload": {"text": "milk"}},
+               {"type": "counter/add", "payload": {"by": 0}}, {"type": "counter/add", "payload": {"by": 3}}]
+    torn = counter_session(os.path.join(work, "sparse.journal"), actions, snapshot_every_action=False)
+    status, output = testgen(*options, torn, "-o", os.path.join(work, "sparse-teststore"))
+    check("swift-teststore refuses a session without a snapshot after every action, naming the action",
+          status == 1 and "action 1 (notes/add) has no snapshot (S record) after it" in output, output)
+    status, output = testgen("--lang", "swift-teststore", "--import", "Counter", "--state-type", "CounterState",
+                             "--reducer", "counterReducer", "--actions", "try counterActions()", torn,
+                             "-o", os.path.join(work, "no-package"))
+    check("swift-teststore without --package is refused with a message",
+          status == 1 and "--lang swift-teststore needs --package" in output, output)
+    package = os.path.join(BUILD, "testgen-teststore")
+    shutil.rmtree(os.path.join(package, "Tests"), ignore_errors=True)
+    session = counter_session(os.path.join(work, "counter.journal"), actions)
+    status, output = testgen(*options, session, "-o", package)
+    if not check("testgen writes TestStore tests of the Swift counter's session", status == 0, output):
+        return
+    swift = os.environ.get("SWIFT", "swift")
+    env = dict(ENV, TURNSTATE_PACKAGE=ROOT)
+    status, output = run([swift, "build", "--build-tests", "--package-path", package], cwd=package, env=env)
+    if not check("the generated TestStore package builds", status == 0, output[-3000:]):
+        return
+
+    def swift_test(env):
+        return run([swift, "test", "--skip-build", "--disable-swift-testing", "--package-path", package],
+                   cwd=package, env=env)
+    status, output = swift_test(env)
+    check("the TestStore tests of the recorded session pass (4 actions)",
+          status == 0 and "Executed 4 tests, with 0 failures" in output, output[-3000:])
+    status, output = swift_test(dict(env, COUNTER_CHANGED="1"))
+    failed_tests = set(re.findall(r"CounterJournalTests\.(testAction\w+) : failed", output))
+    check("with counter/add changed, the tests of actions 0, 2, 3 (counter/add) fail, and 1 (notes/add) passes",
+          status != 0 and failed_tests == {"testAction0_counter_add", "testAction2_counter_add",
+                                           "testAction3_counter_add"}, output[-3000:])
+    check("the failure of action 0 is TestStore's diff of the count",
+          re.search(r"testAction0_counter_add : failed - The state does not match the expectation.*\n"
+                    r"(?:.*\n)*?\s*\u2212\s+count: 2,\n\s*\+\s+count: 3,", output) is not None, output[-3000:])
+    if os.environ.get("TS_TESTGEN_SHOW"):
+        print(output[-2500:])
+
+
 def main():
     work = tempfile.mkdtemp(prefix="turnstate-testgen-suite.")
     os.chmod(work, 0o755)
@@ -534,6 +615,7 @@ def main():
         python_recorder(work)
         if SWIFT:
             swift_tests(work, journal, mutant_so, session, inspector_mutant_so)
+            teststore_tests(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("checks: %d passed, %d failed" % (passed, failed), flush=True)
