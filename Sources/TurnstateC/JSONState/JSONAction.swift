@@ -36,34 +36,39 @@ package final class JSONAction: Action, @unchecked Sendable {
     }
 
     package init(parsing json: UnsafePointer<CChar>) throws(StoreError) {
+        let parsed = try Self.parse(json)
+        block = parsed.block
+        typeLength = parsed.typeLength
+        view = .allocate(capacity: 1)
+        view.initialize(to: parsed.view)
+    }
+
+    /// `json` parsed: its block (the type and payload, unescaped and
+    /// minified; the caller owns it), the type's byte length, and the view.
+    @inline(__always)
+    private static func parse(_ json: UnsafePointer<CChar>) throws(StoreError)
+        -> (block: UnsafeMutablePointer<CChar>, typeLength: Int, view: ts_action)
+    {
         var block: UnsafeMutablePointer<CChar>?
         var type: UnsafePointer<CChar>?
         var typeLength = 0
         var payload: UnsafePointer<CChar>?
         try checkJSON("action") { tsj_parse_action(json, strlen(json), &block, &type, &typeLength, &payload, $0) }
         guard let block else { throw StoreError(.outOfMemory, "no memory for the action") }
-        self.block = block
-        self.typeLength = typeLength
-        view = .allocate(capacity: 1)
-        view.initialize(to: ts_action(type: type, payload: payload, json: json))
+        return (block, typeLength, ts_action(type: type, payload: payload, json: json))
     }
 
     /// Parses `json` into this action again, reusing the object and its
     /// view (a C store's spare action, ``SpareAction``). Only when nothing
     /// else uses the action. On failure the action is left as it was.
     func reparse(_ json: UnsafePointer<CChar>) throws(StoreError) {
-        var newBlock: UnsafeMutablePointer<CChar>?
-        var type: UnsafePointer<CChar>?
-        var newTypeLength = 0
-        var payload: UnsafePointer<CChar>?
-        try checkJSON("action") { tsj_parse_action(json, strlen(json), &newBlock, &type, &newTypeLength, &payload, $0) }
-        guard let newBlock else { throw StoreError(.outOfMemory, "no memory for the action") }
+        let parsed = try Self.parse(json)
         free(block)
         free(ownedText)
         ownedText = nil
-        block = newBlock
-        typeLength = newTypeLength
-        view.pointee = ts_action(type: type, payload: payload, json: json)
+        block = parsed.block
+        typeLength = parsed.typeLength
+        view.pointee = parsed.view
     }
 
     /// An action from its parts (ts_store_dispatch_parts): `type` not

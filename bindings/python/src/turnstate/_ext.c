@@ -2719,14 +2719,18 @@ static int versions_present(void) {
     return 0;
 }
 
+/* A state version from Python: 0 to 2^32 - 1, or OverflowError (0). */
+static int version_in_range(unsigned long version) {
+    if (version <= 4294967295UL) return 1;
+    PyErr_SetString(PyExc_OverflowError, "a state version is 0 to 4294967295");
+    return 0;
+}
+
 /* set_version(int) */
 static PyObject *core_set_version(CoreObject *self, PyObject *args) {
     unsigned long version;
     if (!PyArg_ParseTuple(args, "k", &version) || !versions_present() || !core_live(self)) return NULL;
-    if (version > 4294967295UL) {
-        PyErr_SetString(PyExc_OverflowError, "a state version is 0 to 4294967295");
-        return NULL;
-    }
+    if (!version_in_range(version)) return NULL;
     call_frame f;
     unsigned long long since = error_seq;
     core_begin(self, &f);
@@ -2755,10 +2759,7 @@ static PyObject *core_add_migration(CoreObject *self, PyObject *args) {
     unsigned long from;
     PyObject *fn;
     if (!PyArg_ParseTuple(args, "kO", &from, &fn) || !versions_present() || !core_live(self)) return NULL;
-    if (from > 4294967295UL) {
-        PyErr_SetString(PyExc_OverflowError, "a state version is 0 to 4294967295");
-        return NULL;
-    }
+    if (!version_in_range(from)) return NULL;
     call_frame f;
     unsigned long long since = error_seq;
     core_begin(self, &f);
@@ -2773,10 +2774,7 @@ static PyObject *core_replace_state_from(CoreObject *self, PyObject *args) {
     const char *text;
     unsigned long version;
     if (!PyArg_ParseTuple(args, "yk", &text, &version) || !versions_present() || !core_live(self)) return NULL;
-    if (version > 4294967295UL) {
-        PyErr_SetString(PyExc_OverflowError, "a state version is 0 to 4294967295");
-        return NULL;
-    }
+    if (!version_in_range(version)) return NULL;
     call_frame f;
     unsigned long long since = error_seq;
     core_begin(self, &f);
