@@ -18,10 +18,10 @@
 4. A Python program's journal (Tests/testgen/py_todos.py, the journal plugin
    loaded from Python) becomes a pytest test of its Python reducers (pass;
    one reducer changed: fail naming the action and the path).
-5. The flight recorder (Plugins/recorder): Tests/testgen/test_recorder.c,
-   natively and under ASan (build/asan); its reducer-failure dump becomes a C
-   test that fails at the failing action, and passes once the reducer is
-   fixed (-DTS_BUG_FIXED); its crash dump becomes a C test that dies of the
+5. The flight recorder (Plugins/recorder): Tests/testgen/test_recorder.c (on
+   the C harness, its registry from gen_registry.py), natively and under ASan
+   (build/asan); its reducer-failure dump becomes a C test that fails at the
+   failing action, and passes once the reducer is fixed (-DTS_BUG_FIXED); its crash dump becomes a C test that dies of the
    same SIGSEGV, and passes once fixed. Loaded from Python (py_bug.py), it
    dumps when a Python reducer raises, and the dump becomes a pytest test that
    fails at that action, and passes once fixed.
@@ -431,7 +431,17 @@ def recorder_tests(work):
                                           os.path.join(ROOT, "Plugins", "recorder", "recorder.c"), "-o", plugin,
                                           "-lpthread"])
     check("recorder.so builds from the headers alone", status == 0, output)
-    test = cc([os.path.join(HERE, "test_recorder.c")], os.path.join(out, "test_recorder"))
+    # test_recorder.c is on the one C harness (Tests/harness/ts_test.h): its
+    # registry and main() come from gen_registry.py, for both builds.
+    harness = os.path.join(ROOT, "Tests", "harness")
+    registry = os.path.join(out, "registry_recorder.c")
+    status, output = run([sys.executable, os.path.join(harness, "gen_registry.py"), "-o", registry,
+                          os.path.join(HERE, "test_recorder.c")])
+    if status != 0:
+        raise SystemExit("gen_registry.py failed:\n" + output)
+    harness_sources = ["-I" + harness, os.path.join(harness, "ts_test.c"), os.path.join(HERE, "test_recorder.c"),
+                       registry]
+    test = cc(harness_sources, os.path.join(out, "test_recorder"))
     status, output = run([test, plugin, out])
     print("    | " + output.strip().replace("\n", "\n    | "))
     check("test_recorder passes (config refusals, reducer-failure and crash dumps, deny rules, handlers)",
@@ -444,7 +454,7 @@ def recorder_tests(work):
         status1, o1 = run([fuzz_cc] + flags + ["-shared", "-fPIC", os.path.join(ROOT, "Plugins", "recorder",
                                                                                 "recorder.c"),
                                                  "-o", os.path.join(out, "recorder-asan.so"), "-lpthread"])
-        status2, o2 = run([fuzz_cc] + flags + [os.path.join(HERE, "test_recorder.c"), "-o",
+        status2, o2 = run([fuzz_cc] + flags + harness_sources + ["-o",
                                                  os.path.join(out, "test_recorder-asan"), "-fuse-ld=lld",
                                                  "-L" + asan_lib, "-Wl,-rpath," + asan_lib, "-lturnstate",
                                                  "-lpthread"])

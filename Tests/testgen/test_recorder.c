@@ -3,16 +3,20 @@
  * refusals, a dump on a reducer failure (TS_E_REDUCER) with the deny rules for
  * action types and state keys applied and only the last actions kept, a dump
  * on a fatal signal (SIGSEGV, in a forked child), and the signal handlers put
- * back when the last recorder goes. Usage:
- *     test_recorder RECORDER.so WORK_DIR
- * Leaves WORK_DIR/reducer.session and WORK_DIR/crash.session for run.sh,
+ * back when the last recorder goes. On the one C harness (Tests/harness/
+ * ts_test.h; run.py writes the registry with gen_registry.py). Usage:
+ *     test_recorder [--quick] [-l] [-s NAME]... RECORDER.so WORK_DIR
+ * Leaves WORK_DIR/reducer.session and WORK_DIR/crash.session for run.py,
  * which makes tests of them with turnstate-testgen. Prints "N passed, M failed".
  */
 #define _POSIX_C_SOURCE 200809L
+#include "ts_test.h"
+
 #include "bug_reducers.c"
 
 #include "../../Plugins/common/record.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,15 +34,30 @@
 #define UNDER_ASAN 0
 #endif
 
-static int passed, failed;
+/* The suite's arguments (ts_test_suite_option): the plugin and the folder
+ * its dumps go to. */
+static const char *plugin, *work;
 
-static void check(int ok, const char *what, const char *detail) {
-    if (ok) {
-        passed++;
-        printf("  ok   %s\n", what);
-    } else {
-        failed++;
-        printf("  FAIL %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+/* A check named by what it guards (printed as the failed expression), with
+ * the condition and `detail` (the error, the dump's text; may be NULL) below. */
+#define RC_CHECK(name, cond, detail) rc_check((cond) ? 1 : 0, __FILE__, __LINE__, (name), #cond, (detail))
+static int rc_check(int ok, const char *file, int line, const char *name, const char *cond, const char *detail) {
+    return ts_test_reportf(ok, file, line, name, "%s%s%.600s", cond, detail ? "\n" : "", detail ? detail : "");
+}
+
+int ts_test_suite_option(int argc, char **argv, int i) {
+    (void)argc;
+    if (argv[i][0] == '-') return 0;
+    if (plugin == NULL) plugin = argv[i];
+    else if (work == NULL) work = argv[i];
+    else return 0;
+    return 1;
+}
+
+void ts_test_suite_setup(void) {
+    if (plugin == NULL || work == NULL) {
+        fprintf(stderr, "usage: %s [--quick] [-l] [-s NAME]... RECORDER.so WORK_DIR\n", ts_test_program);
+        exit(2);
     }
 }
 
@@ -109,13 +128,14 @@ static int read_dump(const char *path, dump *d, char *why, size_t why_size) {
 static ts_store *new_store(void) {
     ts_store *store = NULL;
     if (ts_store_create("{}", &store) != TS_OK || ts_testgen_setup(store) != TS_OK) {
-        printf("cannot make the store: %s\n", ts_last_error());
-        exit(2);
+        RC_CHECK("the store with bug_reducers.c's reducers is made", 0, ts_last_error());
+        ts_store_destroy(store);
+        return NULL;
     }
     return store;
 }
 
-static void config_refusals(const char *plugin) {
+void test_recorder__badConfigsAreRefusedNamingTheField(void) {
     static const struct {
         const char *config, *message;
     } cases[] = {
@@ -135,58 +155,65 @@ static void config_refusals(const char *plugin) {
     };
     ts_store *store = new_store();
     char what[400];
+    if (store == NULL) return;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ts_status status = ts_store_load_plugin(store, plugin, cases[i].config);
         snprintf(what, sizeof what, "config %s is refused: %s", cases[i].config, cases[i].message);
-        check(status == TS_E_PLUGIN && strstr(ts_last_error(), cases[i].message) != NULL, what, ts_last_error());
+        RC_CHECK(what, status == TS_E_PLUGIN && strstr(ts_last_error(), cases[i].message) != NULL,
+                 ts_last_error());
     }
-    check(ts_store_dispatch(store, "{\"type\":\"counter/inc\"}") == TS_OK, "the store works after the refusals", NULL);
+    RC_CHECK("the store works after the refusals", ts_store_dispatch(store, "{\"type\":\"counter/inc\"}") == TS_OK,
+             NULL);
     ts_store_destroy(store);
 }
 
-static void reducer_failure(const char *plugin, const char *work) {
+/* Leaves WORK_DIR/reducer.session: run.py makes a test of it. */
+void test_recorder__reducerFailureDumpsTheLastActionsWithoutDeniedTypesOrKeys(void) {
     char path[1024], config[1400], why[300];
     ts_store *store = new_store();
     dump d;
     char *state = NULL;
     long count = 0;
+    if (store == NULL) return;
     snprintf(path, sizeof path, "%s/reducer.session", work);
     unlink(path);
     snprintf(config, sizeof config, "{\"path\":\"%s\",\"actions\":3,\"signals\":false,"
              "\"deny_types\":[\"secret/*\"],\"deny_keys\":[\"session\"]}", path);
-    check(ts_store_load_plugin(store, plugin, config) == TS_OK, "the recorder loads", ts_last_error());
+    RC_CHECK("the recorder loads", ts_store_load_plugin(store, plugin, config) == TS_OK, ts_last_error());
     ts_store_dispatch(store, "{\"type\":\"counter/inc\"}");
     ts_store_dispatch(store, "{\"type\":\"secret/login\",\"payload\":{\"token\":\"hunter2\"}}");
     ts_store_dispatch(store, "{\"type\":\"items/add\",\"payload\":{\"n\":1}}");
-    check(access(path, F_OK) != 0, "no dump while the reducers succeed", NULL);
+    RC_CHECK("no dump while the reducers succeed", access(path, F_OK) != 0, NULL);
     for (int i = 0; i < 7; i++) ts_store_dispatch(store, "{\"type\":\"counter/inc\"}");
     ts_store_dispatch(store, "{\"type\":\"items/add\",\"payload\":{\"n\":2}}");
-    check(ts_store_dispatch(store, "{\"type\":\"items/boom\"}") == TS_E_REDUCER, "items/boom fails (TS_E_REDUCER)", NULL);
-    check(read_dump(path, &d, why, sizeof why), "a reducer failure dumps a session of good records", why);
-    check(strstr(d.last, "\"items/boom\"") != NULL, "its last action is the one that failed", d.last);
-    check(d.actions >= 4 && d.actions <= 7, "it holds the last 3 to 6 recorded actions and the failed one", NULL);
-    check(strstr(d.snapshot, "\"session\"") == NULL && strstr(d.snapshot, "\"count\"") != NULL,
-          "deny_keys: the snapshot has no \"session\" key, and the others", d.snapshot);
+    RC_CHECK("items/boom fails (TS_E_REDUCER)",
+             ts_store_dispatch(store, "{\"type\":\"items/boom\"}") == TS_E_REDUCER, NULL);
+    RC_CHECK("a reducer failure dumps a session of good records", read_dump(path, &d, why, sizeof why), why);
+    RC_CHECK("its last action is the one that failed", strstr(d.last, "\"items/boom\"") != NULL, d.last);
+    RC_CHECK("it holds the last 3 to 6 recorded actions and the failed one", d.actions >= 4 && d.actions <= 7, NULL);
+    RC_CHECK("deny_keys: the snapshot has no \"session\" key, and the others",
+             strstr(d.snapshot, "\"session\"") == NULL && strstr(d.snapshot, "\"count\"") != NULL, d.snapshot);
     ts_store_get_state(store, "/count", &state);
     if (state) count = strtol(state, NULL, 10);
     ts_free(state);
     {
         long before = strtol(strstr(d.snapshot, "\"count\":") ? strstr(d.snapshot, "\"count\":") + 8 : "-1", NULL, 10);
-        check(before >= 0 && before + d.incs == count,
-              "the snapshot is the state before the first action of the dump (count + its incs = the count now)",
-              d.snapshot);
+        RC_CHECK("the snapshot is the state before the first action of the dump (count + its incs = the count now)",
+                 before >= 0 && before + d.incs == count, d.snapshot);
     }
     {
         size_t size = 0;
         char *text = read_file(path, &size);
-        check(text && strstr(text, "hunter2") == NULL && strstr(text, "secret/login") == NULL,
-              "deny_types: no secret/login action, no token in the dump", NULL);
+        RC_CHECK("deny_types: no secret/login action, no token in the dump",
+                 text && strstr(text, "hunter2") == NULL && strstr(text, "secret/login") == NULL, NULL);
         free(text);
     }
     ts_store_destroy(store);
 }
 
-static void crash(const char *plugin, const char *work) {
+/* The crash in a forked child (the test program goes on); leaves
+ * WORK_DIR/crash.session for run.py. */
+void test_recorder__fatalSignalDumpsAndTheChildDiesAsWithoutTheRecorder(void) {
     char path[1024], config[1200], why[300];
     pid_t child;
     int status = 0;
@@ -195,10 +222,15 @@ static void crash(const char *plugin, const char *work) {
     unlink(path);
     snprintf(config, sizeof config, "{\"path\":\"%s\",\"actions\":10}", path);
     fflush(stdout);
+    fflush(stderr);
     child = fork();
+    if (child < 0) {
+        RC_CHECK("the child is forked", 0, strerror(errno));
+        return;
+    }
     if (child == 0) {
         ts_store *store = new_store();
-        if (ts_store_load_plugin(store, plugin, config) != TS_OK) _exit(3);
+        if (store == NULL || ts_store_load_plugin(store, plugin, config) != TS_OK) _exit(3);
         ts_store_dispatch(store, "{\"type\":\"counter/inc\"}");
         ts_store_dispatch(store, "{\"type\":\"items/add\",\"payload\":{\"n\":1}}");
         ts_store_dispatch(store, "{\"type\":\"items/crash\"}");
@@ -206,14 +238,14 @@ static void crash(const char *plugin, const char *work) {
     }
     waitpid(child, &status, 0);
     if (UNDER_ASAN)
-        check(WIFEXITED(status) && WEXITSTATUS(status) == 1,
-              "the child ends as AddressSanitizer ends it (the handler that was there before)", NULL);
+        RC_CHECK("the child ends as AddressSanitizer ends it (the handler that was there before)",
+                 WIFEXITED(status) && WEXITSTATUS(status) == 1, NULL);
     else
-        check(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
-              "the child dies of SIGSEGV, as it would without the recorder", NULL);
-    check(read_dump(path, &d, why, sizeof why), "the fatal signal dumps a session of good records", why);
-    check(d.actions == 3 && strstr(d.last, "\"items/crash\"") != NULL,
-          "it holds the actions and, last, the one that crashed", d.last);
+        RC_CHECK("the child dies of SIGSEGV, as it would without the recorder",
+                 WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, NULL);
+    RC_CHECK("the fatal signal dumps a session of good records", read_dump(path, &d, why, sizeof why), why);
+    RC_CHECK("it holds the actions and, last, the one that crashed",
+             d.actions == 3 && strstr(d.last, "\"items/crash\"") != NULL, d.last);
 }
 
 static void on_count(ts_store *store, void *ctx) {
@@ -223,7 +255,7 @@ static void on_count(ts_store *store, void *ctx) {
 
 /* A listener's dispatch runs inside the outer one, after the outer action
  * reached the reducers: the dump must list the outer action first. */
-static void nested_order(const char *plugin, const char *work) {
+void test_recorder__listenerDispatchIsRecordedAfterTheActionWhoseListenerMadeIt(void) {
     char path[1024], config[1200];
     size_t size = 0;
     int fired = 0;
@@ -231,27 +263,30 @@ static void nested_order(const char *plugin, const char *work) {
     ts_store *store = new_store();
     char *text;
     const char *inc, *add;
+    if (store == NULL) return;
     snprintf(path, sizeof path, "%s/nested.session", work);
     snprintf(config, sizeof config, "{\"path\":\"%s\",\"signals\":false}", path);
     ts_store_subscribe(store, "/count", on_count, &fired, &token);
-    check(ts_store_load_plugin(store, plugin, config) == TS_OK, "a recorder for the nested dispatch loads", ts_last_error());
+    RC_CHECK("a recorder for the nested dispatch loads", ts_store_load_plugin(store, plugin, config) == TS_OK,
+             ts_last_error());
     ts_store_dispatch(store, "{\"type\":\"counter/inc\"}");
     ts_store_dispatch(store, "{\"type\":\"items/boom\"}");
     text = read_file(path, &size);
     inc = text ? strstr(text, "counter/inc") : NULL;
     add = text ? strstr(text, "items/add") : NULL;
-    check(inc && add && inc < add, "a listener's dispatch is recorded after the action whose listener made it",
-          text ? text : "no dump");
+    RC_CHECK("a listener's dispatch is recorded after the action whose listener made it", inc && add && inc < add,
+             text ? text : "no dump");
     free(text);
     ts_store_destroy(store);
 }
 
 static void on_user(int sig) { (void)sig; }
 
-static void handlers_put_back(const char *plugin, const char *work) {
+void test_recorder__destroyingTheLastRecorderPutsBackTheSignalHandler(void) {
     struct sigaction mine, now;
     char config[1200];
     ts_store *store = new_store();
+    if (store == NULL) return;
     memset(&mine, 0, sizeof mine);
     mine.sa_handler = on_user;
     sigemptyset(&mine.sa_mask);
@@ -259,23 +294,9 @@ static void handlers_put_back(const char *plugin, const char *work) {
     snprintf(config, sizeof config, "{\"path\":\"%s/unused.session\"}", work);
     ts_store_load_plugin(store, plugin, config);
     sigaction(SIGBUS, NULL, &now);
-    check(now.sa_handler != on_user, "a recorder with signals sets its handler", NULL);
+    RC_CHECK("a recorder with signals sets its handler", now.sa_handler != on_user, NULL);
     ts_store_destroy(store);
     sigaction(SIGBUS, NULL, &now);
-    check(now.sa_handler == on_user, "destroying the last recorder puts back the handler that was there", NULL);
+    RC_CHECK("destroying the last recorder puts back the handler that was there", now.sa_handler == on_user, NULL);
     signal(SIGBUS, SIG_DFL);
-}
-
-int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s RECORDER.so WORK_DIR\n", argv[0]);
-        return 2;
-    }
-    config_refusals(argv[1]);
-    reducer_failure(argv[1], argv[2]);
-    crash(argv[1], argv[2]);
-    nested_order(argv[1], argv[2]);
-    handlers_put_back(argv[1], argv[2]);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
 }
