@@ -1178,11 +1178,7 @@ where
             Err(why) => why,
         },
         Ok(Err(message)) => message,
-        Err(payload) => {
-            let message = format!("panicked: {}", panic_message(payload));
-            record_panic(message.clone());
-            message
-        }
+        Err(payload) => panicked(payload),
     };
     if let Ok(text) = CString::new(failure) {
         *error_message = sys::ts_strdup(text.as_ptr());
@@ -1238,21 +1234,7 @@ where
             (boxed.f)(slice, &Action { raw: &*action })
         }))
     });
-    let failure = match outcome {
-        Ok(Ok(None)) => return ptr::null_mut(),
-        Ok(Ok(Some(json))) => match library_copy(&json) {
-            Ok(copy) => return copy,
-            Err(why) => why,
-        },
-        Ok(Err(message)) => message,
-        Err(payload) => {
-            let message = format!("panicked: {}", panic_message(payload));
-            record_panic(message.clone());
-            message
-        }
-    };
-    reducer_fail(&failure);
-    ptr::null_mut()
+    hand_over(outcome.map(|answer| answer.map(|slice| slice.map_or(Reduced::Unchanged, Reduced::Slice))))
 }
 
 /// The type patterns as C strings (the library copies them; the caller
@@ -1327,14 +1309,18 @@ unsafe fn hand_over(
             }
         }
         Ok(Err(message)) => message,
-        Err(payload) => {
-            let message = format!("panicked: {}", panic_message(payload));
-            record_panic(message.clone());
-            message
-        }
+        Err(payload) => panicked(payload),
     };
     reducer_fail(&failure);
     ptr::null_mut()
+}
+
+/// A callback's panic as the failure it becomes: its message, also recorded
+/// as the call's panic (`record_panic`, the first one of a call is reported).
+fn panicked(payload: Box<dyn Any + Send>) -> String {
+    let message = format!("panicked: {}", panic_message(payload));
+    record_panic(message.clone());
+    message
 }
 
 unsafe extern "C" fn listener_trampoline<F>(store: *mut sys::ts_store, ctx: *mut c_void)
