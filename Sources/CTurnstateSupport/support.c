@@ -280,32 +280,34 @@ void tsi_reducer_clear(tsi_reducer_call *call) {
     call->patch_length = call->patch_capacity = 0;
 }
 
-int32_t tsi_reducer_slice_id(uint64_t *out) {
-    tsi_reducer_call *call = current_reducer;
+/* The reducer call running on this thread, for `name` (a ts_reducer_*_id
+ * function): TS_OK, or its refusal of a NULL `out` or of a call outside a
+ * reducer, with the message set. */
+static int32_t reducer_call_for(const char *name, const uint64_t *out, tsi_reducer_call **call) {
+    *call = current_reducer;
     if (out == NULL) {
-        tsi_set_last_errorf("ts_reducer_slice_id: out is NULL");
+        tsi_set_last_errorf("%s: out is NULL", name);
         return TS_E_ARGUMENT;
     }
-    if (call == NULL) {
-        tsi_set_last_errorf("ts_reducer_slice_id: called outside a reducer (no store is calling a reducer on this "
-                            "thread)");
+    if (*call == NULL) {
+        tsi_set_last_errorf("%s: called outside a reducer (no store is calling a reducer on this thread)", name);
         return TS_E_MISUSE;
     }
+    return TS_OK;
+}
+
+int32_t tsi_reducer_slice_id(uint64_t *out) {
+    tsi_reducer_call *call;
+    int32_t status = reducer_call_for("ts_reducer_slice_id", out, &call);
+    if (status != TS_OK) return status;
     *out = call->slice_id;
     return TS_OK;
 }
 
 int32_t tsi_reducer_answer_id(uint64_t *out, uint64_t (*reserve)(void)) {
-    tsi_reducer_call *call = current_reducer;
-    if (out == NULL) {
-        tsi_set_last_errorf("ts_reducer_answer_id: out is NULL");
-        return TS_E_ARGUMENT;
-    }
-    if (call == NULL) {
-        tsi_set_last_errorf("ts_reducer_answer_id: called outside a reducer (no store is calling a reducer on this "
-                            "thread)");
-        return TS_E_MISUSE;
-    }
+    tsi_reducer_call *call;
+    int32_t status = reducer_call_for("ts_reducer_answer_id", out, &call);
+    if (status != TS_OK) return status;
     if (call->answer_id == 0) call->answer_id = reserve();
     *out = call->answer_id;
     return TS_OK;
