@@ -212,22 +212,27 @@ char *tsi_strdup(const char *text) {
 /* The innermost reducer call under way on this thread, or NULL. */
 static _Thread_local tsi_reducer_call *current_reducer;
 
-char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *action, void *ctx,
-                       tsi_reducer_call *call) {
-    tsi_reducer_call **current = &current_reducer;
-    call->outer = *current;
+/* Starts `call` (nothing answered yet) as this thread's innermost reducer
+ * call; the caller puts call->outer back when the reducer returned. */
+static inline void begin_call(tsi_reducer_call *call, const char *slice, const void *action) {
+    call->outer = current_reducer;
     call->message = NULL;
     call->failed = 0;
     call->lost = 0;
     call->patched = 0;
     call->patch = NULL;
-    call->slice = slice_json;
+    call->slice = slice;
     call->action = action;
     call->answer_id = 0;
-    *current = call;
+    current_reducer = call;
+}
+
+char *tsi_call_reducer(tsi_reducer_fn fn, const char *slice_json, const void *action, void *ctx,
+                       tsi_reducer_call *call) {
+    begin_call(call, slice_json, action);
     /* Back to the type the reducer was defined with before calling it. */
     char *output = ((ts_reducer_fn)fn)(slice_json, (const ts_action *)action, ctx);
-    *current = call->outer;
+    current_reducer = call->outer;
     return output;
 }
 
@@ -244,18 +249,9 @@ char *tsi_call_patch_reducer(tsi_reducer_fn fn, const char *slice_json, size_t s
         tsi_slice_value(&slice, slice_json, slice_length, tree, index);
         given = &slice;
     }
-    tsi_reducer_call **current = &current_reducer;
-    call->outer = *current;
-    call->message = NULL;
-    call->failed = 0;
-    call->lost = 0;
-    call->patched = 0;
-    call->patch = NULL;
-    call->slice = tree != NULL ? tree_slice_marker : slice_json;
-    call->action = action;
-    *current = call;
+    begin_call(call, tree != NULL ? tree_slice_marker : slice_json, action);
     char *output = ((ts_patch_reducer_fn)(void (*)(void))fn)(given, (const ts_action *)action, ctx);
-    *current = call->outer;
+    current_reducer = call->outer;
     return output;
 }
 
