@@ -86,6 +86,12 @@
 /* Ordered mode: what one append carries at most (one per dispatching
  * thread at a time; its lists are on the appending thread's stack). */
 #define ORDERED_SEND_MAX 256
+/* Ordered mode on NATS: how long the dispatcher about to append waits for
+ * the dispatchers whose appends were just answered to queue their next
+ * action, so that they go in the same append (0: it does not wait). */
+#ifndef ORDERED_LINGER_US
+#define ORDERED_LINGER_US 500
+#endif
 /* The confirmed tail (entries applied since the confirmed state's text was
  * taken) is folded into a new text when the pending list is empty and it
  * holds this many entries or bytes, and in any case past the hard bounds. */
@@ -184,6 +190,9 @@ typedef struct replica {
     int can_unlock;                   /* the table has ts_store_api.unlocked */
     int reads_back;                   /* rp_reads_back_cheaply: Redis */
     int o_sending;                    /* a dispatcher is appending the queue (under qmutex) */
+    size_t o_queued;                  /* dispatches in the queue (under qmutex) */
+    size_t o_returning;               /* answered, in the log, their run() not returned yet (under qmutex) */
+    struct ordered_slot *o_lingerer;  /* the dispatcher waiting for more to queue (under qmutex) */
 } replica;
 
 /* Ordered mode's shared append queue (README.md, "Ordered mode"): what one
@@ -243,6 +252,18 @@ static struct timespec deadline_in(long ms) {
     until.tv_sec += ms / 1000;
     until.tv_nsec += (ms % 1000) * 1000000L;
     if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    return until;
+}
+
+/* The CLOCK_MONOTONIC time `us` microseconds from now. */
+static struct timespec deadline_in_us(long us) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += us * 1000L;
+    while (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
@@ -958,7 +979,10 @@ static ts_status optimistic_run(replica *r, ts_next_fn next, const ts_action *ac
  * the reader may have applied them already: an entry is applied once, by
  * whichever thread reaches it, and a dispatch's own entry records its status
  * in its slot). Where unlocked is refused (a nested dispatch) or missing (an
- * older library), run() waits with the store held, as before. */
+ * older library), run() waits with the store held, as before. On NATS the
+ * sender first waits (ORDERED_LINGER_US at most) for the threads whose
+ * dispatches were just answered to queue their next ones: one append for
+ * all of them instead of one for the half that queued meanwhile. */
 
 static size_t envelope(char *out, const char *origin, uint64_t n);
 
@@ -988,6 +1012,7 @@ static void ordered_send(replica *r) {
         r->oq_first = slot->queued;
         if (r->oq_first == NULL) r->oq_last = NULL;
         slot->queued = NULL;
+        r->o_queued--;
         bytes += slot->length;
         slots[k] = slot;
         texts[k] = slot->text;
@@ -1040,6 +1065,7 @@ static void ordered_send(replica *r) {
     for (i = 0; i < k; i++) {
         ordered_slot *slot = slots[i];
         slot->answered = 1;
+        if (slot->rc == 0) r->o_returning++;
         slot->apply_until = deadline_in((long)r->timeout_ms);
         /* A dispatcher that follows its entry waits on for the reader
          * (woken by ordered_deliver) unless there is nothing to wait for. */
@@ -1068,7 +1094,7 @@ static int passed(const struct timespec *t) {
 static ts_status await_answer(void *self) {
     replica *r = ((ordered_wait *)self)->r;
     ordered_slot *slot = ((ordered_wait *)self)->slot;
-    int follow = ((ordered_wait *)self)->follow && !r->reads_back;
+    int follow = ((ordered_wait *)self)->follow && !r->reads_back, lingered = 0;
     pthread_mutex_lock(&r->qmutex);
     slot->follow = follow;
     for (;;) {
@@ -1076,7 +1102,18 @@ static ts_status await_answer(void *self) {
         if (slot->answered) {
             if (!follow || slot->rc != 0 || slot->applied || passed(&slot->apply_until)) break;
             until = slot->apply_until;
-        } else if (r->oq_first && !r->o_sending) {
+        } else if (r->oq_first && !r->o_sending && !r->o_lingerer) {
+            if (ORDERED_LINGER_US > 0 && follow && !lingered && r->o_returning > 0) {
+                /* Threads whose dispatches were just answered are about to
+                 * dispatch again: one append for them and the queue. */
+                size_t expected = r->o_queued + r->o_returning;
+                until = deadline_in_us(ORDERED_LINGER_US);
+                lingered = 1;
+                r->o_lingerer = slot;
+                while (r->o_queued < expected && !passed(&until))
+                    (void)pthread_cond_timedwait(&slot->cond, &r->qmutex, &until);
+                r->o_lingerer = NULL;
+            }
             ordered_send(r);
             continue;
         } else {
@@ -1102,6 +1139,7 @@ static void ordered_done(replica *r, ordered_slot *slot) {
             break;
         }
     }
+    if (slot->answered && slot->rc == 0) r->o_returning--;
     if (slot->answer && --slot->answer->refs == 0) answer = slot->answer;
     pthread_mutex_unlock(&r->qmutex);
     if (answer) {
@@ -1136,6 +1174,8 @@ static ts_status ordered_run(replica *r, const ts_action *action) {
     if (r->oq_last) r->oq_last->queued = slot;
     else r->oq_first = slot;
     r->oq_last = slot;
+    r->o_queued++;
+    if (r->o_lingerer) pthread_cond_signal(&r->o_lingerer->cond);
     slot->next = r->o_waiting;
     r->o_waiting = slot;
     pthread_mutex_unlock(&r->qmutex);

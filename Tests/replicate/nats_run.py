@@ -473,8 +473,10 @@ def batched(base, cluster):
     """Ordered mode with 4 dispatching threads per process: the threads'
     dispatches share append round trips (the status's appends < appended:
     a dispatch waits for the log without holding the store, and the first
-    waiting thread appends what all of them queued), and the history checker
-    still finds one common order, each acknowledged action once."""
+    waiting thread appends what all of them queued, after waiting briefly
+    for the threads just answered: more than 2.5 dispatches an append), and
+    the history checker still finds one common order, each acknowledged
+    action once."""
     reps = Replicas(base, "batched")
     for o in "abc":
         reps.start(o, cluster.url(), "batched", 800, threads=4)
@@ -499,6 +501,13 @@ def batched(base, cluster):
     print("  batched: (appends, dispatches they carried) per replica: %s" % shared, flush=True)
     check(len(shared) == 3 and all(0 < a < n for a, n in shared.values()),
           "batched: each replica's 4 threads shared append round trips (fewer appends than dispatches)", str(shared))
+    # The threads whose appends were just answered dispatch again at once:
+    # the next append waits for them (ORDERED_LINGER_US in replicate.c)
+    # instead of leaving with the half of the threads that queued meanwhile
+    # (about 2 dispatches an append with 4 threads without that wait).
+    check(len(shared) == 3 and sum(n for a, n in shared.values()) > 2.5 * sum(a for a, n in shared.values()),
+          "batched: an append carries more than 2.5 of the 4 threads' dispatches on average",
+          " ".join("%.2f" % (n / a) for a, n in shared.values() if a))
     extra_entries(reps, "batched", total or 0, 2400)
     history_checks("batched", reps, "abc", total or 0)
 
