@@ -1197,6 +1197,17 @@ static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const
         }
         return status;
     }
+    if (r->optimistic && strcmp(action->type, "@@undo/clear") == 0 && action->payload != NULL &&
+        pj_get(action->payload, "loaded") != NULL && pj_kind_of(pj_get(action->payload, "loaded")) == PJ_TRUE) {
+        /* undo.so loading after it (README.md, "With undo.so"): refused, so
+         * that undo.so does not load on any replica of this mode. */
+        return store->fail(TS_E_REJECTED,
+                           "replicate: undo.so cannot follow replicate.so in \"mode\": \"optimistic\": a rebase puts "
+                           "an earlier state back and applies entries again, which each replica's undo.so would take "
+                           "for a change behind its back at a different time, so the replicas' histories (and what "
+                           "an @@undo undoes) would differ; use \"mode\": \"ordered\" (nothing was appended or "
+                           "applied)");
+    }
     if (r->optimistic) return optimistic_run(r, next, action);
     return ordered_run(r, action);
 }

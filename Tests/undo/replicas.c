@@ -1,10 +1,20 @@
 /* replicas.c - undo.so after replicate.so (Tests/undo/run.sh):
  *   replicas UNDO_SO REPLICATE_SO REDIS_URL STREAM
- * Two replicas of one stream, each with the chain replicate -> undo: an
- * @@undo dispatched on one replica is an ordinary entry of the log, and
- * every replica undoes the same step (the last step of the log's order,
- * whichever replica made it); redo and a jump likewise; the histories'
- * counts agree. Prints "N passed, M failed". */
+ * 1. Two replicas of stream STREAM, each with the chain replicate -> undo:
+ *    an @@undo dispatched on one replica is an ordinary entry of the log,
+ *    and every replica undoes the same step (the last step of the log's
+ *    order, whichever replica made it); redo and a jump likewise; the
+ *    histories' counts agree.
+ * 2. A late joiner (stream STREAM-join, "snapshot_every": 4): A and B make
+ *    steps, C joins from the snapshot, then @@undo is dispatched from each
+ *    replica, reaching past C's join: the three states are equal after every
+ *    one, and follow the history rule (undo.so's load is an entry of the log
+ *    that empties every replica's history: an undo reaches back to C's join
+ *    and no further).
+ * 3. Optimistic mode (stream STREAM-optimistic): undo.so after replicate.so
+ *    in "mode": "optimistic" refuses to load, with a message naming the
+ *    mode, and the state is unchanged.
+ * Prints "N passed, M failed". */
 #include "turnstate.h"
 
 #include <stdio.h>
@@ -38,13 +48,15 @@ static char *status(const char *slice, const ts_action *action, void *ctx) {
     return ts_strdup(action->payload);
 }
 
-static ts_store *replica(const char *undo_so, const char *replicate_so, const char *url, const char *stream) {
+static ts_store *replica(const char *undo_so, const char *replicate_so, const char *url, const char *stream,
+                         const char *extra) {
     ts_store *s = NULL;
     char config[512];
     ts_store_create(NULL, &s);
     ts_store_add_reducer(s, "count", count, NULL);
     ts_store_add_reducer(s, "status", status, NULL);
-    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"timeout_ms\":5000}", url, stream);
+    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"timeout_ms\":5000%s}", url, stream,
+             extra);
     if (ts_store_load_plugin(s, replicate_so, config) != TS_OK ||
         ts_store_load_plugin(s, undo_so, "{\"keys\":[\"count\"]}") != TS_OK) {
         fprintf(stderr, "loading the plugins: %s\n", ts_last_error());
@@ -84,14 +96,116 @@ static void same(ts_store *a, ts_store *b, const char *want_count, const char *w
     ts_free(sb);
 }
 
+/* Brings three replicas up to the log, then compares their counts (with
+ * each other and with want_count) and their histories' counts. */
+static void same3(ts_store *r[3], const char *want_count, const char *what) {
+    char *c[3] = {NULL, NULL, NULL}, *st[3] = {NULL, NULL, NULL}, detail[768];
+    int i, ok_count = 1, ok_status = 1;
+    for (i = 0; i < 3; i++) send(r[i], "{\"type\":\"@@undo/status\"}");
+    for (i = 0; i < 3; i++) send(r[i], "{\"type\":\"@@undo/status\"}");
+    for (i = 0; i < 3; i++) {
+        ts_store_get_state(r[i], "/count", &c[i]);
+        ts_store_get_state(r[i], "/status", &st[i]);
+    }
+    for (i = 0; i < 3; i++) {
+        if (c[i] == NULL || strcmp(c[i], want_count) != 0) ok_count = 0;
+        if (st[i] == NULL || st[0] == NULL || strcmp(st[i], st[0]) != 0) ok_status = 0;
+    }
+    snprintf(detail, sizeof detail, "A count %s status %s; B count %s status %s; C count %s status %s; want count %s",
+             c[0] ? c[0] : "?", st[0] ? st[0] : "?", c[1] ? c[1] : "?", st[1] ? st[1] : "?", c[2] ? c[2] : "?",
+             st[2] ? st[2] : "?", want_count);
+    check(ok_count, what, detail);
+    check(ok_status, "the three replicas' histories agree", detail);
+    for (i = 0; i < 3; i++) {
+        ts_free(c[i]);
+        ts_free(st[i]);
+    }
+}
+
+/* 2. A and B make steps; C joins from the snapshot; @@undo from each. */
+static void late_joiner(const char *undo_so, const char *replicate_so, const char *url, const char *base) {
+    char stream[256], *n = NULL;
+    const char *every = ",\"snapshot_every\":4";
+    ts_store *r[3] = {NULL, NULL, NULL};
+    int i;
+    snprintf(stream, sizeof stream, "%s-join", base);
+    r[0] = replica(undo_so, replicate_so, url, stream, every);
+    r[1] = r[0] ? replica(undo_so, replicate_so, url, stream, every) : NULL;
+    if (r[0] == NULL || r[1] == NULL) {
+        check(0, "late joiner: A and B load", NULL);
+        goto done;
+    }
+    send(r[0], "{\"type\":\"add\",\"payload\":1}");
+    send(r[1], "{\"type\":\"add\",\"payload\":10}");
+    send(r[0], "{\"type\":\"add\",\"payload\":100}");
+    send(r[1], "{\"type\":\"add\",\"payload\":1000}");
+    send(r[0], "{\"type\":\"add\",\"payload\":10000}");
+    /* Past a multiple of 4 several times: the log was trimmed behind a
+     * snapshot, which C loads. */
+    for (i = 0; i < 8; i++) send(r[i % 2], "{\"type\":\"@@undo/status\"}");
+    r[2] = replica(undo_so, replicate_so, url, stream, every);
+    if (r[2] == NULL) {
+        check(0, "late joiner: C loads", NULL);
+        goto done;
+    }
+    ts_store_get_state(r[2], "/count", &n);
+    check(n != NULL && strcmp(n, "11111") == 0, "C joins with the log's state", n);
+    ts_free(n);
+    same3(r, "11111", "C joined: the same state on the three");
+    send(r[2], "{\"type\":\"add\",\"payload\":100000}");
+    send(r[0], "{\"type\":\"add\",\"payload\":1000000}");
+    same3(r, "1111111", "two adds after C joined");
+    send(r[1], "{\"type\":\"@@undo\"}");
+    same3(r, "111111", "an @@undo on B undoes A's add on the three");
+    send(r[2], "{\"type\":\"@@undo\"}");
+    same3(r, "11111", "an @@undo on C undoes its own add on the three");
+    /* C's load emptied every replica's history: nothing before it to undo. */
+    send(r[0], "{\"type\":\"@@undo\"}");
+    same3(r, "11111", "an @@undo on A reaching past C's join changes nothing on the three");
+    send(r[2], "{\"type\":\"@@undo\"}");
+    same3(r, "11111", "an @@undo on C reaching past its join changes nothing on the three");
+    send(r[1], "{\"type\":\"@@redo\"}");
+    same3(r, "111111", "an @@redo on B redoes on the three");
+done:
+    for (i = 0; i < 3; i++) ts_store_destroy(r[i]);
+}
+
+/* 3. Optimistic mode: undo.so refuses to load after replicate.so. */
+static void optimistic(const char *undo_so, const char *replicate_so, const char *url, const char *base) {
+    ts_store *s = NULL;
+    char stream[256], config[512], *n = NULL;
+    ts_status st;
+    const char *why;
+    snprintf(stream, sizeof stream, "%s-optimistic", base);
+    ts_store_create(NULL, &s);
+    ts_store_add_reducer(s, "count", count, NULL);
+    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"timeout_ms\":5000,\"mode\":\"optimistic\"}",
+             url, stream);
+    st = ts_store_load_plugin(s, replicate_so, config);
+    check(st == TS_OK, "optimistic: replicate.so loads", ts_last_error());
+    send(s, "{\"type\":\"add\",\"payload\":7}");
+    st = ts_store_load_plugin(s, undo_so, "{\"keys\":[\"count\"]}");
+    why = ts_last_error();
+    check(st != TS_OK, "optimistic: undo.so after replicate.so in optimistic mode refuses to load",
+          ts_status_name(st));
+    check(st != TS_OK && why != NULL && strstr(why, "optimistic") != NULL && strstr(why, "ordered") != NULL,
+          "optimistic: the refusal names the mode and the fix", why);
+    if (st != TS_OK) printf("optimistic refusal: %s: %s\n", ts_status_name(st), why);
+    /* Nothing was applied: the store and the stream still hold 7. */
+    ts_store_get_state(s, "/count", &n);
+    check(n != NULL && strcmp(n, "7") == 0, "optimistic: the refused load changed nothing", n);
+    ts_free(n);
+    ts_store_destroy(s);
+}
+
 int main(int argc, char **argv) {
     ts_store *a, *b;
     if (argc != 5) {
         fprintf(stderr, "usage: replicas UNDO_SO REPLICATE_SO REDIS_URL STREAM\n");
         return 2;
     }
-    a = replica(argv[1], argv[2], argv[3], argv[4]);
-    b = a ? replica(argv[1], argv[2], argv[3], argv[4]) : NULL;
+    a = replica(argv[1], argv[2], argv[3], argv[4], "");
+    b = a ? replica(argv[1], argv[2], argv[3], argv[4], "") : NULL;
     if (a == NULL || b == NULL) {
         printf("0 passed, 1 failed\n");
         return 1;
@@ -110,6 +224,8 @@ int main(int argc, char **argv) {
     same(a, b, "0", "a jump on A moves both");
     ts_store_destroy(a);
     ts_store_destroy(b);
+    late_joiner(argv[1], argv[2], argv[3], argv[4]);
+    optimistic(argv[1], argv[2], argv[3], argv[4]);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
