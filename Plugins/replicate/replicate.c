@@ -21,7 +21,10 @@
  * and the new entries applied, then the pending actions again on top, all
  * inside exclusive. An own action that a reducer refuses where the log put
  * it is reported as "@@replicate/dropped". The status (both modes) is
- * applied as "@@replicate/status".
+ * applied as "@@replicate/status". Ordered mode applies
+ * "@@replicate/checkpoint" before the entry after each multiple of
+ * snapshot_every, for undo.so (README.md, "With undo.so"), which optimistic
+ * mode refuses (replicate_run).
  *
  * Ordered mode, log first: run() does not pass a local action on with next. It queues it
  * ("#ORIGIN:N ACTION", N numbered once) and waits, on NATS with the store
@@ -632,6 +635,20 @@ static void maybe_snapshot(replica *r);
 static ts_status ordered_deliver(replica *r, const char *action, const char *origin, uint64_t n) {
     ordered_slot *slot = NULL;
     ts_status status;
+    if (r->snapshot_every != 0 && r->seq > 1 && (r->seq - 1) % r->snapshot_every == 0) {
+        /* A checkpoint (README.md, "With undo.so"): the entry before this
+         * one is where snapshots are taken, and where a replica that fell
+         * behind a trimmed log goes on from. Applied from the plugin's place
+         * (local, never appended), on every replica before the same entry,
+         * whether it got here by entries or by a snapshot, so that the
+         * middleware after it (undo.so empties its history) does the same
+         * thing everywhere. Before this entry: its refusal's message stays
+         * the last one. */
+        char mark[96];
+        snprintf(mark, sizeof mark, "{\"type\":\"@@replicate/checkpoint\",\"payload\":{\"seq\":%llu}}",
+                 (unsigned long long)(r->seq - 1));
+        (void)r->deliver(mark);
+    }
     if (n != 0 && strcmp(origin, r->origin) == 0) {
         pthread_mutex_lock(&r->qmutex);
         for (slot = r->o_waiting; slot && slot->n != n; slot = slot->next) {

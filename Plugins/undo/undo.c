@@ -774,7 +774,12 @@ static ts_status handle(undo_plugin *u, const ts_store_api *store, ts_next_fn ne
             return st;
         }
     }
-    if (strcmp(type, "@@undo/clear") == 0 || list_matches(&u->clear_types, type)) {
+    /* @@replicate/checkpoint: replicate.so (ordered mode) applies it before
+     * the entry after each multiple of "snapshot_every", on every replica,
+     * whether it read the entries before or loaded a snapshot of them: the
+     * history starts anew there on every replica alike. */
+    if (strcmp(type, "@@undo/clear") == 0 || strcmp(type, "@@replicate/checkpoint") == 0 ||
+        list_matches(&u->clear_types, type)) {
         char *now = NULL;
         ts_status st = next(action->json);
         if (st != TS_OK) return st;

@@ -5,18 +5,23 @@
  *    and every replica undoes the same step (the last step of the log's
  *    order, whichever replica made it); redo and a jump likewise; the
  *    histories' counts agree.
- * 2. A late joiner (stream STREAM-join, "snapshot_every": 4): A and B make
+ * 2. A late joiner (stream STREAM-join, "snapshot_every": 64): A and B make
  *    steps, C joins from the snapshot, then @@undo is dispatched from each
- *    replica, reaching past C's join: the three states are equal after every
- *    one, and follow the history rule (undo.so's load is an entry of the log
- *    that empties every replica's history: an undo reaches back to C's join
- *    and no further).
+ *    replica, reaching past C's join; then past a checkpoint; then C falls
+ *    behind a trimmed log (its reader held inside its store by a reducer)
+ *    and goes on from a snapshot while running. The three states and
+ *    histories are equal after every step, and follow the history rule:
+ *    undo.so's load is an entry of the log that empties every replica's
+ *    history, and so is replicate.so's @@replicate/checkpoint before the
+ *    entry after each multiple of 64: an undo reaches back to the later of
+ *    the two and no further.
  * 3. Optimistic mode (stream STREAM-optimistic): undo.so after replicate.so
  *    in "mode": "optimistic" refuses to load, with a message naming the
  *    mode, and the state is unchanged.
  * Prints "N passed, M failed". */
 #include "turnstate.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,13 +101,87 @@ static void same(ts_store *a, ts_store *b, const char *want_count, const char *w
     ts_free(sb);
 }
 
-/* Brings three replicas up to the log, then compares their counts (with
- * each other and with want_count) and their histories' counts. */
+/* The gate: a reducer that, on one replica (ctx not NULL), holds its
+ * reader thread inside the store on {"type":"block"} until released: that
+ * replica falls behind while the others go on. */
+typedef struct gate {
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int entered, released;
+} gate;
+
+static char *gate_reducer(const char *slice, const ts_action *action, void *ctx) {
+    gate *g = ctx;
+    if (slice == NULL) return ts_strdup("0");
+    if (g == NULL || strcmp(action->type, "block") != 0) return NULL;
+    pthread_mutex_lock(&g->mutex);
+    g->entered = 1;
+    pthread_cond_broadcast(&g->cond);
+    while (!g->released) pthread_cond_wait(&g->cond, &g->mutex);
+    pthread_mutex_unlock(&g->mutex);
+    return NULL;
+}
+
+/* Keeps the payload of @@replicate/status (local: never appended). */
+static char *repl_status(const char *slice, const ts_action *action, void *ctx) {
+    (void)ctx;
+    if (slice == NULL) return ts_strdup("null");
+    if (strcmp(action->type, "@@replicate/status") != 0 || action->payload == NULL) return NULL;
+    return ts_strdup(action->payload);
+}
+
+/* The last entry the replica applied (its @@replicate/status "seq"). */
+static unsigned long long seq_of(ts_store *s) {
+    char *seq = NULL;
+    unsigned long long n = 0;
+    send(s, "{\"type\":\"@@replicate/status\"}");
+    if (ts_store_get_state(s, "/repl/seq", &seq) == TS_OK) n = strtoull(seq, NULL, 10);
+    ts_free(seq);
+    return n;
+}
+
+/* An entry that changes no tracked key: not a step. */
+static void noop(ts_store *s) { send(s, "{\"type\":\"@@undo/status\"}"); }
+
+#define EVERY 64
+
+/* Appends no-op entries from s until the log's last entry is a multiple of
+ * EVERY plus `rest` (1: a checkpoint was just passed, the next one is EVERY
+ * entries on; s applies every entry before its own, and nothing else
+ * appends meanwhile). */
+static void pad_to(ts_store *s, unsigned long long rest) {
+    int i;
+    for (i = 0; i < 2 * EVERY && seq_of(s) % EVERY != rest; i++) noop(s);
+}
+
+static ts_store *replica3(const char *undo_so, const char *replicate_so, const char *url, const char *stream,
+                          gate *g) {
+    ts_store *s = NULL;
+    char config[512];
+    ts_store_create(NULL, &s);
+    ts_store_add_reducer(s, "count", count, NULL);
+    ts_store_add_reducer(s, "status", status, NULL);
+    ts_store_add_reducer(s, "repl", repl_status, NULL);
+    ts_store_add_reducer(s, "gate", gate_reducer, g);
+    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"timeout_ms\":5000,\"snapshot_every\":%d}", url,
+             stream, EVERY);
+    if (ts_store_load_plugin(s, replicate_so, config) != TS_OK ||
+        ts_store_load_plugin(s, undo_so, "{\"keys\":[\"count\"]}") != TS_OK) {
+        fprintf(stderr, "loading the plugins: %s\n", ts_last_error());
+        ts_store_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Brings three replicas up to the log (one no-op entry from each, in turn:
+ * each applies every entry before its own, and no-ops change neither the
+ * count nor the history), then compares their counts (with each other and
+ * with want_count) and their histories' counts. */
 static void same3(ts_store *r[3], const char *want_count, const char *what) {
     char *c[3] = {NULL, NULL, NULL}, *st[3] = {NULL, NULL, NULL}, detail[768];
     int i, ok_count = 1, ok_status = 1;
-    for (i = 0; i < 3; i++) send(r[i], "{\"type\":\"@@undo/status\"}");
-    for (i = 0; i < 3; i++) send(r[i], "{\"type\":\"@@undo/status\"}");
+    for (i = 0; i < 3; i++) noop(r[i]);
     for (i = 0; i < 3; i++) {
         ts_store_get_state(r[i], "/count", &c[i]);
         ts_store_get_state(r[i], "/status", &st[i]);
@@ -122,15 +201,20 @@ static void same3(ts_store *r[3], const char *want_count, const char *what) {
     }
 }
 
-/* 2. A and B make steps; C joins from the snapshot; @@undo from each. */
+/* 2. A and B make steps; C joins from the snapshot; @@undo from each,
+ * reaching past C's join; a checkpoint; then C falls behind a trimmed log
+ * and goes on from a snapshot while running. */
 static void late_joiner(const char *undo_so, const char *replicate_so, const char *url, const char *base) {
     char stream[256], *n = NULL;
-    const char *every = ",\"snapshot_every\":4";
     ts_store *r[3] = {NULL, NULL, NULL};
+    gate g;
     int i;
+    pthread_mutex_init(&g.mutex, NULL);
+    pthread_cond_init(&g.cond, NULL);
+    g.entered = g.released = 0;
     snprintf(stream, sizeof stream, "%s-join", base);
-    r[0] = replica(undo_so, replicate_so, url, stream, every);
-    r[1] = r[0] ? replica(undo_so, replicate_so, url, stream, every) : NULL;
+    r[0] = replica3(undo_so, replicate_so, url, stream, NULL);
+    r[1] = r[0] ? replica3(undo_so, replicate_so, url, stream, NULL) : NULL;
     if (r[0] == NULL || r[1] == NULL) {
         check(0, "late joiner: A and B load", NULL);
         goto done;
@@ -140,10 +224,12 @@ static void late_joiner(const char *undo_so, const char *replicate_so, const cha
     send(r[0], "{\"type\":\"add\",\"payload\":100}");
     send(r[1], "{\"type\":\"add\",\"payload\":1000}");
     send(r[0], "{\"type\":\"add\",\"payload\":10000}");
-    /* Past a multiple of 4 several times: the log was trimmed behind a
-     * snapshot, which C loads. */
-    for (i = 0; i < 8; i++) send(r[i % 2], "{\"type\":\"@@undo/status\"}");
-    r[2] = replica(undo_so, replicate_so, url, stream, every);
+    /* Past two multiples of EVERY: the log is trimmed behind a snapshot,
+     * which C loads when it joins. Then just before a checkpoint, so that
+     * the steps below are in one stretch between two. */
+    for (i = 0; i < 2 * EVERY; i++) noop(r[i % 2]);
+    pad_to(r[0], EVERY - 1);
+    r[2] = replica3(undo_so, replicate_so, url, stream, &g);
     if (r[2] == NULL) {
         check(0, "late joiner: C loads", NULL);
         goto done;
@@ -166,8 +252,39 @@ static void late_joiner(const char *undo_so, const char *replicate_so, const cha
     same3(r, "11111", "an @@undo on C reaching past its join changes nothing on the three");
     send(r[1], "{\"type\":\"@@redo\"}");
     same3(r, "111111", "an @@redo on B redoes on the three");
+    /* A checkpoint: every replica's history starts anew there. */
+    send(r[0], "{\"type\":\"add\",\"payload\":2}");
+    pad_to(r[0], 0);
+    send(r[1], "{\"type\":\"add\",\"payload\":20}");
+    same3(r, "111133", "two adds, a checkpoint between them");
+    send(r[2], "{\"type\":\"@@undo\"}");
+    same3(r, "111113", "an @@undo on C undoes the add after the checkpoint on the three");
+    send(r[0], "{\"type\":\"@@undo\"}");
+    same3(r, "111113", "an @@undo on A reaching past the checkpoint changes nothing on the three");
+    /* C falls behind: its reader is held inside its store while A and B
+     * go on past two multiples of EVERY (the log is trimmed past C's
+     * place); released, C goes on from the snapshot. */
+    send(r[0], "{\"type\":\"add\",\"payload\":300}");
+    send(r[1], "{\"type\":\"block\"}");
+    pthread_mutex_lock(&g.mutex);
+    while (!g.entered) pthread_cond_wait(&g.cond, &g.mutex);
+    pthread_mutex_unlock(&g.mutex);
+    send(r[1], "{\"type\":\"add\",\"payload\":4000}");
+    for (i = 0; i < 2 * EVERY; i++) noop(r[i % 2]);
+    send(r[0], "{\"type\":\"add\",\"payload\":50000}");
+    pthread_mutex_lock(&g.mutex);
+    g.released = 1;
+    pthread_cond_broadcast(&g.cond);
+    pthread_mutex_unlock(&g.mutex);
+    same3(r, "165413", "three adds, C behind a trimmed log then back from the snapshot");
+    send(r[2], "{\"type\":\"@@undo\"}");
+    same3(r, "115413", "an @@undo on C undoes the last add on the three");
+    send(r[0], "{\"type\":\"@@undo\"}");
+    same3(r, "115413", "an @@undo on A reaching past the checkpoints C skipped changes nothing on the three");
 done:
     for (i = 0; i < 3; i++) ts_store_destroy(r[i]);
+    pthread_mutex_destroy(&g.mutex);
+    pthread_cond_destroy(&g.cond);
 }
 
 /* 3. Optimistic mode: undo.so refuses to load after replicate.so. */
