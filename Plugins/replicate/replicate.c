@@ -22,9 +22,10 @@
  * inside exclusive. An own action that a reducer refuses where the log put
  * it is reported as "@@replicate/dropped". The status (both modes) is
  * applied as "@@replicate/status". Ordered mode applies
- * "@@replicate/checkpoint" before the entry after each multiple of
- * snapshot_every, for undo.so (README.md, "With undo.so"), which optimistic
- * mode refuses (replicate_run).
+ * "@@replicate/checkpoint" after each entry numbered a multiple of
+ * snapshot_every and after a snapshot loaded while running, for undo.so
+ * (README.md, "With undo.so"), which optimistic mode refuses
+ * (replicate_run).
  *
  * Ordered mode, log first: run() does not pass a local action on with next. It queues it
  * ("#ORIGIN:N ACTION", N numbered once) and waits, on NATS with the store
@@ -629,26 +630,28 @@ static int drop_covered_by_acks(replica *r) {
 
 static void maybe_snapshot(replica *r);
 
+/* Ordered mode: applies "@@replicate/checkpoint" for entry r->seq (README.md,
+ * "With undo.so") from the plugin's place (local, never appended): after
+ * each entry whose number is a multiple of snapshot_every, where snapshots
+ * are taken, and after loading a snapshot while running (a replica that
+ * fell behind a trimmed log), so that every replica passes the same
+ * checkpoints and the middleware after the plugin (undo.so empties its
+ * history) does the same thing everywhere. After the entry, so that a
+ * listener's nested dispatch comes after it; a refusal's message stays
+ * (success does not clear ts_last_error). Store held. */
+static void checkpoint(replica *r) {
+    char mark[96];
+    snprintf(mark, sizeof mark, "{\"type\":\"@@replicate/checkpoint\",\"payload\":{\"seq\":%llu}}",
+             (unsigned long long)r->seq);
+    (void)r->deliver(mark);
+}
+
 /* Ordered mode: applies `action`; when it is one of this replica's own
  * dispatches under way ("#ORIGIN:N" with this origin), records its status
  * in that dispatch's slot, whatever thread applies it. Store held. */
 static ts_status ordered_deliver(replica *r, const char *action, const char *origin, uint64_t n) {
     ordered_slot *slot = NULL;
     ts_status status;
-    if (r->snapshot_every != 0 && r->seq > 1 && (r->seq - 1) % r->snapshot_every == 0) {
-        /* A checkpoint (README.md, "With undo.so"): the entry before this
-         * one is where snapshots are taken, and where a replica that fell
-         * behind a trimmed log goes on from. Applied from the plugin's place
-         * (local, never appended), on every replica before the same entry,
-         * whether it got here by entries or by a snapshot, so that the
-         * middleware after it (undo.so empties its history) does the same
-         * thing everywhere. Before this entry: its refusal's message stays
-         * the last one. */
-        char mark[96];
-        snprintf(mark, sizeof mark, "{\"type\":\"@@replicate/checkpoint\",\"payload\":{\"seq\":%llu}}",
-                 (unsigned long long)(r->seq - 1));
-        (void)r->deliver(mark);
-    }
     if (n != 0 && strcmp(origin, r->origin) == 0) {
         pthread_mutex_lock(&r->qmutex);
         for (slot = r->o_waiting; slot && slot->n != n; slot = slot->next) {
@@ -672,6 +675,7 @@ static ts_status ordered_deliver(replica *r, const char *action, const char *ori
         r->confirmed_count++;
         maybe_snapshot(r);
     }
+    if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0) checkpoint(r);
     return status;
 }
 
@@ -827,6 +831,8 @@ static int load_snapshot(replica *r, char *err) {
     memcpy(r->pos, pos, RP_POS_SIZE);
     r->seq = seq;
     publish(r);
+    /* Running (not joining: nothing is after the plugin yet), ordered. */
+    if (r->reader_started && !r->optimistic) checkpoint(r);
     return 1;
 }
 

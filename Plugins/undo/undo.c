@@ -774,10 +774,11 @@ static ts_status handle(undo_plugin *u, const ts_store_api *store, ts_next_fn ne
             return st;
         }
     }
-    /* @@replicate/checkpoint: replicate.so (ordered mode) applies it before
-     * the entry after each multiple of "snapshot_every", on every replica,
-     * whether it read the entries before or loaded a snapshot of them: the
-     * history starts anew there on every replica alike. */
+    /* @@replicate/checkpoint: replicate.so (ordered mode) applies it after
+     * each entry numbered a multiple of "snapshot_every", and after a
+     * snapshot (of such an entry) it loads while running: every replica
+     * passes it at the same place in the log, and the history starts anew
+     * there on every replica alike. */
     if (strcmp(type, "@@undo/clear") == 0 || strcmp(type, "@@replicate/checkpoint") == 0 ||
         list_matches(&u->clear_types, type)) {
         char *now = NULL;

@@ -12,9 +12,9 @@
  *    and goes on from a snapshot while running. The three states and
  *    histories are equal after every step, and follow the history rule:
  *    undo.so's load is an entry of the log that empties every replica's
- *    history, and so is replicate.so's @@replicate/checkpoint before the
- *    entry after each multiple of 64: an undo reaches back to the later of
- *    the two and no further.
+ *    history, and so is replicate.so's @@replicate/checkpoint after each
+ *    entry numbered a multiple of 64 (or a snapshot of it loaded): an undo
+ *    reaches back to the later of the two and no further.
  * 3. Optimistic mode (stream STREAM-optimistic): undo.so after replicate.so
  *    in "mode": "optimistic" refuses to load, with a message naming the
  *    mode, and the state is unchanged.
