@@ -766,6 +766,16 @@ static ts_status handle(undo_plugin *u, const ts_store_api *store, ts_next_fn ne
     }
     if (strcmp(type, "@@undo/status") == 0) {
         char payload[256], json[320];
+        if (u->depth == 1) {
+            /* Not nested: the counts of a history that describes the state.
+             * One changed behind its back is emptied first (resync below
+             * would take the new state as the present and keep the old
+             * history). */
+            char *now = NULL;
+            ts_status st = check_present(u, store, &now);
+            if (st != TS_OK) return st;
+            free(now);
+        }
         status_payload(u, u->past.count, u->future.count, payload, sizeof payload);
         snprintf(json, sizeof json, "{\"type\":\"@@undo/status\",\"payload\":%s}", payload);
         {
@@ -821,7 +831,14 @@ static ts_status undo_run(const ts_store_api *store, ts_next_fn next, const ts_a
     undo_plugin *u = self;
     ts_status st;
     if (u->depth > 0) {
-        if (strcmp(action->type, "@@undo/status") == 0) return handle(u, store, next, action);
+        if (strcmp(action->type, "@@undo/status") == 0) {
+            /* Counted as nested (depth 2 or more): the outer action's step
+             * is under way, its state is not a change behind our back. */
+            u->depth++;
+            st = handle(u, store, next, action);
+            u->depth--;
+            return st;
+        }
         if (strncmp(action->type, "@@undo", 6) == 0 || strcmp(action->type, "@@redo") == 0 ||
             list_matches(&u->clear_types, action->type) || list_matches(&u->init_types, action->type)) {
             char err[512];
