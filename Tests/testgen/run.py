@@ -15,6 +15,9 @@
    and guard plugins; actions dispatched, one refused by guard) and exported
    through its HTTP API (GET /api/export) becomes a C and a pytest test that
    pass; with app.c's counter changed, each fails naming the action and /count.
+   The same for the session the browser test (make test-inspector) recorded
+   in headless Chromium and exported: it leaves it in
+   BUILD/inspector/testgen/browser.session; a missing one fails this suite.
 4. A Python program's journal (Tests/testgen/py_todos.py, the journal plugin
    loaded from Python) becomes a pytest test of its Python reducers (pass;
    one reducer changed: fail naming the action and the path).
@@ -26,8 +29,9 @@
    dumps when a Python reducer raises, and the dump becomes a pytest test that
    fails at that action, and passes once fixed.
 6. With --swift: one Swift test package (XCTest, the C face from Swift),
-   with a test of the todo journal, of the inspector's export and of the
-   recorder's reducer-failure dump, built once: the first two pass, and fail
+   with a test of the todo journal, of the inspector's export, of the
+   browser test's export and of the recorder's reducer-failure dump, built
+   once: the first three pass, and fail
    naming the action and the path when run with the changed reducers
    (TURNSTATE_TESTGEN_REDUCERS, no rebuild); the dump's fails at its action.
 7. With --swift: --lang swift-teststore, TestStore tests of a typed Swift
@@ -327,9 +331,26 @@ def inspector_session(work):
             proc.kill()
 
 
-def inspector_tests(work, session):
+def first_action(session, action_type):
+    """The index of the first action of `action_type` in a session file, or None."""
+    index = 0
+    with open(session, "rb") as f:
+        for line in f:
+            if line.startswith(b"A "):
+                if json.loads(line.split(b" ", 3)[3]).get("type") == action_type:
+                    return index
+                index += 1
+    return None
+
+
+def inspector_tests(work, session, what="the inspector's export"):
+    """C and pytest tests of an inspector session (the HTTP export of 3., or
+    the browser test's): they pass against app.c's reducers, and with
+    counter/inc changed (it adds 2) fail naming its first counter/inc and
+    /count. Returns the changed reducers' shared object (for Swift)."""
     reducers = os.path.join(HERE, "app_reducers.c")
-    out = os.path.join(work, "inspector")
+    name = os.path.splitext(os.path.basename(session))[0]
+    out = os.path.join(work, name)
     os.makedirs(out, exist_ok=True)
     # app.c changed: counter/inc adds 2.
     with open(os.path.join(ROOT, "Tests", "inspector", "app.c")) as f:
@@ -343,29 +364,55 @@ def inspector_tests(work, session):
         f.write(changed)
     shutil.copy(reducers, os.path.join(out, "mutant", "testgen", "app_reducers.c"))
     mutant = os.path.join(out, "mutant", "testgen", "app_reducers.c")
+    index = first_action(session, "counter/inc")
+    if not check("%s has a counter/inc action (the reducer changed here)" % what, index is not None, session):
+        return None
+    named = "action %d (counter/inc) and /count" % index
 
     status, output = testgen("--lang", "c", "--reducers", reducers, "-I", INCLUDE, session,
-                             "-o", os.path.join(out, "test_inspector.c"))
-    check("testgen writes a C test of the inspector's export", status == 0 and "from a snapshot" in output, output)
-    test = cc([os.path.join(out, "test_inspector.c"), reducers], os.path.join(out, "test_inspector"))
+                             "-o", os.path.join(out, "test_%s.c" % name))
+    check("testgen writes a C test of %s" % what, status == 0 and "from a snapshot" in output, output)
+    test = cc([os.path.join(out, "test_%s.c" % name), reducers], os.path.join(out, "test_" + name))
     status, output = run([test])
-    check("the generated C test of the inspector session passes", status == 0 and "5 passed, 0 failed" in output,
-          output)
-    bad = cc([os.path.join(out, "test_inspector.c"), mutant], os.path.join(out, "test_inspector_mutant"))
+    with open(session, "rb") as f:
+        actions = sum(1 for line in f if line.startswith(b"A "))
+    # One check for the state before the first action, one per action.
+    check("the generated C test of %s passes (%d actions)" % (what, actions),
+          status == 0 and "%d passed, 0 failed" % (actions + 1) in output, output)
+    bad = cc([os.path.join(out, "test_%s.c" % name), mutant], os.path.join(out, "test_%s_mutant" % name))
     status, output = run([bad])
-    check("with counter/inc changed, the C test fails naming action 0 (counter/inc) and /count",
-          status == 1 and failure_named(output, 0, "counter/inc", "/count"), output)
+    check("with counter/inc changed, the C test of %s fails naming %s" % (what, named),
+          status == 1 and failure_named(output, index, "counter/inc", "/count"), output)
     status, output = testgen("--lang", "python", "--reducers", reducers, "-I", INCLUDE, session,
-                             "-o", os.path.join(out, "test_inspector.py"))
-    check("testgen writes a pytest test of the inspector's export", status == 0, output)
-    status, output = pytest(os.path.join(out, "test_inspector.py"))
-    check("the generated pytest test of the inspector session passes", status == 0 and "1 passed" in output, output)
+                             "-o", os.path.join(out, "test_%s.py" % name))
+    check("testgen writes a pytest test of %s" % what, status == 0, output)
+    status, output = pytest(os.path.join(out, "test_%s.py" % name))
+    check("the generated pytest test of %s passes" % what, status == 0 and "1 passed" in output, output)
     mutant_so = shared(mutant, os.path.join(out, "mutant.so"))
-    status, output = pytest(os.path.join(out, "test_inspector.py"),
+    status, output = pytest(os.path.join(out, "test_%s.py" % name),
                             env=dict(ENV, TURNSTATE_TESTGEN_REDUCERS=mutant_so))
-    check("with counter/inc changed, the pytest test fails naming action 0 (counter/inc) and /count",
-          status == 1 and failure_named(output, 0, "counter/inc", "/count"), output)
+    check("with counter/inc changed, the pytest test of %s fails naming %s" % (what, named),
+          status == 1 and failure_named(output, index, "counter/inc", "/count"), output)
     return mutant_so
+
+
+def browser_session(work):
+    """The session the browser test (make test-inspector, Tests/inspector/run.py)
+    recorded in headless Chromium and exported: that suite leaves it in
+    BUILD/inspector/testgen/browser.session (removed when it starts, so an
+    earlier run's is never found). make test runs test-inspector before this
+    suite; run alone, this suite fails when the file is missing."""
+    kept = os.path.join(BUILD, "inspector", "testgen", "browser.session")
+    if not check("the browser test's exported session is there (%s)" % kept, os.path.isfile(kept),
+                 "missing: run make test-inspector first (it records the session in headless Chromium)"):
+        return None
+    path = os.path.join(work, "browser.session")
+    shutil.copyfile(kept, path)
+    with open(path, "rb") as f:
+        data = f.read()
+    check("it is the browser's export: a snapshot, then actions", data.startswith(b"S ") and b"\nA " in data,
+          data[:300])
+    return path
 
 
 # ---- 4. A Python program's journal, Python reducers ---------------------------------------
@@ -499,14 +546,16 @@ def recorder_tests(work):
 
 # ---- 6. Swift --------------------------------------------------------------------------------
 
-def swift_tests(work, journal, mutant_so, inspector, inspector_mutant_so):
+def swift_tests(work, journal, mutant_so, inspector, inspector_mutant_so, browser, browser_mutant_so):
     """One package for every session (built once): the todo journal, the
-    inspector's export and the recorder's reducer-failure dump."""
+    inspector's export, the browser test's export and the recorder's
+    reducer-failure dump."""
     package = os.path.join(BUILD, "testgen-swift")
     shutil.rmtree(os.path.join(package, "Tests"), ignore_errors=True)
     made = []
     for session, reducers in ((journal, os.path.join(ROOT, "Examples", "testgen", "todo_reducers.c")),
                               (inspector, os.path.join(HERE, "app_reducers.c")),
+                              (browser, os.path.join(HERE, "app_reducers.c")),
                               (os.path.join(work, "recorder", "reducer.session"), os.path.join(HERE, "bug_reducers.c"))):
         if session is None:
             continue
@@ -525,13 +574,18 @@ def swift_tests(work, journal, mutant_so, inspector, inspector_mutant_so):
     status, output = swift_test("TodoJournalTests", dict(ENV, TURNSTATE_TESTGEN_REDUCERS=mutant_so))
     check("with todos/add changed, the Swift test fails naming action 0 (todos/add) and /todos/0/id",
           status != 0 and failure_named(output, 0, "todos/add", "/todos/0/id"), output[-3000:])
-    if inspector:
-        status, output = swift_test("InspectorSessionTests")
-        check("the Swift test of the inspector's export passes", status == 0 and "with 0 failures" in output,
-              output[-3000:])
-        status, output = swift_test("InspectorSessionTests", dict(ENV, TURNSTATE_TESTGEN_REDUCERS=inspector_mutant_so))
-        check("with counter/inc changed, the Swift test fails naming action 0 (counter/inc) and /count",
-              status != 0 and failure_named(output, 0, "counter/inc", "/count"), output[-3000:])
+    for session, test, what, changed in ((inspector, "InspectorSessionTests", "the inspector's export",
+                                          inspector_mutant_so),
+                                         (browser, "BrowserSessionTests", "the browser test's export",
+                                          browser_mutant_so)):
+        if not session or not changed:
+            continue
+        status, output = swift_test(test)
+        check("the Swift test of %s passes" % what, status == 0 and "with 0 failures" in output, output[-3000:])
+        index = first_action(session, "counter/inc")
+        status, output = swift_test(test, dict(ENV, TURNSTATE_TESTGEN_REDUCERS=changed))
+        check("with counter/inc changed, the Swift test of %s fails naming action %d (counter/inc) and /count"
+              % (what, index), status != 0 and failure_named(output, index, "counter/inc", "/count"), output[-3000:])
     status, output = swift_test("ReducerSessionTests")
     check("the Swift test of the recorder's dump fails at the failed action",
           status != 0 and re.search(r"action \d+ \(items/boom\): the dispatch gave TS_E_REDUCER, expected TS_OK",
@@ -620,11 +674,13 @@ def main():
         mutant_so = todo_tests(work, journal)
         session = inspector_session(work)
         inspector_mutant_so = inspector_tests(work, session) if session else None
+        browser = browser_session(work)
+        browser_mutant_so = inspector_tests(work, browser, "the browser test's export") if browser else None
         python_program(work)
         recorder_tests(work)
         python_recorder(work)
         if SWIFT:
-            swift_tests(work, journal, mutant_so, session, inspector_mutant_so)
+            swift_tests(work, journal, mutant_so, session, inspector_mutant_so, browser, browser_mutant_so)
             teststore_tests(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
