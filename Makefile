@@ -551,11 +551,14 @@ test-inspector: $(call prebuilt,setup-test lib plugins)
 ## and of a Python program's journal; they pass, and fail
 ## naming the action and the JSON Pointer when one reducer changes (the C one also under
 ## valgrind); the flight recorder plugin (Plugins/recorder) natively and under ASan: config
-## refusals, dumps on a reducer failure and on SIGSEGV, deny rules; its dumps become failing tests
+## refusals, dumps on a reducer failure and on SIGSEGV, deny rules; its dumps become failing tests;
+## the recorder from Rust (Tests/testgen/rust_recorder, cargo, valgrind) and C++ (ASan): dumps with
+## the rules applied become tests over the program's own reducers that fail at the failed action
 test-testgen: $(call prebuilt,setup-test lib plugins asan-lib $(BUILD)/inspector/testgen/browser.session)
 	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
 	@$(FUZZ_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(FUZZ_VENV)/bin/pip install -q pytest
 	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python FUZZ_CC=$(FUZZ_CC) VALGRIND="$(VALGRIND)" SWIFT=$(SWIFT) \
+	  CXX="$(CXX)" ASAN_CXX="$(ASAN_CXX)" CARGO=$(CARGO) \
 	  Tests/checks.sh python3 Tests/testgen/run.py $(BUILD) --swift
 
 # The session test-inspector records in headless Chromium and exports (test-testgen's input).

@@ -27,7 +27,12 @@
    failing action, and passes once the reducer is fixed (-DTS_BUG_FIXED); its crash dump becomes a C test that dies of the
    same SIGSEGV, and passes once fixed. Loaded from Python (py_bug.py), it
    dumps when a Python reducer raises, and the dump becomes a pytest test that
-   fails at that action, and passes once fixed.
+   fails at that action, and passes once fixed. From Rust
+   (Tests/testgen/rust_recorder, cargo; also under valgrind) and C++
+   (Tests/testgen/cpp_recorder.cpp, under ASan): a reducer fails, the dump is
+   in the journal's format with the deny (Rust) or allow (C++) rules applied,
+   and becomes a C test over the program's own reducers (a shared object with
+   ts_testgen_setup) that fails at the failed action, and passes once fixed.
 6. With --swift: one Swift test package (XCTest, the C face from Swift),
    with a test of the todo journal, of the inspector's export, of the
    browser test's export and of the recorder's reducer-failure dump, built
@@ -544,6 +549,138 @@ def recorder_tests(work):
     check("and passes once the reducer is fixed", status == 0 and " 0 failed" in output, output)
 
 
+# ---- 5b. The flight recorder from Rust and C++ ------------------------------------------
+
+def read_session(path):
+    """The records of a session file as (letter, JSON value), each one's
+    length and CRC-32 checked (the journal's format); raises ValueError."""
+    records = []
+    with open(path, "rb") as f:
+        for number, line in enumerate(f.read().split(b"\n")[:-1], 1):
+            letter, length, crc, data = line.split(b" ", 3)
+            if len(data) != int(length) or zlib.crc32(letter + data) & 0xFFFFFFFF != int(crc, 16):
+                raise ValueError("line %d: wrong length or CRC-32: %r" % (number, line))
+            records.append((letter.decode(), json.loads(data)))
+    return records
+
+
+def recorder_face(work, face, program, reducers_so, fixed_so, config, env=ENV):
+    """A program of another face (Rust, C++) loads recorder.so with `config`
+    (its path is added): its reducer fails for items/boom; the dump is in the
+    journal's format with the rules applied (the secret/login action and the
+    session key left out: no token in the file), and turnstate-testgen makes a
+    C test of it over the program's own reducers (reducers_so: their
+    ts_testgen_setup) that fails at items/boom with the reducer's message,
+    and passes with the reducers fixed (fixed_so)."""
+    out = os.path.join(work, face.lower().replace("+", "p") + "-recorder")
+    os.makedirs(out)
+    dump = os.path.join(out, "%s.session" % face.lower().replace("+", "p"))
+    status, output = run(program + [json.dumps(dict(config, path=dump))], env=env)
+    check("%s: the reducer fails for items/boom and the recorder dumps" % face,
+          status == 0 and "items/boom: " in output and "boom is not handled" in output and os.path.exists(dump)
+          and "a reducer failed (TS_E_REDUCER) for \"items/boom\"" in output, output[-3000:])
+    if not os.path.exists(dump):
+        return
+    try:
+        records = read_session(dump)
+    except ValueError as error:
+        records = []
+        check("%s: the dump is in the journal's record format" % face, False, error)
+    with open(dump, "rb") as f:
+        data = f.read()
+    check("%s: the dump is the state before, then the actions the reducers saw, the failed one last" % face,
+          [r[0] for r in records] == ["S", "A", "A", "A", "A", "A"] and records[0][1] == {"count": 0, "items": []}
+          and [r[1]["type"] for r in records[1:]] == ["items/add", "counter/inc", "items/add", "counter/inc",
+                                                       "items/boom"], data.decode(errors="replace"))
+    check("%s: the rules applied: no secret/login action, no session key, no token in the file (%s)"
+          % (face, ", ".join(sorted(k for k in config if k != "path"))),
+          records and b"secret" not in data and b"session" not in data and b"hunter2" not in data,
+          data.decode(errors="replace"))
+    status, output = testgen("--lang", "c", "--reducers", reducers_so, "-I", INCLUDE, dump,
+                             "-o", os.path.join(out, "test_dump.c"))
+    check("%s: testgen makes a C test of the dump over the program's reducers, warning that items/boom fails"
+          % face, status == 0 and "action 4 (items/boom) fails now: TS_E_REDUCER" in output, output)
+    test = cc([os.path.join(out, "test_dump.c"), reducers_so], os.path.join(out, "test_dump"))
+    status, output = run([test])
+    check("%s: that test reproduces the failure: action 4 (items/boom), with the reducer's message" % face,
+          status == 1 and 'FAIL action 4 (items/boom): the dispatch returned TS_E_REDUCER, expected TS_OK: the '
+                          'reducer for "items" failed for "items/boom": boom is not handled' in output
+          and "5 passed, 1 failed" in output, output)
+    test = cc([os.path.join(out, "test_dump.c"), fixed_so], os.path.join(out, "test_dump_fixed"))
+    status, output = run([test])
+    check("%s: and passes with the reducer fixed" % face, status == 0 and "6 passed, 0 failed" in output, output)
+
+
+def rust_recorder(work):
+    """Tests/testgen/rust_recorder: a Rust program (a turnstate::Store, the
+    bindings of bindings/rust) loads recorder.so; its reducers, built as a
+    cdylib with ts_testgen_setup, are what the test of its dump replays. Built
+    with cargo in BUILD/rust (test-rust's target folder); the program also runs
+    under valgrind, as test-rust's misuse tests do."""
+    crate = os.path.join(HERE, "rust_recorder")
+    cargo = os.environ.get("CARGO", "cargo")
+    out = os.path.join(work, "rust-build")
+    os.makedirs(out)
+    env = dict(ENV, CARGO_TARGET_DIR=os.path.join(BUILD, "rust"), TURNSTATE_LIB_DIR=os.path.dirname(LIB),
+               TURNSTATE_PLUGINS_DIR=PLUGINS)
+    target = os.path.join(BUILD, "rust", "debug")
+    built = {}
+    for name, features in (("fixed", ["--features", "bug_fixed"]), ("buggy", [])):
+        status, output = run([cargo, "build", "--offline", "--quiet"] + features, cwd=crate, env=env)
+        if not check("cargo builds Tests/testgen/rust_recorder (%s)" % name, status == 0, output[-3000:]):
+            return
+        built[name] = shutil.copy(os.path.join(target, "librust_recorder.so"),
+                                  os.path.join(out, "librust_recorder-%s.so" % name))
+    program = shutil.copy(os.path.join(target, "record"), os.path.join(out, "record"))
+    env = dict(ENV, LD_LIBRARY_PATH=os.path.dirname(LIB))
+    config = {"deny_types": ["secret/*"], "deny_keys": ["session"]}
+    recorder_face(work, "Rust", [program, os.path.join(PLUGINS, "recorder.so")], built["buggy"], built["fixed"],
+                  config, env=env)
+    dump = os.path.join(out, "valgrind.session")
+    status, output = run(VALGRIND + [program, os.path.join(PLUGINS, "recorder.so"),
+                                     json.dumps(dict(config, path=dump))], env=env)
+    check("Rust: the program and its dump under valgrind (no invalid access, no leak)",
+          status == 0 and os.path.exists(dump) and "boom is not handled" in output, output[-3000:])
+
+
+def cpp_recorder(work):
+    """Tests/testgen/cpp_recorder.cpp: a C++ program (Include/turnstate.hpp)
+    loads recorder.so, built with -fsanitize=address by the Swift toolchain's
+    clang++ (ASAN_CXX) against the ASan library and an ASan recorder.so, run
+    with leak checks, as test-cpp's misuse.cpp; its reducers, built with $CXX
+    as a shared object with ts_testgen_setup, are what the test of its dump
+    replays."""
+    source = os.path.join(HERE, "cpp_recorder.cpp")
+    out = os.path.join(work, "cpp-build")
+    os.makedirs(out)
+    cxx = os.environ.get("CXX", "c++")
+    flags = ["-std=c++17", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-I" + INCLUDE]
+    reducers = {}
+    for name, extra in (("buggy", []), ("fixed", ["-DTS_BUG_FIXED"])):
+        so = os.path.join(out, "libcpp_recorder-%s.so" % name)
+        status, output = run([cxx] + flags + ["-shared", "-fPIC", "-DTS_TESTGEN_REDUCERS_ONLY"] + extra +
+                             [source, "-o", so] + LINK)
+        if not check("%s builds cpp_recorder.cpp's reducers as a shared object (%s)" % (cxx, name), status == 0,
+                     output[-3000:]):
+            return
+        reducers[name] = so
+    asan_cxx = os.environ.get("ASAN_CXX")
+    asan_lib = os.path.join(BUILD, "asan", "lib")
+    asan_recorder = os.path.join(work, "recorder", "recorder-asan.so")
+    if not check("C++: ASAN_CXX, build/asan/lib and the ASan recorder.so are there",
+                 asan_cxx and os.path.exists(os.path.join(asan_lib, "libturnstate.so"))
+                 and os.path.exists(asan_recorder), "ASAN_CXX=%s" % asan_cxx):
+        return
+    program = os.path.join(out, "cpp_recorder-asan")
+    status, output = run([asan_cxx] + flags + ["-fsanitize=address", source, "-o", program, "-fuse-ld=lld",
+                                               "-L" + asan_lib, "-Wl,-rpath," + asan_lib, "-lturnstate",
+                                               "-lpthread"])
+    if not check("C++: cpp_recorder.cpp builds with -fsanitize=address", status == 0, output[-3000:]):
+        return
+    recorder_face(work, "C++", [program, asan_recorder], reducers["buggy"], reducers["fixed"],
+                  {"allow_types": ["items/*", "counter/*"], "allow_keys": ["count", "items"]}, env=ASAN_ENV)
+
+
 # ---- 6. Swift --------------------------------------------------------------------------------
 
 def swift_tests(work, journal, mutant_so, inspector, inspector_mutant_so, browser, browser_mutant_so):
@@ -679,6 +816,8 @@ def main():
         python_program(work)
         recorder_tests(work)
         python_recorder(work)
+        rust_recorder(work)
+        cpp_recorder(work)
         if SWIFT:
             swift_tests(work, journal, mutant_so, session, inspector_mutant_so, browser, browser_mutant_so)
             teststore_tests(work)
