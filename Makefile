@@ -553,7 +553,9 @@ test-inspector: $(call prebuilt,setup-test lib plugins)
 ## valgrind); the flight recorder plugin (Plugins/recorder) natively and under ASan: config
 ## refusals, dumps on a reducer failure and on SIGSEGV, deny rules; its dumps become failing tests;
 ## the recorder from Rust (Tests/testgen/rust_recorder, cargo, valgrind) and C++ (ASan): dumps with
-## the rules applied become tests over the program's own reducers that fail at the failed action
+## the rules applied become tests over the program's own reducers that fail at the failed action;
+## a typed Swift program (testgen-counter-recorder, built in .build as check-build builds it) records
+## a session with the journal plugin, which becomes TestStore tests that pass, and fail with a diff
 test-testgen: $(call prebuilt,setup-test lib plugins asan-lib $(BUILD)/inspector/testgen/browser.session)
 	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
 	@$(FUZZ_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(FUZZ_VENV)/bin/pip install -q pytest

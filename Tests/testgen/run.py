@@ -41,13 +41,15 @@
    (TURNSTATE_TESTGEN_REDUCERS, no rebuild); the dump's fails at its action.
 7. With --swift: --lang swift-teststore, TestStore tests of a typed Swift
    program (Tests/testgen/SwiftCounter: Codable state, TaggedActions, Swift
-   reducer), from a session this suite writes in the journal's format with a
-   snapshot after every action (as the journal plugin does with
-   "snapshot_every": 1; not recorded by running the Swift program, which
-   would need TurnstatePlugins built for it too): one build; the tests pass,
+   reducer), from the session that program records when it runs:
+   testgen-counter-recorder (Tests/testgen/SwiftCounterRecorder, the same
+   Counter.swift; a target of the root package, built in .build, which make
+   test has built already) loads the journal plugin with "snapshot_every": 1
+   through TurnstatePlugins. One build of the test package; the tests pass,
    and with the reducer changed (COUNTER_CHANGED=1) the changed actions'
    tests fail with TestStore's diff; refusals of a session without a
-   snapshot after each action and of a missing option.
+   snapshot after each action, of a missing option and of a session that
+   starts with an action without --initial-state.
 The pytest tests run with TS_PACKAGE_PYTHON (a venv with the turnstate
 package and pytest; the Makefile's). Ends with "checks: N passed, M failed".
 """
@@ -751,12 +753,45 @@ def counter_session(path, actions, snapshot_every_action=True):
     return path
 
 
+def recorded_counter_session(work):
+    """The typed Swift program records its session: testgen-counter-recorder
+    (Tests/testgen/SwiftCounterRecorder, a target of the root package, built
+    in .build with the debug build make test has made already) runs a
+    Store<CounterState> with the journal plugin loaded through
+    TurnstatePlugins, "snapshot_every": 1. Returns the journal (no snapshot
+    before the first action: the journal writes none), or None."""
+    swift = os.environ.get("SWIFT", "swift")
+    status, output = run([swift, "build", "--scratch-path", os.path.join(ROOT, ".build"), "--product",
+                          "testgen-counter-recorder"], cwd=ROOT)
+    if not check("the typed Swift program that records (testgen-counter-recorder) builds", status == 0,
+                 output[-3000:]):
+        return None
+    journal = os.path.join(work, "counter.journal")
+    status, output = run([os.path.join(ROOT, ".build", "debug", "testgen-counter-recorder"),
+                          os.path.join(PLUGINS, "journal.so"), journal])
+    final = json.loads(output.strip().splitlines()[-1]) if status == 0 and output.strip() else None
+    if not check("it runs its Store<CounterState> with the journal plugin and records 4 actions, a snapshot after each",
+                 final == {"count": 5, "notes": ["milk"]} and os.path.exists(journal), output[-3000:]):
+        return None
+    try:
+        records = read_session(journal)
+    except ValueError as error:
+        records = error
+    check("the journal holds the typed actions in their wire form, each followed by its state",
+          isinstance(records, list) and [r[0] for r in records] == ["A", "S"] * 4
+          and records[0][1] == {"type": "counter/add", "payload": {"by": 2}}
+          and records[-1][1] == final, records)
+    return journal
+
+
 def teststore_tests(work):
-    """--lang swift-teststore: a session of a typed Swift program (state,
-    actions and reducer in Tests/testgen/SwiftCounter) becomes TestStore tests
-    of its Swift reducer; built once, they pass, and with the reducer changed
-    (COUNTER_CHANGED=1, read by the reducer: no second build) the tests of the
-    changed actions fail with TestStore's diff, named by the action."""
+    """--lang swift-teststore: a session that a typed Swift program recorded
+    (recorded_counter_session: Tests/testgen/SwiftCounter's state, actions
+    and reducer, Counter.swift, run with the journal plugin) becomes TestStore
+    tests of its Swift reducer; built once, they pass, and with the reducer
+    changed (COUNTER_CHANGED=1, read by the reducer: no second build) the
+    tests of the changed actions fail with TestStore's diff, named by the
+    action. The refusals use sessions written here."""
     program = os.path.join(HERE, "SwiftCounter")
     options = ["--lang", "swift-teststore", "--package", program, "--import", "Counter",
                "--state-type", "CounterState", "--reducer", "counterReducer", "--actions", "try counterActions()"]
@@ -771,11 +806,16 @@ def teststore_tests(work):
                              "-o", os.path.join(work, "no-package"))
     check("swift-teststore without --package is refused with a message",
           status == 1 and "--lang swift-teststore needs --package" in output, output)
+    session = recorded_counter_session(work)
+    if session is None:
+        return
+    status, output = testgen(*options, session, "-o", os.path.join(work, "no-initial"))
+    check("a session that starts with an action, without --initial-state, is refused with a message",
+          status == 1 and "--initial-state" in output, output)
     package = os.path.join(BUILD, "testgen-teststore")
     shutil.rmtree(os.path.join(package, "Tests"), ignore_errors=True)
-    session = counter_session(os.path.join(work, "counter.journal"), actions)
-    status, output = testgen(*options, session, "-o", package)
-    if not check("testgen writes TestStore tests of the Swift counter's session", status == 0, output):
+    status, output = testgen(*options, "--initial-state", "CounterState()", session, "-o", package)
+    if not check("testgen writes TestStore tests of the session the Swift program recorded", status == 0, output):
         return
     swift = os.environ.get("SWIFT", "swift")
     env = dict(ENV, TURNSTATE_PACKAGE=ROOT)
