@@ -627,6 +627,7 @@ def rust_recorder(work):
                TURNSTATE_PLUGINS_DIR=PLUGINS)
     target = os.path.join(BUILD, "rust", "debug")
     built = {}
+    # The buggy build last: the program (record) copied below is that one.
     for name, features in (("fixed", ["--features", "bug_fixed"]), ("buggy", [])):
         status, output = run([cargo, "build", "--offline", "--quiet"] + features, cwd=crate, env=env)
         if not check("cargo builds Tests/testgen/rust_recorder (%s)" % name, status == 0, output[-3000:]):
