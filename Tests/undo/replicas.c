@@ -130,6 +130,25 @@ static char *repl_status(const char *slice, const ts_action *action, void *ctx) 
     return ts_strdup(action->payload);
 }
 
+/* Keeps the payload of @@replicate/checkpoint (local: never appended),
+ * which undo.so passes on. */
+static char *checkpoint_seen(const char *slice, const ts_action *action, void *ctx) {
+    (void)ctx;
+    if (slice == NULL) return ts_strdup("null");
+    if (strcmp(action->type, "@@replicate/checkpoint") != 0 || action->payload == NULL) return NULL;
+    return ts_strdup(action->payload);
+}
+
+/* The "seq" of the last @@replicate/checkpoint the replica applied (0:
+ * none). */
+static unsigned long long checkpoint_of(ts_store *s) {
+    char *seq = NULL;
+    unsigned long long n = 0;
+    if (ts_store_get_state(s, "/checkpoint/seq", &seq) == TS_OK) n = strtoull(seq, NULL, 10);
+    ts_free(seq);
+    return n;
+}
+
 /* The last entry the replica applied (its @@replicate/status "seq"). */
 static unsigned long long seq_of(ts_store *s) {
     char *seq = NULL;
@@ -163,6 +182,7 @@ static ts_store *replica3(const char *undo_so, const char *replicate_so, const c
     ts_store_add_reducer(s, "status", status, NULL);
     ts_store_add_reducer(s, "repl", repl_status, NULL);
     ts_store_add_reducer(s, "gate", gate_reducer, g);
+    ts_store_add_reducer(s, "checkpoint", checkpoint_seen, NULL);
     snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"timeout_ms\":5000,\"snapshot_every\":%d}", url,
              stream, EVERY);
     if (ts_store_load_plugin(s, replicate_so, config) != TS_OK ||
@@ -255,6 +275,13 @@ static void late_joiner(const char *undo_so, const char *replicate_so, const cha
     /* A checkpoint: every replica's history starts anew there. */
     send(r[0], "{\"type\":\"add\",\"payload\":2}");
     pad_to(r[0], 0);
+    {
+        unsigned long long at = seq_of(r[0]);
+        char detail[128];
+        snprintf(detail, sizeof detail, "A's last checkpoint %llu, its last entry %llu", checkpoint_of(r[0]), at);
+        check(at > 0 && at % EVERY == 0 && checkpoint_of(r[0]) == at,
+              "@@replicate/checkpoint reached A's reducers after the entry numbered a multiple of 64", detail);
+    }
     send(r[1], "{\"type\":\"add\",\"payload\":20}");
     same3(r, "111133", "two adds, a checkpoint between them");
     send(r[2], "{\"type\":\"@@undo\"}");
@@ -277,6 +304,14 @@ static void late_joiner(const char *undo_so, const char *replicate_so, const cha
     pthread_cond_broadcast(&g.cond);
     pthread_mutex_unlock(&g.mutex);
     same3(r, "165413", "three adds, C behind a trimmed log then back from the snapshot");
+    {
+        char detail[160];
+        snprintf(detail, sizeof detail, "last checkpoints: A %llu, B %llu, C %llu", checkpoint_of(r[0]),
+                 checkpoint_of(r[1]), checkpoint_of(r[2]));
+        check(checkpoint_of(r[2]) > 0 && checkpoint_of(r[2]) == checkpoint_of(r[0]) &&
+                  checkpoint_of(r[1]) == checkpoint_of(r[0]),
+              "C, back from the snapshot, passed the same last checkpoint as A and B", detail);
+    }
     send(r[2], "{\"type\":\"@@undo\"}");
     same3(r, "115413", "an @@undo on C undoes the last add on the three");
     send(r[0], "{\"type\":\"@@undo\"}");
