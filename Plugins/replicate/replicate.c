@@ -1108,12 +1108,13 @@ static int passed(const struct timespec *t) {
 /* Waits for the append's answer to a slot (self: an ordered_wait). Without
  * the store, or with it when unlocked was refused. The waiting threads
  * share the sending: when no append is under way and the queue holds
- * actions, the dispatcher that sees it appends them all
- * (its own and the others', in queue order), so one round trip carries
- * every thread's dispatches queued then and no thread hands its work to
- * another. With `follow` (NATS, without the store), it then waits for the
- * reader thread to apply its entry, up to timeout_ms after the answer
- * (after that the dispatcher reads the log itself). */
+ * actions, the dispatcher that sees it appends them all (its own and the
+ * others', in queue order; on NATS, after waiting up to ORDERED_LINGER_US
+ * for the threads just answered to queue theirs), so one round trip
+ * carries every thread's dispatches queued then and no thread hands its
+ * work to another. With `follow` (NATS, without the store), it then waits
+ * for the reader thread to apply its entry, up to timeout_ms after the
+ * answer (after that the dispatcher reads the log itself). */
 static ts_status await_answer(void *self) {
     replica *r = ((ordered_wait *)self)->r;
     ordered_slot *slot = ((ordered_wait *)self)->slot;
