@@ -1275,6 +1275,16 @@ static ts_status ordered_run(replica *r, const ts_action *action) {
     return status;
 }
 
+/* Whether the action under way was dispatched by journal.so's create(),
+ * which replays its records from the top of the chain (ts_store_api's
+ * loading; a host without it cannot tell: 0). */
+static int journal_replay(replica *r) {
+    const char *name = NULL;
+    if (r->store->struct_size < offsetof(ts_store_api, loading) + sizeof r->store->loading || r->store->loading == NULL)
+        return 0;
+    return r->store->loading(&name) == TS_OK && name != NULL && strcmp(name, "journal") == 0;
+}
+
 static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
     replica *r = self;
     (void)store; /* r->store is the same table */
@@ -1294,6 +1304,16 @@ static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const
             }
         }
         return status;
+    }
+    if (journal_replay(r)) {
+        /* A journal loaded after the plugin replays its records from the top
+         * (README.md, "With a journal"): they are entries of the log already,
+         * and the state the log brought would be overwritten. */
+        return store->fail(TS_E_REJECTED,
+                           "replicate: a journal.so loaded after replicate.so replays its records through it, which "
+                           "would append them to the log again (every replica would apply them twice); behind "
+                           "replicate.so the log is the truth: give the journal \"restore\": false (nothing was "
+                           "appended or applied)");
     }
     if (r->optimistic && strcmp(action->type, "@@undo/clear") == 0 && action->payload != NULL &&
         pj_get(action->payload, "loaded") != NULL && pj_kind_of(pj_get(action->payload, "loaded")) == PJ_TRUE) {
