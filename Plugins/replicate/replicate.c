@@ -90,6 +90,12 @@
 /* Ordered mode: what one append carries at most (one per dispatching
  * thread at a time; its lists are on the appending thread's stack). */
 #define ORDERED_SEND_MAX 256
+/* Ordered mode on NATS: how long the dispatcher about to append waits for
+ * the dispatchers whose appends were just answered to queue their next
+ * action, so that they go in the same append (0: it does not wait). */
+#ifndef ORDERED_LINGER_US
+#define ORDERED_LINGER_US 500
+#endif
 /* The confirmed tail (entries applied since the confirmed state's text was
  * taken) is folded into a new text when the pending list is empty and it
  * holds this many entries or bytes, and in any case past the hard bounds. */
@@ -183,11 +189,14 @@ typedef struct replica {
     struct ordered_slot *oq_first, *oq_last; /* queued for the sender, in order */
     struct ordered_slot *o_waiting;        /* queued or sent, run() not yet returned */
     uint64_t o_next_n;                /* the next number */
-    pthread_cond_t o_answered;        /* signalled when a batch's answer is in */
+    pthread_condattr_t o_clock;       /* the slots' condition variables: CLOCK_MONOTONIC */
     uint64_t o_batches, o_batched;    /* appends made, and the dispatches they carried */
     int can_unlock;                   /* the table has ts_store_api.unlocked */
     int reads_back;                   /* rp_reads_back_cheaply: Redis */
     int o_sending;                    /* a dispatcher is appending the queue (under qmutex) */
+    size_t o_queued;                  /* dispatches in the queue (under qmutex) */
+    size_t o_returning;               /* answered, in the log, their run() not returned yet (under qmutex) */
+    struct ordered_slot *o_lingerer;  /* the dispatcher waiting for more to queue (under qmutex) */
 } replica;
 
 /* Ordered mode's shared append queue (README.md, "Ordered mode"): what one
@@ -205,6 +214,13 @@ typedef struct ordered_slot {
     uint64_t n;                 /* its number (N) */
     struct ordered_slot *queued; /* the next one in the queue (under qmutex) */
     struct ordered_slot *next;  /* the next one under way (r->o_waiting, under qmutex) */
+    /* Its dispatcher waits on `cond` (under qmutex), woken only when it has
+     * something to do: its answer is a failure, its entry is applied, or
+     * the queue it heads can be sent. `follow`: it waits for its entry to be
+     * applied (without the store); else for the answer only. */
+    pthread_cond_t cond;
+    int follow;
+    struct timespec apply_until; /* when it stops waiting for the reader (follow) */
     /* The sender's answer (under qmutex). */
     int answered, rc;
     char err[RP_ERR_SIZE];
@@ -240,6 +256,18 @@ static struct timespec deadline_in(long ms) {
     until.tv_sec += ms / 1000;
     until.tv_nsec += (ms % 1000) * 1000000L;
     if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    return until;
+}
+
+/* The CLOCK_MONOTONIC time `us` microseconds from now. */
+static struct timespec deadline_in_us(long us) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += us * 1000L;
+    while (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
@@ -668,7 +696,8 @@ static ts_status ordered_deliver(replica *r, const char *action, const char *ori
         slot->applier = pthread_self();
         slot->reason = reason;
         slot->applied = 1;
-        pthread_cond_broadcast(&r->o_answered);
+        /* Not answered yet: its sender wakes it with the answer. */
+        if (slot->answered) pthread_cond_signal(&slot->cond);
         pthread_mutex_unlock(&r->qmutex);
     }
     if (n != 0 && strcmp(origin, r->origin) == 0) {
@@ -973,7 +1002,10 @@ static ts_status optimistic_run(replica *r, ts_next_fn next, const ts_action *ac
  * the reader may have applied them already: an entry is applied once, by
  * whichever thread reaches it, and a dispatch's own entry records its status
  * in its slot). Where unlocked is refused (a nested dispatch) or missing (an
- * older library), run() waits with the store held, as before. */
+ * older library), run() waits with the store held, as before. On NATS the
+ * sender first waits (ORDERED_LINGER_US at most) for the threads whose
+ * dispatches were just answered to queue their next ones: one append for
+ * all of them instead of one for the half that queued meanwhile. */
 
 static size_t envelope(char *out, const char *origin, uint64_t n);
 
@@ -984,11 +1016,12 @@ typedef struct ordered_wait {
 } ordered_wait;
 
 /* Appends what the dispatching threads queued, all of it (up to
- * ORDERED_SEND_MAX and SEND_MAX_BYTES) in one rp_append_batch, then hands
- * each slot its answer: its entry's position and the entries the append
- * read back (from this replica's position up to the last one appended), or
- * the failure. Called by one waiting dispatcher at a time (o_sending), with
- * qmutex held, which it lets go of during the append. */
+ * ORDERED_SEND_MAX and SEND_MAX_BYTES) in one append, then hands each slot
+ * its answer: Redis (rp_append_batch), its entry's position and the entries
+ * the append read back (from this replica's position up to the last one
+ * appended); NATS (rp_append_many), that it is in the log; or the failure.
+ * Called by one waiting dispatcher at a time (o_sending), with qmutex held,
+ * which it lets go of during the append. */
 static void ordered_send(replica *r) {
     ordered_slot *slots[ORDERED_SEND_MAX];
     const char *texts[ORDERED_SEND_MAX];
@@ -1002,6 +1035,7 @@ static void ordered_send(replica *r) {
         r->oq_first = slot->queued;
         if (r->oq_first == NULL) r->oq_last = NULL;
         slot->queued = NULL;
+        r->o_queued--;
         bytes += slot->length;
         slots[k] = slot;
         texts[k] = slot->text;
@@ -1051,31 +1085,67 @@ static void ordered_send(replica *r) {
         rp_batch_free(&answer->batch);
         free(answer);
     }
-    for (i = 0; i < k; i++) slots[i]->answered = 1;
-    pthread_cond_broadcast(&r->o_answered);
+    for (i = 0; i < k; i++) {
+        ordered_slot *slot = slots[i];
+        slot->answered = 1;
+        if (slot->rc == 0) r->o_returning++;
+        slot->apply_until = deadline_in((long)r->timeout_ms);
+        /* A dispatcher that follows its entry waits on for the reader
+         * (woken by ordered_deliver) unless there is nothing to wait for. */
+        if (!slot->follow || slot->rc != 0 || slot->applied || r->reads_back) pthread_cond_signal(&slot->cond);
+    }
+    /* The dispatcher at the head of the queue sends what queued meanwhile. */
+    if (r->oq_first) pthread_cond_signal(&r->oq_first->cond);
+}
+
+/* 1 when `t` has passed (CLOCK_MONOTONIC). */
+static int passed(const struct timespec *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
 }
 
 /* Waits for the append's answer to a slot (self: an ordered_wait). Without
  * the store, or with it when unlocked was refused. The waiting threads
  * share the sending: when no append is under way and the queue holds
- * actions, the first to see it appends them all (its own and the others',
- * in queue order), so one round trip carries every thread's dispatches and
- * no thread hands its work to another. */
+ * actions, the dispatcher that sees it appends them all (its own and the
+ * others', in queue order; on NATS, after waiting up to ORDERED_LINGER_US
+ * for the threads just answered to queue theirs), so one round trip
+ * carries every thread's dispatches queued then and no thread hands its
+ * work to another. With `follow` (NATS, without the store), it then waits
+ * for the reader thread to apply its entry, up to timeout_ms after the
+ * answer (after that the dispatcher reads the log itself). */
 static ts_status await_answer(void *self) {
     replica *r = ((ordered_wait *)self)->r;
     ordered_slot *slot = ((ordered_wait *)self)->slot;
+    int follow = ((ordered_wait *)self)->follow && !r->reads_back, lingered = 0;
     pthread_mutex_lock(&r->qmutex);
-    while (!slot->answered) {
-        if (!r->o_sending && r->oq_first) ordered_send(r);
-        else pthread_cond_wait(&r->o_answered, &r->qmutex);
-    }
-    if (((ordered_wait *)self)->follow && slot->rc == 0 && !r->reads_back) {
-        /* NATS: the entry is in the log; the reader thread applies it (with
-         * the others it reads, in one exclusive step). Waited for up to
-         * timeout_ms; after that the dispatcher reads the log itself. */
-        struct timespec until = deadline_in((long)r->timeout_ms);
-        while (!slot->applied && pthread_cond_timedwait(&r->o_answered, &r->qmutex, &until) != ETIMEDOUT) {
+    slot->follow = follow;
+    for (;;) {
+        struct timespec until;
+        if (slot->answered) {
+            if (!follow || slot->rc != 0 || slot->applied || passed(&slot->apply_until)) break;
+            until = slot->apply_until;
+        } else if (r->oq_first && !r->o_sending && !r->o_lingerer) {
+            if (ORDERED_LINGER_US > 0 && follow && !lingered && r->o_returning > 0) {
+                /* Threads whose dispatches were just answered are about to
+                 * dispatch again: one append for them and the queue. */
+                size_t expected = r->o_queued + r->o_returning;
+                until = deadline_in_us(ORDERED_LINGER_US);
+                lingered = 1;
+                r->o_lingerer = slot;
+                while (r->o_queued < expected && !passed(&until))
+                    (void)pthread_cond_timedwait(&slot->cond, &r->qmutex, &until);
+                r->o_lingerer = NULL;
+            }
+            ordered_send(r);
+            continue;
+        } else {
+            /* Woken when answered (or applied, or its turn to send); the
+             * time bound only guards the wait itself. */
+            until = deadline_in(WAIT_BLOCK_MS);
         }
+        (void)pthread_cond_timedwait(&slot->cond, &r->qmutex, &until);
     }
     pthread_mutex_unlock(&r->qmutex);
     return TS_OK;
@@ -1093,12 +1163,14 @@ static void ordered_done(replica *r, ordered_slot *slot) {
             break;
         }
     }
+    if (slot->answered && slot->rc == 0) r->o_returning--;
     if (slot->answer && --slot->answer->refs == 0) answer = slot->answer;
     pthread_mutex_unlock(&r->qmutex);
     if (answer) {
         rp_batch_free(&answer->batch);
         free(answer);
     }
+    pthread_cond_destroy(&slot->cond);
     free(slot->text);
     free(slot->reason);
     free(slot);
@@ -1117,6 +1189,7 @@ static ts_status ordered_run(replica *r, const ts_action *action) {
         if (slot) free(slot);
         return store->fail(TS_E_NOMEM, "replicate: out of memory");
     }
+    pthread_cond_init(&slot->cond, &r->o_clock);
     pthread_mutex_lock(&r->qmutex);
     slot->n = r->o_next_n++;
     slot->length = envelope(slot->text, r->origin, slot->n);
@@ -1125,6 +1198,8 @@ static ts_status ordered_run(replica *r, const ts_action *action) {
     if (r->oq_last) r->oq_last->queued = slot;
     else r->oq_first = slot;
     r->oq_last = slot;
+    r->o_queued++;
+    if (r->o_lingerer) pthread_cond_signal(&r->o_lingerer->cond);
     slot->next = r->o_waiting;
     r->o_waiting = slot;
     pthread_mutex_unlock(&r->qmutex);
@@ -1950,7 +2025,7 @@ static void free_replica(replica *r) {
     free(r->confirmed);
     rp_close(r->sender_log);
     pthread_cond_destroy(&r->qwake);
-    pthread_cond_destroy(&r->o_answered);
+    pthread_condattr_destroy(&r->o_clock);
     pthread_mutex_destroy(&r->qmutex);
     rp_close(r->log);
     rp_close(r->waiter);
@@ -1994,8 +2069,9 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     pthread_condattr_setclock(&clock, CLOCK_MONOTONIC);
     pthread_cond_init(&r->wake, &clock);
     pthread_cond_init(&r->qwake, &clock);
-    pthread_cond_init(&r->o_answered, &clock);
     pthread_condattr_destroy(&clock);
+    pthread_condattr_init(&r->o_clock);
+    pthread_condattr_setclock(&r->o_clock, CLOCK_MONOTONIC);
     r->max_pending = 100000;
     r->max_pending_bytes = 64u << 20;
     r->in_sync = 1;

@@ -52,8 +52,11 @@ temporary folder; every server stopped at the end; each wait bounded):
 Prints "checks: N passed, M failed". With --bench: the REP-JS rows of `make
 bench` as "RESULT<tab>ID<tab>VALUE<tab>UNIT" lines: ordered mode on the R3
 cluster, three replica processes, 1 dispatching thread each (REP-JS-rate,
-REP-JS-p50, REP-JS-p99), 2 threads each (REP-JS-rate2, REP-JS-p992) and 4
-threads each (REP-JS-rate4, REP-JS-p994).
+REP-JS-p50, REP-JS-p99), 2 threads each (REP-JS-rate2, REP-JS-p992), 4
+(REP-JS-rate4, REP-JS-p994) and 8 (REP-JS-rate8, REP-JS-p998), with INFO
+lines: dispatches per append, and per dispatch the replicas' CPU time and
+context switches and the servers' CPU time (TS_BENCH_THREADS: the thread
+counts to run, "1 2 4 8" by default).
 Env: TS_BUILD (build/), NATS_SERVER (nats-server), TS_ONLY (the scenarios
 to run, by their names in main(); all by default), TS_KEEP (keep the
 temporary folder).
@@ -61,6 +64,7 @@ temporary folder).
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -469,8 +473,10 @@ def batched(base, cluster):
     """Ordered mode with 4 dispatching threads per process: the threads'
     dispatches share append round trips (the status's appends < appended:
     a dispatch waits for the log without holding the store, and the first
-    waiting thread appends what all of them queued), and the history checker
-    still finds one common order, each acknowledged action once."""
+    waiting thread appends what all of them queued, after waiting briefly
+    for the threads just answered: more than 2.5 dispatches an append), and
+    the history checker still finds one common order, each acknowledged
+    action once."""
     reps = Replicas(base, "batched")
     for o in "abc":
         reps.start(o, cluster.url(), "batched", 800, threads=4)
@@ -495,6 +501,13 @@ def batched(base, cluster):
     print("  batched: (appends, dispatches they carried) per replica: %s" % shared, flush=True)
     check(len(shared) == 3 and all(0 < a < n for a, n in shared.values()),
           "batched: each replica's 4 threads shared append round trips (fewer appends than dispatches)", str(shared))
+    # The threads whose appends were just answered dispatch again at once:
+    # the next append waits for them (ORDERED_LINGER_US in replicate.c)
+    # instead of leaving with the half of the threads that queued meanwhile
+    # (about 2 dispatches an append with 4 threads without that wait).
+    check(len(shared) == 3 and sum(n for a, n in shared.values()) > 2.5 * sum(a for a, n in shared.values()),
+          "batched: an append carries more than 2.5 of the 4 threads' dispatches on average",
+          " ".join("%.2f" % (n / a) for a, n in shared.values() if a))
     extra_entries(reps, "batched", total or 0, 2400)
     history_checks("batched", reps, "abc", total or 0)
 
@@ -843,12 +856,29 @@ def tamper(base):
     return [server]
 
 
+def servers_cpu(cluster):
+    """The CPU time (s) the cluster's servers have used, from /proc (0 where
+    it cannot be read)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for s in cluster.servers:
+        try:
+            with open("/proc/%d/stat" % s.pid()) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, TypeError, ValueError, IndexError):
+            pass
+    return total
+
+
 def bench(base, cluster, scale):
     def result(name, value, unit):
         print("RESULT\t%s\t%s\t%s" % (name, value, unit), flush=True)
 
     figures = {}
-    for threads, label in ((1, ""), (2, "2"), (4, "4")):
+    counts = [int(t) for t in os.environ.get("TS_BENCH_THREADS", "1 2 4 8").split()]
+    for threads in counts:
+        label = "" if threads == 1 else str(threads)
         reps = Replicas(base, "bench%d" % threads)
         n = max(100, int(6000 * scale))
         stream = "bench%d" % threads
@@ -857,12 +887,26 @@ def bench(base, cluster, scale):
             if o == "a":
                 reps.joined("a")
         time.sleep(0.5)
+        servers_before = servers_cpu(cluster)
         start = time.time()
         reps.go()
         reps.wait_dispatchers(300)
         elapsed = time.time() - start
+        servers_after = servers_cpu(cluster)
         total = cluster.last_seq(stream) or 0
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
         reps.finish(total)
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # What each dispatch cost the machine: the replica processes' CPU
+        # time and context switches (all their life: joining, dispatching,
+        # catching up) and the servers' CPU time while they dispatched.
+        if total:
+            print("INFO\treplicate: REP-JS %d thread(s) each: per dispatch, the replicas used %.0f us of CPU and %.1f "
+                  "context switches (%.1f involuntary), the servers %.0f us of CPU (load average %.1f)"
+                  % (threads, (used.ru_utime + used.ru_stime - children.ru_utime - children.ru_stime) * 1e6 / total,
+                     (used.ru_nvcsw + used.ru_nivcsw - children.ru_nvcsw - children.ru_nivcsw) / total,
+                     (used.ru_nivcsw - children.ru_nivcsw) / total,
+                     (servers_after - servers_before) * 1e6 / total, os.getloadavg()[0]), flush=True)
         p50 = max(float(line.split("=")[1]) for o in "abc" for line in reps.log(o).splitlines()
                   if line.startswith("dispatch_p50_us="))
         p99 = max(float(line.split("=")[1]) for o in "abc" for line in reps.log(o).splitlines()
@@ -886,7 +930,8 @@ def bench(base, cluster, scale):
         else:
             result("REP-JS-p99" + label, "%.0f" % p99, "us")
     print("INFO\treplicate: NATS JetStream, a three-server cluster on loopback, an R3 stream (file storage), three "
-          "replica processes in ordered mode (1, 2, then 4 dispatching threads each); one sample per figure", flush=True)
+          "replica processes in ordered mode (%s dispatching threads each); one sample per figure"
+          % ", ".join(map(str, counts)), flush=True)
 
 
 # ---- Optimistic mode under faults (the Redis suite's: Tests/replicate/run.sh, 8) ----
