@@ -63,14 +63,34 @@ static char *count_reducer(const char *slice, const ts_action *action, void *ctx
 
 static char last_error[2048];
 
-/* A replica of `stream`: NULL when the load was refused (message in last_error). */
-static ts_store *join(const char *stream, ts_status *status) {
+/* "seen": the payloads of the "inc" actions, in the order applied, each
+ * followed by a space (per-origin order, below). */
+static char *seen_reducer(const char *slice, const ts_action *action, void *ctx) {
+    size_t n = strlen(slice), m;
+    char *out;
+    (void)ctx;
+    if (strcmp(action->type, "inc") != 0 || action->payload == NULL || action->payload[0] != '"') return NULL;
+    m = strlen(action->payload);
+    out = ts_alloc(n + m + 2);
+    if (out == NULL || n < 2 || m < 2) return NULL;
+    memcpy(out, slice, n - 1);                          /* "... without its closing quote */
+    memcpy(out + n - 1, action->payload + 1, m - 2);    /* the payload's text */
+    memcpy(out + n - 1 + m - 2, " \"", 3);
+    return out;
+}
+
+/* A replica of `stream` (`extra`: more config members, "," first): NULL
+ * when the load was refused (message in last_error). */
+static ts_store *join_with(const char *stream, const char *extra, ts_status *status) {
     char config[512];
     ts_store *s = NULL;
     ts_status st;
-    if (ts_store_create("{\"count\":0}", &s) != TS_OK || ts_store_add_reducer(s, "count", count_reducer, NULL) != TS_OK)
+    if (ts_store_create("{\"count\":0,\"seen\":\"\"}", &s) != TS_OK ||
+        ts_store_add_reducer(s, "count", count_reducer, NULL) != TS_OK ||
+        ts_store_add_reducer(s, "seen", seen_reducer, NULL) != TS_OK)
         exit(1);
-    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"replicas\":1,\"timeout_ms\":2000}", url, stream);
+    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"replicas\":1,\"timeout_ms\":2000%s}", url,
+             stream, extra);
     step = "joining";
     alarm(30);
     st = ts_store_load_plugin(s, plugin, config);
@@ -83,6 +103,8 @@ static ts_store *join(const char *stream, ts_status *status) {
     }
     return s;
 }
+
+static ts_store *join(const char *stream, ts_status *status) { return join_with(stream, "", status); }
 
 static ts_store *replica(const char *stream) {
     ts_store *s = join(stream, NULL);
@@ -160,6 +182,139 @@ static void publish(const char *stream, const char *log, const char *data, int n
 
 static void id_text(const char *stream, char *out, size_t size) {
     snprintf(out, size, "%llu", (unsigned long long)log_id(stream));
+}
+
+/* ---- Per-origin order (Plugins/replicate/README.md, "Per-origin order") ----
+ * Entries of an optimistic replica ("#pORIGIN:N"), published here out of
+ * their origin's order, as JetStream may store them when its leader changes
+ * under pipelined appends. */
+
+/* Publishes `count` entries `format` % i (i = first, first + 1 ...; the
+ * format may leave i out) of the
+ * log, pipelined (js_PublishMsgAsync), then waits for their acknowledgements. */
+static void put_many(const char *stream, const char *format, long first, long count) {
+    char subject[200], id[32], data[300];
+    natsStatus s = NATS_OK;
+    long i;
+    snprintf(subject, sizeof subject, "replicate.%s.%llu", stream, (unsigned long long)log_id(stream));
+    id_text(stream, id, sizeof id);
+    for (i = first; i < first + count && s == NATS_OK; i++) {
+        natsMsg *msg = NULL;
+        int n = snprintf(data, sizeof data, format, i);
+        s = natsMsg_Create(&msg, subject, NULL, data, n);
+        if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Ts-Log", id);
+        if (s == NATS_OK) s = js_PublishMsgAsync(js, &msg, NULL);
+        natsMsg_Destroy(msg);
+    }
+    if (s == NATS_OK) s = js_PublishAsyncComplete(js, NULL);
+    check(s == NATS_OK, "the second client publishes", natsStatus_GetText(s));
+}
+
+/* One entry "#ORIGIN:N {"type":"inc","payload":"PAYLOAD"}". */
+static void put(const char *stream, const char *origin, long n, const char *payload) {
+    char format[200];
+    snprintf(format, sizeof format, "#%s:%%ld {\"type\":\"inc\",\"payload\":\"%s\"}", origin, payload);
+    put_many(stream, format, n, 1);
+}
+
+/* Waits (up to 10 s: the reader applies what comes) until replica s's
+ * "seen" is `want`; checks it. */
+static void seen_is(ts_store *s, const char *want, const char *what) {
+    char *text = NULL, expected[4096];
+    int i;
+    snprintf(expected, sizeof expected, "\"%s\"", want);
+    for (i = 0; i < 200; i++) {
+        ts_free(text);
+        text = NULL;
+        if (ts_store_get_state(s, "/seen", &text) == TS_OK && strcmp(text, expected) == 0) break;
+        usleep(50000);
+    }
+    {
+        char detail[700];
+        snprintf(detail, sizeof detail, "want %.300s, seen %.300s", expected, text ? text : "(none)");
+        check(text != NULL && strcmp(text, expected) == 0, what, detail);
+    }
+    ts_free(text);
+}
+
+#define OPTIMISTIC ",\"mode\":\"optimistic\""
+#define P "p00000000000000a" /* an optimistic replica's origin */
+
+static void per_origin_order(void) {
+    ts_store *a, *b, *c, *d;
+    long i;
+    /* Out of order: each replica applies P's entries in P's order, wherever
+     * the log put them; other entries where the log put them. */
+    a = replica("t9");
+    b = join_with("t9", OPTIMISTIC, NULL);
+    check(b != NULL, "order: an optimistic replica joins", last_error);
+    if (b == NULL) exit(1);
+    put("t9", P, 1, "a1");
+    put("t9", P, 3, "a3");
+    put("t9", "0123456789abcdef", 7, "x7"); /* an ordered replica's: never held */
+    put("t9", P, 2, "a2");
+    put("t9", P, 5, "a5");
+    put("t9", P, 4, "a4");
+    seen_is(a, "a1 x7 a2 a3 a4 a5 ", "order: an ordered replica applies a3 after a2, a5 after a4");
+    seen_is(b, "a1 x7 a2 a3 a4 a5 ", "order: an optimistic replica the same");
+    c = replica("t9");
+    d = join_with("t9", OPTIMISTIC, NULL);
+    seen_is(c, "a1 x7 a2 a3 a4 a5 ", "order: a replica that joins later the same");
+    if (d) seen_is(d, "a1 x7 a2 a3 a4 a5 ", "order: an optimistic one that joins later the same");
+    /* A number already applied: not applied again. */
+    put("t9", P, 2, "a2again");
+    put("t9", P, 6, "a6");
+    seen_is(a, "a1 x7 a2 a3 a4 a5 a6 ", "order: a number already applied is not applied again (late)");
+    seen_is(d ? d : b, "a1 x7 a2 a3 a4 a5 a6 ", "order: the same on an optimistic replica");
+    ts_store_destroy(a);
+    ts_store_destroy(b);
+    ts_store_destroy(c);
+    if (d) ts_store_destroy(d);
+
+    /* The snapshot carries each origin's next number: a replica that joins
+     * from it holds what the others hold, and applies what they apply. */
+    a = join_with("t10", ",\"snapshot_every\":1", NULL);
+    check(a != NULL, "order: a replica with snapshot_every 1 joins", last_error);
+    if (a == NULL) exit(1);
+    put("t10", P, 1, "a1");
+    put("t10", P, 3, "a3");
+    put("t10", P, 2, "a2");
+    seen_is(a, "a1 a2 a3 ", "order, snapshot: in order before the snapshot");
+    check(dispatch(a) == TS_OK, "order, snapshot: a dispatch (its entry is snapshotted)", last_error);
+    put("t10", P, 5, "a5");
+    put("t10", P, 4, "a4");
+    seen_is(a, "a1 a2 a3 a4 a5 ", "order, snapshot: in order after it");
+    b = replica("t10");
+    seen_is(b, "a1 a2 a3 a4 a5 ", "order, snapshot: a replica that joins from the snapshot the same");
+    put("t10", P, 7, "a7");
+    put("t10", P, 6, "a6");
+    seen_is(b, "a1 a2 a3 a4 a5 a6 a7 ", "order, snapshot: and goes on from the origin's number in it");
+    seen_is(a, "a1 a2 a3 a4 a5 a6 a7 ", "order, snapshot: as the replica that took it");
+    ts_store_destroy(a);
+    ts_store_destroy(b);
+
+    /* A number that never comes (its origin died): the entries after it are
+     * held for 100,000 entries of the log (HOLD_WINDOW), then applied, and
+     * that number, if it comes later, is never applied. */
+    a = replica("t11");
+    b = join_with("t11", OPTIMISTIC, NULL);
+    if (b == NULL) exit(1);
+    put("t11", P, 1, "q1");
+    put("t11", P, 3, "q3");
+    put_many("t11", "{\"type\":\"tick\"}", 0, 99999);
+    seen_is(a, "q1 ", "order, abandoned: q3 held while 99,999 entries came after it");
+    put_many("t11", "{\"type\":\"tick\"}", 0, 1);
+    seen_is(a, "q1 q3 ", "order, abandoned: q3 applied at the 100,000th entry after it");
+    seen_is(b, "q1 q3 ", "order, abandoned: the same on an optimistic replica");
+    put("t11", P, 2, "q2");
+    put("t11", P, 4, "q4");
+    seen_is(a, "q1 q3 q4 ", "order, abandoned: q2, come later, is never applied");
+    c = replica("t11");
+    seen_is(c, "q1 q3 q4 ", "order, abandoned: a replica that joins later the same");
+    ts_store_destroy(a);
+    ts_store_destroy(b);
+    ts_store_destroy(c);
+    (void)i;
 }
 
 int main(int argc, char **argv) {
@@ -267,6 +422,8 @@ int main(int argc, char **argv) {
         if (si) jsStreamInfo_Destroy(si);
         join_refused("t8", "a stream replicate.so did not make", "the stream was not made by replicate.so");
     }
+
+    per_origin_order();
 
     /* Repaired by starting a new log: the stream and the bucket deleted. */
     js_DeleteStream(js, "t1", NULL, NULL);
