@@ -21,7 +21,10 @@
  * and the new entries applied, then the pending actions again on top, all
  * inside exclusive. An own action that a reducer refuses where the log put
  * it is reported as "@@replicate/dropped". The status (both modes) is
- * applied as "@@replicate/status".
+ * applied as "@@replicate/status". An optimistic replica's origin begins
+ * with 'p', and every replica (either mode) applies such an entry only once
+ * the earlier numbers of its origin are in ("Per-origin order" below:
+ * JetStream may store pipelined appends out of order).
  *
  * Ordered mode, log first: run() does not pass a local action on with next. It queues it
  * ("#ORIGIN:N ACTION", N numbered once) and waits, on NATS with the store
@@ -72,7 +75,7 @@
 #include <string.h>
 #include <time.h>
 
-#define REPLICATE_VERSION "1.1.0"
+#define REPLICATE_VERSION "1.2.0"
 #define READ_BATCH 1000
 /* Optimistic mode reads more at a time: every batch that holds another
  * replica's entry is one rebase, whose cost is the pending list's length. */
