@@ -242,6 +242,7 @@ static void seen_is(ts_store *s, const char *want, const char *what) {
 
 static void per_origin_order(void) {
     ts_store *a, *b, *c, *d;
+    char id[32];
     long i;
     /* Out of order: each replica applies P's entries in P's order, wherever
      * the log put them; other entries where the log put them. */
@@ -292,6 +293,25 @@ static void per_origin_order(void) {
     seen_is(a, "a1 a2 a3 a4 a5 a6 a7 ", "order, snapshot: as the replica that took it");
     ts_store_destroy(a);
     ts_store_destroy(b);
+    {
+        /* A snapshot whose origins' numbers are malformed: refused, nothing loaded. */
+        static const char *const bad[] = {"P {\"count\":1}", "Pp1 {\"count\":1}", "Pp1:x {\"count\":1}",
+                                          "Pp1:1,{\"count\":1}", "PP1:1 {\"count\":1}"};
+        kvStore *snap = NULL;
+        char value[200];
+        uint64_t revision;
+        size_t i;
+        natsStatus st = js_KeyValue(&snap, js, "t10_snap");
+        check(st == NATS_OK, "order, snapshot: the second client opens the bucket", natsStatus_GetText(st));
+        id_text("t10", id, sizeof id);
+        for (i = 0; st == NATS_OK && i < sizeof bad / sizeof *bad; i++) {
+            snprintf(value, sizeof value, "%s 4\n%s", id, bad[i]);
+            st = kvStore_PutString(&revision, snap, "snapshot", value);
+            check(st == NATS_OK, "order, snapshot: the second client writes a malformed snapshot", natsStatus_GetText(st));
+            join_refused("t10", bad[i], "starts with \"P\" but not with the origins' next numbers");
+        }
+        if (snap) kvStore_Destroy(snap);
+    }
 
     /* A number that never comes (its origin died): the entries after it are
      * held for 100,000 entries of the log (HOLD_WINDOW), then applied, and
