@@ -98,7 +98,7 @@
 #define TAIL_MAX_BYTES (64u << 20)
 /* An origin: 16 hexadecimal digits, random for each instance. */
 #define ORIGIN_SIZE 17
-#define STATUS_SIZE (RP_ERR_SIZE * 2 + 512)
+#define STATUS_SIZE (RP_ERR_SIZE * 2 + 768) /* the longest status: 18 numbers of 20 digits and the error escaped */
 
 /* One local action of optimistic mode, applied here and not yet read back
  * from the log. */
