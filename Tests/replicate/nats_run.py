@@ -647,7 +647,8 @@ def applied_order(texts):
     return out, held_total, late, abandoned
 
 
-def stream_checks(label, reps, cluster, stream, origins, total, stock=1000000000, acked=None, in_order=True):
+def stream_checks(label, reps, cluster, stream, origins, total, stock=1000000000, acked=None, in_order=True,
+                  whole=None):
     """The history checker for optimistic mode (replica.c's --history also
     sees pending actions and their replays there): the stream's `total`
     entries read back by stream_texts(), each "#ORIGIN:N ACTION", no
@@ -657,7 +658,10 @@ def stream_checks(label, reps, cluster, stream, origins, total, stock=1000000000
     returned TS_OK}) in the stream, and each replica of `origins` in the
     state of a fresh store folding the stream in the order every replica
     applies it (applied_order: each origin's entries in their origin's
-    order, whatever the stream's), whose each origin's numbers must go up.
+    order, whatever the stream's), whose each origin's numbers must go up,
+    and each replica of `whole` (those that read the stream from its first
+    entry, not from a snapshot: `origins` by default) holding back as many
+    entries as that order does.
     Returns {"payloads": the actions' payloads in the stream's order,
     "fold": the fold's output, "lost": acknowledged but not in the stream,
     "twice", "divergence": replicas whose state differs, "held": entries
@@ -704,7 +708,8 @@ def stream_checks(label, reps, cluster, stream, origins, total, stock=1000000000
     check(all(ns == sorted(ns) for ns in applied_numbers.values()),
           "%s: the order every replica applies keeps each origin's numbers increasing (%d held back until their "
           "origin's earlier ones came, %d late, %d abandoned)" % (label, held_total, late, abandoned))
-    statuses = {o: [json.loads(l[7:]) for l in reps.log(o).splitlines() if l.startswith("status={")] for o in origins}
+    statuses = {o: [json.loads(l[7:]) for l in reps.log(o).splitlines() if l.startswith("status={")]
+                for o in (origins if whole is None else whole)}
     counted = {o: st[-1].get("held_total") if st else None for o, st in statuses.items()}
     check(all(v == held_total for v in counted.values()),
           "%s: each replica held back the entries the rule holds (status held_total %d)" % (label, held_total),
@@ -1131,7 +1136,7 @@ def opt_replica_kill(base, cluster):
         return
     check(b_pending > 0, "%s: b had actions pending when killed (%d at its last report)" % (label, b_pending))
     acked = {o: reps.acked(o) for o in "acd"}
-    result = stream_checks(label, reps, cluster, "optrep", "acd", total, acked=acked)
+    result = stream_checks(label, reps, cluster, "optrep", "acd", total, acked=acked, whole="ac")
     if result is None:
         return
     mine = sorted(int(p[1:]) for p in result["payloads"] if p.startswith("b"))
