@@ -529,7 +529,8 @@ test-plugins: $(call prebuilt,setup-test lib plugins)
 ## patch reducers (app.c's patch mode) the recorded states, jump, present, skip
 ## give the same states as with whole-slice reducers; the inspector from Python
 ## (the package from bindings/python in build/fuzz-venv, Tests/fuzz/py_venv.sh); the
-## session recorded in the browser, exported, becomes a C and a pytest test that pass (turnstate-testgen);
+## session recorded in the browser, exported, becomes a C and a pytest test that pass (turnstate-testgen),
+## and is kept in build/inspector/testgen/browser.session for test-testgen (its Swift test, and the failures);
 ## state versions through export and import (Tests/inspector/test_migrate.c)
 test-inspector: $(call prebuilt,setup-test lib plugins)
 	@mkdir -p $(BUILD)/inspector
@@ -544,15 +545,27 @@ test-inspector: $(call prebuilt,setup-test lib plugins)
 
 ## test-testgen: recorded sessions become tests (Tests/testgen/run.py): turnstate-testgen
 ## (Tools/turnstate-testgen) makes C, pytest and Swift tests of a todo demo journal, of a session
-## exported by the inspector's HTTP API and of a Python program's journal; they pass, and fail
+## exported by the inspector's HTTP API, of the session test-inspector recorded in the browser
+## (build/inspector/testgen/browser.session: made by test-inspector when missing; under
+## TS_PREBUILT=1, as in make test, which runs test-inspector first, a missing one fails the suite)
+## and of a Python program's journal; they pass, and fail
 ## naming the action and the JSON Pointer when one reducer changes (the C one also under
 ## valgrind); the flight recorder plugin (Plugins/recorder) natively and under ASan: config
-## refusals, dumps on a reducer failure and on SIGSEGV, deny rules; its dumps become failing tests
-test-testgen: $(call prebuilt,setup-test lib plugins asan-lib)
+## refusals, dumps on a reducer failure and on SIGSEGV, deny rules; its dumps become failing tests;
+## the recorder from Rust (Tests/testgen/rust_recorder, cargo, valgrind) and C++ (ASan): dumps with
+## the rules applied become tests over the program's own reducers that fail at the failed action;
+## a typed Swift program (testgen-counter-recorder, built in .build as check-build builds it) records
+## a session with the journal plugin, which becomes TestStore tests that pass, and fail with a diff
+test-testgen: $(call prebuilt,setup-test lib plugins asan-lib $(BUILD)/inspector/testgen/browser.session)
 	@Tests/fuzz/py_venv.sh $(FUZZ_VENV)
 	@$(FUZZ_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(FUZZ_VENV)/bin/pip install -q pytest
 	TS_PACKAGE_PYTHON=$(FUZZ_VENV)/bin/python FUZZ_CC=$(FUZZ_CC) VALGRIND="$(VALGRIND)" SWIFT=$(SWIFT) \
+	  CXX="$(CXX)" ASAN_CXX="$(ASAN_CXX)" CARGO=$(CARGO) \
 	  Tests/checks.sh python3 Tests/testgen/run.py $(BUILD) --swift
+
+# The session test-inspector records in headless Chromium and exports (test-testgen's input).
+$(BUILD)/inspector/testgen/browser.session:
+	$(MAKE) test-inspector
 
 ## coverage: line and branch coverage of Sources/ and Plugins/ from the Swift,
 ## C, JSON, Python, plugin and fault-injection suites, run against an

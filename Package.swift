@@ -77,6 +77,10 @@ let package = Package(
         .testTarget(name: "TurnstateTests", dependencies: ["Turnstate"]),
         .testTarget(name: "TurnstateTestingTests", dependencies: ["TurnstateTesting"]),
         .testTarget(name: "TurnstateCTests", dependencies: ["Turnstate", "TurnstateC", "TurnstatePlugins"]),
+        // make test-testgen: a typed Swift program that records a session with
+        // the journal plugin (its Counter.swift is Tests/testgen/SwiftCounter's).
+        .executableTarget(name: "testgen-counter-recorder", dependencies: ["Turnstate", "TurnstatePlugins"],
+                          path: "Tests/testgen/SwiftCounterRecorder"),
     ]),
     swiftLanguageModes: [.v6]
     // No cxxLanguageStandard: the toolchain's clang compiles C++ as gnu++17 by

@@ -10,7 +10,9 @@
  *
  * The signal handler only walks records that are already serialized and calls
  * open(2), write(2) and close(2), which are async-signal-safe; then it puts
- * back the handler that was there before and raises the signal again. See
+ * back the handler that was there before and raises the signal again. A
+ * thread that changes the records, or destroys the recorder, while another
+ * thread's handler is writing a dump waits for that write to end. See
  * README.md.
  */
 #define _XOPEN_SOURCE 700 /* SA_ONSTACK */
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RECORDER_VERSION "1.0.0"
@@ -60,8 +63,9 @@ typedef struct recorder {
     patterns deny_types, allow_types, deny_keys, allow_keys;
     int has_allow_types, has_allow_keys;
     pthread_mutex_t lock; /* the segments, against destroy; never taken in the signal handler */
-    /* What the signal handler reads. `busy` is set while the segments change:
-     * the handler then writes nothing (it would read a half-made ring). */
+    /* What the signal handler reads. `busy` is set while the segments change
+     * (begin_change): a handler that starts then writes nothing (it would
+     * read a half-made ring), and one already writing is waited for. */
     segment old, cur;
     /* The actions under way, outermost first (a listener's dispatch runs
      * inside its outer one): each one's record until it joins the ring, and
@@ -274,9 +278,24 @@ static void dump_now(recorder *r, const char *why) {
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 #define FATAL_COUNT (sizeof fatal_signals / sizeof fatal_signals[0])
 static struct sigaction previous[FATAL_COUNT];
-static recorder *volatile instances[RECORDER_MAX_INSTANCES];
+static recorder *instances[RECORDER_MAX_INSTANCES]; /* __atomic: read by the handler */
 static int installed; /* guarded by registry */
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
+/* How many threads are in on_fatal now (__atomic). Whoever frees what the
+ * handler reads (a record, a recorder) first makes it unreachable for a
+ * handler that starts later (`busy`, or the slot emptied), then waits for
+ * this to be 0, so a handler already writing never reads freed memory. */
+static int in_handler;
+
+/* Waits until no thread is in on_fatal. Called after making the records or
+ * the recorder unreachable; a handler that starts after that finds nothing
+ * to read. A handler writes a dump and ends, so the wait is as long as one
+ * dump's write(2) calls (and a handler never takes a lock). */
+static void wait_for_handlers(void) {
+    struct timespec pause = {0, 100000}; /* 0.1 ms */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&in_handler, __ATOMIC_SEQ_CST) != 0) nanosleep(&pause, NULL);
+}
 
 static void say(const char *text) {
     ssize_t ignored = write(2, text, strlen(text));
@@ -285,11 +304,12 @@ static void say(const char *text) {
 
 static void on_fatal(int sig) {
     size_t i;
+    __atomic_add_fetch(&in_handler, 1, __ATOMIC_SEQ_CST);
     for (i = 0; i < RECORDER_MAX_INSTANCES; i++) {
-        recorder *r = instances[i];
+        recorder *r = __atomic_load_n(&instances[i], __ATOMIC_SEQ_CST);
         int fd;
         if (r == NULL) continue;
-        if (r->busy) {
+        if (__atomic_load_n(&r->busy, __ATOMIC_SEQ_CST)) {
             say("turnstate recorder: a fatal signal while the recorder was updating its records: no dump\n");
             continue;
         }
@@ -305,6 +325,7 @@ static void on_fatal(int sig) {
         }
         if (fd >= 0) close(fd);
     }
+    __atomic_sub_fetch(&in_handler, 1, __ATOMIC_SEQ_CST);
     /* The handler that was there before (the default: the process ends with
      * this signal), when this one returns. */
     for (i = 0; i < FATAL_COUNT; i++)
@@ -330,7 +351,7 @@ static int register_instance(recorder *r) {
             for (size_t i = 0; i < FATAL_COUNT; i++) sigaction(fatal_signals[i], &sa, &previous[i]);
             installed = 1;
         }
-        instances[slot] = r;
+        __atomic_store_n(&instances[slot], r, __ATOMIC_SEQ_CST);
     }
     pthread_mutex_unlock(&registry);
     return slot >= 0;
@@ -340,7 +361,7 @@ static void unregister_instance(recorder *r) {
     int left = 0;
     pthread_mutex_lock(&registry);
     for (int i = 0; i < RECORDER_MAX_INSTANCES; i++) {
-        if (instances[i] == r) instances[i] = NULL;
+        if (instances[i] == r) __atomic_store_n(&instances[i], NULL, __ATOMIC_SEQ_CST);
         left += instances[i] != NULL;
     }
     if (installed && left == 0) {
@@ -353,9 +374,20 @@ static void unregister_instance(recorder *r) {
         installed = 0;
     }
     pthread_mutex_unlock(&registry);
+    wait_for_handlers(); /* one that found r before its slot was emptied */
 }
 
 /* ---- The plugin --------------------------------------------------------------------- */
+
+/* Around every change of the segments or the stack (with the lock held): a
+ * handler that starts now writes nothing, and one that started before has
+ * ended before anything it may be reading is freed or moved. */
+static void begin_change(recorder *r) {
+    __atomic_store_n(&r->busy, 1, __ATOMIC_SEQ_CST);
+    wait_for_handlers();
+}
+
+static void end_change(recorder *r) { __atomic_store_n(&r->busy, 0, __ATOMIC_SEQ_CST); }
 
 static void free_recorder(recorder *r) {
     free_segment(&r->old);
@@ -532,7 +564,7 @@ static ts_status recorder_run(const ts_store_api *store, ts_next_fn next, const 
     mine.record = make_record('A', action->json, strlen(action->json));
     if (mine.record == NULL) return next(action->json); /* out of memory: this action is not recorded */
     pthread_mutex_lock(&r->lock);
-    r->busy = 1;
+    begin_change(r);
     /* A nested run (a listener dispatches): the outer actions under way have
      * reached the reducers already; they join the ring first, in the order the
      * reducers saw them (as the journal records them). */
@@ -545,7 +577,7 @@ static ts_status recorder_run(const ts_store_api *store, ts_next_fn next, const 
         size_t capacity = r->stack_capacity ? r->stack_capacity * 2 : 4;
         struct pending *grown = realloc(r->stack, capacity * sizeof *grown);
         if (grown == NULL) {
-            r->busy = 0;
+            end_change(r);
             pthread_mutex_unlock(&r->lock);
             free(mine.record);
             return next(action->json); /* out of memory: this action is not recorded */
@@ -556,7 +588,7 @@ static ts_status recorder_run(const ts_store_api *store, ts_next_fn next, const 
     /* The newer segment is full: the state before this action starts the next. */
     mine.snapshot = r->cur.count == r->capacity ? snapshot_record(r) : NULL;
     r->stack[r->depth++] = mine;
-    r->busy = 0;
+    end_change(r);
     pthread_mutex_unlock(&r->lock);
 
     status = next(action->json);
@@ -567,13 +599,13 @@ static ts_status recorder_run(const ts_store_api *store, ts_next_fn next, const 
         snprintf(why, sizeof why, "a reducer failed (TS_E_REDUCER) for \"%.200s\"", action->type);
         dump_now(r, why); /* this action still under way: the last record */
     }
-    r->busy = 1;
+    begin_change(r);
     mine = r->stack[--r->depth];
     if (mine.record != NULL) {
         if (status == TS_OK) commit(r, mine.record, &mine.snapshot);
         else free(mine.record);
     }
-    r->busy = 0;
+    end_change(r);
     pthread_mutex_unlock(&r->lock);
     free(mine.snapshot);
     return status;

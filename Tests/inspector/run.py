@@ -15,8 +15,13 @@ without the token, from a foreign Origin or with a foreign Host are refused,
 export and import round-trip, read-only mode refuses commands, and a bad
 config is refused with a message. With reducers that answer with patches
 (app.c's patch mode), the recorded states, jump, present, skip and unskip
-give the same states, byte for byte, as with whole-slice reducers. Saves a screenshot (BUILD/inspector/
-screenshot.png, or --screenshot PNG). Ends with "checks: N passed, M failed".
+give the same states, byte for byte, as with whole-slice reducers. The
+session recorded in the browser, as exported, becomes a C and a pytest test
+that pass (turnstate-testgen) and is kept as BUILD/inspector/testgen/
+browser.session, removed when this test starts: make test-testgen (after this
+suite in make test) makes its Swift test and checks that the three fail when a
+reducer changes. Saves a screenshot (BUILD/inspector/screenshot.png, or
+--screenshot PNG). Ends with "checks: N passed, M failed".
 """
 
 import http.client
@@ -618,8 +623,10 @@ def testgen_checks(exported, present):
     """The session recorded in the browser, as exported, becomes a C test and a
     pytest test (turnstate-testgen, docs/testgen.md) of app.c's reducers
     (Tests/testgen/app_reducers.c), which pass; its last state is the
-    program's. make test-testgen checks that such tests fail, naming the
-    action and the path, when a reducer changes."""
+    program's. The session stays in BUILD/inspector/testgen/browser.session:
+    make test-testgen makes a Swift test of it too, and checks that the C,
+    pytest and Swift tests fail, naming the action and the path, when a
+    reducer changes (that suite fails when the file is missing)."""
     work = os.path.join(BUILD, "inspector", "testgen")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -659,6 +666,9 @@ def testgen_checks(exported, present):
 
 
 def main():
+    # The browser session of an earlier run is not left for make test-testgen
+    # to find: only this run's export is (testgen_checks).
+    shutil.rmtree(os.path.join(BUILD, "inspector", "testgen"), ignore_errors=True)
     plugin_file_checks()
     app = App({"port": 0, "history": 500})
     check("the program loads the plugin and prints the URL with a token",

@@ -15,6 +15,9 @@
    and guard plugins; actions dispatched, one refused by guard) and exported
    through its HTTP API (GET /api/export) becomes a C and a pytest test that
    pass; with app.c's counter changed, each fails naming the action and /count.
+   The same for the session the browser test (make test-inspector) recorded
+   in headless Chromium and exported: it leaves it in
+   BUILD/inspector/testgen/browser.session; a missing one fails this suite.
 4. A Python program's journal (Tests/testgen/py_todos.py, the journal plugin
    loaded from Python) becomes a pytest test of its Python reducers (pass;
    one reducer changed: fail naming the action and the path).
@@ -24,21 +27,29 @@
    failing action, and passes once the reducer is fixed (-DTS_BUG_FIXED); its crash dump becomes a C test that dies of the
    same SIGSEGV, and passes once fixed. Loaded from Python (py_bug.py), it
    dumps when a Python reducer raises, and the dump becomes a pytest test that
-   fails at that action, and passes once fixed.
+   fails at that action, and passes once fixed. From Rust
+   (Tests/testgen/rust_recorder, cargo; also under valgrind) and C++
+   (Tests/testgen/cpp_recorder.cpp, under ASan): a reducer fails, the dump is
+   in the journal's format with the deny (Rust) or allow (C++) rules applied,
+   and becomes a C test over the program's own reducers (a shared object with
+   ts_testgen_setup) that fails at the failed action, and passes once fixed.
 6. With --swift: one Swift test package (XCTest, the C face from Swift),
-   with a test of the todo journal, of the inspector's export and of the
-   recorder's reducer-failure dump, built once: the first two pass, and fail
+   with a test of the todo journal, of the inspector's export, of the
+   browser test's export and of the recorder's reducer-failure dump, built
+   once: the first three pass, and fail
    naming the action and the path when run with the changed reducers
    (TURNSTATE_TESTGEN_REDUCERS, no rebuild); the dump's fails at its action.
 7. With --swift: --lang swift-teststore, TestStore tests of a typed Swift
    program (Tests/testgen/SwiftCounter: Codable state, TaggedActions, Swift
-   reducer), from a session this suite writes in the journal's format with a
-   snapshot after every action (as the journal plugin does with
-   "snapshot_every": 1; not recorded by running the Swift program, which
-   would need TurnstatePlugins built for it too): one build; the tests pass,
+   reducer), from the session that program records when it runs:
+   testgen-counter-recorder (Tests/testgen/SwiftCounterRecorder, the same
+   Counter.swift; a target of the root package, built in .build, which make
+   test has built already) loads the journal plugin with "snapshot_every": 1
+   through TurnstatePlugins. One build of the test package; the tests pass,
    and with the reducer changed (COUNTER_CHANGED=1) the changed actions'
    tests fail with TestStore's diff; refusals of a session without a
-   snapshot after each action and of a missing option.
+   snapshot after each action, of a missing option and of a session that
+   starts with an action without --initial-state.
 The pytest tests run with TS_PACKAGE_PYTHON (a venv with the turnstate
 package and pytest; the Makefile's). Ends with "checks: N passed, M failed".
 """
@@ -327,9 +338,26 @@ def inspector_session(work):
             proc.kill()
 
 
-def inspector_tests(work, session):
+def first_action(session, action_type):
+    """The index of the first action of `action_type` in a session file, or None."""
+    index = 0
+    with open(session, "rb") as f:
+        for line in f:
+            if line.startswith(b"A "):
+                if json.loads(line.split(b" ", 3)[3]).get("type") == action_type:
+                    return index
+                index += 1
+    return None
+
+
+def inspector_tests(work, session, what="the inspector's export"):
+    """C and pytest tests of an inspector session (the HTTP export of 3., or
+    the browser test's): they pass against app.c's reducers, and with
+    counter/inc changed (it adds 2) fail naming its first counter/inc and
+    /count. Returns the changed reducers' shared object (for Swift)."""
     reducers = os.path.join(HERE, "app_reducers.c")
-    out = os.path.join(work, "inspector")
+    name = os.path.splitext(os.path.basename(session))[0]
+    out = os.path.join(work, name)
     os.makedirs(out, exist_ok=True)
     # app.c changed: counter/inc adds 2.
     with open(os.path.join(ROOT, "Tests", "inspector", "app.c")) as f:
@@ -343,29 +371,55 @@ def inspector_tests(work, session):
         f.write(changed)
     shutil.copy(reducers, os.path.join(out, "mutant", "testgen", "app_reducers.c"))
     mutant = os.path.join(out, "mutant", "testgen", "app_reducers.c")
+    index = first_action(session, "counter/inc")
+    if not check("%s has a counter/inc action (the reducer changed here)" % what, index is not None, session):
+        return None
+    named = "action %d (counter/inc) and /count" % index
 
     status, output = testgen("--lang", "c", "--reducers", reducers, "-I", INCLUDE, session,
-                             "-o", os.path.join(out, "test_inspector.c"))
-    check("testgen writes a C test of the inspector's export", status == 0 and "from a snapshot" in output, output)
-    test = cc([os.path.join(out, "test_inspector.c"), reducers], os.path.join(out, "test_inspector"))
+                             "-o", os.path.join(out, "test_%s.c" % name))
+    check("testgen writes a C test of %s" % what, status == 0 and "from a snapshot" in output, output)
+    test = cc([os.path.join(out, "test_%s.c" % name), reducers], os.path.join(out, "test_" + name))
     status, output = run([test])
-    check("the generated C test of the inspector session passes", status == 0 and "5 passed, 0 failed" in output,
-          output)
-    bad = cc([os.path.join(out, "test_inspector.c"), mutant], os.path.join(out, "test_inspector_mutant"))
+    with open(session, "rb") as f:
+        actions = sum(1 for line in f if line.startswith(b"A "))
+    # One check for the state before the first action, one per action.
+    check("the generated C test of %s passes (%d actions)" % (what, actions),
+          status == 0 and "%d passed, 0 failed" % (actions + 1) in output, output)
+    bad = cc([os.path.join(out, "test_%s.c" % name), mutant], os.path.join(out, "test_%s_mutant" % name))
     status, output = run([bad])
-    check("with counter/inc changed, the C test fails naming action 0 (counter/inc) and /count",
-          status == 1 and failure_named(output, 0, "counter/inc", "/count"), output)
+    check("with counter/inc changed, the C test of %s fails naming %s" % (what, named),
+          status == 1 and failure_named(output, index, "counter/inc", "/count"), output)
     status, output = testgen("--lang", "python", "--reducers", reducers, "-I", INCLUDE, session,
-                             "-o", os.path.join(out, "test_inspector.py"))
-    check("testgen writes a pytest test of the inspector's export", status == 0, output)
-    status, output = pytest(os.path.join(out, "test_inspector.py"))
-    check("the generated pytest test of the inspector session passes", status == 0 and "1 passed" in output, output)
+                             "-o", os.path.join(out, "test_%s.py" % name))
+    check("testgen writes a pytest test of %s" % what, status == 0, output)
+    status, output = pytest(os.path.join(out, "test_%s.py" % name))
+    check("the generated pytest test of %s passes" % what, status == 0 and "1 passed" in output, output)
     mutant_so = shared(mutant, os.path.join(out, "mutant.so"))
-    status, output = pytest(os.path.join(out, "test_inspector.py"),
+    status, output = pytest(os.path.join(out, "test_%s.py" % name),
                             env=dict(ENV, TURNSTATE_TESTGEN_REDUCERS=mutant_so))
-    check("with counter/inc changed, the pytest test fails naming action 0 (counter/inc) and /count",
-          status == 1 and failure_named(output, 0, "counter/inc", "/count"), output)
+    check("with counter/inc changed, the pytest test of %s fails naming %s" % (what, named),
+          status == 1 and failure_named(output, index, "counter/inc", "/count"), output)
     return mutant_so
+
+
+def browser_session(work):
+    """The session the browser test (make test-inspector, Tests/inspector/run.py)
+    recorded in headless Chromium and exported: that suite leaves it in
+    BUILD/inspector/testgen/browser.session (removed when it starts, so an
+    earlier run's is never found). make test runs test-inspector before this
+    suite; run alone, this suite fails when the file is missing."""
+    kept = os.path.join(BUILD, "inspector", "testgen", "browser.session")
+    if not check("the browser test's exported session is there (%s)" % kept, os.path.isfile(kept),
+                 "missing: run make test-inspector first (it records the session in headless Chromium)"):
+        return None
+    path = os.path.join(work, "browser.session")
+    shutil.copyfile(kept, path)
+    with open(path, "rb") as f:
+        data = f.read()
+    check("it is the browser's export: a snapshot, then actions", data.startswith(b"S ") and b"\nA " in data,
+          data[:300])
+    return path
 
 
 # ---- 4. A Python program's journal, Python reducers ---------------------------------------
@@ -497,16 +551,151 @@ def recorder_tests(work):
     check("and passes once the reducer is fixed", status == 0 and " 0 failed" in output, output)
 
 
+# ---- 5b. The flight recorder from Rust and C++ ------------------------------------------
+
+def read_session(path):
+    """The records of a session file as (letter, JSON value), each one's
+    length and CRC-32 checked (the journal's format); raises ValueError."""
+    records = []
+    with open(path, "rb") as f:
+        for number, line in enumerate(f.read().split(b"\n")[:-1], 1):
+            letter, length, crc, data = line.split(b" ", 3)
+            if len(data) != int(length) or zlib.crc32(letter + data) & 0xFFFFFFFF != int(crc, 16):
+                raise ValueError("line %d: wrong length or CRC-32: %r" % (number, line))
+            records.append((letter.decode(), json.loads(data)))
+    return records
+
+
+def recorder_face(work, face, program, reducers_so, fixed_so, config, env=ENV):
+    """A program of another face (Rust, C++) loads recorder.so with `config`
+    (its path is added): its reducer fails for items/boom; the dump is in the
+    journal's format with the rules applied (the secret/login action and the
+    session key left out: no token in the file), and turnstate-testgen makes a
+    C test of it over the program's own reducers (reducers_so: their
+    ts_testgen_setup) that fails at items/boom with the reducer's message,
+    and passes with the reducers fixed (fixed_so)."""
+    out = os.path.join(work, face.lower().replace("+", "p") + "-recorder")
+    os.makedirs(out)
+    dump = os.path.join(out, "%s.session" % face.lower().replace("+", "p"))
+    status, output = run(program + [json.dumps(dict(config, path=dump))], env=env)
+    check("%s: the reducer fails for items/boom and the recorder dumps" % face,
+          status == 0 and "items/boom: " in output and "boom is not handled" in output and os.path.exists(dump)
+          and "a reducer failed (TS_E_REDUCER) for \"items/boom\"" in output, output[-3000:])
+    if not os.path.exists(dump):
+        return
+    try:
+        records = read_session(dump)
+    except ValueError as error:
+        records = []
+        check("%s: the dump is in the journal's record format" % face, False, error)
+    with open(dump, "rb") as f:
+        data = f.read()
+    check("%s: the dump is the state before, then the actions the reducers saw, the failed one last" % face,
+          [r[0] for r in records] == ["S", "A", "A", "A", "A", "A"] and records[0][1] == {"count": 0, "items": []}
+          and [r[1]["type"] for r in records[1:]] == ["items/add", "counter/inc", "items/add", "counter/inc",
+                                                       "items/boom"], data.decode(errors="replace"))
+    check("%s: the rules applied: no secret/login action, no session key, no token in the file (%s)"
+          % (face, ", ".join(sorted(k for k in config if k != "path"))),
+          records and b"secret" not in data and b"session" not in data and b"hunter2" not in data,
+          data.decode(errors="replace"))
+    status, output = testgen("--lang", "c", "--reducers", reducers_so, "-I", INCLUDE, dump,
+                             "-o", os.path.join(out, "test_dump.c"))
+    check("%s: testgen makes a C test of the dump over the program's reducers, warning that items/boom fails"
+          % face, status == 0 and "action 4 (items/boom) fails now: TS_E_REDUCER" in output, output)
+    test = cc([os.path.join(out, "test_dump.c"), reducers_so], os.path.join(out, "test_dump"))
+    status, output = run([test])
+    check("%s: that test reproduces the failure: action 4 (items/boom), with the reducer's message" % face,
+          status == 1 and 'FAIL action 4 (items/boom): the dispatch returned TS_E_REDUCER, expected TS_OK: the '
+                          'reducer for "items" failed for "items/boom": boom is not handled' in output
+          and "5 passed, 1 failed" in output, output)
+    test = cc([os.path.join(out, "test_dump.c"), fixed_so], os.path.join(out, "test_dump_fixed"))
+    status, output = run([test])
+    check("%s: and passes with the reducer fixed" % face, status == 0 and "6 passed, 0 failed" in output, output)
+
+
+def rust_recorder(work):
+    """Tests/testgen/rust_recorder: a Rust program (a turnstate::Store, the
+    bindings of bindings/rust) loads recorder.so; its reducers, built as a
+    cdylib with ts_testgen_setup, are what the test of its dump replays. Built
+    with cargo in BUILD/rust (test-rust's target folder); the program also runs
+    under valgrind, as test-rust's misuse tests do."""
+    crate = os.path.join(HERE, "rust_recorder")
+    cargo = os.environ.get("CARGO", "cargo")
+    out = os.path.join(work, "rust-build")
+    os.makedirs(out)
+    env = dict(ENV, CARGO_TARGET_DIR=os.path.join(BUILD, "rust"), TURNSTATE_LIB_DIR=os.path.dirname(LIB),
+               TURNSTATE_PLUGINS_DIR=PLUGINS)
+    target = os.path.join(BUILD, "rust", "debug")
+    built = {}
+    # The buggy build last: the program (record) copied below is that one.
+    for name, features in (("fixed", ["--features", "bug_fixed"]), ("buggy", [])):
+        status, output = run([cargo, "build", "--offline", "--quiet"] + features, cwd=crate, env=env)
+        if not check("cargo builds Tests/testgen/rust_recorder (%s)" % name, status == 0, output[-3000:]):
+            return
+        built[name] = shutil.copy(os.path.join(target, "librust_recorder.so"),
+                                  os.path.join(out, "librust_recorder-%s.so" % name))
+    program = shutil.copy(os.path.join(target, "record"), os.path.join(out, "record"))
+    env = dict(ENV, LD_LIBRARY_PATH=os.path.dirname(LIB))
+    config = {"deny_types": ["secret/*"], "deny_keys": ["session"]}
+    recorder_face(work, "Rust", [program, os.path.join(PLUGINS, "recorder.so")], built["buggy"], built["fixed"],
+                  config, env=env)
+    dump = os.path.join(out, "valgrind.session")
+    status, output = run(VALGRIND + [program, os.path.join(PLUGINS, "recorder.so"),
+                                     json.dumps(dict(config, path=dump))], env=env)
+    check("Rust: the program and its dump under valgrind (no invalid access, no leak)",
+          status == 0 and os.path.exists(dump) and "boom is not handled" in output, output[-3000:])
+
+
+def cpp_recorder(work):
+    """Tests/testgen/cpp_recorder.cpp: a C++ program (Include/turnstate.hpp)
+    loads recorder.so, built with -fsanitize=address by the Swift toolchain's
+    clang++ (ASAN_CXX) against the ASan library and an ASan recorder.so, run
+    with leak checks, as test-cpp's misuse.cpp; its reducers, built with $CXX
+    as a shared object with ts_testgen_setup, are what the test of its dump
+    replays."""
+    source = os.path.join(HERE, "cpp_recorder.cpp")
+    out = os.path.join(work, "cpp-build")
+    os.makedirs(out)
+    cxx = os.environ.get("CXX", "c++")
+    flags = ["-std=c++17", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-I" + INCLUDE]
+    reducers = {}
+    for name, extra in (("buggy", []), ("fixed", ["-DTS_BUG_FIXED"])):
+        so = os.path.join(out, "libcpp_recorder-%s.so" % name)
+        status, output = run([cxx] + flags + ["-shared", "-fPIC", "-DTS_TESTGEN_REDUCERS_ONLY"] + extra +
+                             [source, "-o", so] + LINK)
+        if not check("%s builds cpp_recorder.cpp's reducers as a shared object (%s)" % (cxx, name), status == 0,
+                     output[-3000:]):
+            return
+        reducers[name] = so
+    asan_cxx = os.environ.get("ASAN_CXX")
+    asan_lib = os.path.join(BUILD, "asan", "lib")
+    asan_recorder = os.path.join(work, "recorder", "recorder-asan.so")
+    if not check("C++: ASAN_CXX, build/asan/lib and the ASan recorder.so are there",
+                 asan_cxx and os.path.exists(os.path.join(asan_lib, "libturnstate.so"))
+                 and os.path.exists(asan_recorder), "ASAN_CXX=%s" % asan_cxx):
+        return
+    program = os.path.join(out, "cpp_recorder-asan")
+    status, output = run([asan_cxx] + flags + ["-fsanitize=address", source, "-o", program, "-fuse-ld=lld",
+                                               "-L" + asan_lib, "-Wl,-rpath," + asan_lib, "-lturnstate",
+                                               "-lpthread"])
+    if not check("C++: cpp_recorder.cpp builds with -fsanitize=address", status == 0, output[-3000:]):
+        return
+    recorder_face(work, "C++", [program, asan_recorder], reducers["buggy"], reducers["fixed"],
+                  {"allow_types": ["items/*", "counter/*"], "allow_keys": ["count", "items"]}, env=ASAN_ENV)
+
+
 # ---- 6. Swift --------------------------------------------------------------------------------
 
-def swift_tests(work, journal, mutant_so, inspector, inspector_mutant_so):
+def swift_tests(work, journal, mutant_so, inspector, inspector_mutant_so, browser, browser_mutant_so):
     """One package for every session (built once): the todo journal, the
-    inspector's export and the recorder's reducer-failure dump."""
+    inspector's export, the browser test's export and the recorder's
+    reducer-failure dump."""
     package = os.path.join(BUILD, "testgen-swift")
     shutil.rmtree(os.path.join(package, "Tests"), ignore_errors=True)
     made = []
     for session, reducers in ((journal, os.path.join(ROOT, "Examples", "testgen", "todo_reducers.c")),
                               (inspector, os.path.join(HERE, "app_reducers.c")),
+                              (browser, os.path.join(HERE, "app_reducers.c")),
                               (os.path.join(work, "recorder", "reducer.session"), os.path.join(HERE, "bug_reducers.c"))):
         if session is None:
             continue
@@ -525,13 +714,18 @@ def swift_tests(work, journal, mutant_so, inspector, inspector_mutant_so):
     status, output = swift_test("TodoJournalTests", dict(ENV, TURNSTATE_TESTGEN_REDUCERS=mutant_so))
     check("with todos/add changed, the Swift test fails naming action 0 (todos/add) and /todos/0/id",
           status != 0 and failure_named(output, 0, "todos/add", "/todos/0/id"), output[-3000:])
-    if inspector:
-        status, output = swift_test("InspectorSessionTests")
-        check("the Swift test of the inspector's export passes", status == 0 and "with 0 failures" in output,
-              output[-3000:])
-        status, output = swift_test("InspectorSessionTests", dict(ENV, TURNSTATE_TESTGEN_REDUCERS=inspector_mutant_so))
-        check("with counter/inc changed, the Swift test fails naming action 0 (counter/inc) and /count",
-              status != 0 and failure_named(output, 0, "counter/inc", "/count"), output[-3000:])
+    for session, test, what, changed in ((inspector, "InspectorSessionTests", "the inspector's export",
+                                          inspector_mutant_so),
+                                         (browser, "BrowserSessionTests", "the browser test's export",
+                                          browser_mutant_so)):
+        if not session or not changed:
+            continue
+        status, output = swift_test(test)
+        check("the Swift test of %s passes" % what, status == 0 and "with 0 failures" in output, output[-3000:])
+        index = first_action(session, "counter/inc")
+        status, output = swift_test(test, dict(ENV, TURNSTATE_TESTGEN_REDUCERS=changed))
+        check("with counter/inc changed, the Swift test of %s fails naming action %d (counter/inc) and /count"
+              % (what, index), status != 0 and failure_named(output, index, "counter/inc", "/count"), output[-3000:])
     status, output = swift_test("ReducerSessionTests")
     check("the Swift test of the recorder's dump fails at the failed action",
           status != 0 and re.search(r"action \d+ \(items/boom\): the dispatch gave TS_E_REDUCER, expected TS_OK",
@@ -560,12 +754,45 @@ def counter_session(path, actions, snapshot_every_action=True):
     return path
 
 
+def recorded_counter_session(work):
+    """The typed Swift program records its session: testgen-counter-recorder
+    (Tests/testgen/SwiftCounterRecorder, a target of the root package, built
+    in .build with the debug build make test has made already) runs a
+    Store<CounterState> with the journal plugin loaded through
+    TurnstatePlugins, "snapshot_every": 1. Returns the journal (no snapshot
+    before the first action: the journal writes none), or None."""
+    swift = os.environ.get("SWIFT", "swift")
+    status, output = run([swift, "build", "--scratch-path", os.path.join(ROOT, ".build"), "--product",
+                          "testgen-counter-recorder"], cwd=ROOT)
+    if not check("the typed Swift program that records (testgen-counter-recorder) builds", status == 0,
+                 output[-3000:]):
+        return None
+    journal = os.path.join(work, "counter.journal")
+    status, output = run([os.path.join(ROOT, ".build", "debug", "testgen-counter-recorder"),
+                          os.path.join(PLUGINS, "journal.so"), journal])
+    final = json.loads(output.strip().splitlines()[-1]) if status == 0 and output.strip() else None
+    if not check("it runs its Store<CounterState> with the journal plugin and records 4 actions, a snapshot after each",
+                 final == {"count": 5, "notes": ["milk"]} and os.path.exists(journal), output[-3000:]):
+        return None
+    try:
+        records = read_session(journal)
+    except ValueError as error:
+        records = error
+    check("the journal holds the typed actions in their wire form, each followed by its state",
+          isinstance(records, list) and [r[0] for r in records] == ["A", "S"] * 4
+          and records[0][1] == {"type": "counter/add", "payload": {"by": 2}}
+          and records[-1][1] == final, records)
+    return journal
+
+
 def teststore_tests(work):
-    """--lang swift-teststore: a session of a typed Swift program (state,
-    actions and reducer in Tests/testgen/SwiftCounter) becomes TestStore tests
-    of its Swift reducer; built once, they pass, and with the reducer changed
-    (COUNTER_CHANGED=1, read by the reducer: no second build) the tests of the
-    changed actions fail with TestStore's diff, named by the action."""
+    """--lang swift-teststore: a session that a typed Swift program recorded
+    (recorded_counter_session: Tests/testgen/SwiftCounter's state, actions
+    and reducer, Counter.swift, run with the journal plugin) becomes TestStore
+    tests of its Swift reducer; built once, they pass, and with the reducer
+    changed (COUNTER_CHANGED=1, read by the reducer: no second build) the
+    tests of the changed actions fail with TestStore's diff, named by the
+    action. The refusals use sessions written here."""
     program = os.path.join(HERE, "SwiftCounter")
     options = ["--lang", "swift-teststore", "--package", program, "--import", "Counter",
                "--state-type", "CounterState", "--reducer", "counterReducer", "--actions", "try counterActions()"]
@@ -580,11 +807,16 @@ def teststore_tests(work):
                              "-o", os.path.join(work, "no-package"))
     check("swift-teststore without --package is refused with a message",
           status == 1 and "--lang swift-teststore needs --package" in output, output)
+    session = recorded_counter_session(work)
+    if session is None:
+        return
+    status, output = testgen(*options, session, "-o", os.path.join(work, "no-initial"))
+    check("a session that starts with an action, without --initial-state, is refused with a message",
+          status == 1 and "--initial-state" in output, output)
     package = os.path.join(BUILD, "testgen-teststore")
     shutil.rmtree(os.path.join(package, "Tests"), ignore_errors=True)
-    session = counter_session(os.path.join(work, "counter.journal"), actions)
-    status, output = testgen(*options, session, "-o", package)
-    if not check("testgen writes TestStore tests of the Swift counter's session", status == 0, output):
+    status, output = testgen(*options, "--initial-state", "CounterState()", session, "-o", package)
+    if not check("testgen writes TestStore tests of the session the Swift program recorded", status == 0, output):
         return
     swift = os.environ.get("SWIFT", "swift")
     env = dict(ENV, TURNSTATE_PACKAGE=ROOT)
@@ -620,11 +852,15 @@ def main():
         mutant_so = todo_tests(work, journal)
         session = inspector_session(work)
         inspector_mutant_so = inspector_tests(work, session) if session else None
+        browser = browser_session(work)
+        browser_mutant_so = inspector_tests(work, browser, "the browser test's export") if browser else None
         python_program(work)
         recorder_tests(work)
         python_recorder(work)
+        rust_recorder(work)
+        cpp_recorder(work)
         if SWIFT:
-            swift_tests(work, journal, mutant_so, session, inspector_mutant_so)
+            swift_tests(work, journal, mutant_so, session, inspector_mutant_so, browser, browser_mutant_so)
             teststore_tests(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,1 @@
+../SwiftCounter/Sources/Counter/Counter.swift
