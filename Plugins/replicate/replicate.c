@@ -723,11 +723,12 @@ static ts_status deliver_entry(replica *r, rp_entry *e) {
  *   - N above it: held (counted in the status's "held_total");
  *   - N below it (or held already): not applied ("late": a duplicate, or a
  *     number abandoned before it came);
- *   - an entry held while HOLD_WINDOW further entries came is applied then,
- *     and the numbers of its origin below it that are not in are
- *     abandoned (the origin died before sending them again): a hold is
- *     bounded by the log's progress, never by a clock, which would differ
- *     between replicas.
+ *   - when an entry was held while HOLD_WINDOW further entries came, the
+ *     numbers of its origin below the lowest it holds are abandoned (the
+ *     origin died before sending them again) and its held entries go on in
+ *     number order, up to that one at least: a hold is bounded by the
+ *     log's progress, never by a clock, which would differ between
+ *     replicas.
  * Entries without the 'p' (ordered mode, older replicas) are applied in log
  * order, as before: ordered mode never pipelines one thread's dispatches,
  * and its numbers may have gaps (a dispatch that timed out). */
@@ -866,12 +867,14 @@ static void hold_late_own(replica *r, uint64_t n) {
 }
 
 /* Applies the held entries whose turn came: their origin's next number, or
- * their window ended at r->seq (the numbers below them abandoned). In log
- * order of their arrival, one at a time, again until none is due: the same
- * on every replica. Store held (optimistic mode: the store shows the
- * confirmed state). */
+ * an entry's window ended at r->seq: then its origin's numbers below the
+ * lowest it holds are abandoned and that one is applied (never a higher
+ * one first: an origin's entries stay in its order; again until the
+ * expired one is applied). In log order of their arrival, one at a time,
+ * again until none is due: the same on every replica. Store held
+ * (optimistic mode: the store shows the confirmed state). */
 static void hold_release(replica *r) {
-    size_t i = 0;
+    size_t i = 0, j;
     while (i < r->held_count) {
         held_entry h = r->held[i];
         hold_origin *o = &r->ho[h.origin];
@@ -881,7 +884,13 @@ static void hold_release(replica *r) {
                 i++;
                 continue;
             }
-            r->abandoned_count += h.n - o->next;
+            for (j = 0; j < r->held_count; j++) {
+                if (r->held[j].origin == h.origin && r->held[j].n < h.n) {
+                    i = j;
+                    h = r->held[j];
+                }
+            }
+            r->abandoned_count += h.n - o->next; /* held entries are past o->next */
         }
         if (r->optimistic && tail_reserve(r) != 0) return; /* no memory: the next step tries again */
         memmove(r->held + i, r->held + i + 1, (r->held_count - i - 1) * sizeof *r->held);

@@ -610,8 +610,9 @@ def applied_order(texts):
     (replicate.c, "Per-origin order"): an entry of an optimistic origin
     ("#pORIGIN:N") once every number of that origin below N is applied or
     abandoned (held back until then; one below that is late, never
-    applied), a held entry at the latest HOLD_WINDOW entries after it (the
-    numbers missing below it abandoned); every other entry where it is.
+    applied); when a held entry's window ends (HOLD_WINDOW entries after
+    it), its origin's numbers below the lowest it holds are abandoned and
+    its held entries go on in number order; every other entry where it is.
     Returns (texts in that order, entries held, late, abandoned)."""
     nxt, held, out = {}, [], []
     held_total = late = abandoned = 0
@@ -639,6 +640,9 @@ def applied_order(texts):
                 if seq < landed + HOLD_WINDOW:
                     i += 1
                     continue
+                # The window ended: the origin's numbers below the lowest it holds are abandoned.
+                i = min((j for j in range(len(held)) if held[j][0] == o), key=lambda j: held[j][1])
+                o, n, landed, text = held[i]
                 abandoned += n - nxt[o]
             del held[i]
             nxt[o] = n + 1

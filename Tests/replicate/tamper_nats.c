@@ -397,17 +397,18 @@ static void per_origin_order(void) {
     b = join_with("t11", OPTIMISTIC, NULL);
     if (b == NULL) exit(1);
     put("t11", P, 1, "q1");
-    put("t11", P, 3, "q3");
-    put_many("t11", "{\"type\":\"tick\"}", 0, 99999);
-    seen_is(a, "q1 ", "order, abandoned: q3 held while 99,999 entries came after it");
-    put_many("t11", "{\"type\":\"tick\"}", 0, 1);
-    seen_is(a, "q1 q3 ", "order, abandoned: q3 applied at the 100,000th entry after it");
-    seen_is(b, "q1 q3 ", "order, abandoned: the same on an optimistic replica");
-    put("t11", P, 2, "q2");
     put("t11", P, 4, "q4");
-    seen_is(a, "q1 q3 q4 ", "order, abandoned: q2, come later, is never applied");
+    put("t11", P, 3, "q3"); /* held too, after q4: q2 never comes */
+    put_many("t11", "{\"type\":\"tick\"}", 0, 99998);
+    seen_is(a, "q1 ", "order, abandoned: q4 and q3 held while 99,999 entries came after q4");
+    put_many("t11", "{\"type\":\"tick\"}", 0, 1);
+    seen_is(a, "q1 q3 q4 ", "order, abandoned: at the 100,000th entry after q4, q3 then q4 (q2 abandoned)");
+    seen_is(b, "q1 q3 q4 ", "order, abandoned: the same on an optimistic replica");
+    put("t11", P, 2, "q2");
+    put("t11", P, 5, "q5");
+    seen_is(a, "q1 q3 q4 q5 ", "order, abandoned: q2, come later, is never applied");
     c = replica("t11");
-    seen_is(c, "q1 q3 q4 ", "order, abandoned: a replica that joins later the same");
+    seen_is(c, "q1 q3 q4 q5 ", "order, abandoned: a replica that joins later the same");
     ts_store_destroy(a);
     ts_store_destroy(b);
     ts_store_destroy(c);
