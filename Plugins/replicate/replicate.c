@@ -9,7 +9,7 @@
  *          "stream": "NAME", "timeout_ms": 2000, "snapshot_every": 10000,
  *          "replicas": 3 (NATS), "tls_ca": FILE, "tls_cert": FILE, "tls_key": FILE,
  *          "mode": "ordered", "max_pending": 100000, "max_pending_bytes": 67108864,
- *          "status_ms": 0}
+ *          "status_ms": 0, "abandon_ms": 30000}
  *
  * Optimistic mode ("mode": "optimistic"; README.md, "Modes"): run() passes
  * the action on at once and keeps it as pending; a sender thread appends
@@ -137,6 +137,7 @@ typedef struct replica {
     /* ---- Optimistic mode and the status (README.md, "Modes") ---- */
     int optimistic;
     uint64_t max_pending, max_pending_bytes, status_ms;
+    uint64_t abandon_ms; /* held this long here: append an abandon marker (hold_mark) */
     char origin[ORIGIN_SIZE];
     const char *(*last_error)(void); /* ts_last_error, when dlsym finds it: reasons of refusals */
     uint32_t version;                /* the store's state version (0: none, or a table without versions) */
@@ -175,7 +176,7 @@ typedef struct replica {
     size_t ho_count, ho_cap, ho_last;
     struct held_entry *held;
     size_t held_count, held_cap;
-    uint64_t held_total, abandoned_count, late_count;
+    uint64_t held_total, abandoned_count, late_count, markers_count;
     /* Counts for the status (store held). */
     uint64_t confirmed_count, dropped_count, rebase_count, last_rebase_us, covered_count;
     struct timespec rebase_started;
@@ -350,14 +351,14 @@ static void status_text(replica *r, char *out, size_t size) {
              "{\"mode\":\"%s\",\"seq\":%llu,\"head\":%llu,\"lag\":%llu,\"pending\":%zu,\"pending_bytes\":%zu,"
              "\"unsent\":%zu,\"confirmed\":%llu,\"dropped\":%llu,\"covered\":%llu,\"rebases\":%llu,\"last_rebase_us\":%llu,"
              "\"reconnections\":%llu,\"connected\":%s,\"last_error\":%s,\"appends\":%llu,\"appended\":%llu,"
-             "\"held\":%zu,\"held_total\":%llu,\"abandoned\":%llu,\"late\":%llu}",
+             "\"held\":%zu,\"held_total\":%llu,\"abandoned\":%llu,\"late\":%llu,\"markers\":%llu}",
              r->optimistic ? "optimistic" : "ordered", (unsigned long long)r->seq, (unsigned long long)head,
              (unsigned long long)(head - r->seq), count, bytes, unsent, (unsigned long long)r->confirmed_count,
              (unsigned long long)r->dropped_count, (unsigned long long)r->covered_count, (unsigned long long)r->rebase_count,
              (unsigned long long)r->last_rebase_us, (unsigned long long)reconnections, connected ? "true" : "false",
              error, (unsigned long long)appends, (unsigned long long)appended, r->held_count,
              (unsigned long long)r->held_total, (unsigned long long)r->abandoned_count,
-             (unsigned long long)r->late_count);
+             (unsigned long long)r->late_count, (unsigned long long)r->markers_count);
 }
 
 /* The "@@replicate/status" action (size STATUS_SIZE + 64). */
@@ -672,11 +673,16 @@ static ts_status ordered_deliver(replica *r, const char *action, const char *ori
     return status;
 }
 
+static int is_marker(const char *origin, uint64_t n, const char *action, char marked[ORIGIN_SIZE], uint64_t *below);
+static void hold_abandon(replica *r, const char *origin, uint64_t below);
+static int unchanged_by(ts_status status);
+static ts_status deliver_entry(replica *r, rp_entry *e);
+
 /* Applies entry e, the next in the log, from the plugin's place: ordered
  * mode, and optimistic mode's confirmed state (during a rebase, when the
  * store shows the confirmed state; after tail_reserve). Optimistic mode
  * takes e's text into the tail (e->action is then NULL). */
-static ts_status deliver_entry(replica *r, rp_entry *e) {
+static ts_status deliver_entry_now(replica *r, rp_entry *e) {
     char origin[ORIGIN_SIZE];
     uint64_t n;
     const char *action = split_entry(e->action, origin, &n);
@@ -728,7 +734,10 @@ static ts_status deliver_entry(replica *r, rp_entry *e) {
  *     origin died before sending them again) and its held entries go on in
  *     number order, up to that one at least: a hold is bounded by the
  *     log's progress, never by a clock, which would differ between
- *     replicas.
+ *     replicas;
+ *   - on a quiet log, an optimistic replica that held an entry for
+ *     abandon_ms appends an abandon marker (hold_mark); where the log puts
+ *     it, every replica abandons the missing numbers below it.
  * Entries without the 'p' (ordered mode, older replicas) are applied in log
  * order, as before: ordered mode never pipelines one thread's dispatches,
  * and its numbers may have gaps (a dispatch that timed out). */
@@ -736,7 +745,8 @@ static ts_status deliver_entry(replica *r, rp_entry *e) {
 
 typedef struct hold_origin {
     char origin[ORIGIN_SIZE];
-    uint64_t next; /* every number below it is applied or abandoned */
+    uint64_t next;          /* every number below it is applied or abandoned */
+    uint64_t abandon_below; /* an abandon marker applied: the numbers below it that are not in are abandoned */
 } hold_origin;
 
 typedef struct held_entry {
@@ -744,7 +754,12 @@ typedef struct held_entry {
     uint64_t n;
     uint64_t landed; /* the entry's sequence number */
     char *text;      /* the entry's text, envelope included */
+    struct timespec since; /* held here since (this replica's clock: only whether to append a marker) */
+    int marked;      /* this replica appended a marker for it */
 } held_entry;
+
+/* The abandon marker (hold_mark): an optimistic replica's own action. */
+#define MARKER_PREFIX "{\"type\":\"@@replicate/abandon\",\"payload\":{\"origin\":\""
 
 enum { HOLD_APPLY, HOLD_KEEP, HOLD_LATE };
 
@@ -771,6 +786,7 @@ static long ho_find(replica *r, const char *origin, int add) {
     }
     snprintf(r->ho[r->ho_count].origin, ORIGIN_SIZE, "%s", origin);
     r->ho[r->ho_count].next = 1;
+    r->ho[r->ho_count].abandon_below = 0;
     r->ho_last = r->ho_count;
     return (long)r->ho_count++;
 }
@@ -826,6 +842,8 @@ static int hold_admit(replica *r, rp_entry *e, const char *origin, uint64_t n) {
         r->held[r->held_count].n = n;
         r->held[r->held_count].landed = e->seq;
         r->held[r->held_count].text = e->action;
+        clock_gettime(CLOCK_MONOTONIC, &r->held[r->held_count].since);
+        r->held[r->held_count].marked = 0;
         r->held_count++;
         r->held_total++;
         e->action = NULL;
@@ -880,7 +898,7 @@ static void hold_release(replica *r) {
         hold_origin *o = &r->ho[h.origin];
         rp_entry e;
         if (h.n != o->next) {
-            if (r->seq < h.landed + HOLD_WINDOW) {
+            if (r->seq < h.landed + HOLD_WINDOW && h.n > o->abandon_below) {
                 i++;
                 continue;
             }
@@ -902,6 +920,77 @@ static void hold_release(replica *r) {
         (void)deliver_entry(r, &e);
         free(e.action);
         i = 0;
+    }
+}
+
+/* Whether `action` (of an entry of origin `origin`, numbered n) is an
+ * abandon marker; then its origin and number. */
+static int is_marker(const char *origin, uint64_t n, const char *action, char marked[ORIGIN_SIZE], uint64_t *below) {
+    const char *p = action + sizeof MARKER_PREFIX - 1, *q;
+    unsigned long long v;
+    char *end;
+    if (!pipelined(origin, n) || strncmp(action, MARKER_PREFIX, sizeof MARKER_PREFIX - 1) != 0) return 0;
+    q = strchr(p, '"');
+    if (q == NULL || q == p || q - p >= ORIGIN_SIZE || strncmp(q, "\",\"below\":", 10) != 0) return 0;
+    v = strtoull(q + 10, &end, 10);
+    if (end == q + 10 || strcmp(end, "}}") != 0) return 0;
+    memcpy(marked, p, (size_t)(q - p));
+    marked[q - p] = '\0';
+    *below = v;
+    return 1;
+}
+
+/* An abandon marker applied (in the common order, as any entry): the
+ * numbers of `origin` below `below` that are not in are abandoned; its
+ * held entries below it go on at the next hold_release. Store held. */
+static void hold_abandon(replica *r, const char *origin, uint64_t below) {
+    long o = ho_find(r, origin, 0);
+    if (o >= 0 && below > r->ho[o].abandon_below) r->ho[o].abandon_below = below;
+}
+
+/* Optimistic mode, store held (tend): an entry of another replica held
+ * here for abandon_ms (its earlier numbers did not come: its replica died,
+ * or is cut off that long) gets an abandon marker, appended as one of this
+ * replica's actions, {"type":"@@replicate/abandon","payload":{"origin":
+ * ORIGIN,"below":N}} (N: the lowest number held of that origin). Where the
+ * log puts it, every replica abandons that origin's numbers below N that
+ * are not in, and applies its held entries: a hold ends within about
+ * abandon_ms on a quiet log too. The marker passes through the chain as an
+ * action (applied here at once, like a dispatch). */
+static void hold_mark(replica *r) {
+    size_t i, j;
+    struct timespec now;
+    if (!r->optimistic || r->held_count == 0) return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    for (i = 0; i < r->held_count; i++) {
+        held_entry *h = &r->held[i];
+        uint64_t lowest = h->n;
+        char text[sizeof MARKER_PREFIX + ORIGIN_SIZE + 40], *copy;
+        double held_ms = (double)(now.tv_sec - h->since.tv_sec) * 1e3 + (double)(now.tv_nsec - h->since.tv_nsec) / 1e6;
+        size_t length;
+        ts_status status;
+        if (h->marked || held_ms < (double)r->abandon_ms || strcmp(r->ho[h->origin].origin, r->origin) == 0) continue;
+        if (r->pend_count >= r->max_pending) return;
+        for (j = 0; j < r->held_count; j++)
+            if (r->held[j].origin == h->origin && r->held[j].n < lowest) lowest = r->held[j].n;
+        length = (size_t)snprintf(text, sizeof text, MARKER_PREFIX "%s\",\"below\":%llu}}", r->ho[h->origin].origin,
+                                  (unsigned long long)lowest);
+        if ((copy = malloc(length + 1)) == NULL) return;
+        memcpy(copy, text, length + 1);
+        status = r->deliver(copy);
+        pthread_mutex_lock(&r->qmutex);
+        if (pend_push(r, copy, length, 1) != 0) {
+            pthread_mutex_unlock(&r->qmutex);
+            free(copy);
+            if (!unchanged_by(status)) r->in_sync = 0;
+            return;
+        }
+        pend_at(r, r->pend_count - 1)->outcome = status;
+        pthread_mutex_unlock(&r->qmutex);
+        pthread_cond_signal(&r->qwake);
+        for (j = 0; j < r->held_count; j++)
+            if (r->held[j].origin == h->origin && r->held[j].n <= lowest) r->held[j].marked = 1;
+        r->markers_count++;
     }
 }
 
@@ -968,6 +1057,19 @@ static int hold_load(replica *r, const char *text, const char **rest, int commit
     }
     *rest = p;
     return 0;
+}
+
+/* deliver_entry_now, and an abandon marker's effect once it is applied
+ * (hold_mark): the same on every replica, where the common order puts it. */
+static ts_status deliver_entry(replica *r, rp_entry *e) {
+    char origin[ORIGIN_SIZE], marked[ORIGIN_SIZE];
+    uint64_t n, below = 0;
+    const char *action = split_entry(e->action, origin, &n);
+    int marker = is_marker(origin, n, action, marked, &below);
+    ts_status status;
+    status = deliver_entry_now(r, e);
+    if (marker) hold_abandon(r, marked, below);
+    return status;
 }
 
 /* The status a failure of the log gives: damage is not the log's silence. */
@@ -1516,6 +1618,9 @@ static ts_status ordered_run(replica *r, const ts_action *action) {
 static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
     replica *r = self;
     (void)store; /* r->store is the same table */
+    if (strcmp(action->type, "@@replicate/abandon") == 0)
+        return r->store->fail(TS_E_ARGUMENT, "replicate: \"@@replicate/abandon\" is the plugin's own action (an abandon "
+                                             "marker, README.md \"Per-origin order\"): a program cannot dispatch it");
     if (strcmp(action->type, "@@replicate/status") == 0) {
         /* The program asks for the status: filled in, applied here only. */
         char text[STATUS_SIZE + 64];
@@ -1696,6 +1801,7 @@ static void tend(replica *r) {
     char err[RP_ERR_SIZE];
     /* Covered by a snapshot: the store shows them on top, once too many. */
     if (drop_covered_by_acks(r)) r->in_sync = 0;
+    hold_mark(r);
     if (!r->in_sync) {
         begin_rebase(r);
         if (restore_confirmed(r, err) == 0) finish_rebase(r);
@@ -1735,6 +1841,12 @@ static ts_status optimistic_step(void *self) {
         if (step != RP_APPLY || !r->in_sync) break;
         action = split_entry(e->action, origin, &n);
         if (r->held_count > 0 && hold_expires_at(r, e->seq)) break;
+        {
+            /* An abandon marker's effect is deliver_entry's (the rebase's). */
+            char marked[ORIGIN_SIZE];
+            uint64_t below;
+            if (is_marker(origin, n, action, marked, &below)) break;
+        }
         if (pipelined(origin, n)) {
             /* Per-origin order (hold_admit): an entry held or late changes
              * nothing the store shows, unless it is one of this replica's
@@ -2109,6 +2221,7 @@ static int parse_mode_field(replica *r, const char *k, const char *v, int *bad, 
         {"max_pending", "an integer from 1 to 100000000 (actions)", 1, 100000000},
         {"max_pending_bytes", "an integer from 1024 to 1099511627776 (bytes)", 1024, 1099511627776ULL},
         {"status_ms", "an integer from 0 to 3600000 (milliseconds; 0 = never)", 0, 3600000},
+        {"abandon_ms", "an integer from 100 to 86400000 (milliseconds)", 100, 86400000},
     };
     size_t i;
     *bad = 0;
@@ -2138,8 +2251,10 @@ static int parse_mode_field(replica *r, const char *k, const char *v, int *bad, 
             r->max_pending = n;
         } else if (i == 1) {
             r->max_pending_bytes = n;
-        } else {
+        } else if (i == 2) {
             r->status_ms = n;
+        } else {
+            r->abandon_ms = n;
         }
         return 1;
     }
@@ -2214,7 +2329,7 @@ static int parse_config(replica *r, const char *config, char *err) {
             snprintf(err, RP_ERR_SIZE,
                      "replicate: unknown config field \"%s\" (known: \"url\", \"stream\", \"timeout_ms\", "
                      "\"snapshot_every\", \"tls_ca\", \"tls_cert\", \"tls_key\", \"replicas\", \"mode\", "
-                     "\"max_pending\", \"max_pending_bytes\", \"status_ms\")",
+                     "\"max_pending\", \"max_pending_bytes\", \"status_ms\", \"abandon_ms\")",
                      name);
             return 0;
         }
@@ -2309,6 +2424,7 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     pthread_condattr_destroy(&clock);
     r->max_pending = 100000;
     r->max_pending_bytes = 64u << 20;
+    r->abandon_ms = 30000;
     r->in_sync = 1;
     r->reader_ok = r->sender_ok = 1;
     r->next_n = 1;

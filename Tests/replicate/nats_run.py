@@ -614,8 +614,18 @@ def applied_order(texts):
     it), its origin's numbers below the lowest it holds are abandoned and
     its held entries go on in number order; every other entry where it is.
     Returns (texts in that order, entries held, late, abandoned)."""
-    nxt, held, out = {}, [], []
+    nxt, held, out, below = {}, [], [], {}
     held_total = late = abandoned = 0
+
+    def applied(text):
+        """An entry applied; an abandon marker (replicate.c's hold_mark) of
+        an optimistic origin abandons the numbers below its "below"."""
+        out.append(text)
+        body = text.split(" ", 1)[1] if text.startswith("#p") else ""
+        if body.startswith('{"type":"@@replicate/abandon"'):
+            payload = json.loads(body)["payload"]
+            below[payload["origin"]] = max(below.get(payload["origin"], 0), payload["below"])
+
     for seq, t in enumerate(texts, 1):
         origin, n = None, 0
         if t.startswith("#p") and " " in t:
@@ -631,13 +641,13 @@ def applied_order(texts):
                 held.append((origin, n, seq, t))
                 held_total += 1
             else:
-                out.append(t)
                 nxt[origin] = n + 1
+                applied(t)
         i = 0
         while i < len(held):
             o, n, landed, text = held[i]
             if n != nxt[o]:
-                if seq < landed + HOLD_WINDOW:
+                if seq < landed + HOLD_WINDOW and n > below.get(o, 0):
                     i += 1
                     continue
                 # The window ended: the origin's numbers below the lowest it holds are abandoned.
@@ -646,7 +656,7 @@ def applied_order(texts):
                 abandoned += n - nxt[o]
             del held[i]
             nxt[o] = n + 1
-            out.append(text)
+            applied(text)
             i = 0
     return out, held_total, late, abandoned
 

@@ -390,6 +390,40 @@ static void per_origin_order(void) {
     ts_store_destroy(b);
     ts_store_destroy(c);
 
+    /* The same on a quiet log: an optimistic replica that held an entry for
+     * abandon_ms appends an abandon marker; where the log puts it, every
+     * replica abandons the missing numbers and applies the held ones. */
+    a = replica("t13");
+    b = join_with("t13", OPTIMISTIC ",\"abandon_ms\":500", NULL);
+    if (b == NULL) exit(1);
+    check(ts_store_dispatch(b, "{\"type\":\"@@replicate/abandon\",\"payload\":{\"origin\":\"" P "\",\"below\":9}}") ==
+              TS_E_ARGUMENT && strstr(ts_last_error(), "a program cannot dispatch it") != NULL,
+          "order, marker: a program's @@replicate/abandon is refused (TS_E_ARGUMENT)", ts_last_error());
+    put("t13", P, 1, "m1");
+    put("t13", P, 3, "m3");
+    seen_is(a, "m1 m3 ", "order, marker: m3 applied after the marker (about 0.5 s), m2 abandoned");
+    seen_is(b, "m1 m3 ", "order, marker: the same on the replica that appended it");
+    put("t13", P, 2, "m2");
+    put("t13", P, 4, "m4");
+    seen_is(a, "m1 m3 m4 ", "order, marker: m2, come later, is never applied");
+    c = replica("t13");
+    seen_is(c, "m1 m3 m4 ", "order, marker: a replica that joins later the same");
+    {
+        char *markers = NULL, *abandoned = NULL, detail[100];
+        check(ts_store_dispatch(b, "{\"type\":\"@@replicate/status\"}") == TS_OK &&
+                  ts_store_get_state(b, "/status/markers", &markers) == TS_OK &&
+                  ts_store_get_state(b, "/status/abandoned", &abandoned) == TS_OK,
+              "order, marker: b's status", ts_last_error());
+        snprintf(detail, sizeof detail, "markers %s, abandoned %s", markers ? markers : "?", abandoned ? abandoned : "?");
+        check(markers && abandoned && strcmp(markers, "1") == 0 && strcmp(abandoned, "1") == 0,
+              "order, marker: b appended one marker, one number abandoned", detail);
+        ts_free(markers);
+        ts_free(abandoned);
+    }
+    ts_store_destroy(a);
+    ts_store_destroy(b);
+    ts_store_destroy(c);
+
     /* A number that never comes (its origin died): the entries after it are
      * held for 100,000 entries of the log (HOLD_WINDOW), then applied, and
      * that number, if it comes later, is never applied. */
