@@ -485,7 +485,8 @@ test-torture: $(call prebuilt,setup-test lib lib-tsan)
 ## SIGKILLed and restarted catches up, the server killed and restarted loses
 ## no acknowledged dispatch, a replica joins after 100,000
 ## actions from a snapshot, bad configs and a server that is down, a log
-## damaged through a second client (refused and reported, never applied);
+## damaged through a second client (refused and reported, never applied), a
+## journal after it restarted ("restore": false; one that restores refused);
 ## optimistic mode: offline dispatches, bounds, status, resends, drops, a
 ## history checker against the log folded by a fresh store, kills, +100 ms
 test-replicate: $(call prebuilt,setup-test lib plugins)

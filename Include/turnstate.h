@@ -697,6 +697,23 @@ typedef struct ts_store_api {
      * A plugin that is refused waits with the store held instead (what it
      * did before this call existed). */
     ts_status (*unlocked)(ts_status (*fn)(void *ctx), void *ctx);
+    /* Added after 0.2.0, after unlocked (check struct_size first). Only in
+     * the table a plugin's create() and run() get. Writes to *out_name the
+     * name (its ts_plugin name: "journal") of the plugin whose create() is
+     * under way on this store, when called from inside that create(): from
+     * create() itself or from the middleware and listeners its dispatches
+     * reach (a plugin is loaded with the store held, and later plugins go
+     * after the plugins already in the chain, so a middleware's run() that
+     * sees a name is handling an action that a plugin loaded after it
+     * dispatched while being created). NULL otherwise, and from another
+     * thread, which waits for the store until the create() is over. The text
+     * is the plugin's (do not free); valid while that create() runs. For a
+     * middleware that must treat such actions apart (replicate.so refuses
+     * the records a journal loaded after it replays: they are in its log
+     * already). Errors: TS_E_ARGUMENT (out_name is NULL), TS_E_REENTRANT
+     * (from inside a reducer), TS_E_STORE_GONE; TS_E_MISUSE in the table of
+     * middleware added with ts_store_add_middleware. */
+    ts_status (*loading)(const char **out_name);
 } ts_store_api;
 
 /* A middleware: the shape of Swift's run(store:next:action:). Return TS_OK to

@@ -4,7 +4,10 @@
  * restores the state from that file (last snapshot + the actions after it).
  *
  * Config: {"path": "state.journal", "fsync": "always" | "never" | N,
- *          "snapshot_every": N (default 1000, 0 = never)}
+ *          "snapshot_every": N (default 1000, 0 = never),
+ *          "restore": true | false (default true; false: restore nothing and
+ *          start the file anew from the store's state, for a journal behind
+ *          replicate.so, whose log is the truth)}
  *
  * File format, one record per line:
  *     A <length> <crc32> <json>\n      an action that reached the reducers
@@ -65,6 +68,7 @@ typedef struct journal {
     enum fsync_mode fsync_mode;
     uint64_t fsync_every;
     uint64_t snapshot_every;
+    int restore;             /* "restore": restore the state from the file when loaded */
     uint64_t since_snapshot; /* action records since the last snapshot */
     uint64_t unsynced;       /* records written since the last fsync */
     off_t end;               /* length of the file: the end of the last good record */
@@ -475,9 +479,9 @@ static int parse_config(journal *j, const char *config, char *err, size_t err_si
      * (create() called directly) gets the same answer here. */
     while ((r = pj_next_member(&it, &k, &v)) == 1) {
         enum pj_kind kind = pj_kind_of(v);
-        enum { PATH = 1, FSYNC = 2, SNAPSHOT_EVERY = 4 };
+        enum { PATH = 1, FSYNC = 2, SNAPSHOT_EVERY = 4, RESTORE = 8 };
         int field = pj_str_eq(k, "path") ? PATH : pj_str_eq(k, "fsync") ? FSYNC
-                  : pj_str_eq(k, "snapshot_every") ? SNAPSHOT_EVERY : 0;
+                  : pj_str_eq(k, "snapshot_every") ? SNAPSHOT_EVERY : pj_str_eq(k, "restore") ? RESTORE : 0;
         if (field & seen) {
             char name[200];
             pj_str_show(k, name, sizeof name);
@@ -527,10 +531,18 @@ static int parse_config(journal *j, const char *config, char *err, size_t err_si
                 return 0;
             }
             j->snapshot_every = n;
+        } else if (field == RESTORE) {
+            if (kind != PJ_TRUE && kind != PJ_FALSE) {
+                snprintf(err, err_size, "journal: config field \"restore\" must be true or false, not %s",
+                         pj_kind_name(kind));
+                return 0;
+            }
+            j->restore = kind == PJ_TRUE;
         } else {
             char name[200];
             pj_str_show(k, name, sizeof name);
-            snprintf(err, err_size, "journal: unknown config field \"%s\" (known: \"path\", \"fsync\", \"snapshot_every\")",
+            snprintf(err, err_size, "journal: unknown config field \"%s\" (known: \"path\", \"fsync\", \"snapshot_every\", "
+                     "\"restore\")",
                      name);
             return 0;
         }
@@ -612,6 +624,7 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     }
     j->fsync_mode = FSYNC_ALWAYS;
     j->snapshot_every = 1000;
+    j->restore = 1;
     if (!parse_config(j, config_json, err, sizeof err)) {
         journal_free(j);
         if (error_message) *error_message = dup_text(err);
@@ -626,6 +639,31 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     if (take_lock(j, detail, sizeof detail) != 0) {
         status = create_error(error_message, TS_E_IO, "journal: \"%.300s\" %s", j->path, detail);
         goto fail;
+    }
+    if (!j->restore) {
+        /* "restore": false (behind replicate.so, whose log is the truth and
+         * has brought the state already): nothing is read or restored; the
+         * file starts anew with a snapshot of the state as it is, so that it
+         * stays a whole journal (a version record first when the store has
+         * a version, as append_record writes). */
+        if (ftruncate(j->fd, 0) != 0) {
+            status = create_error(error_message, TS_E_IO, "journal: cannot start \"%.300s\" anew (\"restore\": false): %s",
+                                  j->path, strerror(errno));
+            goto fail;
+        }
+        j->end = 0;
+        j->file_version = 0;
+        e = write_snapshot(j);
+        if (e == 0) e = sync_by_policy(j);
+        if (e == 0 && j->fsync_mode != FSYNC_NEVER) sync_parent(j->path);
+        if (e != 0) {
+            status = create_error(error_message, TS_E_IO,
+                                  "journal: cannot write the first snapshot of \"%.300s\" (\"restore\": false): %s",
+                                  j->path, strerror(e));
+            goto fail;
+        }
+        *self = j;
+        return TS_OK;
     }
     e = read_file(j->fd, &buf, &size);
     if (e != 0) {
@@ -748,10 +786,17 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
         status = store->dispatch(buf + r->r.json);
         restored = 1;
         if (status != TS_OK) {
+            /* The reason, when the host's table can say it (a middleware
+             * before the journal that refused: replicate.so names the fix). */
+            const char *reason =
+                store->struct_size >= offsetof(ts_store_api, last_error) + sizeof store->last_error &&
+                        store->last_error != NULL
+                    ? store->last_error()
+                    : NULL;
             snprintf(detail, sizeof detail,
                      "replaying the action record at byte %zu failed with %s: the journal does not fit this store's "
-                     "reducers and middleware",
-                     r->offset, store->status_name(status));
+                     "reducers and middleware%s%.400s",
+                     r->offset, store->status_name(status), reason && *reason ? ": " : "", reason ? reason : "");
             status = create_error(error_message, TS_E_PLUGIN, "journal: \"%.300s\": %s", j->path, detail);
             goto fail;
         }

@@ -21,10 +21,14 @@
  * and the new entries applied, then the pending actions again on top, all
  * inside exclusive. An own action that a reducer refuses where the log put
  * it is reported as "@@replicate/dropped". The status (both modes) is
- * applied as "@@replicate/status". An optimistic replica's origin begins
- * with 'p', and every replica (either mode) applies such an entry only once
- * the earlier numbers of its origin are in ("Per-origin order" below:
- * JetStream may store pipelined appends out of order).
+ * applied as "@@replicate/status". Ordered mode applies
+ * "@@replicate/checkpoint" after each entry numbered a multiple of
+ * snapshot_every and after a snapshot loaded while running, for undo.so
+ * (README.md, "With undo.so"), which optimistic mode refuses
+ * (replicate_run). An optimistic replica's origin begins with 'p', and
+ * every replica (either mode) applies such an entry only once the earlier
+ * numbers of its origin are in ("Per-origin order" below: JetStream may
+ * store pipelined appends out of order).
  *
  * Ordered mode, log first: run() does not pass a local action on with next. It queues it
  * ("#ORIGIN:N ACTION", N numbered once) and waits, on NATS with the store
@@ -641,6 +645,22 @@ static int drop_covered_by_acks(replica *r) {
 
 static void maybe_snapshot(replica *r);
 
+/* Ordered mode: applies "@@replicate/checkpoint" for entry r->seq (README.md,
+ * "With undo.so") from the plugin's place (local, never appended): after
+ * each entry whose number is a multiple of snapshot_every, where snapshots
+ * are taken, and after loading a snapshot while running (a replica that
+ * fell behind a trimmed log), so that every replica passes the same
+ * checkpoints and the middleware after the plugin (undo.so empties its
+ * history) does the same thing everywhere. After the entry, so that a
+ * listener's nested dispatch comes after it; a refusal's message stays
+ * (success does not clear ts_last_error). Store held. */
+static void checkpoint(replica *r) {
+    char mark[96];
+    snprintf(mark, sizeof mark, "{\"type\":\"@@replicate/checkpoint\",\"payload\":{\"seq\":%llu}}",
+             (unsigned long long)r->seq);
+    (void)r->deliver(mark);
+}
+
 /* Ordered mode: applies `action`; when it is one of this replica's own
  * dispatches under way ("#ORIGIN:N" with this origin), records its status
  * in that dispatch's slot, whatever thread applies it. Store held. */
@@ -670,6 +690,7 @@ static ts_status ordered_deliver(replica *r, const char *action, const char *ori
         r->confirmed_count++;
         maybe_snapshot(r);
     }
+    if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0) checkpoint(r);
     return status;
 }
 
@@ -1230,6 +1251,8 @@ static int load_snapshot(replica *r, char *err) {
     memcpy(r->pos, pos, RP_POS_SIZE);
     r->seq = seq;
     publish(r);
+    /* Running (not joining: nothing is after the plugin yet), ordered. */
+    if (r->reader_started && !r->optimistic) checkpoint(r);
     return 1;
 }
 
@@ -1615,6 +1638,16 @@ static ts_status ordered_run(replica *r, const ts_action *action) {
     return status;
 }
 
+/* Whether the action under way was dispatched by journal.so's create(),
+ * which replays its records from the top of the chain (ts_store_api's
+ * loading; a host without it cannot tell: 0). */
+static int journal_replay(replica *r) {
+    const char *name = NULL;
+    if (r->store->struct_size < offsetof(ts_store_api, loading) + sizeof r->store->loading || r->store->loading == NULL)
+        return 0;
+    return r->store->loading(&name) == TS_OK && name != NULL && strcmp(name, "journal") == 0;
+}
+
 static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
     replica *r = self;
     (void)store; /* r->store is the same table */
@@ -1637,6 +1670,27 @@ static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const
             }
         }
         return status;
+    }
+    if (journal_replay(r)) {
+        /* A journal loaded after the plugin replays its records from the top
+         * (README.md, "With a journal"): they are entries of the log already,
+         * and the state the log brought would be overwritten. */
+        return store->fail(TS_E_REJECTED,
+                           "replicate: a journal.so loaded after replicate.so replays its records through it, which "
+                           "would append them to the log again (every replica would apply them twice); behind "
+                           "replicate.so the log is the truth: give the journal \"restore\": false (nothing was "
+                           "appended or applied)");
+    }
+    if (r->optimistic && strcmp(action->type, "@@undo/clear") == 0 && action->payload != NULL &&
+        pj_get(action->payload, "loaded") != NULL && pj_kind_of(pj_get(action->payload, "loaded")) == PJ_TRUE) {
+        /* undo.so loading after it (README.md, "With undo.so"): refused, so
+         * that undo.so does not load on any replica of this mode. */
+        return store->fail(TS_E_REJECTED,
+                           "replicate: undo.so cannot follow replicate.so in \"mode\": \"optimistic\": a rebase puts "
+                           "an earlier state back and applies entries again, which each replica's undo.so would take "
+                           "for a change behind its back at a different time, so the replicas' histories (and what "
+                           "an @@undo undoes) would differ; use \"mode\": \"ordered\" (nothing was appended or "
+                           "applied)");
     }
     if (r->optimistic) return optimistic_run(r, next, action);
     return ordered_run(r, action);

@@ -29,12 +29,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UNDO_VERSION "1.0.0"
+#define UNDO_VERSION "1.1.0"
 #define UNDO_DEFAULT_LIMIT 100u
 #define UNDO_MAX_LIMIT 1000000u
 #define UNDO_DEFAULT_MAX_BYTES (16u * 1024u * 1024u)
 #define UNDO_MAX_MAX_BYTES (1ull << 40)
 #define UNDO_MAX_KEYS 1024u
+/* What the plugin dispatches when it loads (undo_create): a clear that says
+ * it comes from a load. */
+#define UNDO_LOADED_ACTION "{\"type\":\"@@undo/clear\",\"payload\":{\"loaded\":true}}"
 
 typedef struct pattern {
     char *text;
@@ -696,6 +699,13 @@ static const char *apply_state(const undo_plugin *u, const ts_action *action, ch
     return state;
 }
 
+/* Whether `action` is the @@undo/clear an undo.so dispatches when it loads
+ * (UNDO_LOADED_ACTION): its payload has "loaded": true. */
+static int loaded_clear(const ts_action *action) {
+    const char *v = action->payload ? pj_get(action->payload, "loaded") : NULL;
+    return v != NULL && pj_kind_of(v) == PJ_TRUE;
+}
+
 static ts_status handle(undo_plugin *u, const ts_store_api *store, ts_next_fn next, const ts_action *action) {
     const char *type = action->type;
     char err[512];
@@ -756,6 +766,16 @@ static ts_status handle(undo_plugin *u, const ts_store_api *store, ts_next_fn ne
     }
     if (strcmp(type, "@@undo/status") == 0) {
         char payload[256], json[320];
+        if (u->depth == 1) {
+            /* Not nested: the counts of a history that describes the state.
+             * One changed behind its back is emptied first (resync below
+             * would take the new state as the present and keep the old
+             * history). */
+            char *now = NULL;
+            ts_status st = check_present(u, store, &now);
+            if (st != TS_OK) return st;
+            free(now);
+        }
         status_payload(u, u->past.count, u->future.count, payload, sizeof payload);
         snprintf(json, sizeof json, "{\"type\":\"@@undo/status\",\"payload\":%s}", payload);
         {
@@ -764,12 +784,27 @@ static ts_status handle(undo_plugin *u, const ts_store_api *store, ts_next_fn ne
             return st;
         }
     }
-    if (strcmp(type, "@@undo/clear") == 0 || list_matches(&u->clear_types, type)) {
+    /* @@replicate/checkpoint: replicate.so (ordered mode) applies it after
+     * each entry numbered a multiple of "snapshot_every", and after a
+     * snapshot (of such an entry) it loads while running: every replica
+     * passes it at the same place in the log, and the history starts anew
+     * there on every replica alike. */
+    if (strcmp(type, "@@undo/clear") == 0 || strcmp(type, "@@replicate/checkpoint") == 0 ||
+        list_matches(&u->clear_types, type)) {
         char *now = NULL;
         ts_status st = next(action->json);
         if (st != TS_OK) return st;
         if (read_tracked(u, store, &now) != TS_OK) return TS_OK; /* keeps the old latest */
         clear_history(u);
+        if (loaded_clear(action)) {
+            /* Another replica's undo.so loaded: the init types go back to
+             * the state here, on every replica alike. */
+            char *copy = strdup_(now);
+            if (copy != NULL) {
+                free(u->initial);
+                u->initial = copy;
+            }
+        }
         free(u->latest);
         u->latest = now;
         set_present(u, strdup_(now));
@@ -796,7 +831,14 @@ static ts_status undo_run(const ts_store_api *store, ts_next_fn next, const ts_a
     undo_plugin *u = self;
     ts_status st;
     if (u->depth > 0) {
-        if (strcmp(action->type, "@@undo/status") == 0) return handle(u, store, next, action);
+        if (strcmp(action->type, "@@undo/status") == 0) {
+            /* Counted as nested (depth 2 or more): the outer action's step
+             * is under way, its state is not a change behind our back. */
+            u->depth++;
+            st = handle(u, store, next, action);
+            u->depth--;
+            return st;
+        }
         if (strncmp(action->type, "@@undo", 6) == 0 || strcmp(action->type, "@@redo") == 0 ||
             list_matches(&u->clear_types, action->type) || list_matches(&u->init_types, action->type)) {
             char err[512];
@@ -1106,6 +1148,29 @@ static ts_status undo_create(const char *config_json, const ts_store_api *store,
         *error_message = strdup_(err);
         return TS_E_PLUGIN;
     }
+    /* The load is an action (the plugin is not in the chain yet, so it
+     * reaches the middleware before it and the reducers): after replicate.so
+     * it is an entry of the log, and every replica's undo.so empties its
+     * history there, so that a replica that joins a running log (whose
+     * history starts here) has the same history as the others from then on.
+     * Refused (a guard; replicate.so in optimistic mode; a log that does
+     * not answer), the plugin does not load. */
+    st = store->dispatch(UNDO_LOADED_ACTION);
+    if (st != TS_OK) {
+        const char *why = store->struct_size >= offsetof(ts_store_api, last_error) + sizeof store->last_error &&
+                                  store->last_error != NULL
+                              ? store->last_error()
+                              : NULL;
+        snprintf(err, sizeof err,
+                 "undo: loading dispatches %s (so that every replica behind replicate.so empties its history at "
+                 "the same entry) and the chain before the plugin refused it: %s: %.500s",
+                 UNDO_LOADED_ACTION, store->status_name(st), why && *why ? why : "no reason given");
+        undo_destroy(u);
+        *error_message = strdup_(err);
+        return st;
+    }
+    /* Read after it: with replicate.so, the dispatch applied the entries
+     * before it too. */
     st = read_tracked(u, store, &u->initial);
     if (st != TS_OK) {
         undo_destroy(u);

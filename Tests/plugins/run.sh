@@ -21,7 +21,7 @@ CC=${CC:-cc}
 . "$ROOT/Tests/flags.sh"
 WARN="$TS_CFLAGS ${TS_EXTRA_CFLAGS:-}"
 PLUGINS=(guard delay journal undo)
-TESTS=(guard delay journal loader shutdown migrate undo unlock)
+TESTS=(guard delay journal loader shutdown migrate undo unlock loading)
 
 # Plugin files and every folder above them (a sticky root-owned one like /tmp
 # excepted) must not be writable by others, or the library refuses to load
@@ -133,6 +133,15 @@ if $CC $WARN -shared -fPIC -IInclude Tests/plugins/unlock_plugin.c -o "$BUILD/pl
   chmod 755 "$BUILD/plugins/unlock/unlock.so"
 else
   fail "unlock watcher does not build"
+fi
+
+# The loading() recorder (test_loading.c): exports its records for the test.
+mkdir -p "$BUILD/plugins/loading"
+chmod 755 "$BUILD/plugins/loading"
+if $CC $WARN -shared -fPIC -IInclude Tests/plugins/loading_plugin.c -o "$BUILD/plugins/loading/loading.so"; then
+  chmod 755 "$BUILD/plugins/loading/loading.so"
+else
+  fail "loading recorder does not build"
 fi
 
 # Each test program is on the C harness (Tests/harness/ts_test.h): its

@@ -181,6 +181,42 @@ void test_journal__restartRestoresTheState(void) {
     tp_destroy(s);
 }
 
+void test_journal__restoreFalseKeepsTheStateAndStartsTheFileAnew(void) {
+    const char *path = path_in_tmp("restore-false.journal");
+    char config[700], snapshot[256] = "";
+    ts_status st;
+    int a, s_count, i;
+    ts_store *s;
+    remove(path);
+    s = journaled(path, NULL, &st);
+    TP_CHECK_STATUS("a journal with records", st, TS_OK);
+    for (i = 0; i < 3; i++) ts_store_dispatch(s, "{\"type\":\"inc\"}");
+    tp_destroy(s);
+
+    /* A store whose state came from elsewhere (replicate.so's log). */
+    s = NULL;
+    TP_CHECK_STATUS("store", ts_store_create(NULL, &s), TS_OK);
+    ts_store_add_reducer(s, "counter", tp_counter_reducer, NULL);
+    TP_CHECK_STATUS("add 40", ts_store_dispatch(s, "{\"type\":\"add\",\"payload\":40}"), TS_OK);
+    snprintf(config, sizeof config, "{\"path\":\"%s\",\"restore\":false}", path);
+    TP_CHECK_STATUS("load with \"restore\": false", tp_load(s, tp_plugin("journal"), config), TS_OK);
+    TP_CHECK_INT("the state is kept, nothing restored or replayed", tp_state_int(s, "/counter", -1), 40);
+    TP_CHECK("the file is a whole journal", scan_journal(path, &a, &s_count, snapshot));
+    TP_CHECK_INT("its old records are gone", a, 0);
+    TP_CHECK_INT("one snapshot", s_count, 1);
+    TP_CHECK_STR("of the state at the load", snapshot, "{\"counter\":40}");
+    TP_CHECK_STATUS("inc", ts_store_dispatch(s, "{\"type\":\"inc\"}"), TS_OK);
+    scan_journal(path, &a, &s_count, NULL);
+    TP_CHECK_INT("what it sees is recorded after it", a, 1);
+    tp_destroy(s);
+
+    s = journaled(path, NULL, &st);
+    TP_CHECK_STATUS("the file restores (\"restore\": true)", st, TS_OK);
+    TP_CHECK_INT("to the snapshot and the action after it", tp_state_int(s, "/counter", -1), 41);
+    tp_destroy(s);
+    remove(path);
+}
+
 void test_journal__onlyAppliedActionsAreRecorded(void) {
     const char *path = path_in_tmp("recorded.journal");
     ts_status st;
@@ -613,6 +649,7 @@ void test_journal__badConfigIsRefusedNamingTheField(void) {
     char config[600];
     bad_config("{}", "\"path\"");
     bad_config("{\"path\":5}", "\"path\"");
+    bad_config("{\"path\":\"x.journal\",\"restore\":1}", "\"restore\" must be true or false, not a number");
     bad_config("{\"path\":\"\"}", "\"path\"");
     snprintf(config, sizeof config, "{\"path\":\"%s\",\"fsync\":\"sometimes\"}", path_in_tmp("c.journal"));
     bad_config(config, "\"fsync\"");

@@ -94,6 +94,23 @@ static void times(ts_store *s, const char *json, int n) {
 #define REDO "{\"type\":\"@@redo\"}"
 #define KEYS "\"keys\":[\"count\"]"
 
+/* A change behind the plugin's back (ts_store_replace_state_from here; the
+ * inspector's time travel, a snapshot another plugin loads) empties the
+ * history before the next action, an @@undo/status too: it used to take
+ * the new state as the present and keep the history, so that the next
+ * @@undo put back a state from before the change. */
+void test_undo__statusAfterAChangeBehindItsBack(void) {
+    ts_store *s = make_store("{" KEYS "}");
+    if (s == NULL) { TP_CHECK("store with undo.so", 0); return; }
+    times(s, INC, 2);
+    TP_CHECK_INT("two INCREMENTs: two states in the past", past(s), 2);
+    TP_CHECK_STATUS("the state replaced behind its back", ts_store_replace_state_from(s, "{\"count\":50}", 0), TS_OK);
+    TP_CHECK_INT("@@undo/status after it: the history is emptied", past(s), 0);
+    TP_CHECK_STATUS("@@undo", send(s, UNDO), TS_OK);
+    TP_CHECK_INT("nothing from before the change is put back", count(s), 50);
+    tp_destroy(s);
+}
+
 void test_undo__initialStateUndoAndRedo(void) {
     ts_store *s = make_store("{" KEYS "}");
     if (s == NULL) { TP_CHECK("store with undo.so", 0); return; }
@@ -372,6 +389,25 @@ void test_undo__aNestedDispatchIsPartOfTheOuterStep(void) {
     send(s, UNDO);
     TP_CHECK_INT("undo takes back the step with its nested change (count)", count(s), 1);
     TP_CHECK_INT("undo takes back the step with its nested change (other)", tp_state_int(s, "/other", -1), 0);
+    tp_destroy(s);
+}
+
+/* A listener that asks for the counts after every change (a UI's buttons):
+ * its @@undo/status, nested in the step, is no change behind our back. */
+static void ask_status(ts_store *s, void *ctx) {
+    (void)ctx;
+    ts_store_dispatch(s, "{\"type\":\"@@undo/status\"}");
+}
+
+void test_undo__aListenersStatusKeepsTheHistory(void) {
+    ts_store *s = make_store("{" KEYS "}");
+    uint64_t token;
+    if (s == NULL) { TP_CHECK("store with undo.so", 0); return; }
+    ts_store_subscribe(s, "/count", ask_status, NULL, &token);
+    times(s, INC, 3);
+    TP_CHECK_INT("three steps", past(s), 3);
+    send(s, UNDO);
+    TP_CHECK_INT("undo goes back one step", count(s), 2);
     tp_destroy(s);
 }
 

@@ -11,6 +11,7 @@
 #   4. a replica joining after 100,000 actions from a snapshot (time reported)
 #   5. refusals and faults (Tests/replicate/faults.c)
 #      5b. state versions through the snapshot (Tests/replicate/migrate.c)
+#      5c. journal.so after replicate.so across a restart (Tests/replicate/journal.c)
 #   6. a server that requires a password (AUTH; never shown in messages)
 #   7. a damaged or tampered log (Tests/replicate/tamper.c, a second client on
 #      a server of its own): refused and reported, never applied, no hang or spin
@@ -88,6 +89,8 @@ cc $TS_CFLAGS -IInclude Tests/replicate/replica.c -o "$BUILD/tests/replicate_rep
 cc $TS_CFLAGS -IInclude Tests/replicate/faults.c -o "$BUILD/tests/replicate_faults" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate || exit 1
 cc $TS_CFLAGS -IInclude -ITests/plugins Tests/replicate/migrate.c -o "$BUILD/tests/replicate_migrate" \
+  -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate || exit 1
+cc $TS_CFLAGS -IInclude Tests/replicate/journal.c -o "$BUILD/tests/replicate_journal" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate || exit 1
 cc $TS_CFLAGS -IInclude Tests/replicate/tamper.c -o "$BUILD/tests/replicate_tamper" \
   -L"$BUILD/lib" -Wl,-rpath,"$BUILD/lib" -lturnstate -lhiredis || exit 1
@@ -392,6 +395,18 @@ n=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')
 passed=$((passed + ${n% *})); failed=$((failed + ${n#* }))
 [ $status = 0 ] || [ "${n#* }" != 0 ] || fail "migrate: exit status $status"
 [ $status != 0 ] || echo "ok: migrate: ${n% *} checks of state versions through the snapshot"
+# 5c. journal.so after replicate.so, restarted (Tests/replicate/journal.c):
+# "restore": false keeps the log's fold and appends nothing again.
+redis-cli -p "$FPORT" del jrnl jrnl:seq jrnl:snap jrnl2 jrnl2:seq jrnl2:snap >/dev/null
+mkdir -p "$T/journal"
+out=$("$BUILD/tests/replicate_journal" "$PLUGIN" "$BUILD/plugins/journal.so" "redis://127.0.0.1:$FPORT" "$T/journal" 2>&1)
+status=$?
+echo "$out" | grep -v '^[0-9]* passed' | sed "s/^/  journal: /"
+n=$(echo "$out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')
+[ -n "$n" ] || n="0 1"
+passed=$((passed + ${n% *})); failed=$((failed + ${n#* }))
+[ $status = 0 ] || [ "${n#* }" != 0 ] || fail "journal: exit status $status"
+[ $status != 0 ] || echo "ok: journal: ${n% *} checks of a journal after replicate.so across a restart"
 if command -v valgrind >/dev/null; then
   run_faults "faults under valgrind" valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
     --show-leak-kinds=definite,indirect --suppressions="$PWD/Tests/c/valgrind.supp"

@@ -12,7 +12,10 @@
 #   5. Tests/undo/replicas.c: two replicas (replicate.so then undo.so) of
 #      one Redis stream, on a redis-server this script starts on loopback
 #      (REDIS_SERVER, default redis-server): an @@undo on either replica
-#      undoes the same step on both;
+#      undoes the same step on both; then three, one joining from a
+#      snapshot, a checkpoint, and one behind a trimmed log going on from a
+#      snapshot: every @@undo does the same on the three; undo.so refused
+#      after replicate.so in optimistic mode;
 #   6. Tests/undo/relay.c: actions that reach undo.so through next and
 #      through a plugin's dispatch_after are steps of one history (undo
 #      starts anew only when it is handed a new next: the chain changed).
@@ -91,7 +94,7 @@ echo "== Tests/undo/replicas.c (replicate.so -> undo.so, Redis)"
 redis=${REDIS_SERVER:-redis-server}
 if ! command -v "$redis" >/dev/null; then
   failed=$((failed + 1)); echo "  FAIL $redis not found (.ci/setup.sh test installs redis-server)"
-elif cc $TS_CFLAGS -IInclude Tests/undo/replicas.c -o "$work/replicas" -L"$build/lib" -Wl,-rpath,"$build/lib" -lturnstate; then
+elif cc $TS_CFLAGS -IInclude Tests/undo/replicas.c -o "$work/replicas" -L"$build/lib" -Wl,-rpath,"$build/lib" -lturnstate -lpthread; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   mkdir -p "$work/redis"
   "$redis" --port "$port" --bind 127.0.0.1 --dir "$work/redis" --appendonly no --save '' --daemonize yes \

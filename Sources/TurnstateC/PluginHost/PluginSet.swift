@@ -17,6 +17,9 @@ package final class PluginSet<State: Sendable>: @unchecked Sendable {
     private let bridge: any ActionBridge<State>
     /// Guarded by the store's lock.
     private var instances: [PluginInstance] = []
+    /// The name of the plugin whose create() is under way (the table's
+    /// loading). Guarded by the store's lock, which a load holds throughout.
+    private var creating: UnsafePointer<CChar>?
 
     package init(store: Store<State>, api: StoreAPI, bridge: any ActionBridge<State>) {
         self.store = store
@@ -94,7 +97,11 @@ package final class PluginSet<State: Sendable>: @unchecked Sendable {
         // The plugin's own table: dispatch_after knows its place in the chain.
         let place = PluginPlace(store: store, bridge: bridge)
         let own = try api.forPlugin(dispatchAfter: { text throws(StoreError) in try place.dispatchAfter(text) },
-                                    unlocked: { body throws(StoreError) in try place.unlocked(body) })
+                                    unlocked: { body throws(StoreError) in try place.unlocked(body) },
+                                    loading: { [weak self] in self?.creating })
+        let outer = creating
+        creating = file.descriptor.pointee.name
+        defer { creating = outer }
         let instance = try file.create(config: minified!, api: own)
         instance.api = own
         return (instance, place)

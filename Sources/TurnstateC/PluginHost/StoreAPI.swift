@@ -51,7 +51,8 @@ package final class StoreAPI: @unchecked Sendable {
     /// in the chain); without it dispatch_after answers TS_E_MISUSE.
     package init(for face: some StoreFace,
                  dispatchAfter: (@Sendable (UnsafePointer<CChar>) throws(StoreError) -> Void)? = nil,
-                 unlocked: (@Sendable (() -> Int32) throws(StoreError) -> Int32)? = nil) throws(StoreError) {
+                 unlocked: (@Sendable (() -> Int32) throws(StoreError) -> Int32)? = nil,
+                 loading: (@Sendable () -> UnsafePointer<CChar>?)? = nil) throws(StoreError) {
         self.face = face
         weak let face = face
         let gone = { (function: StaticString) in StoreError(.storeReleased, "\(function): the store was destroyed") }
@@ -127,7 +128,25 @@ package final class StoreAPI: @unchecked Sendable {
             }
             return status == TS_OK ? result : status
         }
-        closures = [dispatch, getState, replaceState, apply, exclusive, after, stateVersion, replaceStateFrom, release]
+        // loading(const char **out_name) has the shape of dispatch too: the
+        // pointer is where the name goes. Read with the store held, so that
+        // another thread waits until a create() under way is over.
+        let creating = try FFIClosure.string { out in
+            CStatus.run { () throws(StoreError) in
+                guard let face else { throw gone("loading") }
+                let out = try required(out, "out_name", in: "loading")
+                guard let loading else {
+                    throw StoreError(.misuse, "loading: only a plugin's own table can tell (this is the table of middleware added with ts_store_add_middleware)")
+                }
+                var name: UnsafePointer<CChar>?
+                _ = try face.exclusive {
+                    name = loading()
+                    return TS_OK
+                }
+                UnsafeMutableRawPointer(mutating: out).assumingMemoryBound(to: UnsafePointer<CChar>?.self).pointee = name
+            }
+        }
+        closures = [dispatch, getState, replaceState, apply, exclusive, after, stateVersion, replaceStateFrom, release, creating]
         table = .allocate(capacity: 1)
         table.initialize(to: ts_store_api(
             struct_size: UInt32(MemoryLayout<ts_store_api>.size),
@@ -146,16 +165,19 @@ package final class StoreAPI: @unchecked Sendable {
             state_version: unsafeBitCast(stateVersion.code, to: (@convention(c) (UnsafeMutablePointer<UInt32>?) -> ts_status).self),
             replace_state_from: unsafeBitCast(replaceStateFrom.code, to: (@convention(c) (UnsafePointer<CChar>?, UInt32) -> ts_status).self),
             last_error: { ts_last_error() },
-            unlocked: unsafeBitCast(release.code, to: (@convention(c) (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> ts_status).self)))
+            unlocked: unsafeBitCast(release.code, to: (@convention(c) (tsi_exclusive_fn?, UnsafeMutableRawPointer?) -> ts_status).self),
+            loading: unsafeBitCast(creating.code, to: (@convention(c) (UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> ts_status).self)))
 
     }
 
-    /// A table for one plugin: the same store, and dispatch_after and
-    /// unlocked bound to that plugin's place in the chain.
+    /// A table for one plugin: the same store, dispatch_after and unlocked
+    /// bound to that plugin's place in the chain, and loading answered by
+    /// its plugin set (called with the store held).
     func forPlugin(dispatchAfter: @escaping @Sendable (UnsafePointer<CChar>) throws(StoreError) -> Void,
-                   unlocked: @escaping @Sendable (() -> Int32) throws(StoreError) -> Int32) throws(StoreError) -> StoreAPI {
+                   unlocked: @escaping @Sendable (() -> Int32) throws(StoreError) -> Int32,
+                   loading: @escaping @Sendable () -> UnsafePointer<CChar>?) throws(StoreError) -> StoreAPI {
         guard let face else { throw StoreError(.storeReleased, "the store was destroyed") }
-        return try StoreAPI(for: face, dispatchAfter: dispatchAfter, unlocked: unlocked)
+        return try StoreAPI(for: face, dispatchAfter: dispatchAfter, unlocked: unlocked, loading: loading)
     }
 
     deinit { table.deallocate() }

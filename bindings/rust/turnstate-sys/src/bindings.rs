@@ -242,10 +242,11 @@ pub struct ts_store_api {
             ctx: *mut ::std::os::raw::c_void,
         ) -> ts_status,
     >,
+    pub loading: ::std::option::Option<unsafe extern "C" fn(out_name: *mut *const ::std::os::raw::c_char) -> ts_status>,
 }
 #[test]
 fn bindgen_test_layout_ts_store_api() {
-    assert_eq!(::std::mem::size_of::<ts_store_api>(), 112usize, concat!("Size of: ", stringify!(ts_store_api)));
+    assert_eq!(::std::mem::size_of::<ts_store_api>(), 120usize, concat!("Size of: ", stringify!(ts_store_api)));
     assert_eq!(::std::mem::align_of::<ts_store_api>(), 8usize, concat!("Alignment of ", stringify!(ts_store_api)));
     fn test_field_struct_size() {
         assert_eq!(
@@ -415,6 +416,18 @@ fn bindgen_test_layout_ts_store_api() {
         );
     }
     test_field_unlocked();
+    fn test_field_loading() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<ts_store_api>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).loading) as usize - ptr as usize
+            },
+            112usize,
+            concat!("Offset of field: ", stringify!(ts_store_api), "::", stringify!(loading))
+        );
+    }
+    test_field_loading();
 }
 pub type ts_middleware_fn = ::std::option::Option<
     unsafe extern "C" fn(
