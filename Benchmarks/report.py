@@ -27,7 +27,8 @@ The pieces (built by `make bench` before this runs, release builds only):
     RESULT lines; skipped with a note when redis-server or
     build/plugins/replicate.so is missing.
   - REP-JS: the same on a three-server NATS JetStream cluster on loopback, an
-    R3 stream, ordered mode, 1, 2, 4 and 8 dispatching threads per process
+    R3 stream, ordered mode with 1, 2, 4 and 8 dispatching threads per
+    process, then optimistic mode from one process
     (Tests/replicate/nats_run.py --bench); skipped with a note when
     nats-server is missing.
   - R1: the C1 loop from Rust, build/rust/release/examples/bench_r1 (cargo
@@ -164,6 +165,10 @@ ROWS += [
     ("REP-JS-p994", "REP-JS 3 replicas x 4 threads: p99 at the origin", None),
     ("REP-JS-rate8", "REP-JS 3 replicas x 8 threads: dispatches/s", None),
     ("REP-JS-p998", "REP-JS 3 replicas x 8 threads: p99 at the origin", None),
+    ("REP-JS-opt-rate", "REP-JS optimistic: replicated dispatches/s, 1 process", ("min", 50000)),
+    ("REP-JS-opt-p50", "REP-JS optimistic local dispatch p50, 1 process", None),
+    ("REP-JS-opt-p99", "REP-JS optimistic local dispatch p99, 1 process", ("max", 50)),
+    ("REP-JS-opt-diverge", "REP-JS optimistic divergence once quiet (2 replicas)", ("eq", 0)),
     ("REP-opt-rate", "REP optimistic: replicated dispatches/s, 1 process", ("min", 50000)),
     ("REP-opt-p99", "REP optimistic local dispatch p99, 1 process", ("max", 50)),
     ("REP-opt-p99-3", "REP optimistic local dispatch p99, 3 at once", ("max", 50)),

@@ -120,7 +120,9 @@ int rp_wait(rp_engine *engine, const char *after, int block_ms, size_t max, rp_b
  * later than that after the entry reached the stream appends it again: the
  * window bounds how long a replica may stay offline before a resend could
  * duplicate. No per-origin counter: a gap is not refused, and an entry the
- * stream refused while a later one was stored lands after it when resent.
+ * stream refused while a later one was stored lands after it when resent
+ * (replicate.c then holds the later one back on every replica: its
+ * "Per-origin order").
  * A new (not duplicate) entry numbered at or before `seq`: the stream was
  * reset (RP_DAMAGED). */
 int rp_append_many(rp_engine *engine, const char *origin, uint64_t first, size_t count, const char *const *entries,

@@ -9,7 +9,7 @@
  *          "stream": "NAME", "timeout_ms": 2000, "snapshot_every": 10000,
  *          "replicas": 3 (NATS), "tls_ca": FILE, "tls_cert": FILE, "tls_key": FILE,
  *          "mode": "ordered", "max_pending": 100000, "max_pending_bytes": 67108864,
- *          "status_ms": 0}
+ *          "status_ms": 0, "abandon_ms": 30000}
  *
  * Optimistic mode ("mode": "optimistic"; README.md, "Modes"): run() passes
  * the action on at once and keeps it as pending; a sender thread appends
@@ -25,7 +25,10 @@
  * "@@replicate/checkpoint" after each entry numbered a multiple of
  * snapshot_every and after a snapshot loaded while running, for undo.so
  * (README.md, "With undo.so"), which optimistic mode refuses
- * (replicate_run).
+ * (replicate_run). An optimistic replica's origin begins with 'p', and
+ * every replica (either mode) applies such an entry only once the earlier
+ * numbers of its origin are in ("Per-origin order" below: JetStream may
+ * store pipelined appends out of order).
  *
  * Ordered mode, log first: run() does not pass a local action on with next. It queues it
  * ("#ORIGIN:N ACTION", N numbered once) and waits, on NATS with the store
@@ -76,7 +79,7 @@
 #include <string.h>
 #include <time.h>
 
-#define REPLICATE_VERSION "1.1.0"
+#define REPLICATE_VERSION "1.2.0"
 #define READ_BATCH 1000
 /* Optimistic mode reads more at a time: every batch that holds another
  * replica's entry is one rebase, whose cost is the pending list's length. */
@@ -105,7 +108,7 @@
 #define TAIL_MAX_BYTES (64u << 20)
 /* An origin: 16 hexadecimal digits, random for each instance. */
 #define ORIGIN_SIZE 17
-#define STATUS_SIZE (RP_ERR_SIZE * 2 + 512)
+#define STATUS_SIZE (RP_ERR_SIZE * 2 + 768) /* the longest status: 18 numbers of 20 digits and the error escaped */
 
 /* One local action of optimistic mode, applied here and not yet read back
  * from the log. */
@@ -144,6 +147,7 @@ typedef struct replica {
     /* ---- Optimistic mode and the status (README.md, "Modes") ---- */
     int optimistic;
     uint64_t max_pending, max_pending_bytes, status_ms;
+    uint64_t abandon_ms; /* held this long here: append an abandon marker (hold_mark) */
     char origin[ORIGIN_SIZE];
     const char *(*last_error)(void); /* ts_last_error, when dlsym finds it: reasons of refusals */
     uint32_t version;                /* the store's state version (0: none, or a table without versions) */
@@ -175,6 +179,14 @@ typedef struct replica {
      * replica before its next own entry may be behind it, trimmed. Cleared
      * by that entry (deliver_entry). */
     int snapshot_loaded;
+    /* Per-origin order of optimistic entries (store held; see "Per-origin
+     * order" below): each such origin's next number, and the entries held
+     * back until the numbers before theirs are in, in log order. */
+    struct hold_origin *ho;
+    size_t ho_count, ho_cap, ho_last;
+    struct held_entry *held;
+    size_t held_count, held_cap;
+    uint64_t held_total, abandoned_count, late_count, markers_count;
     /* Counts for the status (store held). */
     uint64_t confirmed_count, dropped_count, rebase_count, last_rebase_us, covered_count;
     struct timespec rebase_started;
@@ -370,12 +382,15 @@ static void status_text(replica *r, char *out, size_t size) {
     snprintf(out, size,
              "{\"mode\":\"%s\",\"seq\":%llu,\"head\":%llu,\"lag\":%llu,\"pending\":%zu,\"pending_bytes\":%zu,"
              "\"unsent\":%zu,\"confirmed\":%llu,\"dropped\":%llu,\"covered\":%llu,\"rebases\":%llu,\"last_rebase_us\":%llu,"
-             "\"reconnections\":%llu,\"connected\":%s,\"last_error\":%s,\"appends\":%llu,\"appended\":%llu}",
+             "\"reconnections\":%llu,\"connected\":%s,\"last_error\":%s,\"appends\":%llu,\"appended\":%llu,"
+             "\"held\":%zu,\"held_total\":%llu,\"abandoned\":%llu,\"late\":%llu,\"markers\":%llu}",
              r->optimistic ? "optimistic" : "ordered", (unsigned long long)r->seq, (unsigned long long)head,
              (unsigned long long)(head - r->seq), count, bytes, unsent, (unsigned long long)r->confirmed_count,
              (unsigned long long)r->dropped_count, (unsigned long long)r->covered_count, (unsigned long long)r->rebase_count,
              (unsigned long long)r->last_rebase_us, (unsigned long long)reconnections, connected ? "true" : "false",
-             error, (unsigned long long)appends, (unsigned long long)appended);
+             error, (unsigned long long)appends, (unsigned long long)appended, r->held_count,
+             (unsigned long long)r->held_total, (unsigned long long)r->abandoned_count,
+             (unsigned long long)r->late_count, (unsigned long long)r->markers_count);
 }
 
 /* The "@@replicate/status" action (size STATUS_SIZE + 64). */
@@ -708,11 +723,16 @@ static ts_status ordered_deliver(replica *r, const char *action, const char *ori
     return status;
 }
 
+static int is_marker(const char *origin, uint64_t n, const char *action, char marked[ORIGIN_SIZE], uint64_t *below);
+static void hold_abandon(replica *r, const char *origin, uint64_t below);
+static int unchanged_by(ts_status status);
+static ts_status deliver_entry(replica *r, rp_entry *e);
+
 /* Applies entry e, the next in the log, from the plugin's place: ordered
  * mode, and optimistic mode's confirmed state (during a rebase, when the
  * store shows the confirmed state; after tail_reserve). Optimistic mode
  * takes e's text into the tail (e->action is then NULL). */
-static ts_status deliver_entry(replica *r, rp_entry *e) {
+static ts_status deliver_entry_now(replica *r, rp_entry *e) {
     char origin[ORIGIN_SIZE];
     uint64_t n;
     const char *action = split_entry(e->action, origin, &n);
@@ -742,6 +762,366 @@ static ts_status deliver_entry(replica *r, rp_entry *e) {
     return status;
 }
 
+/* ---- Per-origin order of optimistic entries (README.md, "Per-origin order")
+ * An optimistic replica appends pipelined, and JetStream may store one of its
+ * later entries before earlier ones (an append refused while the stream
+ * changes leader lands after the later ones when sent again). Every replica
+ * therefore applies an optimistic entry ("#pORIGIN:N", the origin of an
+ * optimistic replica begins with 'p') only once every number of its origin
+ * below N is applied or abandoned: an entry that comes early is held back
+ * and applied right after the entry that completes its origin's numbers.
+ * The rule reads nothing but the log, so every replica derives the same
+ * order from it:
+ *   - an origin's next number starts at 1 (snapshots carry each origin's
+ *     next number: a replica that joins from one goes on from there);
+ *   - N equal to the next number: applied, then the held entries of that
+ *     origin that now follow are applied, in number order;
+ *   - N above it: held (counted in the status's "held_total");
+ *   - N below it (or held already): not applied ("late": a duplicate, or a
+ *     number abandoned before it came);
+ *   - when an entry was held while HOLD_WINDOW further entries came, the
+ *     numbers of its origin below the lowest it holds are abandoned (the
+ *     origin died before sending them again) and its held entries go on in
+ *     number order, up to that one at least: a hold is bounded by the
+ *     log's progress, never by a clock, which would differ between
+ *     replicas;
+ *   - on a quiet log, an optimistic replica that held an entry for
+ *     abandon_ms appends an abandon marker (hold_mark); where the log puts
+ *     it, every replica abandons the missing numbers below it.
+ * Entries without the 'p' (ordered mode, older replicas) are applied in log
+ * order, as before: ordered mode never pipelines one thread's dispatches,
+ * and its numbers may have gaps (a dispatch that timed out). */
+#define HOLD_WINDOW 100000
+
+typedef struct hold_origin {
+    char origin[ORIGIN_SIZE];
+    uint64_t next;          /* every number below it is applied or abandoned */
+    uint64_t abandon_below; /* an abandon marker applied: the numbers below it that are not in are abandoned */
+} hold_origin;
+
+typedef struct held_entry {
+    size_t origin;   /* index in r->ho */
+    uint64_t n;
+    uint64_t landed; /* the entry's sequence number */
+    char *text;      /* the entry's text, envelope included */
+    struct timespec since; /* held here since (this replica's clock: only whether to append a marker) */
+    int marked;      /* this replica appended a marker for it */
+} held_entry;
+
+/* The abandon marker (hold_mark): an optimistic replica's own action. */
+#define MARKER_PREFIX "{\"type\":\"@@replicate/abandon\",\"payload\":{\"origin\":\""
+
+enum { HOLD_APPLY, HOLD_KEEP, HOLD_LATE };
+
+static int pipelined(const char *origin, uint64_t n) { return n != 0 && origin[0] == 'p'; }
+
+/* The index of origin's record, made (next number 1) when `add`; -1 when
+ * missing (or no memory). Store held. */
+static long ho_find(replica *r, const char *origin, int add) {
+    size_t i;
+    if (r->ho_last < r->ho_count && strcmp(r->ho[r->ho_last].origin, origin) == 0) return (long)r->ho_last;
+    for (i = 0; i < r->ho_count; i++) {
+        if (strcmp(r->ho[i].origin, origin) == 0) {
+            r->ho_last = i;
+            return (long)i;
+        }
+    }
+    if (!add) return -1;
+    if (r->ho_count == r->ho_cap) {
+        size_t cap = r->ho_cap ? r->ho_cap * 2 : 16;
+        hold_origin *grown = realloc(r->ho, cap * sizeof *grown);
+        if (grown == NULL) return -1;
+        r->ho = grown;
+        r->ho_cap = cap;
+    }
+    snprintf(r->ho[r->ho_count].origin, ORIGIN_SIZE, "%s", origin);
+    r->ho[r->ho_count].next = 1;
+    r->ho[r->ho_count].abandon_below = 0;
+    r->ho_last = r->ho_count;
+    return (long)r->ho_count++;
+}
+
+/* What the rule says of entry (origin, n), without changing anything. */
+static int hold_kind(replica *r, const char *origin, uint64_t n) {
+    long o = ho_find(r, origin, 0);
+    uint64_t next = o < 0 ? 1 : r->ho[o].next;
+    size_t i;
+    if (n < next) return HOLD_LATE;
+    if (n == next) return HOLD_APPLY;
+    for (i = 0; i < r->held_count; i++)
+        if ((long)r->held[i].origin == o && r->held[i].n == n) return HOLD_LATE;
+    return HOLD_KEEP;
+}
+
+/* Whether origin has entries held back. */
+static int holds_of(replica *r, const char *origin) {
+    long o = ho_find(r, origin, 0);
+    size_t i;
+    for (i = 0; o >= 0 && i < r->held_count; i++)
+        if ((long)r->held[i].origin == o) return 1;
+    return 0;
+}
+
+/* Whether a held entry's window ends at entry seq. */
+static int hold_expires_at(replica *r, uint64_t seq) {
+    size_t i;
+    for (i = 0; i < r->held_count; i++)
+        if (seq >= r->held[i].landed + HOLD_WINDOW) return 1;
+    return 0;
+}
+
+/* Applies the rule to entry e (origin, n), the next in the log: HOLD_APPLY
+ * (its origin's next number is now past it: the caller applies it),
+ * HOLD_KEEP (held: e->action taken) or HOLD_LATE (not applied); -1 without
+ * memory (nothing changed). Store held. */
+static int hold_admit(replica *r, rp_entry *e, const char *origin, uint64_t n) {
+    int kind = hold_kind(r, origin, n);
+    long o = ho_find(r, origin, 1);
+    if (o < 0) return -1;
+    if (kind == HOLD_APPLY) {
+        r->ho[o].next = n + 1;
+    } else if (kind == HOLD_KEEP) {
+        if (r->held_count == r->held_cap) {
+            size_t cap = r->held_cap ? r->held_cap * 2 : 64;
+            held_entry *grown = realloc(r->held, cap * sizeof *grown);
+            if (grown == NULL) return -1;
+            r->held = grown;
+            r->held_cap = cap;
+        }
+        r->held[r->held_count].origin = (size_t)o;
+        r->held[r->held_count].n = n;
+        r->held[r->held_count].landed = e->seq;
+        r->held[r->held_count].text = e->action;
+        clock_gettime(CLOCK_MONOTONIC, &r->held[r->held_count].since);
+        r->held[r->held_count].marked = 0;
+        r->held_count++;
+        r->held_total++;
+        e->action = NULL;
+    } else {
+        r->late_count++;
+    }
+    return kind;
+}
+
+/* An entry of this replica that the rule did not apply (its number was
+ * abandoned, or a copy of it was applied): still pending here, it is
+ * dropped and reported ("@@replicate/dropped", TS_E_IO). Optimistic mode,
+ * store held (the store shows the confirmed state, or is rebased next). */
+static void hold_late_own(replica *r, uint64_t n) {
+    size_t i;
+    pending p;
+    char *report = NULL;
+    pthread_mutex_lock(&r->qmutex);
+    for (i = 0; i < r->pend_count && pend_at(r, i)->n != n; i++) {
+    }
+    if (i == r->pend_count) {
+        pthread_mutex_unlock(&r->qmutex);
+        return;
+    }
+    p = *pend_at(r, i);
+    pend_remove(r, i);
+    pthread_mutex_unlock(&r->qmutex);
+    r->in_sync = 0;
+    if (tail_reserve(r) == 0) {
+        size_t size = 200;
+        if ((report = malloc(size)) != NULL)
+            snprintf(report, size, "its entry (number %llu) came after the log had abandoned that number (a later "
+                     "action of this replica was applied without it): not applied on any replica", (unsigned long long)n);
+        report_dropped(r, p.action, TS_E_IO, report);
+    }
+    free(report);
+    free(p.action);
+    free(p.reason);
+}
+
+/* Applies the held entries whose turn came: their origin's next number, or
+ * an entry's window ended at r->seq: then its origin's numbers below the
+ * lowest it holds are abandoned and that one is applied (never a higher
+ * one first: an origin's entries stay in its order; again until the
+ * expired one is applied). In log order of their arrival, one at a time,
+ * again until none is due: the same on every replica. Store held
+ * (optimistic mode: the store shows the confirmed state). */
+static void hold_release(replica *r) {
+    size_t i = 0, j;
+    while (i < r->held_count) {
+        held_entry h = r->held[i];
+        hold_origin *o = &r->ho[h.origin];
+        rp_entry e;
+        if (h.n != o->next) {
+            if (r->seq < h.landed + HOLD_WINDOW && h.n > o->abandon_below) {
+                i++;
+                continue;
+            }
+            for (j = 0; j < r->held_count; j++) {
+                if (r->held[j].origin == h.origin && r->held[j].n < h.n) {
+                    i = j;
+                    h = r->held[j];
+                }
+            }
+            r->abandoned_count += h.n - o->next; /* held entries are past o->next */
+        }
+        if (r->optimistic && tail_reserve(r) != 0) return; /* no memory: the next step tries again */
+        memmove(r->held + i, r->held + i + 1, (r->held_count - i - 1) * sizeof *r->held);
+        r->held_count--;
+        o->next = h.n + 1;
+        memset(&e, 0, sizeof e);
+        e.seq = h.landed;
+        e.action = h.text;
+        (void)deliver_entry(r, &e);
+        free(e.action);
+        i = 0;
+    }
+}
+
+/* Whether `action` (of an entry of origin `origin`, numbered n) is an
+ * abandon marker; then its origin and number. */
+static int is_marker(const char *origin, uint64_t n, const char *action, char marked[ORIGIN_SIZE], uint64_t *below) {
+    const char *p = action + sizeof MARKER_PREFIX - 1, *q;
+    unsigned long long v;
+    char *end;
+    if (!pipelined(origin, n) || strncmp(action, MARKER_PREFIX, sizeof MARKER_PREFIX - 1) != 0) return 0;
+    q = strchr(p, '"');
+    if (q == NULL || q == p || q - p >= ORIGIN_SIZE || strncmp(q, "\",\"below\":", 10) != 0) return 0;
+    v = strtoull(q + 10, &end, 10);
+    if (end == q + 10 || strcmp(end, "}}") != 0) return 0;
+    memcpy(marked, p, (size_t)(q - p));
+    marked[q - p] = '\0';
+    *below = v;
+    return 1;
+}
+
+/* An abandon marker applied (in the common order, as any entry): the
+ * numbers of `origin` below `below` that are not in are abandoned; its
+ * held entries below it go on at the next hold_release. Store held. */
+static void hold_abandon(replica *r, const char *origin, uint64_t below) {
+    long o = ho_find(r, origin, 0);
+    if (o >= 0 && below > r->ho[o].abandon_below) r->ho[o].abandon_below = below;
+}
+
+/* Optimistic mode, store held (tend): an entry of another replica held
+ * here for abandon_ms (its earlier numbers did not come: its replica died,
+ * or is cut off that long) gets an abandon marker, appended as one of this
+ * replica's actions, {"type":"@@replicate/abandon","payload":{"origin":
+ * ORIGIN,"below":N}} (N: the lowest number held of that origin). Where the
+ * log puts it, every replica abandons that origin's numbers below N that
+ * are not in, and applies its held entries: a hold ends within about
+ * abandon_ms on a quiet log too. The marker passes through the chain as an
+ * action (applied here at once, like a dispatch). */
+static void hold_mark(replica *r) {
+    size_t i, j;
+    struct timespec now;
+    if (!r->optimistic || r->held_count == 0) return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    for (i = 0; i < r->held_count; i++) {
+        held_entry *h = &r->held[i];
+        uint64_t lowest = h->n;
+        char text[sizeof MARKER_PREFIX + ORIGIN_SIZE + 40], *copy;
+        double held_ms = (double)(now.tv_sec - h->since.tv_sec) * 1e3 + (double)(now.tv_nsec - h->since.tv_nsec) / 1e6;
+        size_t length;
+        ts_status status;
+        if (h->marked || held_ms < (double)r->abandon_ms || strcmp(r->ho[h->origin].origin, r->origin) == 0) continue;
+        if (r->pend_count >= r->max_pending) return;
+        for (j = 0; j < r->held_count; j++)
+            if (r->held[j].origin == h->origin && r->held[j].n < lowest) lowest = r->held[j].n;
+        length = (size_t)snprintf(text, sizeof text, MARKER_PREFIX "%s\",\"below\":%llu}}", r->ho[h->origin].origin,
+                                  (unsigned long long)lowest);
+        if ((copy = malloc(length + 1)) == NULL) return;
+        memcpy(copy, text, length + 1);
+        status = r->deliver(copy);
+        pthread_mutex_lock(&r->qmutex);
+        if (pend_push(r, copy, length, 1) != 0) {
+            pthread_mutex_unlock(&r->qmutex);
+            free(copy);
+            if (!unchanged_by(status)) r->in_sync = 0;
+            return;
+        }
+        pend_at(r, r->pend_count - 1)->outcome = status;
+        pthread_mutex_unlock(&r->qmutex);
+        pthread_cond_signal(&r->qwake);
+        for (j = 0; j < r->held_count; j++)
+            if (r->held[j].origin == h->origin && r->held[j].n <= lowest) r->held[j].marked = 1;
+        r->markers_count++;
+    }
+}
+
+/* Forgets the holds (a snapshot replaces them). */
+static void hold_clear(replica *r) {
+    size_t i;
+    for (i = 0; i < r->held_count; i++) free(r->held[i].text);
+    r->held_count = 0;
+    r->ho_count = 0;
+    r->ho_last = 0;
+}
+
+/* The snapshot's prefix: "P" ORIGIN ":" NEXT ("," ORIGIN ":" NEXT)... " ",
+ * malloc'ed ("" when no optimistic origin is known); NULL without memory. */
+static char *hold_prefix(replica *r) {
+    size_t i, used = 0, size = 2 + r->ho_count * (ORIGIN_SIZE + 22);
+    char *out = malloc(size);
+    if (out == NULL) return NULL;
+    out[0] = '\0';
+    for (i = 0; i < r->ho_count; i++)
+        used += (size_t)snprintf(out + used, size - used, "%s%s:%llu", i ? "," : "P", r->ho[i].origin,
+                                 (unsigned long long)r->ho[i].next);
+    if (used) snprintf(out + used, size - used, " ");
+    return out;
+}
+
+/* Checks a snapshot's prefix (if it has one; *rest: what follows) and,
+ * when `commit`, makes it the holds (none held; without a prefix: no
+ * origin known). 0, or -1 when it is malformed (nothing changed) or no
+ * memory. */
+static int hold_load(replica *r, const char *text, const char **rest, int commit) {
+    const char *p = text + 1;
+    *rest = text;
+    if (text[0] != 'P') {
+        if (commit) hold_clear(r);
+        return 0;
+    }
+    /* Checked first, then loaded. */
+    for (;;) {
+        const char *colon = p;
+        while ((*colon >= '0' && *colon <= '9') || (*colon >= 'a' && *colon <= 'z')) colon++;
+        if (colon == p || colon - p >= ORIGIN_SIZE || *colon != ':' || colon[1] < '0' || colon[1] > '9') return -1;
+        for (p = colon + 1; *p >= '0' && *p <= '9'; p++) {
+        }
+        if (p - colon > 20) return -1;
+        if (*p == ' ') break;
+        if (*p != ',') return -1;
+        p++;
+    }
+    if (!commit) {
+        *rest = p + 1;
+        return 0;
+    }
+    hold_clear(r);
+    for (p = text + 1;;) {
+        const char *colon = strchr(p, ':');
+        char origin[ORIGIN_SIZE];
+        long o;
+        memcpy(origin, p, (size_t)(colon - p));
+        origin[colon - p] = '\0';
+        if ((o = ho_find(r, origin, 1)) < 0) return -1;
+        r->ho[o].next = strtoull(colon + 1, (char **)&p, 10);
+        if (*p++ == ' ') break;
+    }
+    *rest = p;
+    return 0;
+}
+
+/* deliver_entry_now, and an abandon marker's effect once it is applied
+ * (hold_mark): the same on every replica, where the common order puts it. */
+static ts_status deliver_entry(replica *r, rp_entry *e) {
+    char origin[ORIGIN_SIZE], marked[ORIGIN_SIZE];
+    uint64_t n, below = 0;
+    const char *action = split_entry(e->action, origin, &n);
+    int marker = is_marker(origin, n, action, marked, &below);
+    ts_status status;
+    status = deliver_entry_now(r, e);
+    if (marker) hold_abandon(r, marked, below);
+    return status;
+}
+
 /* The status a failure of the log gives: damage is not the log's silence. */
 static ts_status status_of(int rc) { return rc == RP_DAMAGED ? TS_E_PLUGIN : TS_E_IO; }
 
@@ -751,18 +1131,29 @@ static ts_status status_of(int rc) { return rc == RP_DAMAGED ? TS_E_PLUGIN : TS_
  * then the text (not JSON, so that a replica of before versions refuses it
  * instead of taking the prefix for state). */
 static void snapshot_put(replica *r, const char *state) {
-    char err[RP_ERR_SIZE], *text;
+    char err[RP_ERR_SIZE], *text, *holds;
     size_t length;
     int stored;
-    if (r->version == 0) {
+    /* Per-origin order: not while entries are held back (a joiner could not
+     * know them); else each optimistic origin's next number goes first,
+     * "P" ORIGIN ":" NEXT ... " " (hold_prefix; none known: nothing). */
+    if (r->held_count > 0) return;
+    if ((holds = hold_prefix(r)) == NULL) return; /* best effort, as every snapshot */
+    if (r->version == 0 && holds[0] == '\0') {
         (void)rp_snapshot_put(r->log, state, r->pos, r->seq, &stored, err);
+        free(holds);
         return;
     }
-    length = strlen(state) + 16;
-    if ((text = malloc(length)) == NULL) return; /* best effort, as every snapshot */
-    snprintf(text, length, "V%lu %s", (unsigned long)r->version, state);
+    length = strlen(holds) + strlen(state) + 16;
+    if ((text = malloc(length)) == NULL) {
+        free(holds);
+        return;
+    }
+    if (r->version == 0) snprintf(text, length, "%s%s", holds, state);
+    else snprintf(text, length, "%sV%lu %s", holds, (unsigned long)r->version, state);
     (void)rp_snapshot_put(r->log, text, r->pos, r->seq, &stored, err);
     free(text);
+    free(holds);
 }
 
 /* The version a snapshot's text carries ("VN " before the JSON; none: 0)
@@ -800,7 +1191,7 @@ static void maybe_snapshot(replica *r) {
  * RP_FAILED or RP_DAMAGED (message in err). With the store held. */
 static int load_snapshot(replica *r, char *err) {
     int found, rc;
-    char *state = NULL, pos[RP_POS_SIZE];
+    char *state = NULL, *holds = NULL, pos[RP_POS_SIZE];
     const char *json;
     uint32_t version;
     uint64_t seq = 0;
@@ -811,8 +1202,30 @@ static int load_snapshot(replica *r, char *err) {
         free(state);
         return 0;
     }
+    if (hold_load(r, state, &json, 0) != 0) {
+        free(state);
+        snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu) starts with \"P\" but "
+                 "not with the origins' next numbers (\"PORIGIN:N,... \"): it was not written by replicate.so",
+                 r->stream, (unsigned long long)seq);
+        return RP_DAMAGED;
+    }
+    holds = NULL;
+    if (json != state) {
+        /* The origins' numbers, loaded once the state is; then the state's
+         * text (and its version). */
+        size_t k = (size_t)(json - state);
+        if ((holds = malloc(k + 1)) == NULL) {
+            free(state);
+            snprintf(err, RP_ERR_SIZE, "replicate: out of memory");
+            return RP_FAILED;
+        }
+        memcpy(holds, state, k);
+        holds[k] = '\0';
+        memmove(state, json, strlen(json) + 1);
+    }
     if (snapshot_version(state, &version, &json) != 0) {
         free(state);
+        free(holds);
         snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu) starts with \"V\" but "
                  "not with a state version (\"VN \"): it was not written by replicate.so", r->stream,
                  (unsigned long long)seq);
@@ -820,6 +1233,7 @@ static int load_snapshot(replica *r, char *err) {
     }
     if (version != r->version && !r->versioned) {
         free(state);
+        free(holds);
         snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu) is of state version %lu, "
                  "and this library cannot migrate state (its ts_store_api has no replace_state_from)", r->stream,
                  (unsigned long long)seq, (unsigned long)version);
@@ -830,6 +1244,7 @@ static int load_snapshot(replica *r, char *err) {
     status = version == r->version ? r->store->replace_state(json) : r->store->replace_state_from(json, version);
     if (status != TS_OK) {
         free(state);
+        free(holds);
         snprintf(err, RP_ERR_SIZE, "replicate: the snapshot of stream \"%.200s\" (entry %llu, state version %lu) was "
                  "refused: %s: %.250s", r->stream, (unsigned long long)seq, (unsigned long)version,
                  r->store->status_name(status),
@@ -856,6 +1271,11 @@ static int load_snapshot(replica *r, char *err) {
         r->snapshot_loaded = 1;
     } else {
         free(state);
+    }
+    {
+        const char *rest;
+        (void)hold_load(r, holds ? holds : "", &rest, 1); /* checked above; memory: best effort */
+        free(holds);
     }
     memcpy(r->pos, pos, RP_POS_SIZE);
     r->seq = seq;
@@ -911,9 +1331,26 @@ static int apply_batch(replica *r, rp_batch *batch, own_entry *own, size_t *gap_
         }
         /* Counted before it runs: a listener's nested dispatch must see it as
          * applied, not apply it again. */
-        memcpy(r->pos, e->pos, RP_POS_SIZE);
-        r->seq = e->seq;
-        publish(r);
+        {
+            /* An optimistic entry waits for its origin's earlier numbers
+             * (hold_admit): held, or not applied at all when late. */
+            char origin[ORIGIN_SIZE];
+            uint64_t n;
+            int kind = HOLD_APPLY;
+            (void)split_entry(e->action, origin, &n);
+            if (pipelined(origin, n) && (kind = hold_admit(r, e, origin, n)) < 0) {
+                snprintf(err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
+                return RP_FAILED;
+            }
+            memcpy(r->pos, e->pos, RP_POS_SIZE);
+            r->seq = e->seq;
+            publish(r);
+            if (kind != HOLD_APPLY) {
+                if (kind == HOLD_LATE && r->optimistic && strcmp(origin, r->origin) == 0) hold_late_own(r, n);
+                hold_release(r);
+                continue;
+            }
+        }
         /* From the plugin's place in the chain: the middleware after it,
          * then the reducers and listeners, on every replica. A reducer that
          * refuses an entry refuses it on every replica (the reducers are
@@ -925,6 +1362,7 @@ static int apply_batch(replica *r, rp_batch *batch, own_entry *own, size_t *gap_
             own->status = status;
             maybe_snapshot(r);
         }
+        if (r->held_count > 0) hold_release(r);
     }
     return 0;
 }
@@ -1288,6 +1726,9 @@ static int journal_replay(replica *r) {
 static ts_status replicate_run(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *self) {
     replica *r = self;
     (void)store; /* r->store is the same table */
+    if (strcmp(action->type, "@@replicate/abandon") == 0)
+        return r->store->fail(TS_E_ARGUMENT, "replicate: \"@@replicate/abandon\" is the plugin's own action (an abandon "
+                                             "marker, README.md \"Per-origin order\"): a program cannot dispatch it");
     if (strcmp(action->type, "@@replicate/status") == 0) {
         /* The program asks for the status: filled in, applied here only. */
         char text[STATUS_SIZE + 64];
@@ -1376,7 +1817,7 @@ static int capture_confirmed(replica *r) {
 /* Stores the confirmed state as the snapshot, when one is due and the text
  * is the state at r->seq. Best effort, as in ordered mode. Store held. */
 static void snapshot_confirmed(replica *r) {
-    if (!r->snapshot_due || r->tail_count != 0 || r->confirmed == NULL) return;
+    if (!r->snapshot_due || r->tail_count != 0 || r->confirmed == NULL || r->held_count > 0) return;
     snapshot_put(r, r->confirmed);
     r->snapshot_due = 0;
 }
@@ -1489,6 +1930,7 @@ static void tend(replica *r) {
     char err[RP_ERR_SIZE];
     /* Covered by a snapshot: the store shows them on top, once too many. */
     if (drop_covered_by_acks(r)) r->in_sync = 0;
+    hold_mark(r);
     if (!r->in_sync) {
         begin_rebase(r);
         if (restore_confirmed(r, err) == 0) finish_rebase(r);
@@ -1496,7 +1938,7 @@ static void tend(replica *r) {
     }
     quiet = r->pend_count == 0 && r->in_sync;
     must = r->tail_count >= TAIL_MAX_COUNT || r->tail_bytes >= TAIL_MAX_BYTES ||
-           (r->snapshot_due && r->seq - r->snapshot_due_seq >= 4 * r->snapshot_every);
+           (r->snapshot_due && r->held_count == 0 && r->seq - r->snapshot_due_seq >= 4 * r->snapshot_every);
     if (quiet && (r->snapshot_due || r->tail_count >= TAIL_FOLD_COUNT || r->tail_bytes >= TAIL_FOLD_BYTES)) {
         if (capture_confirmed(r) == 0) snapshot_confirmed(r);
     } else if (must) {
@@ -1527,8 +1969,40 @@ static ts_status optimistic_step(void *self) {
         if (step == RP_SKIP) continue;
         if (step != RP_APPLY || !r->in_sync) break;
         action = split_entry(e->action, origin, &n);
+        if (r->held_count > 0 && hold_expires_at(r, e->seq)) break;
+        {
+            /* An abandon marker's effect is deliver_entry's (the rebase's). */
+            char marked[ORIGIN_SIZE];
+            uint64_t below;
+            if (is_marker(origin, n, action, marked, &below)) break;
+        }
+        if (pipelined(origin, n)) {
+            /* Per-origin order (hold_admit): an entry held or late changes
+             * nothing the store shows, unless it is one of this replica's
+             * pending actions (late: dropped); one that lets held entries
+             * go is left to the rebase. */
+            int kind = hold_kind(r, origin, n);
+            if (kind == HOLD_APPLY && holds_of(r, origin)) break;
+            if (kind == HOLD_LATE && strcmp(origin, r->origin) == 0) break;
+            if (kind != HOLD_APPLY) {
+                if (hold_admit(r, e, origin, n) < 0) {
+                    snprintf(w->err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
+                    w->rc = RP_FAILED;
+                    break;
+                }
+                memcpy(r->pos, e->pos, RP_POS_SIZE);
+                r->seq = e->seq;
+                publish(r);
+                continue;
+            }
+        }
         if (r->pend_count > 0 && !is_head(r, origin, n)) break;
         if (tail_reserve(r) != 0) {
+            snprintf(w->err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
+            w->rc = RP_FAILED;
+            break;
+        }
+        if (pipelined(origin, n) && hold_admit(r, e, origin, n) < 0) {
             snprintf(w->err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
             w->rc = RP_FAILED;
             break;
@@ -1876,6 +2350,7 @@ static int parse_mode_field(replica *r, const char *k, const char *v, int *bad, 
         {"max_pending", "an integer from 1 to 100000000 (actions)", 1, 100000000},
         {"max_pending_bytes", "an integer from 1024 to 1099511627776 (bytes)", 1024, 1099511627776ULL},
         {"status_ms", "an integer from 0 to 3600000 (milliseconds; 0 = never)", 0, 3600000},
+        {"abandon_ms", "an integer from 100 to 86400000 (milliseconds)", 100, 86400000},
     };
     size_t i;
     *bad = 0;
@@ -1905,8 +2380,10 @@ static int parse_mode_field(replica *r, const char *k, const char *v, int *bad, 
             r->max_pending = n;
         } else if (i == 1) {
             r->max_pending_bytes = n;
-        } else {
+        } else if (i == 2) {
             r->status_ms = n;
+        } else {
+            r->abandon_ms = n;
         }
         return 1;
     }
@@ -1981,7 +2458,7 @@ static int parse_config(replica *r, const char *config, char *err) {
             snprintf(err, RP_ERR_SIZE,
                      "replicate: unknown config field \"%s\" (known: \"url\", \"stream\", \"timeout_ms\", "
                      "\"snapshot_every\", \"tls_ca\", \"tls_cert\", \"tls_key\", \"replicas\", \"mode\", "
-                     "\"max_pending\", \"max_pending_bytes\", \"status_ms\")",
+                     "\"max_pending\", \"max_pending_bytes\", \"status_ms\", \"abandon_ms\")",
                      name);
             return 0;
         }
@@ -2023,6 +2500,9 @@ static void free_replica(replica *r) {
     tail_clear(r);
     free(r->tail);
     free(r->confirmed);
+    hold_clear(r);
+    free(r->held);
+    free(r->ho);
     rp_close(r->sender_log);
     pthread_cond_destroy(&r->qwake);
     pthread_condattr_destroy(&r->o_clock);
@@ -2074,6 +2554,7 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     pthread_condattr_setclock(&r->o_clock, CLOCK_MONOTONIC);
     r->max_pending = 100000;
     r->max_pending_bytes = 64u << 20;
+    r->abandon_ms = 30000;
     r->in_sync = 1;
     r->reader_ok = r->sender_ok = 1;
     r->next_n = 1;
@@ -2107,6 +2588,9 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     r->snapshot_every = 10000;
     r->replicas = 3;
     if (!parse_config(r, config_json ? config_json : "{}", err)) goto fail;
+    /* An optimistic replica's entries are held to its own order on every
+     * replica ("Per-origin order"): its origin says so by its first letter. */
+    if (r->optimistic) r->origin[0] = 'p';
     /* The engine: by the url's scheme (engine.c). */
     {
         options.url = r->url;

@@ -56,7 +56,11 @@ REP-JS-p50, REP-JS-p99), 2 threads each (REP-JS-rate2, REP-JS-p992), 4
 (REP-JS-rate4, REP-JS-p994) and 8 (REP-JS-rate8, REP-JS-p998), with INFO
 lines: dispatches per append, and per dispatch the replicas' CPU time and
 context switches and the servers' CPU time (TS_BENCH_THREADS: the thread
-counts to run, "1 2 4 8" by default).
+counts to run, "1 2 4 8" by default); then optimistic mode, one process
+dispatching unpaced with a second replica following (REP-JS-opt-rate: the
+dispatches / the time until the stream confirmed the last; REP-JS-opt-p50,
+REP-JS-opt-p99: local dispatch; REP-JS-opt-diverge: replicas whose state
+differs from a fresh store folding the stream, 0 expected).
 Env: TS_BUILD (build/), NATS_SERVER (nats-server), TS_ONLY (the scenarios
 to run, by their names in main(); all by default), TS_KEEP (keep the
 temporary folder).
@@ -611,7 +615,67 @@ def stream_texts(server, stream, last):
     return texts
 
 
-def stream_checks(label, reps, cluster, stream, origins, total, stock=1000000000, acked=None, in_order=True):
+HOLD_WINDOW = 100000  # replicate.c's: a held entry is applied at the latest this many entries after it
+
+
+def applied_order(texts):
+    """The order in which every replica applies the log's `texts`
+    (replicate.c, "Per-origin order"): an entry of an optimistic origin
+    ("#pORIGIN:N") once every number of that origin below N is applied or
+    abandoned (held back until then; one below that is late, never
+    applied); when a held entry's window ends (HOLD_WINDOW entries after
+    it), its origin's numbers below the lowest it holds are abandoned and
+    its held entries go on in number order; every other entry where it is.
+    Returns (texts in that order, entries held, late, abandoned)."""
+    nxt, held, out, below = {}, [], [], {}
+    held_total = late = abandoned = 0
+
+    def applied(text):
+        """An entry applied; an abandon marker (replicate.c's hold_mark) of
+        an optimistic origin abandons the numbers below its "below"."""
+        out.append(text)
+        body = text.split(" ", 1)[1] if text.startswith("#p") else ""
+        if body.startswith('{"type":"@@replicate/abandon"'):
+            payload = json.loads(body)["payload"]
+            below[payload["origin"]] = max(below.get(payload["origin"], 0), payload["below"])
+
+    for seq, t in enumerate(texts, 1):
+        origin, n = None, 0
+        if t.startswith("#p") and " " in t:
+            origin, _, number = t[1:].split(" ", 1)[0].rpartition(":")
+            n = int(number)
+        if origin is None:
+            out.append(t)
+        else:
+            expect = nxt.setdefault(origin, 1)
+            if n < expect or any(h[0] == origin and h[1] == n for h in held):
+                late += 1
+            elif n > expect:
+                held.append((origin, n, seq, t))
+                held_total += 1
+            else:
+                nxt[origin] = n + 1
+                applied(t)
+        i = 0
+        while i < len(held):
+            o, n, landed, text = held[i]
+            if n != nxt[o]:
+                if seq < landed + HOLD_WINDOW and n > below.get(o, 0):
+                    i += 1
+                    continue
+                # The window ended: the origin's numbers below the lowest it holds are abandoned.
+                i = min((j for j in range(len(held)) if held[j][0] == o), key=lambda j: held[j][1])
+                o, n, landed, text = held[i]
+                abandoned += n - nxt[o]
+            del held[i]
+            nxt[o] = n + 1
+            applied(text)
+            i = 0
+    return out, held_total, late, abandoned
+
+
+def stream_checks(label, reps, cluster, stream, origins, total, stock=1000000000, acked=None, in_order=True,
+                  whole=None):
     """The history checker for optimistic mode (replica.c's --history also
     sees pending actions and their replays there): the stream's `total`
     entries read back by stream_texts(), each "#ORIGIN:N ACTION", no
@@ -619,10 +683,16 @@ def stream_checks(label, reps, cluster, stream, origins, total, stock=1000000000
     a gap, in order (unless not `in_order`: a known limit of JetStream, see
     opt_leader_kill), every action of `acked` ({origin: dispatches that
     returned TS_OK}) in the stream, and each replica of `origins` in the
-    state of a fresh store folding the stream. Returns {"payloads": the
-    actions' payloads in the stream's order, "fold": the fold's output,
-    "lost": acknowledged but not in the stream, "twice", "divergence":
-    replicas whose state differs}, or None."""
+    state of a fresh store folding the stream in the order every replica
+    applies it (applied_order: each origin's entries in their origin's
+    order, whatever the stream's), whose each origin's numbers must go up,
+    and each replica of `whole` (those that read the stream from its first
+    entry, not from a snapshot: `origins` by default) holding back as many
+    entries as that order does.
+    Returns {"payloads": the actions' payloads in the stream's order,
+    "fold": the fold's output, "lost": acknowledged but not in the stream,
+    "twice", "divergence": replicas whose state differs, "held": entries
+    held back}, or None."""
     leader = cluster.leader(stream) or cluster.servers[0]
     try:
         texts = stream_texts(leader, stream, total)
@@ -656,6 +726,21 @@ def stream_checks(label, reps, cluster, stream, origins, total, stock=1000000000
         late = sum(1 for ns in numbers.values() for i in range(1, len(ns)) if ns[i] < max(ns[:i]))
         print("  %s: %d entries in the stream after a later one of their origin (first: %s)"
               % (label, late, {o: d for o, d in disorder.items() if d}), flush=True)
+    order, held_total, late, abandoned = applied_order(texts)
+    applied_numbers = {}
+    for t in order:
+        if t.startswith("#"):
+            o, n = t[1:].split(" ", 1)[0].rsplit(":", 1)
+            applied_numbers.setdefault(o, []).append(int(n))
+    check(all(ns == sorted(ns) for ns in applied_numbers.values()),
+          "%s: the order every replica applies keeps each origin's numbers increasing (%d held back until their "
+          "origin's earlier ones came, %d late, %d abandoned)" % (label, held_total, late, abandoned))
+    statuses = {o: [json.loads(l[7:]) for l in reps.log(o).splitlines() if l.startswith("status={")]
+                for o in (origins if whole is None else whole)}
+    counted = {o: st[-1].get("held_total") if st else None for o, st in statuses.items()}
+    check(all(v == held_total for v in counted.values()),
+          "%s: each replica held back the entries the rule holds (status held_total %d)" % (label, held_total),
+          "held_total %s" % counted)
     payloads = [json.loads(a)["payload"] for a in actions]
     twice = len(payloads) - len(set(payloads))
     check(not twice, "%s: no action in the stream twice" % label, "%d twice" % twice)
@@ -666,8 +751,9 @@ def stream_checks(label, reps, cluster, stream, origins, total, stock=1000000000
         check(held == acked, "%s: the stream holds every acknowledged action (%d)" % (label, sum(acked.values())),
               "acknowledged %s, in the stream %s" % (acked, held))
     path = os.path.join(reps.dir, "actions.txt")
+    applied = [t.split(" ", 1)[1] if t.startswith("#") else t for t in order]
     with open(path, "w") as f:
-        f.write("\n".join(actions) + ("\n" if actions else ""))
+        f.write("\n".join(applied) + ("\n" if applied else ""))
     folded = os.path.join(reps.dir, "folded.json")
     r = subprocess.run([REPLICA, "--fold", path, "--stock", str(stock), "--out", folded], capture_output=True,
                        text=True, timeout=60)
@@ -675,10 +761,11 @@ def stream_checks(label, reps, cluster, stream, origins, total, stock=1000000000
         return None
     want = open(folded).read()
     differ = [o for o in origins if reps.read(o, ".json") != want]
-    check(not differ, "%s: 0 divergence: each replica's state equals the fold of the stream (%d entries)"
-          % (label, len(actions)), "differ: %s; fold %s; %s" % (differ, want.strip(),
+    check(not differ, "%s: 0 divergence: each replica's state (its order hash chain included) equals the fold of "
+          "the stream in that order (%d entries)" % (label, len(applied)), "differ: %s; fold %s; %s" % (differ, want.strip(),
                                                                [reps.read(o, ".json").strip() for o in differ]))
-    return {"payloads": payloads, "fold": r.stdout, "lost": lost, "twice": twice, "divergence": len(differ)}
+    return {"payloads": payloads, "fold": r.stdout, "lost": lost, "twice": twice, "divergence": len(differ),
+            "held": held_total}
 
 
 def optimistic(base, cluster):
@@ -932,6 +1019,22 @@ def bench(base, cluster, scale):
     print("INFO\treplicate: NATS JetStream, a three-server cluster on loopback, an R3 stream (file storage), three "
           "replica processes in ordered mode (%s dispatching threads each); one sample per figure"
           % ", ".join(map(str, counts)), flush=True)
+    # Optimistic mode: one process dispatching unpaced, a second replica
+    # following; the divergence by the history checker (both replicas
+    # against a fresh store folding the stream).
+    count = max(2000, int(20000 * scale))
+    got = opt_figures(base, cluster, "REP-JS-opt", "benchopt", count, fold=True)
+    if got is None:
+        print("INFO\treplicate: REP-JS-opt did not complete (see the FAIL lines above)", flush=True)
+    else:
+        result("REP-JS-opt-rate", "%.0f" % got["rate"], "dispatches/s")
+        result("REP-JS-opt-p50", "%.1f" % got["p50"], "us")
+        result("REP-JS-opt-p99", "%.1f" % got["p99"], "us")
+        if got["divergence"] is not None:
+            result("REP-JS-opt-diverge", "%d" % got["divergence"], "replicas")
+        print("INFO\treplicate: REP-JS-opt: one process, %d optimistic dispatches unpaced on the R3 stream, a second "
+              "replica following; rate = the dispatches / the time until the stream confirmed the last" % count,
+              flush=True)
 
 
 # ---- Optimistic mode under faults (the Redis suite's: Tests/replicate/run.sh, 8) ----
@@ -1045,14 +1148,14 @@ def opt_leader_kill(base, cluster):
     # stream refused (no leader yet) while a later one of the same batch was
     # stored lands after it when sent again (nats_append_many; JetStream 2.9
     # has no per-origin precondition for pipelined appends). Every replica
-    # applies the stream's one order; a replica confirms its own actions
-    # where the stream put them (confirm_out_of_order in replicate.c).
+    # holds such an entry back until its origin's earlier ones came
+    # (replicate.c, "Per-origin order"): stream_checks folds that order.
     result = stream_checks(label, reps, cluster, "optkill", "abc", total, acked=acked, in_order=False)
     if result:
         print("  %s: %s SIGKILLed after >= %d dispatches, restarted 0.5 s later; up to %d pending in one replica, "
-              "then drained; %d acknowledged, %d entries: %d lost, %d twice, %d diverging"
-              % (label, leader.name, before, most, sum(acked.values()), total, result["lost"], result["twice"],
-                 result["divergence"]), flush=True)
+              "then drained; %d acknowledged, %d entries: %d lost, %d twice, %d diverging; %d held back to keep "
+              "their origin's order" % (label, leader.name, before, most, sum(acked.values()), total, result["lost"],
+                                        result["twice"], result["divergence"], result["held"]), flush=True)
 
 
 def opt_replica_kill(base, cluster):
@@ -1076,7 +1179,13 @@ def opt_replica_kill(base, cluster):
                 reps.joined("a")
         reps.go()
         deadline = time.time() + 30
-        while time.time() < deadline and reps.acked("b") < 2000:
+        # Killed once b has reported actions pending (at its 2,000th
+        # acknowledgment or a later thousand): a starved b may have had
+        # none pending at one report, which would test nothing.
+        def b_last_pending():
+            pend = [line.split() for line in reps.log("b").splitlines() if line.startswith("pending=")]
+            return int(pend[-1][0][8:]) if pend else 0
+        while time.time() < deadline and (reps.acked("b") < 2000 or b_last_pending() == 0):
             time.sleep(0.01)
         b = reps.procs.pop("b")
         b.kill()
@@ -1090,9 +1199,10 @@ def opt_replica_kill(base, cluster):
         stop_proxy(proxy)
     if total is None:
         return
-    check(b_pending > 0, "%s: b had actions pending when killed (%d at its last report)" % (label, b_pending))
+    check(b_pending > 0, "%s: b had actions pending when killed (%d at its last report, after %d acknowledged)"
+          % (label, b_pending, b_acked))
     acked = {o: reps.acked(o) for o in "acd"}
-    result = stream_checks(label, reps, cluster, "optrep", "acd", total, acked=acked)
+    result = stream_checks(label, reps, cluster, "optrep", "acd", total, acked=acked, whole="ac")
     if result is None:
         return
     mine = sorted(int(p[1:]) for p in result["payloads"] if p.startswith("b"))
@@ -1105,6 +1215,41 @@ def opt_replica_kill(base, cluster):
                             result["lost"], result["twice"], result["divergence"]), flush=True)
 
 
+def opt_figures(base, cluster, label, stream, count, fold=False):
+    """One process dispatches `count` optimistic actions unpaced straight to
+    the cluster (local dispatch p50/p99; replicated throughput: the actions
+    / the time until the log confirmed the last), a second replica follows.
+    Returns {"p50", "p99", "rate", "divergence"} or None; with `fold`, the
+    divergence is the history checker's (stream_checks: both replicas
+    against a fresh store folding the stream), else the follower's state
+    against the dispatcher's."""
+    reps = Replicas(base, stream)
+    reps.start("a", cluster.url(), stream, count, threads=1, history=False,
+               extra=["--mode", "optimistic", "--latency"])
+    reps.joined("a")
+    reps.start("c", cluster.url(), stream, 0, history=False, extra=["--mode", "optimistic"])
+    reps.go()
+    total = opt_settle(label, reps, cluster, stream, "ac")
+    if total is None:
+        return None
+    p50, p99 = last_values(reps, "a", "dispatch_p50_us"), last_values(reps, "a", "dispatch_p99_us")
+    confirmed = last_values(reps, "a", "confirmed_s")
+    if not check(p50 and p99 and confirmed and total == count, "%s: %d dispatches, all in the stream" % (label, count),
+                 "%s entries" % total):
+        return None
+    print("  %s: one process, %d optimistic dispatches: local p50 %.1f us, p99 %.1f us; replicated %.0f "
+          "dispatches/s (all confirmed by the R3 stream after %.2f s)"
+          % (label, count, p50[-1], p99[-1], count / confirmed[-1], confirmed[-1]), flush=True)
+    same = check(reps.read("a", ".json") == reps.read("c", ".json") and reps.read("a", ".json").startswith(
+        '{"counter":%d,' % count), "%s: the follower's state equals the dispatcher's" % label,
+                 reps.read("c", ".json").strip())
+    divergence = 0 if same else 1
+    if fold:
+        result = stream_checks(label, reps, cluster, stream, "ac", total, acked={"a": count})
+        divergence = result["divergence"] if result else None
+    return {"p50": p50[-1], "p99": p99[-1], "rate": count / confirmed[-1], "divergence": divergence}
+
+
 def opt_proxy(base, cluster):
     """The figures, then 100 ms added to every round trip. One process
     dispatches 20,000 optimistic actions unpaced straight to the cluster
@@ -1114,25 +1259,7 @@ def opt_proxy(base, cluster):
     3,000/s (local p50/p99: no dispatch waits for the network, so each is
     far below one round trip), and ordered mode through the same proxy (each
     dispatch at least one round trip)."""
-    label, count = "optimistic figures", 20000
-    reps = Replicas(base, "optrate")
-    reps.start("a", cluster.url(), "optrate", count, threads=1, history=False,
-               extra=["--mode", "optimistic", "--latency"])
-    reps.joined("a")
-    reps.start("c", cluster.url(), "optrate", 0, history=False, extra=["--mode", "optimistic"])
-    reps.go()
-    total = opt_settle(label, reps, cluster, "optrate", "ac")
-    if total is not None:
-        p50, p99 = last_values(reps, "a", "dispatch_p50_us"), last_values(reps, "a", "dispatch_p99_us")
-        confirmed = last_values(reps, "a", "confirmed_s")
-        if check(p50 and p99 and confirmed and total == count, "%s: %d dispatches, all in the stream" % (label, count),
-                 "%s entries" % total):
-            print("  %s: one process, %d optimistic dispatches: local p50 %.1f us, p99 %.1f us; replicated %.0f "
-                  "dispatches/s (all confirmed by the R3 stream after %.2f s)"
-                  % (label, count, p50[-1], p99[-1], count / confirmed[-1], confirmed[-1]), flush=True)
-        check(reps.read("a", ".json") == reps.read("c", ".json") and reps.read("a", ".json").startswith(
-            '{"counter":%d,' % count), "%s: the follower's state equals the dispatcher's" % label,
-              reps.read("c", ".json").strip())
+    opt_figures(base, cluster, "optimistic figures", "optrate", 20000)
     label = "+100 ms"
     proxy, port = start_proxy(base, cluster.servers[1].port, 100)
     if not check(proxy is not None, "%s: the proxy starts" % label):

@@ -222,6 +222,10 @@ static void configs(void) {
     refused(c, "\"max_pending_bytes\" must be an integer from 1024");
     snprintf(c, sizeof c, "{\"url\":\"%s\",\"stream\":\"x\",\"status_ms\":-5}", url);
     refused(c, "\"status_ms\" must be an integer from 0 to 3600000 (milliseconds; 0 = never), not a negative");
+    snprintf(c, sizeof c, "{\"url\":\"%s\",\"stream\":\"x\",\"abandon_ms\":50}", url);
+    refused(c, "\"abandon_ms\" must be an integer from 100 to 86400000 (milliseconds), not that number");
+    snprintf(c, sizeof c, "{\"url\":\"%s\",\"stream\":\"x\",\"abandon_ms\":\"1s\"}", url);
+    refused(c, "\"abandon_ms\" must be an integer from 100 to 86400000 (milliseconds), not a string");
 }
 
 /* The server down: dispatches apply here at once, wait as pending, up to

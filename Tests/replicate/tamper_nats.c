@@ -63,14 +63,43 @@ static char *count_reducer(const char *slice, const ts_action *action, void *ctx
 
 static char last_error[2048];
 
-/* A replica of `stream`: NULL when the load was refused (message in last_error). */
-static ts_store *join(const char *stream, ts_status *status) {
+/* "status": the last "@@replicate/status" payload. */
+static char *status_reducer(const char *slice, const ts_action *action, void *ctx) {
+    (void)slice;
+    (void)ctx;
+    if (strcmp(action->type, "@@replicate/status") != 0 || action->payload == NULL) return NULL;
+    return ts_strdup(action->payload);
+}
+
+/* "seen": the payloads of the "inc" actions, in the order applied, each
+ * followed by a space (per-origin order, below). */
+static char *seen_reducer(const char *slice, const ts_action *action, void *ctx) {
+    size_t n = strlen(slice), m;
+    char *out;
+    (void)ctx;
+    if (strcmp(action->type, "inc") != 0 || action->payload == NULL || action->payload[0] != '"') return NULL;
+    m = strlen(action->payload);
+    out = ts_alloc(n + m + 2);
+    if (out == NULL || n < 2 || m < 2) return NULL;
+    memcpy(out, slice, n - 1);                          /* "... without its closing quote */
+    memcpy(out + n - 1, action->payload + 1, m - 2);    /* the payload's text */
+    memcpy(out + n - 1 + m - 2, " \"", 3);
+    return out;
+}
+
+/* A replica of `stream` (`extra`: more config members, "," first): NULL
+ * when the load was refused (message in last_error). */
+static ts_store *join_with(const char *stream, const char *extra, ts_status *status) {
     char config[512];
     ts_store *s = NULL;
     ts_status st;
-    if (ts_store_create("{\"count\":0}", &s) != TS_OK || ts_store_add_reducer(s, "count", count_reducer, NULL) != TS_OK)
+    if (ts_store_create("{\"count\":0,\"seen\":\"\",\"status\":null}", &s) != TS_OK ||
+        ts_store_add_reducer(s, "count", count_reducer, NULL) != TS_OK ||
+        ts_store_add_reducer(s, "seen", seen_reducer, NULL) != TS_OK ||
+        ts_store_add_reducer(s, "status", status_reducer, NULL) != TS_OK)
         exit(1);
-    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"replicas\":1,\"timeout_ms\":2000}", url, stream);
+    snprintf(config, sizeof config, "{\"url\":\"%s\",\"stream\":\"%s\",\"replicas\":1,\"timeout_ms\":2000%s}", url,
+             stream, extra);
     step = "joining";
     alarm(30);
     st = ts_store_load_plugin(s, plugin, config);
@@ -83,6 +112,8 @@ static ts_store *join(const char *stream, ts_status *status) {
     }
     return s;
 }
+
+static ts_store *join(const char *stream, ts_status *status) { return join_with(stream, "", status); }
 
 static ts_store *replica(const char *stream) {
     ts_store *s = join(stream, NULL);
@@ -160,6 +191,262 @@ static void publish(const char *stream, const char *log, const char *data, int n
 
 static void id_text(const char *stream, char *out, size_t size) {
     snprintf(out, size, "%llu", (unsigned long long)log_id(stream));
+}
+
+/* ---- Per-origin order (Plugins/replicate/README.md, "Per-origin order") ----
+ * Entries of an optimistic replica ("#pORIGIN:N"), published here out of
+ * their origin's order, as JetStream may store them when its leader changes
+ * under pipelined appends. */
+
+/* Publishes `count` entries `format` % i (i = first, first + 1 ...; the
+ * format may leave i out) of the
+ * log, pipelined (js_PublishMsgAsync), then waits for their acknowledgements. */
+static void put_many(const char *stream, const char *format, long first, long count) {
+    char subject[200], id[32], data[300];
+    natsStatus s = NATS_OK;
+    long i;
+    snprintf(subject, sizeof subject, "replicate.%s.%llu", stream, (unsigned long long)log_id(stream));
+    id_text(stream, id, sizeof id);
+    for (i = first; i < first + count && s == NATS_OK; i++) {
+        natsMsg *msg = NULL;
+        int n = snprintf(data, sizeof data, format, i);
+        s = natsMsg_Create(&msg, subject, NULL, data, n);
+        if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Ts-Log", id);
+        if (s == NATS_OK) s = js_PublishMsgAsync(js, &msg, NULL);
+        natsMsg_Destroy(msg);
+    }
+    if (s == NATS_OK) s = js_PublishAsyncComplete(js, NULL);
+    check(s == NATS_OK, "the second client publishes", natsStatus_GetText(s));
+}
+
+/* One entry "#ORIGIN:N {"type":"inc","payload":"PAYLOAD"}". */
+static void put(const char *stream, const char *origin, long n, const char *payload) {
+    char format[200];
+    snprintf(format, sizeof format, "#%s:%%ld {\"type\":\"inc\",\"payload\":\"%s\"}", origin, payload);
+    put_many(stream, format, n, 1);
+}
+
+/* Waits (up to 10 s: the reader applies what comes) until replica s's
+ * "seen" is `want`; checks it. */
+static void seen_is(ts_store *s, const char *want, const char *what) {
+    char *text = NULL, expected[4096];
+    int i;
+    snprintf(expected, sizeof expected, "\"%s\"", want);
+    for (i = 0; i < 200; i++) {
+        ts_free(text);
+        text = NULL;
+        if (ts_store_get_state(s, "/seen", &text) == TS_OK && strcmp(text, expected) == 0) break;
+        usleep(50000);
+    }
+    {
+        char detail[700];
+        snprintf(detail, sizeof detail, "want %.300s, seen %.300s", expected, text ? text : "(none)");
+        check(text != NULL && strcmp(text, expected) == 0, what, detail);
+    }
+    ts_free(text);
+}
+
+#define OPTIMISTIC ",\"mode\":\"optimistic\""
+#define P "p00000000000000a" /* an optimistic replica's origin */
+
+static void per_origin_order(void) {
+    ts_store *a, *b, *c, *d;
+    char id[32];
+    long i;
+    /* Out of order: each replica applies P's entries in P's order, wherever
+     * the log put them; other entries where the log put them. */
+    a = replica("t9");
+    b = join_with("t9", OPTIMISTIC, NULL);
+    check(b != NULL, "order: an optimistic replica joins", last_error);
+    if (b == NULL) exit(1);
+    put("t9", P, 1, "a1");
+    put("t9", P, 3, "a3");
+    put("t9", "0123456789abcdef", 7, "x7"); /* an ordered replica's: never held */
+    put("t9", P, 2, "a2");
+    put("t9", P, 5, "a5");
+    put("t9", P, 4, "a4");
+    seen_is(a, "a1 x7 a2 a3 a4 a5 ", "order: an ordered replica applies a3 after a2, a5 after a4");
+    seen_is(b, "a1 x7 a2 a3 a4 a5 ", "order: an optimistic replica the same");
+    c = replica("t9");
+    d = join_with("t9", OPTIMISTIC, NULL);
+    seen_is(c, "a1 x7 a2 a3 a4 a5 ", "order: a replica that joins later the same");
+    if (d) seen_is(d, "a1 x7 a2 a3 a4 a5 ", "order: an optimistic one that joins later the same");
+    /* A number already applied: not applied again. */
+    put("t9", P, 2, "a2again");
+    put("t9", P, 6, "a6");
+    seen_is(a, "a1 x7 a2 a3 a4 a5 a6 ", "order: a number already applied is not applied again (late)");
+    seen_is(d ? d : b, "a1 x7 a2 a3 a4 a5 a6 ", "order: the same on an optimistic replica");
+    ts_store_destroy(a);
+    ts_store_destroy(b);
+    ts_store_destroy(c);
+    if (d) ts_store_destroy(d);
+
+    /* The snapshot carries each origin's next number: a replica that joins
+     * from it holds what the others hold, and applies what they apply. */
+    a = join_with("t10", ",\"snapshot_every\":1", NULL);
+    check(a != NULL, "order: a replica with snapshot_every 1 joins", last_error);
+    if (a == NULL) exit(1);
+    put("t10", P, 1, "a1");
+    put("t10", P, 3, "a3");
+    put("t10", P, 2, "a2");
+    seen_is(a, "a1 a2 a3 ", "order, snapshot: in order before the snapshot");
+    check(dispatch(a) == TS_OK, "order, snapshot: a dispatch (its entry is snapshotted)", last_error);
+    put("t10", P, 5, "a5");
+    put("t10", P, 4, "a4");
+    seen_is(a, "a1 a2 a3 a4 a5 ", "order, snapshot: in order after it");
+    b = replica("t10");
+    seen_is(b, "a1 a2 a3 a4 a5 ", "order, snapshot: a replica that joins from the snapshot the same");
+    put("t10", P, 7, "a7");
+    put("t10", P, 6, "a6");
+    seen_is(b, "a1 a2 a3 a4 a5 a6 a7 ", "order, snapshot: and goes on from the origin's number in it");
+    seen_is(a, "a1 a2 a3 a4 a5 a6 a7 ", "order, snapshot: as the replica that took it");
+    ts_store_destroy(a);
+    ts_store_destroy(b);
+    {
+        /* A snapshot whose origins' numbers are malformed: refused, nothing loaded. */
+        static const char *const bad[] = {"P {\"count\":1}", "Pp1 {\"count\":1}", "Pp1:x {\"count\":1}",
+                                          "Pp1:1,{\"count\":1}", "PP1:1 {\"count\":1}"};
+        kvStore *snap = NULL;
+        char value[200];
+        uint64_t revision;
+        size_t i;
+        natsStatus st = js_KeyValue(&snap, js, "t10_snap");
+        check(st == NATS_OK, "order, snapshot: the second client opens the bucket", natsStatus_GetText(st));
+        id_text("t10", id, sizeof id);
+        for (i = 0; st == NATS_OK && i < sizeof bad / sizeof *bad; i++) {
+            snprintf(value, sizeof value, "%s 4\n%s", id, bad[i]);
+            st = kvStore_PutString(&revision, snap, "snapshot", value);
+            check(st == NATS_OK, "order, snapshot: the second client writes a malformed snapshot", natsStatus_GetText(st));
+            join_refused("t10", bad[i], "starts with \"P\" but not with the origins' next numbers");
+        }
+        if (snap) kvStore_Destroy(snap);
+    }
+
+    /* The origin itself: its entry 3 stored before its entry 2 (published
+     * here with the message id its sender uses, "ORIGIN:3", so that the
+     * stream keeps the sender's own copy out as a duplicate, as when a
+     * resend lands after a later entry). It keeps b3 pending on top until
+     * b2 is in; every replica applies b1 b2 b3. */
+    a = replica("t12");
+    b = join_with("t12", OPTIMISTIC, NULL);
+    if (b == NULL) exit(1);
+    check(ts_store_dispatch(b, "{\"type\":\"inc\",\"payload\":\"b1\"}") == TS_OK, "order, own: b dispatches b1",
+          ts_last_error());
+    seen_is(a, "b1 ", "order, own: b1 reaches the other replica");
+    {
+        natsMsg *first = NULL;
+        char origin[80] = "", data[300], subject[200], log[32];
+        jsPubAck *ack = NULL;
+        natsMsg *msg = NULL;
+        natsStatus st = js_GetMsg(&first, js, "t12", 1, NULL, NULL);
+        if (st == NATS_OK && natsMsg_GetDataLength(first) < 200) {
+            snprintf(data, sizeof data, "%.*s", natsMsg_GetDataLength(first), natsMsg_GetData(first));
+            sscanf(data, "#%70[0-9a-z]:", origin);
+        }
+        if (first) natsMsg_Destroy(first);
+        check(origin[0] == 'p', "order, own: an optimistic replica's origin begins with p", data);
+        snprintf(subject, sizeof subject, "replicate.t12.%llu", (unsigned long long)log_id("t12"));
+        snprintf(data, sizeof data, "#%s:3 {\"type\":\"inc\",\"payload\":\"b3\"}", origin);
+        id_text("t12", log, sizeof log);
+        st = natsMsg_Create(&msg, subject, NULL, data, (int)strlen(data));
+        if (st == NATS_OK) st = natsMsgHeader_Set(msg, "Ts-Log", log);
+        snprintf(data, sizeof data, "%s:3", origin);
+        if (st == NATS_OK) st = natsMsgHeader_Set(msg, "Nats-Msg-Id", data);
+        if (st == NATS_OK) st = js_PublishMsg(&ack, js, msg, NULL, NULL);
+        check(st == NATS_OK, "order, own: the second client publishes b's entry 3", natsStatus_GetText(st));
+        if (ack) jsPubAck_Destroy(ack);
+        natsMsg_Destroy(msg);
+    }
+    usleep(300000);
+    seen_is(a, "b1 ", "order, own: b3 held on the other replica");
+    check(ts_store_dispatch(b, "{\"type\":\"inc\",\"payload\":\"b2\"}") == TS_OK &&
+          ts_store_dispatch(b, "{\"type\":\"inc\",\"payload\":\"b3\"}") == TS_OK,
+          "order, own: b dispatches b2 and b3", ts_last_error());
+    seen_is(a, "b1 b2 b3 ", "order, own: the other replica applies b2, then b3");
+    seen_is(b, "b1 b2 b3 ", "order, own: b shows b1 b2 b3");
+    c = replica("t12");
+    seen_is(c, "b1 b2 b3 ", "order, own: a replica that joins later the same");
+    {
+        char *pending = NULL, *held = NULL, detail[100];
+        int i;
+        /* b's pending list empties: b3 was confirmed once released. */
+        for (i = 0; i < 200; i++) {
+            ts_free(pending);
+            ts_free(held);
+            pending = held = NULL;
+            if (ts_store_dispatch(b, "{\"type\":\"@@replicate/status\"}") == TS_OK &&
+                ts_store_get_state(b, "/status/pending", &pending) == TS_OK &&
+                ts_store_get_state(b, "/status/held_total", &held) == TS_OK && strcmp(pending, "0") == 0)
+                break;
+            usleep(50000);
+        }
+        snprintf(detail, sizeof detail, "pending %s, held_total %s", pending ? pending : "?", held ? held : "?");
+        check(pending && held && strcmp(pending, "0") == 0 && strcmp(held, "1") == 0,
+              "order, own: nothing pending in b once quiet, one entry held back (its status)", detail);
+        ts_free(pending);
+        ts_free(held);
+    }
+    ts_store_destroy(a);
+    ts_store_destroy(b);
+    ts_store_destroy(c);
+
+    /* The same on a quiet log: an optimistic replica that held an entry for
+     * abandon_ms appends an abandon marker; where the log puts it, every
+     * replica abandons the missing numbers and applies the held ones. */
+    a = replica("t13");
+    b = join_with("t13", OPTIMISTIC ",\"abandon_ms\":500", NULL);
+    if (b == NULL) exit(1);
+    check(ts_store_dispatch(b, "{\"type\":\"@@replicate/abandon\",\"payload\":{\"origin\":\"" P "\",\"below\":9}}") ==
+              TS_E_ARGUMENT && strstr(ts_last_error(), "a program cannot dispatch it") != NULL,
+          "order, marker: a program's @@replicate/abandon is refused (TS_E_ARGUMENT)", ts_last_error());
+    put("t13", P, 1, "m1");
+    put("t13", P, 3, "m3");
+    seen_is(a, "m1 m3 ", "order, marker: m3 applied after the marker (about 0.5 s), m2 abandoned");
+    seen_is(b, "m1 m3 ", "order, marker: the same on the replica that appended it");
+    put("t13", P, 2, "m2");
+    put("t13", P, 4, "m4");
+    seen_is(a, "m1 m3 m4 ", "order, marker: m2, come later, is never applied");
+    c = replica("t13");
+    seen_is(c, "m1 m3 m4 ", "order, marker: a replica that joins later the same");
+    {
+        char *markers = NULL, *abandoned = NULL, detail[100];
+        check(ts_store_dispatch(b, "{\"type\":\"@@replicate/status\"}") == TS_OK &&
+                  ts_store_get_state(b, "/status/markers", &markers) == TS_OK &&
+                  ts_store_get_state(b, "/status/abandoned", &abandoned) == TS_OK,
+              "order, marker: b's status", ts_last_error());
+        snprintf(detail, sizeof detail, "markers %s, abandoned %s", markers ? markers : "?", abandoned ? abandoned : "?");
+        check(markers && abandoned && strcmp(markers, "1") == 0 && strcmp(abandoned, "1") == 0,
+              "order, marker: b appended one marker, one number abandoned", detail);
+        ts_free(markers);
+        ts_free(abandoned);
+    }
+    ts_store_destroy(a);
+    ts_store_destroy(b);
+    ts_store_destroy(c);
+
+    /* A number that never comes (its origin died): the entries after it are
+     * held for 100,000 entries of the log (HOLD_WINDOW), then applied, and
+     * that number, if it comes later, is never applied. */
+    a = replica("t11");
+    b = join_with("t11", OPTIMISTIC, NULL);
+    if (b == NULL) exit(1);
+    put("t11", P, 1, "q1");
+    put("t11", P, 4, "q4");
+    put("t11", P, 3, "q3"); /* held too, after q4: q2 never comes */
+    put_many("t11", "{\"type\":\"tick\"}", 0, 99998);
+    seen_is(a, "q1 ", "order, abandoned: q4 and q3 held while 99,999 entries came after q4");
+    put_many("t11", "{\"type\":\"tick\"}", 0, 1);
+    seen_is(a, "q1 q3 q4 ", "order, abandoned: at the 100,000th entry after q4, q3 then q4 (q2 abandoned)");
+    seen_is(b, "q1 q3 q4 ", "order, abandoned: the same on an optimistic replica");
+    put("t11", P, 2, "q2");
+    put("t11", P, 5, "q5");
+    seen_is(a, "q1 q3 q4 q5 ", "order, abandoned: q2, come later, is never applied");
+    c = replica("t11");
+    seen_is(c, "q1 q3 q4 q5 ", "order, abandoned: a replica that joins later the same");
+    ts_store_destroy(a);
+    ts_store_destroy(b);
+    ts_store_destroy(c);
+    (void)i;
 }
 
 int main(int argc, char **argv) {
@@ -267,6 +554,8 @@ int main(int argc, char **argv) {
         if (si) jsStreamInfo_Destroy(si);
         join_refused("t8", "a stream replicate.so did not make", "the stream was not made by replicate.so");
     }
+
+    per_origin_order();
 
     /* Repaired by starting a new log: the stream and the bucket deleted. */
     js_DeleteStream(js, "t1", NULL, NULL);
