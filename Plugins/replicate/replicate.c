@@ -1231,6 +1231,12 @@ static int load_snapshot(replica *r, char *err) {
                  (unsigned long long)seq);
         return RP_DAMAGED;
     }
+    if (json != state) {
+        /* The state's JSON without its "VN " (optimistic mode keeps the
+         * text as the confirmed state, which a rebase puts back). */
+        memmove(state, json, strlen(json) + 1);
+        json = state;
+    }
     if (version != r->version && !r->versioned) {
         free(state);
         free(holds);
