@@ -8,7 +8,7 @@
  *           [--total-file FILE] [--out FILE] [--latency]
  *           [--timeout-ms N] [--extra ',"key":value...'] [--history FILE]
  *           [--acked FILE] [--mode ordered|optimistic] [--status-ms N]
- *           [--take-every K] [--stock N] [--rate N] [--big KB]
+ *           [--take-every K] [--stock N] [--rate N] [--big KB] [--state-version N]
  *   replica --fold FILE [--stock N] [--out FILE]
  *
  * State: {"counter": every action applied, "a".."d": those from that
@@ -38,7 +38,8 @@
  * by a middleware after the plugin: it runs on every replica for every
  * entry; in optimistic mode it also sees pending actions and their replays,
  * so it is an ordered-mode tool); --acked writes the ids of the dispatches
- * that returned TS_OK.
+ * that returned TS_OK; --state-version declares the state's version
+ * (ts_store_set_version), which the plugin's snapshots carry ("VN ").
  * --fold FILE: no plugin: a fresh store folds the actions of FILE (one a
  * line, in order: as the log holds them, or a --history), prints the state
  * as --out would (and writes it to --out when given), "refused_ORIGIN=N" for
@@ -404,7 +405,7 @@ int main(int argc, char **argv) {
     const char *plugin = NULL, *url = NULL, *stream = NULL, *go = NULL, *total_file = NULL, *out = NULL,
                *mode = "ordered", *fold_file = NULL;
     const char *extra = "", *history_file = NULL, *acked_file = NULL;
-    long count = 0, threads = 1, snapshot_every = 10000, status_ms = 0, timeout_ms = 2000, t;
+    long count = 0, threads = 1, snapshot_every = 10000, status_ms = 0, timeout_ms = 2000, state_version = 0, t;
     long long stock = 1000000000LL;
     int latency = 0, i;
     char config[4096];
@@ -437,6 +438,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--extra") == 0) extra = v;
         else if (strcmp(a, "--history") == 0) history_file = v;
         else if (strcmp(a, "--acked") == 0) acked_file = v;
+        else if (strcmp(a, "--state-version") == 0) state_version = atol(v);
         else { fprintf(stderr, "replica: unknown option %s\n", a); return 2; }
     }
     if (fold_file) return fold(fold_file, stock, out);
@@ -452,6 +454,10 @@ int main(int argc, char **argv) {
     }
     optimistic = strcmp(mode, "optimistic") == 0;
     if (!make_store(stock)) return 1;
+    if (state_version > 0 && ts_store_set_version(store, (uint32_t)state_version) != TS_OK) {
+        fprintf(stderr, "replica %s: ts_store_set_version: %s\n", origin, ts_last_error());
+        return 1;
+    }
     snprintf(config, sizeof config,
              "{\"url\":\"%s\",\"stream\":\"%s\",\"timeout_ms\":%ld,\"snapshot_every\":%ld,\"mode\":\"%s\","
              "\"status_ms\":%ld%s}",

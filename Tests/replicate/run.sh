@@ -573,6 +573,28 @@ echo "  history: $(cat "$D/total") entries, $rebases rebases, $drops takes dropp
 check "history: each acknowledged action in the log exactly once; each drop reported where the fold refuses it" [ $ok = 1 ]
 check "history: the replicas rebased (another's entries came before their pending ones)" [ "$rebases" -ge 1 ]
 
+# b2. optimistic replicas that joined from a snapshot of a versioned state
+# ("V2 " before its JSON) put that state back when they rebase: a seeds the
+# log and its snapshots alone, then b and c join from the snapshot and
+# dispatch at once.
+D=$T/opt-versioned; mkdir -p "$D/seed"
+run_replica "$D/seed" a o1v 400 --threads 1 --mode optimistic --state-version 2 --snapshot-every 100; pa=$last_pid
+touch "$D/seed/go"; finish "$D/seed" o1v "$pa"
+check "versioned: a's snapshot carries the state's version" \
+  grep -q -E "^(P[^ ]* )?V2 " <(redis-cli -p "$PORT" hget o1v:snap state)
+for o in b c; do
+  run_replica "$D" $o o1v 1500 --threads 1 --mode optimistic --state-version 2 --snapshot-every 100; eval p$o=\$last_pid
+done
+sleep 0.3; touch "$D/go"
+finish "$D" o1v "$pb" "$pc"
+check "versioned: b and c end in one state" same_states "$D/b.json" "$D/c.json"
+check "versioned: it counts every entry of the log once ($(cat "$D/total"))" \
+  grep -q "\"counter\":$(cat "$D/total")," "$D/b.json"
+rebases=$(( $(status_field "$D/b.log" rebases) + $(status_field "$D/c.log" rebases) ))
+check "versioned: b and c rebased ($rebases rebases) on the snapshot's state" [ "$rebases" -ge 1 ]
+check "versioned: no rebase failed to put the confirmed state back" \
+  [ -z "$(grep -h "could not put back" "$D/b.log" "$D/c.log")" ]
+
 # c. the server SIGKILLed mid-run and restarted (appendonly, appendfsync always)
 PORT=$PPORT; URL=redis://127.0.0.1:$PORT
 D=$T/opt-server; mkdir -p "$D"
