@@ -1300,6 +1300,11 @@ static void damaged(replica *r, char *err, const char *format, ...) {
     va_end(args);
 }
 
+/* The message for an entry left unapplied for want of memory. */
+static void no_memory_for(char *err, const rp_entry *e) {
+    snprintf(err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
+}
+
 /* Applies a batch in order (rp_step_of says what to do with each entry).
  * Returns 0; 1 when entries are missing before items[*gap_at] (the caller
  * tells trimming from damage: after_gap); RP_DAMAGED when an entry after
@@ -1332,7 +1337,7 @@ static int apply_batch(replica *r, rp_batch *batch, own_entry *own, size_t *gap_
             break;
         }
         if (r->optimistic && tail_reserve(r) != 0) {
-            snprintf(err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
+            no_memory_for(err, e);
             return RP_FAILED;
         }
         /* Counted before it runs: a listener's nested dispatch must see it as
@@ -1345,7 +1350,7 @@ static int apply_batch(replica *r, rp_batch *batch, own_entry *own, size_t *gap_
             int kind = HOLD_APPLY;
             (void)split_entry(e->action, origin, &n);
             if (pipelined(origin, n) && (kind = hold_admit(r, e, origin, n)) < 0) {
-                snprintf(err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
+                no_memory_for(err, e);
                 return RP_FAILED;
             }
             memcpy(r->pos, e->pos, RP_POS_SIZE);
@@ -1992,7 +1997,7 @@ static ts_status optimistic_step(void *self) {
             if (kind == HOLD_LATE && strcmp(origin, r->origin) == 0) break;
             if (kind != HOLD_APPLY) {
                 if (hold_admit(r, e, origin, n) < 0) {
-                    snprintf(w->err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
+                    no_memory_for(w->err, e);
                     w->rc = RP_FAILED;
                     break;
                 }
@@ -2004,12 +2009,12 @@ static ts_status optimistic_step(void *self) {
         }
         if (r->pend_count > 0 && !is_head(r, origin, n)) break;
         if (tail_reserve(r) != 0) {
-            snprintf(w->err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
+            no_memory_for(w->err, e);
             w->rc = RP_FAILED;
             break;
         }
         if (pipelined(origin, n) && hold_admit(r, e, origin, n) < 0) {
-            snprintf(w->err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
+            no_memory_for(w->err, e);
             w->rc = RP_FAILED;
             break;
         }
