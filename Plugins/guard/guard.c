@@ -14,6 +14,7 @@
  */
 #include "turnstate_plugin.h"
 
+#include "../common/patterns.h"
 #include "../common/pjson.h"
 
 #include <stdio.h>
@@ -22,19 +23,9 @@
 
 #define GUARD_VERSION "1.0.0"
 
-typedef struct pattern {
-    char *text; /* decoded; without the trailing "*" when prefix */
-    size_t length;
-    int prefix;
-} pattern;
-
-typedef struct pattern_list {
-    pattern *items;
-    size_t count;
-} pattern_list;
 
 typedef struct requirement {
-    pattern type;
+    ts_pattern type;
     char **fields; /* decoded field names */
     size_t *field_lengths;
     size_t field_count;
@@ -42,8 +33,8 @@ typedef struct requirement {
 
 typedef struct guard {
     int has_allow;
-    pattern_list allow;
-    pattern_list deny;
+    ts_pattern_list allow;
+    ts_pattern_list deny;
     int has_require;
     requirement *require;
     size_t require_count;
@@ -58,19 +49,11 @@ static char *dup_message(const char *text) {
     return m;
 }
 
-static void free_patterns(pattern_list *list) {
-    size_t i;
-    for (i = 0; i < list->count; i++) free(list->items[i].text);
-    free(list->items);
-    list->items = NULL;
-    list->count = 0;
-}
-
 static void guard_free(guard *g) {
     size_t i, j;
     if (g == NULL) return;
-    free_patterns(&g->allow);
-    free_patterns(&g->deny);
+    ts_pattern_list_free(&g->allow);
+    ts_pattern_list_free(&g->deny);
     for (i = 0; i < g->require_count; i++) {
         free(g->require[i].type.text);
         for (j = 0; j < g->require[i].field_count; j++) free(g->require[i].fields[j]);
@@ -79,34 +62,6 @@ static void guard_free(guard *g) {
     }
     free(g->require);
     free(g);
-}
-
-/* Decodes the string token at tok into a pattern. 0 on failure (out of
- * memory), -1 if it contains U+0000, which no action type can contain (the
- * host refuses such types), so the pattern could never match. */
-static int make_pattern(const char *tok, pattern *out) {
-    size_t length;
-    char *text = pj_str_dup(tok, &length);
-    if (text == NULL) return 0;
-    out->prefix = length > 0 && text[length - 1] == '*';
-    if (out->prefix) text[--length] = '\0';
-    out->text = text;
-    out->length = length;
-    return strlen(text) == length ? 1 : -1;
-}
-
-static int pattern_matches(const pattern *pat, const char *type, size_t type_length) {
-    if (pat->prefix) return type_length >= pat->length && memcmp(type, pat->text, pat->length) == 0;
-    return type_length == pat->length && memcmp(type, pat->text, pat->length) == 0;
-}
-
-/* The first pattern of list that matches type, or NULL. */
-static const pattern *first_match(const pattern_list *list, const char *type, size_t type_length) {
-    size_t i;
-    for (i = 0; i < list->count; i++) {
-        if (pattern_matches(&list->items[i], type, type_length)) return &list->items[i];
-    }
-    return NULL;
 }
 
 /* Counts the elements of the array at p if every one is a string; -1 if one
@@ -129,7 +84,7 @@ static long count_strings(const char *p, size_t *bad) {
 
 /* Reads the array of strings at p ("allow", "deny") into list. On failure
  * writes a message into err and returns 0. */
-static int read_pattern_list(const char *field, const char *p, pattern_list *list, char *err, size_t err_size) {
+static int read_pattern_list(const char *field, const char *p, ts_pattern_list *list, char *err, size_t err_size) {
     pj_iter it;
     const char *v;
     size_t bad = 0, i = 0;
@@ -152,7 +107,7 @@ static int read_pattern_list(const char *field, const char *p, pattern_list *lis
     if (list->items == NULL) goto nomem;
     pj_begin(&it, p, '[');
     while (pj_next_element(&it, &v) == 1) {
-        int made = make_pattern(pj_ws(v), &list->items[i]);
+        int made = ts_pattern_make(pj_ws(v), &list->items[i]);
         if (made == 0) goto nomem;
         if (made < 0) {
             list->count = i + 1;
@@ -216,7 +171,7 @@ static int read_require(const char *p, guard *g, char *err, size_t err_size) {
         long fc = count_strings(v, &bad);
         int made;
         g->require_count++;
-        made = make_pattern(k, &req->type);
+        made = ts_pattern_make(k, &req->type);
         if (made == 0) goto nomem;
         if (made < 0) {
             char shown[200];
@@ -323,7 +278,7 @@ fail_early:
 }
 
 /* Writes the patterns of list as "\"a\", \"b*\"" into buf, cut to fit. */
-static void describe_list(const pattern_list *list, char *buf, size_t size) {
+static void describe_list(const ts_pattern_list *list, char *buf, size_t size) {
     size_t i, used = 0;
     buf[0] = '\0';
     for (i = 0; i < list->count && used + 1 < size; i++) {
@@ -354,17 +309,17 @@ static ts_status guard_run(const ts_store_api *store, ts_next_fn next, const ts_
     const guard *g = self;
     const char *type = action->type;
     size_t type_length = strlen(type);
-    const pattern *hit;
+    const ts_pattern *hit;
     char msg[900];
     size_t i, j;
 
-    hit = first_match(&g->deny, type, type_length);
+    hit = ts_pattern_first(&g->deny, type, type_length);
     if (hit) {
         snprintf(msg, sizeof msg, "guard: action type \"%.200s\" is denied by the deny rule \"%.200s%s\"", type,
                  hit->text, hit->prefix ? "*" : "");
         return store->fail(TS_E_REJECTED, msg);
     }
-    if (g->has_allow && first_match(&g->allow, type, type_length) == NULL) {
+    if (g->has_allow && ts_pattern_first(&g->allow, type, type_length) == NULL) {
         char list[400];
         describe_list(&g->allow, list, sizeof list);
         snprintf(msg, sizeof msg, "guard: action type \"%.200s\" is not allowed: it matches no allow rule (allow: [%s])",
@@ -381,7 +336,7 @@ static ts_status guard_run(const ts_store_api *store, ts_next_fn next, const ts_
     }
     for (i = 0; i < g->require_count; i++) {
         const requirement *req = &g->require[i];
-        if (!pattern_matches(&req->type, type, type_length)) continue;
+        if (!ts_pattern_matches(&req->type, type, type_length)) continue;
         for (j = 0; j < req->field_count; j++) {
             if (!payload_has(action->payload, req->fields[j], req->field_lengths[j])) {
                 snprintf(msg, sizeof msg,

@@ -19,6 +19,7 @@
 
 #include "turnstate_plugin.h"
 
+#include "../common/patterns.h"
 #include "../common/pjson.h"
 #include "../common/record.h"
 
@@ -50,17 +51,12 @@ typedef struct segment {
     size_t count;
 } segment;
 
-typedef struct patterns {
-    char **items; /* decoded; a trailing '*' kept: matched as a prefix */
-    size_t count;
-} patterns;
-
 typedef struct recorder {
     const ts_store_api *store;
     char *path;
     size_t capacity; /* "actions" */
     int signals, on_reducer_failure;
-    patterns deny_types, allow_types, deny_keys, allow_keys;
+    ts_pattern_list deny_types, allow_types, deny_keys, allow_keys;
     int has_allow_types, has_allow_keys;
     pthread_mutex_t lock; /* the segments, against destroy; never taken in the signal handler */
     /* What the signal handler reads. `busy` is set while the segments change
@@ -88,15 +84,8 @@ static char *dup_text(const char *text) {
     return m;
 }
 
-static void free_patterns(patterns *p) {
-    for (size_t i = 0; i < p->count; i++) free(p->items[i]);
-    free(p->items);
-    p->items = NULL;
-    p->count = 0;
-}
-
 /* Reads an array of non-empty strings; 0 with err filled on failure. */
-static int read_patterns(const char *name, const char *v, patterns *out, char *err, size_t err_size) {
+static int read_patterns(const char *name, const char *v, ts_pattern_list *out, char *err, size_t err_size) {
     pj_iter it;
     const char *e;
     int r;
@@ -106,32 +95,30 @@ static int read_patterns(const char *name, const char *v, patterns *out, char *e
         return 0;
     }
     while ((r = pj_next_element(&it, &e)) == 1) {
-        size_t length = 0;
-        char *text, **grown;
+        ts_pattern *grown;
+        int made;
         if (pj_kind_of(e) != PJ_STRING) {
             snprintf(err, err_size, "recorder: config field \"%s\" must hold only strings, not %s", name,
                      pj_kind_name(pj_kind_of(e)));
             return 0;
         }
-        text = pj_str_dup(pj_ws(e), &length);
-        if (text == NULL) {
-            snprintf(err, err_size, "recorder: out of memory");
-            return 0;
-        }
-        if (length == 0 || strlen(text) != length) {
-            free(text);
-            snprintf(err, err_size, "recorder: config field \"%s\" holds %s", name,
-                     length == 0 ? "an empty string" : "a string with \\u0000 (NUL)");
-            return 0;
-        }
         grown = realloc(out->items, (out->count + 1) * sizeof *grown);
         if (grown == NULL) {
-            free(text);
             snprintf(err, err_size, "recorder: out of memory");
             return 0;
         }
         out->items = grown;
-        out->items[out->count++] = text;
+        made = ts_pattern_make(pj_ws(e), &out->items[out->count]);
+        if (made == 0) {
+            snprintf(err, err_size, "recorder: out of memory");
+            return 0;
+        }
+        out->count++;
+        if (made < 0 || (out->items[out->count - 1].length == 0 && !out->items[out->count - 1].prefix)) {
+            snprintf(err, err_size, "recorder: config field \"%s\" holds %s", name,
+                     made < 0 ? "a string with \\u0000 (NUL)" : "an empty string");
+            return 0;
+        }
     }
     if (r < 0) {
         snprintf(err, err_size, "recorder: config field \"%s\" is malformed", name);
@@ -140,18 +127,9 @@ static int read_patterns(const char *name, const char *v, patterns *out, char *e
     return 1;
 }
 
-/* Whether `text` (length bytes) matches a pattern: exactly, or, for one that
- * ends in '*', starts with what comes before it. */
-static int matches(const patterns *p, const char *text, size_t length) {
-    for (size_t i = 0; i < p->count; i++) {
-        size_t n = strlen(p->items[i]);
-        if (n > 0 && p->items[i][n - 1] == '*') {
-            if (length >= n - 1 && memcmp(text, p->items[i], n - 1) == 0) return 1;
-        } else if (n == length && memcmp(text, p->items[i], n) == 0) {
-            return 1;
-        }
-    }
-    return 0;
+/* Whether `text` (length bytes) matches one of the patterns. */
+static int matches(const ts_pattern_list *p, const char *text, size_t length) {
+    return ts_pattern_first(p, text, length) != NULL;
 }
 
 /* ---- Records ------------------------------------------------------------------- */
@@ -398,10 +376,10 @@ static void free_recorder(recorder *r) {
     }
     free(r->stack);
     free(r->path);
-    free_patterns(&r->deny_types);
-    free_patterns(&r->allow_types);
-    free_patterns(&r->deny_keys);
-    free_patterns(&r->allow_keys);
+    ts_pattern_list_free(&r->deny_types);
+    ts_pattern_list_free(&r->allow_types);
+    ts_pattern_list_free(&r->deny_keys);
+    ts_pattern_list_free(&r->allow_keys);
     free(r);
 }
 

@@ -22,6 +22,7 @@
 
 #include "turnstate_plugin.h"
 
+#include "../common/patterns.h"
 #include "../common/pjson.h"
 
 #include <stddef.h>
@@ -38,17 +39,6 @@
 /* What the plugin dispatches when it loads (undo_create): a clear that says
  * it comes from a load. */
 #define UNDO_LOADED_ACTION "{\"type\":\"@@undo/clear\",\"payload\":{\"loaded\":true}}"
-
-typedef struct pattern {
-    char *text;
-    size_t length;
-    int prefix; /* the pattern ended in '*': matches types that start with text */
-} pattern;
-
-typedef struct pattern_list {
-    pattern *items;
-    size_t count;
-} pattern_list;
 
 typedef struct tracked_key {
     char *token;   /* the key as a minified JSON string token, quotes included */
@@ -68,7 +58,7 @@ typedef struct undo_plugin {
     tracked_key *keys;
     size_t key_count;
     uint64_t limit, max_bytes;
-    pattern_list include, exclude, group_types, clear_types, init_types;
+    ts_pattern_list include, exclude, group_types, clear_types, init_types;
     int has_include, sync_filter, status;
     enum group_mode group_mode;
     /* history */
@@ -90,26 +80,9 @@ static char *strdup_(const char *s) {
     return d;
 }
 
-static void free_patterns(pattern_list *list) {
-    size_t i;
-    for (i = 0; i < list->count; i++) free(list->items[i].text);
-    free(list->items);
-    list->items = NULL;
-    list->count = 0;
-}
-
-static int pattern_matches(const pattern *pat, const char *type) {
-    size_t n = strlen(type);
-    if (pat->prefix) return n >= pat->length && memcmp(type, pat->text, pat->length) == 0;
-    return n == pat->length && memcmp(type, pat->text, pat->length) == 0;
-}
-
-static int list_matches(const pattern_list *list, const char *type) {
-    size_t i;
-    for (i = 0; i < list->count; i++) {
-        if (pattern_matches(&list->items[i], type)) return 1;
-    }
-    return 0;
+/* Whether the action type matches one of the list's patterns. */
+static int list_matches(const ts_pattern_list *list, const char *type) {
+    return list->count > 0 && ts_pattern_first(list, type, strlen(type)) != NULL;
 }
 
 static void clear_list(text_list *list, size_t *bytes) {
@@ -878,7 +851,7 @@ static ts_status undo_run(const ts_store_api *store, ts_next_fn next, const ts_a
 /* ---- config ---- */
 
 /* Reads an array of action type patterns. 0 with a message on failure. */
-static int read_patterns(const char *field, const char *v, pattern_list *out, char *err, size_t err_size) {
+static int read_patterns(const char *field, const char *v, ts_pattern_list *out, char *err, size_t err_size) {
     pj_iter it;
     const char *e;
     size_t count = 0, i = 0;
@@ -909,22 +882,17 @@ static int read_patterns(const char *field, const char *v, pattern_list *out, ch
     }
     pj_begin(&it, v, '[');
     while (pj_next_element(&it, &e) == 1) {
-        size_t length;
-        char *text = pj_str_dup(e, &length);
-        if (text == NULL) {
+        int made = ts_pattern_make(pj_ws(e), &out->items[i]);
+        if (made == 0) {
             snprintf(err, err_size, "undo: out of memory");
             return 0;
         }
-        out->items[i].text = text;
         out->count = ++i;
-        if (length == 0 || strlen(text) != length) {
+        if (made < 0 || (out->items[i - 1].length == 0 && !out->items[i - 1].prefix)) {
             snprintf(err, err_size, "undo: config field \"%s\": element %lu must be a non-empty action type without NUL",
                      field, (unsigned long)(i - 1));
             return 0;
         }
-        out->items[i - 1].prefix = text[length - 1] == '*';
-        if (out->items[i - 1].prefix) text[--length] = '\0';
-        out->items[i - 1].length = length;
     }
     return 1;
 }
@@ -1113,11 +1081,11 @@ static void undo_destroy(void *self) {
         free(u->keys[i].pointer);
     }
     free(u->keys);
-    free_patterns(&u->include);
-    free_patterns(&u->exclude);
-    free_patterns(&u->group_types);
-    free_patterns(&u->clear_types);
-    free_patterns(&u->init_types);
+    ts_pattern_list_free(&u->include);
+    ts_pattern_list_free(&u->exclude);
+    ts_pattern_list_free(&u->group_types);
+    ts_pattern_list_free(&u->clear_types);
+    ts_pattern_list_free(&u->init_types);
     clear_history(u);
     free(u->past.items);
     free(u->future.items);
