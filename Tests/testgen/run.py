@@ -447,6 +447,53 @@ def python_program(work):
           status == 1 and failure_named(output, 2, "todos/toggle", "/todos/0/done"), output)
 
 
+def versioned_journal(work):
+    """A journal of a store that declares a state version (its first record
+    is V) becomes a pytest test; a session of another version than the
+    reducers' store, or of two versions, is refused with the reason."""
+    out = os.path.join(work, "versioned")
+    os.makedirs(out)
+    with open(os.path.join(out, "py_versioned.py"), "w") as f:
+        f.write("import sys\n"
+                "import turnstate\n\n\n"
+                "def setup(store, version=2):\n"
+                "    store.version = version\n"
+                "    store.reducer('count', lambda s, a: 0 if s is None else s + 1 if a['type'] == 'inc' else s)\n\n\n"
+                "def setup3(store):\n"
+                "    setup(store, 3)\n\n\n"
+                "if __name__ == '__main__':\n"
+                "    store = turnstate.Store()\n"
+                "    setup(store)\n"
+                "    store.load_plugin(sys.argv[1], {'path': sys.argv[2], 'snapshot_every': 2})\n"
+                "    for _ in range(3):\n"
+                "        store.dispatch('inc')\n")
+    journal = os.path.join(out, "v2.journal")
+    status, output = run([PYTHON, os.path.join(out, "py_versioned.py"), os.path.join(PLUGINS, "journal.so"), journal])
+    if not check("a Python program of state version 2 records a journal", status == 0 and os.path.exists(journal),
+                 output):
+        return
+    with open(journal, "rb") as f:
+        data = f.read()
+    check("the journal starts with its version record", data.startswith(b"V ") and b'{"version":2}' in data[:40],
+          data[:80])
+    test = os.path.join(out, "test_versioned.py")
+    status, output = testgen("--lang", "python", "--reducers", "py_versioned:setup", "--python-path", out, journal,
+                             "-o", test, python=PYTHON)
+    check("testgen writes a pytest test of a versioned journal", status == 0, output)
+    status, output = pytest(test)
+    check("the generated test of the versioned journal passes", status == 0 and "1 passed" in output, output)
+    status, output = testgen("--lang", "python", "--reducers", "py_versioned:setup3", "--python-path", out, journal,
+                             "-o", test, python=PYTHON)
+    check("a session of version 2 against reducers of version 3 is refused, naming both",
+          status == 1 and "recorded at state version 2" in output and "is of version 3" in output, output)
+    mixed = os.path.join(out, "mixed.journal")
+    with open(mixed, "wb") as f:
+        f.write(record("A", '{"type":"inc"}') + record("V", '{"version":2}') + record("A", '{"type":"inc"}'))
+    status, output = testgen("--lang", "python", "--reducers", "py_versioned:setup", "--python-path", out, mixed,
+                             "-o", test, python=PYTHON)
+    check("a session of two state versions is refused", status == 1 and "state versions 0, 2" in output, output)
+
+
 def python_recorder(work):
     """The recorder loaded from Python: a Python reducer that raises makes the
     dispatch fail (TS_E_REDUCER in the chain), the recorder dumps, and the
@@ -855,6 +902,7 @@ def main():
         browser = browser_session(work)
         browser_mutant_so = inspector_tests(work, browser, "the browser test's export") if browser else None
         python_program(work)
+        versioned_journal(work)
         recorder_tests(work)
         python_recorder(work)
         rust_recorder(work)
