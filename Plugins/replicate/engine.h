@@ -91,7 +91,10 @@ int rp_append_batch(rp_engine *engine, const char *const *actions, size_t count,
 /* The same checks as rp_append, without appending: 0 or RP_DAMAGED. */
 int rp_check(rp_engine *engine, const char *after, uint64_t seq, char *err);
 /* Up to `max` entries after position `after` (none: count 0), checked
- * against the counter (rp_check_counter; NATS: against the stream). */
+ * against the counter (rp_check_counter; NATS: against the stream). NATS:
+ * a message of several actions gives one entry each (`part`, `parts`),
+ * all of them in one batch (which may so hold up to RP_PARTS_MAX - 1 more
+ * than `max`); a damaged one gives none. */
 int rp_read(rp_engine *engine, const char *after, size_t max, rp_batch *out, char *err);
 /* Blocks up to block_ms for entries after `after`; returns up to `max` of
  * them (count 0 when the time ran out), checked against the counter. */
@@ -114,8 +117,11 @@ int rp_wait(rp_engine *engine, const char *after, int block_ms, size_t max, rp_b
  * script checks the keys' types and the counter against the last entry
  * before it writes (as rp_append), not the entries between the replica's
  * position and its end (the reader checks those as it reads them).
- * NATS: each entry one message with the message id "ORIGIN:N", published
- * together and resent (same id) until acknowledged or timeout_ms; the
+ * NATS: the entries go several to a message (entry.h: up to 256 actions
+ * and 256 KiB a message, cut the same way from `first` on every call; a
+ * message id "ORIGIN:N" for one action, "ORIGIN:N+K" for K from N),
+ * published together and resent (same id) until acknowledged or
+ * timeout_ms; *done counts the actions of the acknowledged messages; the
  * stream's de-duplication window (2 minutes) keeps an id once, so a resend
  * later than that after the entry reached the stream appends it again: the
  * window bounds how long a replica may stay offline before a resend could

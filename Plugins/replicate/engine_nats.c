@@ -74,6 +74,11 @@
 #define ATTEMPT_MS 500
 /* The most actions one append sends. */
 #define BATCH_MAX 100000
+/* Optimistic appends: the most actions, and bytes, one message carries
+ * (entry.h; a larger action goes alone). Below NATS's default max_payload
+ * (1 MiB). */
+#define PARTS_PER_MESSAGE 256
+#define BYTES_PER_MESSAGE (256u << 10)
 #define SNAPSHOT_KEY "snapshot"
 #define DESCRIPTION "replicate.so log "
 
@@ -652,29 +657,54 @@ static int cursor_next(nt *e, int64_t wait_ms, natsMsg **msg, uint64_t *seq, cha
 /* Adds a message to a batch as an entry (checked). 0, RP_DAMAGED (not
  * added) or RP_FAILED. */
 static int add_entry(nt *e, rp_batch *out, size_t *capacity, natsMsg *msg, uint64_t seq, char *err) {
-    rp_text log = {NULL, 0}, data;
+    rp_text log = {NULL, 0}, parts = {NULL, 0}, data;
     const char *value = NULL;
+    size_t count = 1, i;
     int rc;
-    if (out->count == *capacity) {
+    if (natsMsgHeader_Get(msg, "Ts-Log", &value) == NATS_OK && value != NULL) {
+        log.str = value;
+        log.len = strlen(value);
+    }
+    value = NULL;
+    if (natsMsgHeader_Get(msg, "Ts-Parts", &value) == NATS_OK && value != NULL) {
+        parts.str = value;
+        parts.len = strlen(value);
+    }
+    data.str = natsMsg_GetData(msg);
+    data.len = (size_t)natsMsg_GetDataLength(msg);
+    /* A message of several actions: checked whole, then one entry each. */
+    if ((rc = rp_count_parts(e->stream, seq, parts, data, &count, err)) != 0) return rc;
+    if (out->count + count > *capacity) {
         size_t more = *capacity ? *capacity * 2 : 16;
-        rp_entry *items = realloc(out->items, sizeof *items * more);
-        if (items == NULL) {
+        rp_entry *items;
+        while (more < out->count + count) more *= 2;
+        if ((items = realloc(out->items, sizeof *items * more)) == NULL) {
             rp_fail(err, "replicate: out of memory");
             return RP_FAILED;
         }
         out->items = items;
         *capacity = more;
     }
-    if (natsMsgHeader_Get(msg, "Ts-Log", &value) == NATS_OK && value != NULL) {
-        log.str = value;
-        log.len = strlen(value);
+    for (i = 0; i < count; i++) {
+        rp_text part = data;
+        const char *end = count > 1 ? memchr(data.str, '\0', data.len) : NULL;
+        if (end != NULL) part.len = (size_t)(end - data.str);
+        rc = rp_parse_message(e->stream, seq, log, e->log_id, part, &out->items[out->count + i], err);
+        if (rc != 0) {
+            /* None of the message's entries: it is applied whole or not. */
+            while (i > 0) free(out->items[out->count + --i].action);
+            return rc;
+        }
+        out->items[out->count + i].part = (uint32_t)i;
+        out->items[out->count + i].parts = (uint32_t)count;
+        if (end != NULL) {
+            data.str = end + 1;
+            data.len -= part.len + 1;
+        }
     }
-    data.str = natsMsg_GetData(msg);
-    data.len = (size_t)natsMsg_GetDataLength(msg);
-    rc = rp_parse_message(e->stream, seq, log, e->log_id, data, &out->items[out->count], err);
-    if (rc == 0) out->count++;
-    if (rc == 0 && seq > e->head) e->head = seq;
-    return rc;
+    out->count += count;
+    if (seq > e->head) e->head = seq;
+    return 0;
 }
 
 /* Entries after `after` from the cursor into *out: at most `max`, until
@@ -769,36 +799,64 @@ static int parse_ack(natsMsg *msg, uint64_t *seq, char *why_out, size_t size) {
     return 1;
 }
 
-/* Sends an entry with message id `msg_id` (attempt number in the reply subject). */
-static natsStatus send_with_id(nt *e, const char *action, const char *msg_id, uint64_t attempt) {
-    char reply[200], log[24];
+/* Sends an entry with message id `msg_id` (attempt number in the reply
+ * subject): `length` bytes of data, carrying `parts` actions (more than 1:
+ * the header "Ts-Parts", entry.h). */
+static natsStatus send_with_id(nt *e, const char *data, size_t length, size_t parts, const char *msg_id,
+                               uint64_t attempt) {
+    char reply[200], log[24], count[24];
     natsMsg *msg = NULL;
     natsStatus s;
     snprintf(reply, sizeof reply, "%s.%llu", e->inbox, (unsigned long long)attempt);
     snprintf(log, sizeof log, "%llu", (unsigned long long)e->log_id);
-    s = natsMsg_Create(&msg, e->subject, reply, action, (int)strlen(action));
+    s = natsMsg_Create(&msg, e->subject, reply, data, (int)length);
     if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Nats-Msg-Id", msg_id);
     if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Ts-Log", log);
+    if (s == NATS_OK && parts > 1) {
+        snprintf(count, sizeof count, "%zu", parts);
+        s = natsMsgHeader_Set(msg, "Ts-Parts", count);
+    }
     if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Nats-Expected-Stream", e->stream);
     if (s == NATS_OK) s = natsConnection_PublishMsg(e->nc, msg);
     natsMsg_Destroy(msg);
     return s;
 }
 
+/* What an append sends: `count` messages, message i holding texts[i]
+ * (lengths[i] bytes; lengths NULL: a C string) with the message id
+ * "<prefix><sep><first + i>", or, with `numbers`, the actions numbered
+ * numbers[i] to numbers[i] + parts[i] - 1 with the id "<prefix>:<N>" (one
+ * action) or "<prefix>:<N>+<parts>" (several: Ts-Parts). */
+typedef struct outgoing {
+    const char *const *texts;
+    const size_t *lengths;
+    const uint64_t *numbers;
+    const size_t *parts;
+    size_t count;
+    const char *prefix;
+    char sep;
+    uint64_t first;
+} outgoing;
+
 /* One attempt of an append (nats_append_batch, nats_append_many): sends
- * each of the `count` texts that has no sequence number yet, as a new
- * attempt, with the message id "<prefix><sep><first + i>". Stops at the
- * first send that fails and returns its status. */
-static natsStatus send_round(nt *e, const char *const *texts, size_t count, const uint64_t *seqs,
-                             uint64_t *attempts, const char *prefix, char sep, uint64_t first) {
+ * each message that has no sequence number yet, as a new attempt. Stops at
+ * the first send that fails and returns its status. */
+static natsStatus send_round(nt *e, const outgoing *o, const uint64_t *seqs, uint64_t *attempts) {
     natsStatus s = NATS_OK;
     char msg_id[100];
     size_t i;
-    for (i = 0; i < count && s == NATS_OK; i++) {
+    for (i = 0; i < o->count && s == NATS_OK; i++) {
+        size_t parts = o->parts ? o->parts[i] : 1;
         if (seqs[i] != 0) continue;
         attempts[i] = ++e->attempt;
-        snprintf(msg_id, sizeof msg_id, "%s%c%llu", prefix, sep, (unsigned long long)(first + i));
-        s = send_with_id(e, texts[i], msg_id, attempts[i]);
+        if (o->numbers == NULL)
+            snprintf(msg_id, sizeof msg_id, "%s%c%llu", o->prefix, o->sep, (unsigned long long)(o->first + i));
+        else if (parts == 1)
+            snprintf(msg_id, sizeof msg_id, "%s:%llu", o->prefix, (unsigned long long)o->numbers[i]);
+        else
+            snprintf(msg_id, sizeof msg_id, "%s:%llu+%zu", o->prefix, (unsigned long long)o->numbers[i], parts);
+        s = send_with_id(e, o->texts[i], o->lengths ? o->lengths[i] : strlen(o->texts[i]), parts, msg_id,
+                         attempts[i]);
     }
     return s;
 }
@@ -847,7 +905,7 @@ static int next_ack(nt *e, int64_t attempt_end, size_t count, const uint64_t *se
     return got;
 }
 
-/* Sends the `count` texts (message ids "<prefix><sep><first + i>") and takes
+/* Sends the messages of `o` and takes
  * their acknowledgements, attempt after attempt (each ATTEMPT_MS at most),
  * sending again what an attempt left without one, until each has its
  * sequence number in seqs[] or `deadline` has passed. *acked counts those
@@ -855,16 +913,16 @@ static int next_ack(nt *e, int64_t attempt_end, size_t count, const uint64_t *se
  * number and whether the stream held its id already. Returns 1 when an entry
  * was refused for good (`reason` says why), else 0 (`reason`: the last
  * failure, if any). */
-static int append_rounds(nt *e, const char *const *texts, size_t count, const char *prefix, char sep, uint64_t first,
-                         int64_t deadline, uint64_t *seqs, uint64_t *attempts, size_t *acked,
-                         void (*stored)(void *ctx, uint64_t n, int duplicate), void *ctx, char *reason,
+static int append_rounds(nt *e, const outgoing *o, int64_t deadline, uint64_t *seqs, uint64_t *attempts,
+                         size_t *acked, void (*stored)(void *ctx, uint64_t n, int duplicate), void *ctx, char *reason,
                          size_t reason_size) {
+    size_t count = o->count;
     size_t i;
     while (*acked < count) {
         int64_t attempt_end;
         natsStatus s = NATS_OK;
         if (left_ms(deadline) == 0) break;
-        s = send_round(e, texts, count, seqs, attempts, prefix, sep, first);
+        s = send_round(e, o, seqs, attempts);
         if (s != NATS_OK) {
             snprintf(reason, reason_size, "%.280s", why(s));
             if (s == NATS_MAX_PAYLOAD || s == NATS_INVALID_ARG) break;
@@ -969,9 +1027,11 @@ static int nats_append_batch(rp_engine *base, const char *const *actions, size_t
     e->id_counter += count;
     /* Send them all; then, until each is acknowledged or the time is up,
      * take acknowledgements and send again what an attempt left without one. */
-    if (append_rounds(e, actions, count, e->id_prefix, '-', first_id, deadline, seqs, attempts, &done, batch_stored,
-                      &top, reason, sizeof reason))
-        goto refused;
+    {
+        outgoing o = {actions, NULL, NULL, NULL, count, e->id_prefix, '-', first_id};
+        if (append_rounds(e, &o, deadline, seqs, attempts, &done, batch_stored, &top, reason, sizeof reason))
+            goto refused;
+    }
     if (done < count && strstr(reason, "no responders") != NULL) {
         rc = stream_replaced(e, err);
         if (rc != 0) {
@@ -1079,11 +1139,12 @@ static int nats_append_many(rp_engine *base, const char *origin, uint64_t first,
                             const char *const *entries, uint64_t seq_applied, size_t *done, char *err) {
     nt *e = (nt *)base;
     int64_t deadline = now_ms() + e->timeout_ms;
-    uint64_t *seqs = NULL, *attempts = NULL;
-    size_t acked = 0;
-    char reason[300] = "";
+    uint64_t *seqs = NULL, *attempts = NULL, *numbers = NULL;
+    size_t acked = 0, *parts = NULL, *lengths = NULL, messages = 0, i;
+    char reason[300] = "", **bundles = NULL;
     int rc = 0;
     many_acks many = {0, 0, 0};
+    outgoing o = {entries, NULL, NULL, NULL, count, origin, ':', first};
     *done = 0;
     if (count > BATCH_MAX) {
         rp_fail(err, "replicate: an append of more than %d actions at once", BATCH_MAX);
@@ -1091,17 +1152,46 @@ static int nats_append_many(rp_engine *base, const char *origin, uint64_t first,
     }
     seqs = calloc(count, sizeof *seqs);
     attempts = calloc(count, sizeof *attempts);
-    if (seqs == NULL || attempts == NULL) {
-        free(seqs);
-        free(attempts);
-        rp_fail(err, "replicate: out of memory");
-        return RP_FAILED;
+    if (seqs == NULL || attempts == NULL) goto no_memory;
+    if (count > 1) {
+        /* Several actions a message (entry.h): the stream's servers work
+         * per message. Cut the same way from `first` on every call, so that
+         * a resend of the same actions (optimistic mode's sender, after a
+         * failure) carries the same message ids; a message cut otherwise
+         * (the last of a call, longer when sent again) leaves copies of
+         * actions in the stream, which the per-origin rule skips. */
+        numbers = calloc(count, sizeof *numbers);
+        parts = calloc(count, sizeof *parts);
+        lengths = calloc(count, sizeof *lengths);
+        bundles = calloc(count, sizeof *bundles);
+        if (numbers == NULL || parts == NULL || lengths == NULL || bundles == NULL) goto no_memory;
+        for (i = 0; i < count;) {
+            size_t k = 0, bytes = 0, at = 0, length;
+            while (i + k < count && k < PARTS_PER_MESSAGE &&
+                   (k == 0 || bytes + strlen(entries[i + k]) + 1 <= BYTES_PER_MESSAGE))
+                bytes += strlen(entries[i + k++]) + 1;
+            if ((bundles[messages] = malloc(bytes)) == NULL) goto no_memory;
+            for (length = 0; length < k; length++) {
+                size_t n = strlen(entries[i + length]);
+                memcpy(bundles[messages] + at, entries[i + length], n + 1); /* the NUL between them */
+                at += n + 1;
+            }
+            numbers[messages] = first + i;
+            parts[messages] = k;
+            lengths[messages] = bytes - 1;
+            messages++;
+            i += k;
+        }
+        o.texts = (const char *const *)bundles;
+        o.lengths = lengths;
+        o.numbers = numbers;
+        o.parts = parts;
+        o.count = messages;
     }
     many.seq_applied = seq_applied;
     /* Refused for good or not, what follows is the same (`reason` tells). */
-    (void)append_rounds(e, entries, count, origin, ':', first, deadline, seqs, attempts, &acked, many_stored, &many,
-                        reason, sizeof reason);
-    while (*done < count && seqs[*done] != 0) (*done)++;
+    (void)append_rounds(e, &o, deadline, seqs, attempts, &acked, many_stored, &many, reason, sizeof reason);
+    for (i = 0; i < o.count && seqs[i] != 0; i++) *done += parts ? parts[i] : 1;
     if (many.fresh_behind) {
         rc = damaged(e, err, "this replica has applied entry %llu but the stream gave a new entry number %llu: the "
                              "log was reset",
@@ -1113,6 +1203,16 @@ static int nats_append_many(rp_engine *base, const char *origin, uint64_t first,
                 e->timeout_ms, reason[0] ? ": " : "", reason);
         rc = RP_FAILED;
     }
+    goto end;
+no_memory:
+    rp_fail(err, "replicate: out of memory");
+    rc = RP_FAILED;
+end:
+    for (i = 0; bundles != NULL && i < messages; i++) free(bundles[i]);
+    free(bundles);
+    free(numbers);
+    free(parts);
+    free(lengths);
     free(seqs);
     free(attempts);
     return rc;

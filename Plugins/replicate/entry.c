@@ -306,6 +306,38 @@ int rp_parse_message(const char *stream, uint64_t seq, rp_text log, uint64_t log
     return 0;
 }
 
+int rp_count_parts(const char *stream, uint64_t seq, rp_text parts, rp_text data, size_t *count, char *err) {
+    char shown[200];
+    uint64_t want;
+    size_t i, found = 1, length = 0;
+    *count = 1;
+    if (parts.str == NULL) return 0;
+    if (!parse_decimal(parts.str, parts.len, RP_PARTS_MAX, &want) || want < 2) {
+        rp_show(parts, shown, sizeof shown);
+        damaged(err, stream, "entry %llu was not written by replicate.so: its header \"Ts-Parts\" is \"%s\", not a "
+                             "count from 2 to %d", (unsigned long long)seq, shown, RP_PARTS_MAX);
+        return RP_DAMAGED;
+    }
+    for (i = 0; data.str != NULL && i < data.len; i++) {
+        if (data.str[i] != '\0') {
+            length++;
+            continue;
+        }
+        if (length == 0) break;
+        found++;
+        length = 0;
+    }
+    if (data.str == NULL || length == 0 || found != want) {
+        damaged(err, stream, "entry %llu was not written by replicate.so: its header \"Ts-Parts\" says %llu actions, "
+                             "but its data %s", (unsigned long long)seq, (unsigned long long)want,
+                data.str == NULL || data.len == 0 ? "is empty" : found != want && length != 0 ? "holds another count"
+                                                                                            : "holds an empty one");
+        return RP_DAMAGED;
+    }
+    *count = (size_t)want;
+    return 0;
+}
+
 int rp_parse_js_snapshot(const char *stream, rp_text value, uint64_t log_id, int *found, char **state_out,
                          char pos_out[RP_POS_SIZE], uint64_t *seq, char *err) {
     char shown[200];

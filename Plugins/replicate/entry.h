@@ -37,6 +37,8 @@ typedef struct rp_entry {
     uint64_t seq;          /* its number */
     char *action;          /* malloc'ed */
     int mine;              /* rp_append_batch: 1 + the index of this call's action; else 0 */
+    uint32_t part;         /* NATS: its place in a message that carries several actions (0, 1, ...); else 0 */
+    uint32_t parts;        /* how many the message carries (0 or 1: this entry alone) */
 } rp_entry;
 
 typedef struct rp_batch {
@@ -107,6 +109,14 @@ enum rp_step rp_step_of(const char *pos, uint64_t seq, const rp_entry *e);
  * with another id was written into an earlier stream of that name (the
  * stream was deleted and made again under a replica). Its data is the
  * action's JSON text, without a NUL byte.
+ * A message may carry several actions of one optimistic replica (numbered
+ * one after the other: "#pORIGIN:N ACTION", "#pORIGIN:N+1 ACTION" ...): it
+ * then has the header "Ts-Parts" with their count (2 to RP_PARTS_MAX, in
+ * decimal) and its data is their texts separated by NUL bytes, each
+ * non-empty. Its entries share the message's position and number (the
+ * stream sequence) and are told apart by `part`; a replica applies them in
+ * order, and counts the message applied after the last. Replicas older than
+ * 1.3.0 refuse such a message (an action with a NUL byte: RP_DAMAGED).
  * The snapshot is the value of the key "snapshot" in the key-value bucket
  * STREAM_snap: "LOG SEQ\n" then the state's JSON text (LOG and SEQ decimal,
  * SEQ the last entry it covers). */
@@ -116,6 +126,15 @@ enum rp_step rp_step_of(const char *pos, uint64_t seq, const rp_entry *e);
  * joined. 0 with *out filled, RP_DAMAGED with a message, or RP_FAILED. */
 int rp_parse_message(const char *stream, uint64_t seq, rp_text log, uint64_t log_id, rp_text data, rp_entry *out,
                      char *err);
+/* The most actions one message carries. */
+#define RP_PARTS_MAX 1024
+/* A message's "Ts-Parts" header (str NULL: absent) against its data: 0 with
+ * *count (1 when the header is absent: the data is one action, which
+ * rp_parse_message checks), or RP_DAMAGED with a message naming entry
+ * `seq`: a header that is not a count from 2 to RP_PARTS_MAX, or data that
+ * is not that many non-empty texts separated by NUL bytes. */
+int rp_count_parts(const char *stream, uint64_t seq, rp_text parts, rp_text data, size_t *count, char *err);
+
 /* The snapshot's value (str NULL: no snapshot): *found 0 or 1 (*state_out
  * malloc'ed, pos_out the sequence in decimal, *seq); RP_DAMAGED when it is
  * malformed or of another log; RP_FAILED. */

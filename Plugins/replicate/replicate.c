@@ -79,7 +79,7 @@
 #include <string.h>
 #include <time.h>
 
-#define REPLICATE_VERSION "1.2.0"
+#define REPLICATE_VERSION "1.3.0"
 #define READ_BATCH 1000
 /* Optimistic mode reads more at a time: every batch that holds another
  * replica's entry is one rebase, whose cost is the pending list's length. */
@@ -143,6 +143,10 @@ typedef struct replica {
     int free_on_exit; /* destroy() ran on the reader thread itself */
     char reported[RP_ERR_SIZE]; /* the reader's last line on stderr (its own) */
     uint64_t shared_seq; /* r->seq, for the sender and the reader (under mutex) */
+    /* A message of several entries (NATS, entry.h) applied in part: the
+     * next part to apply of entry r->seq + 1 (r->pos and r->seq move on
+     * after its last part); 0: none under way. */
+    uint32_t part_next;
 
     /* ---- Optimistic mode and the status (README.md, "Modes") ---- */
     int optimistic;
@@ -719,7 +723,7 @@ static ts_status ordered_deliver(replica *r, const char *action, const char *ori
         r->confirmed_count++;
         maybe_snapshot(r);
     }
-    if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0) checkpoint(r);
+    if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0 && r->part_next == 0) checkpoint(r);
     return status;
 }
 
@@ -1181,7 +1185,7 @@ static int snapshot_version(const char *text, uint32_t *version, const char **js
  * effort: a failed snapshot only makes joining slower. */
 static void maybe_snapshot(replica *r) {
     char *state = NULL;
-    if (r->snapshot_every == 0 || r->seq % r->snapshot_every != 0) return;
+    if (r->snapshot_every == 0 || r->seq % r->snapshot_every != 0 || r->part_next != 0) return;
     if (r->store->get_state("", &state) != TS_OK) return;
     snapshot_put(r, state);
     r->store->free(state);
@@ -1285,6 +1289,7 @@ static int load_snapshot(replica *r, char *err) {
     }
     memcpy(r->pos, pos, RP_POS_SIZE);
     r->seq = seq;
+    r->part_next = 0;
     publish(r);
     /* Running (not joining: nothing is after the plugin yet), ordered. */
     if (r->reader_started && !r->optimistic) checkpoint(r);
@@ -1305,6 +1310,28 @@ static void no_memory_for(char *err, const rp_entry *e) {
     snprintf(err, RP_ERR_SIZE, "replicate: out of memory (entry %s is not applied yet)", e->pos);
 }
 
+/* What to do with entry e: rp_step_of, and for a message of several
+ * entries, its parts in order (those before part_next are applied). */
+static enum rp_step step_of(const replica *r, const rp_entry *e) {
+    enum rp_step step = rp_step_of(r->pos, r->seq, e);
+    if (step != RP_APPLY) return step;
+    if (e->part < r->part_next) return RP_SKIP;
+    return e->part == r->part_next ? RP_APPLY : RP_GAP;
+}
+
+/* Entry e was taken (applied, held or late): this replica's position moves
+ * past it, or past its message after the message's last part. */
+static void advance(replica *r, const rp_entry *e) {
+    if (e->parts > 1 && e->part + 1 < e->parts) {
+        r->part_next = e->part + 1;
+        return;
+    }
+    r->part_next = 0;
+    memcpy(r->pos, e->pos, RP_POS_SIZE);
+    r->seq = e->seq;
+    publish(r);
+}
+
 /* Applies a batch in order (rp_step_of says what to do with each entry).
  * Returns 0; 1 when entries are missing before items[*gap_at] (the caller
  * tells trimming from damage: after_gap); RP_DAMAGED when an entry after
@@ -1316,7 +1343,7 @@ static int apply_batch(replica *r, rp_batch *batch, own_entry *own, size_t *gap_
         rp_entry *e = &batch->items[i];
         ts_status status;
         int mine = own->pos != NULL && strcmp(e->pos, own->pos) == 0;
-        switch (rp_step_of(r->pos, r->seq, e)) {
+        switch (step_of(r, e)) {
         case RP_SKIP:
             /* Read before a dispatch nested in a listener applied it. */
             if (mine && !own->done) {
@@ -1353,9 +1380,7 @@ static int apply_batch(replica *r, rp_batch *batch, own_entry *own, size_t *gap_
                 no_memory_for(err, e);
                 return RP_FAILED;
             }
-            memcpy(r->pos, e->pos, RP_POS_SIZE);
-            r->seq = e->seq;
-            publish(r);
+            advance(r, e);
             if (kind != HOLD_APPLY) {
                 if (kind == HOLD_LATE && r->optimistic && strcmp(origin, r->origin) == 0) hold_late_own(r, n);
                 hold_release(r);
@@ -1828,7 +1853,8 @@ static int capture_confirmed(replica *r) {
 /* Stores the confirmed state as the snapshot, when one is due and the text
  * is the state at r->seq. Best effort, as in ordered mode. Store held. */
 static void snapshot_confirmed(replica *r) {
-    if (!r->snapshot_due || r->tail_count != 0 || r->confirmed == NULL || r->held_count > 0) return;
+    if (!r->snapshot_due || r->tail_count != 0 || r->confirmed == NULL || r->held_count > 0 || r->part_next != 0)
+        return;
     snapshot_put(r, r->confirmed);
     r->snapshot_due = 0;
 }
@@ -1976,7 +2002,7 @@ static ts_status optimistic_step(void *self) {
         char origin[ORIGIN_SIZE];
         uint64_t n;
         const char *action;
-        enum rp_step step = rp_step_of(r->pos, r->seq, e);
+        enum rp_step step = step_of(r, e);
         if (step == RP_SKIP) continue;
         if (step != RP_APPLY || !r->in_sync) break;
         action = split_entry(e->action, origin, &n);
@@ -2001,9 +2027,7 @@ static ts_status optimistic_step(void *self) {
                     w->rc = RP_FAILED;
                     break;
                 }
-                memcpy(r->pos, e->pos, RP_POS_SIZE);
-                r->seq = e->seq;
-                publish(r);
+                advance(r, e);
                 continue;
             }
         }
@@ -2018,9 +2042,7 @@ static ts_status optimistic_step(void *self) {
             w->rc = RP_FAILED;
             break;
         }
-        memcpy(r->pos, e->pos, RP_POS_SIZE);
-        r->seq = e->seq;
-        publish(r);
+        advance(r, e);
         if (r->pend_count > 0) {
             /* Its outcome where the log put it is the one the store shows. */
             pending *p = pend_at(r, 0);

@@ -12,6 +12,8 @@
  *                         the one byte 0xFF, are absent (a nil reply)
  *   C COUNTER             the counter's text for what follows (no column: absent)
  *   K                     rp_check_counter on the entries accepted so far
+ *   P PARTS DATA          a NATS message's "Ts-Parts" header (0xFF: absent)
+ *                         and its data (NUL bytes allowed): rp_count_parts
  *
  * Invariants (against a model written here, without entry.c's parsing):
  * - rp_parse_entry accepts exactly the entries entry.h describes (a stream
@@ -25,6 +27,10 @@
  * - rp_parse_snapshot accepts all three values or none, each well formed;
  *   rp_check_snapshot and rp_check_counter agree with the model; the counter
  *   check keeps exactly the entries before the first one past the counter;
+ * - rp_count_parts accepts a message of several actions exactly when its
+ *   header is a count from 2 to RP_PARTS_MAX in canonical decimal and its
+ *   data that many non-empty texts separated by NUL bytes (no header: one
+ *   action), and gives that count; a refusal is RP_DAMAGED with a message;
  * - rp_show's output fits its buffer and is printable ASCII.
  * Leaks are checked (LeakSanitizer).
  */
@@ -243,6 +249,45 @@ static void snapshot_record(world *w, const rp_text *cols, size_t n) {
     if (rc != 0) check_message(err, "rp_check_snapshot");
 }
 
+static void parts_record(rp_text *cols, size_t n) {
+    char err[RP_ERR_SIZE];
+    rp_text header = n > 1 ? cols[1] : (rp_text){NULL, 0}, data = n > 2 ? cols[2] : (rp_text){NULL, 0};
+    size_t count = 0, want = 0, found = 0, length = 0, i;
+    int valid, rc;
+    /* The model: the count, then the parts counted by hand. */
+    if (header.str == NULL) {
+        valid = 1;
+        want = 1;
+    } else {
+        char limit[16];
+        snprintf(limit, sizeof limit, "%d", RP_PARTS_MAX);
+        valid = model_decimal(header.str, header.len, limit, 0) && !(header.len == 1 && header.str[0] == '1');
+        for (i = 0; valid && i < header.len; i++) want = want * 10 + (size_t)(header.str[i] - '0');
+        if (valid) {
+            int empty = data.str == NULL || data.len == 0;
+            for (i = 0; !empty && i <= data.len; i++) {
+                if (i == data.len || data.str[i] == '\0') {
+                    empty |= length == 0;
+                    found++;
+                    length = 0;
+                } else {
+                    length++;
+                }
+            }
+            valid = !empty && found == want;
+        }
+    }
+    memset(err, 0, sizeof err);
+    rc = rp_count_parts("fz", 7, header, data, &count, err);
+    if (!valid) {
+        CHECK(rc == RP_DAMAGED, "rp_count_parts accepted what the model refuses (count %zu)", count);
+        check_message(err, "rp_count_parts");
+        return;
+    }
+    CHECK(rc == 0 && count == want, "rp_count_parts answered %d, count %zu, where the model says %zu (%s)", rc, count,
+          want, err);
+}
+
 static void counter_check(world *w) {
     char err[RP_ERR_SIZE];
     uint64_t counter = 0;
@@ -293,6 +338,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             else if (is_word(cols[0], "S")) snapshot_record(&w, cols, n);
             else if (is_word(cols[0], "C")) w.counter = n > 1 ? cols[1] : (rp_text){NULL, 0};
             else if (is_word(cols[0], "K")) counter_check(&w);
+            else if (is_word(cols[0], "P")) parts_record(cols, n);
         }
         if (nl == NULL) break;
         line = nl + 1;

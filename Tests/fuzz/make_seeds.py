@@ -236,6 +236,10 @@ replicate = {
     "snapshot_nul": b" 0\nS\t{\"a\":\x001}\t1-0\t1\n",
     "trimmed_then_snapshot": "1-0 1\n" + E("9-0", "n", "40", "a", act(40)) + "C\t40\nS\t{\"count\":39}\t8-0\t39\n",
     "escapes_in_messages": b" 0\nE\t1-0\tn\t\x01\x7f\"\\\xc3\xa9\ta\tx\nE\t1-1\t\x00n\t1\n",
+    # NATS messages of several actions (P PARTS DATA: rp_count_parts)
+    "parts_ok": b" 0\nP\t3\t#pa:1 {}\x00#pa:2 {}\x00#pa:3 {}\nP\t\xff\t{}\nP\t1024\tx\n",
+    "parts_damaged": b" 0\nP\t1\tx\x00y\nP\t2\tx\x00\nP\t2\t\x00y\nP\t3\tx\x00y\nP\t02\tx\x00y\nP\t1025\tx\n"
+                     b"P\t2\t\nP\t2\nP\t-2\tx\x00y\nP\t0\tx\n",
 }
 for k, v in replicate.items():
     write("replicate_entry", k, v)

@@ -449,6 +449,78 @@ static void per_origin_order(void) {
     (void)i;
 }
 
+/* ---- Messages of several actions (entry.h, "Ts-Parts") ---------------------- */
+
+/* Publishes `data` (length n, its parts separated by NUL bytes) with the
+ * log's Ts-Log and the header Ts-Parts `parts` (NULL: none). */
+static void publish_parts(const char *stream, const char *parts, const char *data, int n) {
+    char subject[200], id[32];
+    natsMsg *msg = NULL;
+    jsPubAck *ack = NULL;
+    natsStatus s;
+    snprintf(subject, sizeof subject, "replicate.%s.%llu", stream, (unsigned long long)log_id(stream));
+    id_text(stream, id, sizeof id);
+    s = natsMsg_Create(&msg, subject, NULL, data, n);
+    if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Ts-Log", id);
+    if (s == NATS_OK && parts) s = natsMsgHeader_Set(msg, "Ts-Parts", parts);
+    if (s == NATS_OK) s = js_PublishMsg(&ack, js, msg, NULL, NULL);
+    check(s == NATS_OK, "the second client publishes", natsStatus_GetText(s));
+    if (ack) jsPubAck_Destroy(ack);
+    natsMsg_Destroy(msg);
+    usleep(300000);
+}
+
+#define INC(origin, n, payload) "#" origin ":" #n " {\"type\":\"inc\",\"payload\":\"" payload "\"}"
+
+static void several_a_message(void) {
+    ts_store *a, *b, *c;
+    static const char three[] = INC(P, 1, "b1") "\0" INC(P, 2, "b2") "\0" INC(P, 3, "b3");
+    static const char overlap[] = INC(P, 2, "b2") "\0" INC(P, 3, "b3") "\0" INC(P, 4, "b4");
+    static const char two[] = INC(P, 5, "b5") "\0" INC(P, 6, "b6");
+    /* Applied in order, one entry each, on ordered and optimistic replicas
+     * and on one that joins later; a copy of actions already applied (a
+     * resend cut otherwise) is skipped. */
+    a = replica("u1");
+    b = join_with("u1", OPTIMISTIC, NULL);
+    check(b != NULL, "several a message: an optimistic replica joins", last_error);
+    if (b == NULL) exit(1);
+    publish_parts("u1", "3", three, (int)sizeof three - 1);
+    seen_is(a, "b1 b2 b3 ", "several a message: an ordered replica applies the three in order");
+    seen_is(b, "b1 b2 b3 ", "several a message: an optimistic replica the same");
+    publish_parts("u1", "3", overlap, (int)sizeof overlap - 1);
+    seen_is(a, "b1 b2 b3 b4 ", "several a message: a copy of b2 and b3 is skipped, b4 applied");
+    seen_is(b, "b1 b2 b3 b4 ", "several a message: the same on the optimistic replica");
+    check(dispatch(a) == TS_OK && count(a) == 5,
+          "several a message: a dispatch after them; count 5 (b1 to b4 and it: the copies counted nowhere)", last_error);
+    c = join_with("u1", OPTIMISTIC, NULL);
+    check(c != NULL, "several a message: a replica joins later", last_error);
+    if (c) seen_is(c, "b1 b2 b3 b4 ", "several a message: the replica that joins later the same");
+    publish_parts("u1", "2", two, (int)sizeof two - 1);
+    seen_is(a, "b1 b2 b3 b4 b5 b6 ", "several a message: a second message");
+    if (c) seen_is(c, "b1 b2 b3 b4 b5 b6 ", "several a message: the same on the replica that joined later");
+    ts_store_destroy(b);
+    if (c) ts_store_destroy(c);
+
+    /* Damaged: refused whole, nothing of it applied. */
+    publish_parts("u1", "1", three, (int)sizeof three - 1);
+    refused(a, "Ts-Parts 1", "its header \"Ts-Parts\" is \"1\", not a count from 2 to 1024");
+    ts_store_destroy(a);
+    a = replica("u2");
+    publish_parts("u2", "4", three, (int)sizeof three - 1);
+    refused(a, "Ts-Parts 4 over 3 actions", "its header \"Ts-Parts\" says 4 actions, but its data holds another count");
+    join_refused("u2", "Ts-Parts 4 over 3 actions", "says 4 actions");
+    seen_is(a, "", "several a message: none of the damaged message's actions applied");
+    ts_store_destroy(a);
+    a = replica("u3");
+    publish_parts("u3", "2", INC(P, 1, "c1") "\0", (int)sizeof(INC(P, 1, "c1")));
+    refused(a, "an empty action", "says 2 actions, but its data holds an empty one");
+    ts_store_destroy(a);
+    a = replica("u4");
+    publish_parts("u4", "1025", three, (int)sizeof three - 1);
+    refused(a, "Ts-Parts past 1024", "is \"1025\", not a count from 2 to 1024");
+    ts_store_destroy(a);
+}
+
 int main(int argc, char **argv) {
     ts_store *a, *b, *c;
     char id[32];
@@ -556,6 +628,7 @@ int main(int argc, char **argv) {
     }
 
     per_origin_order();
+    several_a_message();
 
     /* Repaired by starting a new log: the stream and the bucket deleted. */
     js_DeleteStream(js, "t1", NULL, NULL);
