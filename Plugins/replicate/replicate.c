@@ -147,6 +147,14 @@ typedef struct replica {
      * next part to apply of entry r->seq + 1 (r->pos and r->seq move on
      * after its last part); 0: none under way. */
     uint32_t part_next;
+    /* Ordered mode's abandon markers (ordered_mark): held_count as of the
+     * last publish() (under mutex), the origin its markers go under ("p"
+     * and 15 of its own digits: they follow the per-origin rule), the next
+     * number, and the marker waiting to be appended (the reader's). */
+    size_t shared_held;
+    char mark_origin[ORIGIN_SIZE];
+    uint64_t mark_next;
+    char *mark_text;
 
     /* ---- Optimistic mode and the status (README.md, "Modes") ---- */
     int optimistic;
@@ -261,6 +269,7 @@ static void publish(replica *r) {
     pthread_mutex_lock(&r->mutex);
     memcpy(r->shared_pos, r->pos, RP_POS_SIZE);
     r->shared_seq = r->seq;
+    r->shared_held = r->held_count;
     pthread_mutex_unlock(&r->mutex);
 }
 
@@ -789,8 +798,9 @@ static ts_status deliver_entry_now(replica *r, rp_entry *e) {
  *     number order, up to that one at least: a hold is bounded by the
  *     log's progress, never by a clock, which would differ between
  *     replicas;
- *   - on a quiet log, an optimistic replica that held an entry for
- *     abandon_ms appends an abandon marker (hold_mark); where the log puts
+ *   - on a quiet log, a replica that held an entry for abandon_ms appends
+ *     an abandon marker (optimistic: hold_mark, as its own action; ordered:
+ *     ordered_mark, under an origin "p..." of its own); where the log puts
  *     it, every replica abandons the missing numbers below it.
  * Entries without the 'p' (ordered mode, older replicas) are applied in log
  * order, as before: ordered mode never pipelines one thread's dispatches,
@@ -1011,6 +1021,51 @@ static void hold_abandon(replica *r, const char *origin, uint64_t below) {
  * are not in, and applies its held entries: a hold ends within about
  * abandon_ms on a quiet log too. The marker passes through the chain as an
  * action (applied here at once, like a dispatch). */
+/* The marker due for the held entries of one origin held here for
+ * abandon_ms (and not marked yet; never this replica's own): its text in
+ * `text` (size MARK_SIZE), those entries marked, 1; or 0 when none is due.
+ * Store held. */
+#define MARK_SIZE (sizeof MARKER_PREFIX + ORIGIN_SIZE + 40)
+static int next_mark(replica *r, char *text) {
+    size_t i, j;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    for (i = 0; i < r->held_count; i++) {
+        held_entry *h = &r->held[i];
+        uint64_t lowest = h->n;
+        double held_ms = (double)(now.tv_sec - h->since.tv_sec) * 1e3 + (double)(now.tv_nsec - h->since.tv_nsec) / 1e6;
+        size_t o = h->origin;
+        if (h->marked || held_ms < (double)r->abandon_ms || strcmp(r->ho[o].origin, r->origin) == 0) continue;
+        for (j = 0; j < r->held_count; j++)
+            if (r->held[j].origin == o && r->held[j].n < lowest) lowest = r->held[j].n;
+        snprintf(text, MARK_SIZE, MARKER_PREFIX "%s\",\"below\":%llu}}", r->ho[o].origin, (unsigned long long)lowest);
+        for (j = 0; j < r->held_count; j++)
+            if (r->held[j].origin == o && r->held[j].n <= lowest) r->held[j].marked = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Ordered mode, store held (the reader's ordered_mark, when entries are
+ * held): the next marker due, as an entry "#MARK_ORIGIN:N MARKER" in
+ * r->mark_text for the reader to append. An ordered replica appends
+ * markers too, so that a hold ends within about abandon_ms on a stream
+ * whose surviving replicas are all in ordered mode. */
+static ts_status mark_step(void *self) {
+    replica *r = self;
+    char text[MARK_SIZE];
+    size_t size;
+    if (r->mark_text != NULL || !next_mark(r, text)) return TS_OK;
+    size = ORIGIN_SIZE + 26 + strlen(text) + 1;
+    if ((r->mark_text = malloc(size)) == NULL) {
+        /* Marked, not appended: no memory here, another replica may. */
+        return TS_OK;
+    }
+    snprintf(r->mark_text, size, "#%s:%llu %s", r->mark_origin, (unsigned long long)r->mark_next, text);
+    r->markers_count++;
+    return TS_OK;
+}
+
 static void hold_mark(replica *r) {
     size_t i, j;
     struct timespec now;
@@ -2300,6 +2355,33 @@ static void new_origin(char origin[ORIGIN_SIZE]) {
     for (i = 0; i < 8; i++) snprintf(origin + 2 * i, 3, "%02x", bytes[i]);
 }
 
+/* Ordered mode, on the reader thread: when entries are held (a hint from
+ * publish()), takes the marker due (mark_step) and appends it on the
+ * reader's connection, again on the next round until the log has it (the
+ * same number: kept once). Where the log puts it, every replica, this one
+ * too, abandons the missing numbers below it. */
+static void ordered_mark(replica *r) {
+    size_t held, done = 0;
+    uint64_t seq;
+    char err[RP_ERR_SIZE];
+    const char *texts[1];
+    pthread_mutex_lock(&r->mutex);
+    held = r->shared_held;
+    seq = r->shared_seq;
+    pthread_mutex_unlock(&r->mutex);
+    if (r->mark_text == NULL && held == 0) return;
+    if (r->mark_text == NULL && r->store->exclusive(mark_step, r) != TS_OK) return;
+    if (r->mark_text == NULL) return;
+    texts[0] = r->mark_text;
+    if (rp_append_many(r->waiter, r->mark_origin, r->mark_next, 1, texts, seq, &done, err) == 0 && done == 1) {
+        free(r->mark_text);
+        r->mark_text = NULL;
+        r->mark_next++;
+    } else {
+        note_failure(r, 0, err, 0);
+    }
+}
+
 static void *reader_main(void *self) {
     replica *r = self;
     int free_it;
@@ -2352,6 +2434,7 @@ static void *reader_main(void *self) {
             if (r->store->exclusive(idle_step, r) == TS_E_STORE_GONE) break;
         }
         rp_batch_free(&batch);
+        if (!r->optimistic && rc == 0) ordered_mark(r);
         if (rc == RP_DAMAGED) {
             report(r, err);
             rest(r, DAMAGED_RETRY_MS);
@@ -2536,6 +2619,7 @@ static void free_replica(replica *r) {
     hold_clear(r);
     free(r->held);
     free(r->ho);
+    free(r->mark_text);
     rp_close(r->sender_log);
     pthread_cond_destroy(&r->qwake);
     pthread_condattr_destroy(&r->o_clock);
@@ -2624,6 +2708,9 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     /* An optimistic replica's entries are held to its own order on every
      * replica ("Per-origin order"): its origin says so by its first letter. */
     if (r->optimistic) r->origin[0] = 'p';
+    memcpy(r->mark_origin, r->origin, ORIGIN_SIZE);
+    r->mark_origin[0] = 'p';
+    r->mark_next = 1;
     /* The engine: by the url's scheme (engine.c). */
     {
         options.url = r->url;

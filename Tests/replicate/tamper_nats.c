@@ -424,6 +424,35 @@ static void per_origin_order(void) {
     ts_store_destroy(b);
     ts_store_destroy(c);
 
+    /* The same when every replica left is in ordered mode: an ordered
+     * replica appends the marker too (under an origin "p..." of its own). */
+    a = join_with("u5", ",\"abandon_ms\":500", NULL);
+    check(a != NULL, "order, marker from an ordered replica: it joins", last_error);
+    if (a == NULL) exit(1);
+    c = replica("u5");
+    put("u5", P, 1, "o1");
+    put("u5", P, 3, "o3");
+    seen_is(a, "o1 o3 ", "order, marker from an ordered replica: o3 applied after its marker (about 0.5 s)");
+    seen_is(c, "o1 o3 ", "order, marker from an ordered replica: the same on another ordered replica");
+    put("u5", P, 2, "o2");
+    put("u5", P, 4, "o4");
+    seen_is(c, "o1 o3 o4 ", "order, marker from an ordered replica: o2, come later, is never applied");
+    check(dispatch(a) == TS_OK, "order, marker from an ordered replica: a dispatch after it", last_error);
+    {
+        char *markers = NULL, *abandoned = NULL, detail[100];
+        check(ts_store_dispatch(a, "{\"type\":\"@@replicate/status\"}") == TS_OK &&
+                  ts_store_get_state(a, "/status/markers", &markers) == TS_OK &&
+                  ts_store_get_state(a, "/status/abandoned", &abandoned) == TS_OK,
+              "order, marker from an ordered replica: its status", ts_last_error());
+        snprintf(detail, sizeof detail, "markers %s, abandoned %s", markers ? markers : "?", abandoned ? abandoned : "?");
+        check(markers && abandoned && strcmp(markers, "1") == 0 && strcmp(abandoned, "1") == 0,
+              "order, marker from an ordered replica: one marker appended, one number abandoned", detail);
+        ts_free(markers);
+        ts_free(abandoned);
+    }
+    ts_store_destroy(a);
+    ts_store_destroy(c);
+
     /* A number that never comes (its origin died): the entries after it are
      * held for 100,000 entries of the log (HOLD_WINDOW), then applied, and
      * that number, if it comes later, is never applied. */
