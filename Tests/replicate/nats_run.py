@@ -722,7 +722,7 @@ def stream_checks(label, reps, cluster, stream, origins, total, stock=1000000000
     except (OSError, ValueError) as e:
         bad("%s: the stream read back" % label, str(e))
         return None
-    check(None not in texts and len(texts) == total, "%s: the stream's %d entries read back" % (label, total),
+    check(None not in texts and len(texts) == total, "%s: the stream's %d messages read back" % (label, total),
           "%d missing" % texts.count(None))
     # A message of several actions (Ts-Parts: entry.h) holds them separated by NUL bytes.
     entries = [(seq, part) for seq, t in enumerate(texts, 1) if t is not None for part in t.split("\0")]
@@ -1201,8 +1201,9 @@ def opt_leader_kill(base, cluster):
     result = stream_checks(label, reps, cluster, "optkill", "abc", total, acked=acked, in_order=False)
     if result:
         print("  %s: %s SIGKILLed after >= %d dispatches, restarted 0.5 s later; up to %d pending in one replica, "
-              "then drained; %d acknowledged, %d entries: %d lost, %d twice, %d diverging; %d held back to keep "
-              "their origin's order" % (label, leader.name, before, most, sum(acked.values()), total, result["lost"],
+              "then drained; %d acknowledged, %d entries in %d messages: %d lost, %d twice, %d diverging; %d held back "
+              "to keep their origin's order" % (label, leader.name, before, most, sum(acked.values()), result["entries"],
+                                                total, result["lost"],
                                         result["twice"], result["divergence"], result["held"]), flush=True)
 
 
@@ -1258,9 +1259,10 @@ def opt_replica_kill(base, cluster):
           % (label, len(mine)), str(mine[:5]))
     check(len(mine) >= b_confirmed, "%s: what the log confirmed to b survives (%d >= %d)" % (label, len(mine), b_confirmed))
     print("  %s: b SIGKILLed after >= %d dispatches (%d pending, %d confirmed at its last report); the stream holds "
-          "b1..b%d, the rest (pending only in b) lost; a, c, d: %d acknowledged, %d entries: %d lost, %d twice, "
-          "%d diverging" % (label, b_acked, b_pending, b_confirmed, len(mine), sum(acked.values()), total,
-                            result["lost"], result["twice"], result["divergence"]), flush=True)
+          "b1..b%d, the rest (pending only in b) lost; a, c, d: %d acknowledged, %d entries in %d messages: %d lost, "
+          "%d twice, %d diverging" % (label, b_acked, b_pending, b_confirmed, len(mine), sum(acked.values()),
+                                      result["entries"], total, result["lost"], result["twice"], result["divergence"]),
+          flush=True)
 
 
 def opt_figures(base, cluster, label, stream, count, fold=False):
