@@ -246,6 +246,22 @@ static void seen_is(ts_store *s, const char *want, const char *what) {
     ts_free(text);
 }
 
+/* Replica s's status says it appended one abandon marker and one number
+ * was abandoned. */
+static void one_marker(ts_store *s, const char *who) {
+    char *markers = NULL, *abandoned = NULL, detail[100], what[200];
+    snprintf(what, sizeof what, "%s: its status", who);
+    check(ts_store_dispatch(s, "{\"type\":\"@@replicate/status\"}") == TS_OK &&
+              ts_store_get_state(s, "/status/markers", &markers) == TS_OK &&
+              ts_store_get_state(s, "/status/abandoned", &abandoned) == TS_OK,
+          what, ts_last_error());
+    snprintf(detail, sizeof detail, "markers %s, abandoned %s", markers ? markers : "?", abandoned ? abandoned : "?");
+    snprintf(what, sizeof what, "%s appended one marker, one number abandoned", who);
+    check(markers && abandoned && strcmp(markers, "1") == 0 && strcmp(abandoned, "1") == 0, what, detail);
+    ts_free(markers);
+    ts_free(abandoned);
+}
+
 #define OPTIMISTIC ",\"mode\":\"optimistic\""
 #define P "p00000000000000a" /* an optimistic replica's origin */
 
@@ -408,18 +424,7 @@ static void per_origin_order(void) {
     seen_is(a, "m1 m3 m4 ", "order, marker: m2, come later, is never applied");
     c = replica("t13");
     seen_is(c, "m1 m3 m4 ", "order, marker: a replica that joins later the same");
-    {
-        char *markers = NULL, *abandoned = NULL, detail[100];
-        check(ts_store_dispatch(b, "{\"type\":\"@@replicate/status\"}") == TS_OK &&
-                  ts_store_get_state(b, "/status/markers", &markers) == TS_OK &&
-                  ts_store_get_state(b, "/status/abandoned", &abandoned) == TS_OK,
-              "order, marker: b's status", ts_last_error());
-        snprintf(detail, sizeof detail, "markers %s, abandoned %s", markers ? markers : "?", abandoned ? abandoned : "?");
-        check(markers && abandoned && strcmp(markers, "1") == 0 && strcmp(abandoned, "1") == 0,
-              "order, marker: b appended one marker, one number abandoned", detail);
-        ts_free(markers);
-        ts_free(abandoned);
-    }
+    one_marker(b, "order, marker: b");
     ts_store_destroy(a);
     ts_store_destroy(b);
     ts_store_destroy(c);
@@ -438,18 +443,7 @@ static void per_origin_order(void) {
     put("u5", P, 4, "o4");
     seen_is(c, "o1 o3 o4 ", "order, marker from an ordered replica: o2, come later, is never applied");
     check(dispatch(a) == TS_OK, "order, marker from an ordered replica: a dispatch after it", last_error);
-    {
-        char *markers = NULL, *abandoned = NULL, detail[100];
-        check(ts_store_dispatch(a, "{\"type\":\"@@replicate/status\"}") == TS_OK &&
-                  ts_store_get_state(a, "/status/markers", &markers) == TS_OK &&
-                  ts_store_get_state(a, "/status/abandoned", &abandoned) == TS_OK,
-              "order, marker from an ordered replica: its status", ts_last_error());
-        snprintf(detail, sizeof detail, "markers %s, abandoned %s", markers ? markers : "?", abandoned ? abandoned : "?");
-        check(markers && abandoned && strcmp(markers, "1") == 0 && strcmp(abandoned, "1") == 0,
-              "order, marker from an ordered replica: one marker appended, one number abandoned", detail);
-        ts_free(markers);
-        ts_free(abandoned);
-    }
+    one_marker(a, "order, marker from an ordered replica: it");
     ts_store_destroy(a);
     ts_store_destroy(c);
 
