@@ -161,6 +161,8 @@ ROWS += [
     ("REP-JS-rate", "REP-JS JetStream R3, ordered, 3 replicas x 1 thread: dispatches/s", None),
     ("REP-JS-p50", "REP-JS dispatch latency at the origin, p50", None),
     ("REP-JS-p99", "REP-JS dispatch latency at the origin, p99", ("max", 10000)),
+    ("REP-JS-rate2", "REP-JS 3 replicas x 2 threads: dispatches/s", None),
+    ("REP-JS-p992", "REP-JS 3 replicas x 2 threads: p99 at the origin", None),
     ("REP-JS-rate4", "REP-JS 3 replicas x 4 threads: dispatches/s", ("min", 5000)),
     ("REP-JS-p994", "REP-JS 3 replicas x 4 threads: p99 at the origin", ("max", 10000)),
     ("REP-JS-rate8", "REP-JS 3 replicas x 8 threads: dispatches/s", ("min", 5000)),
