@@ -104,9 +104,11 @@ int rp_wait(rp_engine *engine, const char *after, int block_ms, size_t max, rp_b
  * of [0-9a-z], no other replica's), numbered `first`, first + 1, ... in this
  * order. A replica numbers its appends 1, 2, 3 ... without a gap and sends
  * them in that order; after a failure it sends again from the first one it
- * does not know appended. Idempotent: the log keeps each number of an
- * origin once, so an entry whose number it holds already is skipped (a
- * resend after a lost answer appends nothing twice). The engine may send
+ * does not know appended. Idempotent on Redis: the log keeps each number
+ * of an origin once, so an entry whose number it holds already is skipped
+ * (a resend after a lost answer appends nothing twice); on NATS see below
+ * (a resend cut otherwise can store actions twice: readers skip the copies
+ * of an optimistic origin as late). The engine may send
  * them as several commands, pipelined. No entry is returned: the reader
  * reads them. *done says how many of the `count` are known to be in the
  * log, a prefix: all of them when it returns 0.

@@ -74,11 +74,14 @@
 #define ATTEMPT_MS 500
 /* The most actions one append sends. */
 #define BATCH_MAX 100000
-/* Optimistic appends: the most actions, and bytes, one message carries
- * (entry.h; a larger action goes alone). Below NATS's default max_payload
- * (1 MiB). */
+/* Appends of several actions: the most actions, and bytes, one message
+ * carries (entry.h; a larger action goes alone), and never more than the
+ * server's max_payload less HEADER_ROOM (NATS's default is 1 MiB). */
 #define PARTS_PER_MESSAGE 256
 #define BYTES_PER_MESSAGE (256u << 10)
+/* What a message's headers take at most (Nats-Msg-Id, Ts-Log, Ts-Parts,
+ * Nats-Expected-Stream with a name of up to 200 bytes). */
+#define HEADER_ROOM 1024u
 #define SNAPSHOT_KEY "snapshot"
 #define DESCRIPTION "replicate.so log "
 
@@ -1165,10 +1168,16 @@ static int nats_append_many(rp_engine *base, const char *origin, uint64_t first,
         lengths = calloc(count, sizeof *lengths);
         bundles = calloc(count, sizeof *bundles);
         if (numbers == NULL || parts == NULL || lengths == NULL || bundles == NULL) goto no_memory;
+        /* Within the server's max_payload (headers included), which may
+         * be below BYTES_PER_MESSAGE. */
+        size_t limit = BYTES_PER_MESSAGE;
+        int64_t server_max = natsConnection_GetMaxPayload(e->nc);
+        if (server_max > 0 && (uint64_t)server_max < (uint64_t)limit + HEADER_ROOM)
+            limit = (uint64_t)server_max > 2 * HEADER_ROOM ? (size_t)server_max - HEADER_ROOM : (size_t)server_max / 2;
         for (i = 0; i < count;) {
             size_t k = 0, bytes = 0, at = 0, length;
             while (i + k < count && k < PARTS_PER_MESSAGE &&
-                   (k == 0 || bytes + strlen(entries[i + k]) + 1 <= BYTES_PER_MESSAGE))
+                   (k == 0 || bytes + strlen(entries[i + k]) + 1 <= limit))
                 bytes += strlen(entries[i + k++]) + 1;
             if ((bundles[messages] = malloc(bytes)) == NULL) goto no_memory;
             for (length = 0; length < k; length++) {

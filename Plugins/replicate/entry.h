@@ -109,8 +109,9 @@ enum rp_step rp_step_of(const char *pos, uint64_t seq, const rp_entry *e);
  * with another id was written into an earlier stream of that name (the
  * stream was deleted and made again under a replica). Its data is the
  * action's JSON text, without a NUL byte.
- * A message may carry several actions of one optimistic replica (numbered
- * one after the other: "#pORIGIN:N ACTION", "#pORIGIN:N+1 ACTION" ...): it
+ * A message may carry several actions of one append of one replica (ordered
+ * mode: what its threads queued; optimistic mode: what was pending; each
+ * "#ORIGIN:N ACTION", numbered one after the other): it
  * then has the header "Ts-Parts" with their count (2 to RP_PARTS_MAX, in
  * decimal) and its data is their texts separated by NUL bytes, each
  * non-empty. Its entries share the message's position and number (the

@@ -590,7 +590,7 @@ static void confirm_head(replica *r, ts_status status, const char *reason) {
         pthread_mutex_unlock(&r->mutex);
     }
     r->confirmed_count++;
-    if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0 && !r->snapshot_due) {
+    if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0 && r->part_next == 0 && !r->snapshot_due) {
         r->snapshot_due = 1;
         r->snapshot_due_seq = r->seq;
     }
@@ -628,7 +628,7 @@ static int confirm_out_of_order(replica *r, rp_entry *e, const char *action, uin
     tail_take(r, e->action);
     e->action = NULL;
     r->confirmed_count++;
-    if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0 && !r->snapshot_due) {
+    if (r->snapshot_every != 0 && r->seq % r->snapshot_every == 0 && r->part_next == 0 && !r->snapshot_due) {
         r->snapshot_due = 1;
         r->snapshot_due_seq = r->seq;
     }
@@ -957,6 +957,7 @@ static void hold_late_own(replica *r, uint64_t n) {
  * (optimistic mode: the store shows the confirmed state). */
 static void hold_release(replica *r) {
     size_t i = 0, j;
+    int released = 0;
     while (i < r->held_count) {
         held_entry h = r->held[i];
         hold_origin *o = &r->ho[h.origin];
@@ -984,7 +985,9 @@ static void hold_release(replica *r) {
         (void)deliver_entry(r, &e);
         free(e.action);
         i = 0;
+        released = 1;
     }
+    if (released) publish(r); /* shared_held: the reader's ordered_mark looks at it */
 }
 
 /* Whether `action` (of an entry of origin `origin`, numbered n) is an
@@ -1469,7 +1472,8 @@ static int after_gap(replica *r, const rp_entry *e, char *err) {
         rp_batch_free(&first);
         return rc;
     }
-    trimmed = first.count == 1 && strcmp(first.items[0].pos, e->pos) == 0;
+    /* (NATS: the first message may give several entries, its parts.) */
+    trimmed = first.count > 0 && strcmp(first.items[0].pos, e->pos) == 0;
     rp_batch_free(&first);
     if (!trimmed) {
         if (e->seq == r->seq + 2) {

@@ -987,7 +987,14 @@ def tamper(base):
     server.start()
     if check(wait_healthy([server], 20), "tamper: the server starts"):
         run_program("tamper", [TAMPER, PLUGIN, server.url()])
-    return [server]
+    # A server whose max_payload (64 KiB) is below a message of several
+    # actions' 256 KiB: the appends cut their messages to it.
+    small = Server(base, "small", extra="max_payload: 65536")
+    small.write_conf()
+    small.start()
+    if check(wait_healthy([small], 20), "tamper: a server with max_payload 64 KiB starts"):
+        run_program("small max_payload", [TAMPER, PLUGIN, small.url(), "payload"])
+    return [server, small]
 
 
 def servers_cpu(cluster):

@@ -542,6 +542,50 @@ static void several_a_message(void) {
     publish_parts("u4", "1025", three, (int)sizeof three - 1);
     refused(a, "Ts-Parts past 1024", "is \"1025\", not a count from 2 to 1024");
     ts_store_destroy(a);
+
+    /* Trimmed to a message of several actions (as a snapshot's trim leaves
+     * it), no snapshot: told as trimmed, not as entries missing. */
+    a = replica("u6");
+    publish_parts("u6", NULL, INC(P, 1, "d1"), (int)sizeof(INC(P, 1, "d1")) - 1);
+    publish_parts("u6", "2", two, (int)sizeof two - 1);
+    {
+        jsOptions o;
+        natsStatus s;
+        jsOptions_Init(&o);
+        o.Stream.Purge.Sequence = 2; /* up to, not including, entry 2 */
+        s = js_PurgeStream(js, "u6", &o, NULL);
+        check(s == NATS_OK, "the second client trims the stream to its message of several actions",
+              natsStatus_GetText(s));
+    }
+    join_refused("u6", "trimmed to a message of several actions",
+                 "no longer holds entry 1 (trimmed before 2) and no snapshot covers it");
+    ts_store_destroy(a);
+}
+
+/* A server with max_payload 64 KiB: ten actions of 40 KB dispatched at once
+ * on an optimistic replica (its appends would put several in a message of
+ * more than 64 KiB) all reach the log, and another replica applies them. */
+static void small_payload(void) {
+    static char big[40100];
+    ts_store *a = join_with("p1", OPTIMISTIC, NULL), *b;
+    int i, ok = 1;
+    char detail[100];
+    check(a != NULL, "max_payload 64 KiB: an optimistic replica joins", last_error);
+    if (a == NULL) exit(1);
+    b = replica("p1");
+    /* (A payload that is no string: "seen" ignores it, so that the
+     * dispatches are quick and the sender finds several pending.) */
+    static const char head[] = "{\"type\":\"inc\",\"payload\":{\"x\":\"";
+    memcpy(big, head, sizeof head - 1);
+    memset(big + sizeof head - 1, 'x', 40000);
+    memcpy(big + sizeof head - 1 + 40000, "\"}}", 4);
+    for (i = 0; i < 10; i++) ok &= ts_store_dispatch(a, big) == TS_OK;
+    check(ok, "max_payload 64 KiB: ten dispatches of 40 KB return TS_OK (pending)", ts_last_error());
+    for (i = 0; i < 200 && count(b) != 10; i++) usleep(50000);
+    snprintf(detail, sizeof detail, "the other replica counts %lld", count(b));
+    check(count(b) == 10, "max_payload 64 KiB: all ten reach the log, cut to fit; another replica applies them", detail);
+    ts_store_destroy(a);
+    ts_store_destroy(b);
 }
 
 int main(int argc, char **argv) {
@@ -550,8 +594,8 @@ int main(int argc, char **argv) {
     natsStatus s;
     uint64_t revision;
     kvStore *kv = NULL;
-    if (argc != 3) {
-        fprintf(stderr, "usage: tamper_nats PLUGIN URL\n");
+    if (argc != 3 && !(argc == 4 && strcmp(argv[3], "payload") == 0)) {
+        fprintf(stderr, "usage: tamper_nats PLUGIN URL [payload]\n");
         return 2;
     }
     plugin = argv[1];
@@ -560,6 +604,14 @@ int main(int argc, char **argv) {
     if (natsConnection_ConnectTo(&nc, url) != NATS_OK || natsConnection_JetStream(&js, nc, NULL) != NATS_OK) {
         printf("FAIL: the second client connects to %s\n0 passed, 1 failed\n", url);
         return 1;
+    }
+
+    if (argc == 4) {
+        small_payload();
+        jsCtx_Destroy(js);
+        natsConnection_Destroy(nc);
+        printf("%d passed, %d failed\n", passed, failed);
+        return failed != 0;
     }
 
     /* A message without replicate.so's header. */
