@@ -1143,7 +1143,7 @@ static int nats_append_many(rp_engine *base, const char *origin, uint64_t first,
     nt *e = (nt *)base;
     int64_t deadline = now_ms() + e->timeout_ms;
     uint64_t *seqs = NULL, *attempts = NULL, *numbers = NULL;
-    size_t acked = 0, *parts = NULL, *lengths = NULL, messages = 0, i;
+    size_t acked = 0, *parts = NULL, *lengths = NULL, messages = 0, i, j;
     char reason[300] = "", **bundles = NULL;
     int rc = 0;
     many_acks many = {0, 0, 0};
@@ -1175,15 +1175,17 @@ static int nats_append_many(rp_engine *base, const char *origin, uint64_t first,
         if (server_max > 0 && (uint64_t)server_max < (uint64_t)limit + HEADER_ROOM)
             limit = (uint64_t)server_max > 2 * HEADER_ROOM ? (size_t)server_max - HEADER_ROOM : (size_t)server_max / 2;
         for (i = 0; i < count;) {
-            size_t k = 0, bytes = 0, at = 0, length;
-            while (i + k < count && k < PARTS_PER_MESSAGE &&
-                   (k == 0 || bytes + strlen(entries[i + k]) + 1 <= limit))
-                bytes += strlen(entries[i + k++]) + 1;
+            size_t k = 0, bytes = 0, at = 0;
+            for (; i + k < count && k < PARTS_PER_MESSAGE; k++) {
+                size_t n = strlen(entries[i + k]) + 1;
+                if (k > 0 && bytes + n > limit) break;
+                bytes += n;
+            }
             if ((bundles[messages] = malloc(bytes)) == NULL) goto no_memory;
-            for (length = 0; length < k; length++) {
-                size_t n = strlen(entries[i + length]);
-                memcpy(bundles[messages] + at, entries[i + length], n + 1); /* the NUL between them */
-                at += n + 1;
+            for (j = 0; j < k; j++) { /* each with its NUL: the separator */
+                size_t n = strlen(entries[i + j]) + 1;
+                memcpy(bundles[messages] + at, entries[i + j], n);
+                at += n;
             }
             numbers[messages] = first + i;
             parts[messages] = k;
