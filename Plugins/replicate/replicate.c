@@ -1015,21 +1015,13 @@ static void hold_abandon(replica *r, const char *origin, uint64_t below) {
     if (o >= 0 && below > r->ho[o].abandon_below) r->ho[o].abandon_below = below;
 }
 
-/* Optimistic mode, store held (tend): an entry of another replica held
- * here for abandon_ms (its earlier numbers did not come: its replica died,
- * or is cut off that long) gets an abandon marker, appended as one of this
- * replica's actions, {"type":"@@replicate/abandon","payload":{"origin":
- * ORIGIN,"below":N}} (N: the lowest number held of that origin). Where the
- * log puts it, every replica abandons that origin's numbers below N that
- * are not in, and applies its held entries: a hold ends within about
- * abandon_ms on a quiet log too. The marker passes through the chain as an
- * action (applied here at once, like a dispatch). */
 /* The marker due for the held entries of one origin held here for
- * abandon_ms (and not marked yet; never this replica's own): its text in
- * `text` (size MARK_SIZE), those entries marked, 1; or 0 when none is due.
- * Store held. */
+ * abandon_ms (not marked yet; never this replica's own entries):
+ * {"type":"@@replicate/abandon","payload":{"origin":ORIGIN,"below":N}} (N:
+ * the lowest number held of that origin) in `text` (size MARK_SIZE), with
+ * that origin's index and N; its length, or 0 when none is due. Store held. */
 #define MARK_SIZE (sizeof MARKER_PREFIX + ORIGIN_SIZE + 40)
-static int next_mark(replica *r, char *text) {
+static size_t next_mark(replica *r, char *text, size_t *origin, uint64_t *below) {
     size_t i, j;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -1041,12 +1033,19 @@ static int next_mark(replica *r, char *text) {
         if (h->marked || held_ms < (double)r->abandon_ms || strcmp(r->ho[o].origin, r->origin) == 0) continue;
         for (j = 0; j < r->held_count; j++)
             if (r->held[j].origin == o && r->held[j].n < lowest) lowest = r->held[j].n;
-        snprintf(text, MARK_SIZE, MARKER_PREFIX "%s\",\"below\":%llu}}", r->ho[o].origin, (unsigned long long)lowest);
-        for (j = 0; j < r->held_count; j++)
-            if (r->held[j].origin == o && r->held[j].n <= lowest) r->held[j].marked = 1;
-        return 1;
+        *origin = o;
+        *below = lowest;
+        return (size_t)snprintf(text, MARK_SIZE, MARKER_PREFIX "%s\",\"below\":%llu}}", r->ho[o].origin,
+                                (unsigned long long)lowest);
     }
     return 0;
+}
+
+/* The held entries of `origin` up to `below` have their marker. */
+static void set_marked(replica *r, size_t origin, uint64_t below) {
+    size_t j;
+    for (j = 0; j < r->held_count; j++)
+        if (r->held[j].origin == origin && r->held[j].n <= below) r->held[j].marked = 1;
 }
 
 /* Ordered mode, store held (the reader's ordered_mark, when entries are
@@ -1057,36 +1056,31 @@ static int next_mark(replica *r, char *text) {
 static ts_status mark_step(void *self) {
     replica *r = self;
     char text[MARK_SIZE];
-    size_t size;
-    if (r->mark_text != NULL || !next_mark(r, text)) return TS_OK;
+    size_t size, origin;
+    uint64_t below;
+    if (r->mark_text != NULL || next_mark(r, text, &origin, &below) == 0) return TS_OK;
+    /* Marked even when there is no memory to append it: another replica may. */
+    set_marked(r, origin, below);
     size = ORIGIN_SIZE + 26 + strlen(text) + 1;
-    if ((r->mark_text = malloc(size)) == NULL) {
-        /* Marked, not appended: no memory here, another replica may. */
-        return TS_OK;
-    }
+    if ((r->mark_text = malloc(size)) == NULL) return TS_OK;
     snprintf(r->mark_text, size, "#%s:%llu %s", r->mark_origin, (unsigned long long)r->mark_next, text);
     r->markers_count++;
     return TS_OK;
 }
 
+/* Optimistic mode, store held (tend): each marker due (next_mark) is
+ * appended as one of this replica's actions: applied here at once, like a
+ * dispatch, and pending. Where the log puts it, every replica abandons that
+ * origin's numbers below N that are not in, and applies its held entries:
+ * a hold ends within about abandon_ms on a quiet log too. */
 static void hold_mark(replica *r) {
-    size_t i, j;
-    struct timespec now;
-    if (!r->optimistic || r->held_count == 0) return;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    for (i = 0; i < r->held_count; i++) {
-        held_entry *h = &r->held[i];
-        uint64_t lowest = h->n;
-        char text[sizeof MARKER_PREFIX + ORIGIN_SIZE + 40], *copy;
-        double held_ms = (double)(now.tv_sec - h->since.tv_sec) * 1e3 + (double)(now.tv_nsec - h->since.tv_nsec) / 1e6;
-        size_t length;
+    char text[MARK_SIZE], *copy;
+    size_t length, origin;
+    uint64_t below;
+    if (!r->optimistic) return;
+    while (r->held_count > 0 && r->pend_count < r->max_pending &&
+           (length = next_mark(r, text, &origin, &below)) > 0) {
         ts_status status;
-        if (h->marked || held_ms < (double)r->abandon_ms || strcmp(r->ho[h->origin].origin, r->origin) == 0) continue;
-        if (r->pend_count >= r->max_pending) return;
-        for (j = 0; j < r->held_count; j++)
-            if (r->held[j].origin == h->origin && r->held[j].n < lowest) lowest = r->held[j].n;
-        length = (size_t)snprintf(text, sizeof text, MARKER_PREFIX "%s\",\"below\":%llu}}", r->ho[h->origin].origin,
-                                  (unsigned long long)lowest);
         if ((copy = malloc(length + 1)) == NULL) return;
         memcpy(copy, text, length + 1);
         status = r->deliver(copy);
@@ -1100,8 +1094,7 @@ static void hold_mark(replica *r) {
         pend_at(r, r->pend_count - 1)->outcome = status;
         pthread_mutex_unlock(&r->qmutex);
         pthread_cond_signal(&r->qwake);
-        for (j = 0; j < r->held_count; j++)
-            if (r->held[j].origin == h->origin && r->held[j].n <= lowest) r->held[j].marked = 1;
+        set_marked(r, origin, below);
         r->markers_count++;
     }
 }
