@@ -82,7 +82,7 @@ static ts_status inspector_create(const char *config, const ts_store_api *store,
     inspector *in = calloc(1, sizeof *in);
     if (in == NULL) return TS_E_NOMEM;
     in->store = store;
-    if (store->struct_size < offsetof(ts_store_api, apply) + sizeof store->apply || store->apply == NULL)
+    if (!TS_API_HAS(store, apply) || store->apply == NULL)
         return refuse(in, error_message, "inspector: this libturnstate's plugin table has no apply (added in 0.2.0): "
                       "time travel needs it; use a newer libturnstate");
     if (config_parse(&in->config, config, why, sizeof why) != 0) return refuse(in, error_message, "%s", why);

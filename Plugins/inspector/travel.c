@@ -93,7 +93,7 @@ static int run_command(command *c) {
     c->result = 0;
     /* exclusive came with apply (0.2.0); a table without it (a stand-in, as
      * the benchmark's) runs the body as it is. */
-    if (t->store->struct_size >= offsetof(ts_store_api, exclusive) + sizeof t->store->exclusive &&
+    if (TS_API_HAS(t->store, exclusive) &&
         t->store->exclusive != NULL) {
         ts_status status = t->store->exclusive(command_body, c);
         if (status != TS_OK)

@@ -23,6 +23,7 @@
 #include "turnstate_plugin.h"
 
 #include "history.h"
+#include "../common/store_api.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -33,7 +34,7 @@ typedef struct travel travel;
 /* Whether the store's table has state versions (state_version,
  * replace_state_from, last_error: libturnstate 0.2.0 with versions). */
 static inline int travel_store_versioned(const ts_store_api *store) {
-    return store->struct_size >= offsetof(ts_store_api, last_error) + sizeof store->last_error &&
+    return TS_API_HAS(store, last_error) &&
            store->state_version != NULL && store->replace_state_from != NULL && store->last_error != NULL;
 }
 

@@ -29,6 +29,7 @@
 
 #include "../common/pjson.h"
 #include "../common/record.h"
+#include "../common/store_api.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -595,7 +596,7 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
 
     if (self == NULL || store == NULL) return TS_E_ARGUMENT;
     if (config_json == NULL) config_json = "{}";
-    if (store->struct_size < offsetof(ts_store_api, status_name) + sizeof store->status_name ||
+    if (!TS_API_HAS(store, status_name) ||
         store->replace_state == NULL) {
         snprintf(err, sizeof err,
                  "journal: the host's ts_store_api (struct_size %lu) has no replace_state and status_name (needs "
@@ -613,7 +614,7 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
     j->fd = -1;
     j->store = store;
     /* The store's state version (0 from a library without versions). */
-    if (store->struct_size >= offsetof(ts_store_api, last_error) + sizeof store->last_error &&
+    if (TS_API_HAS(store, last_error) &&
         store->state_version != NULL && store->replace_state_from != NULL && store->last_error != NULL) {
         status = store->state_version(&j->version);
         if (status != TS_OK) {
@@ -789,7 +790,7 @@ static ts_status journal_create(const char *config_json, const ts_store_api *sto
             /* The reason, when the host's table can say it (a middleware
              * before the journal that refused: replicate.so names the fix). */
             const char *reason =
-                store->struct_size >= offsetof(ts_store_api, last_error) + sizeof store->last_error &&
+                TS_API_HAS(store, last_error) &&
                         store->last_error != NULL
                     ? store->last_error()
                     : NULL;

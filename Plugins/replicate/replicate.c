@@ -66,6 +66,7 @@
 #include "turnstate_plugin.h"
 
 #include "../common/pjson.h"
+#include "../common/store_api.h"
 #include "engine.h"
 
 #include <dlfcn.h>
@@ -1806,7 +1807,7 @@ static ts_status ordered_run(replica *r, const ts_action *action) {
  * loading; a host without it cannot tell: 0). */
 static int journal_replay(replica *r) {
     const char *name = NULL;
-    if (r->store->struct_size < offsetof(ts_store_api, loading) + sizeof r->store->loading || r->store->loading == NULL)
+    if (!TS_API_HAS(r->store, loading) || r->store->loading == NULL)
         return 0;
     return r->store->loading(&name) == TS_OK && name != NULL && strcmp(name, "journal") == 0;
 }
@@ -2644,7 +2645,7 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     int rc;
     err[0] = '\0';
     if (store == NULL || self == NULL) return TS_E_ARGUMENT;
-    if (store->struct_size < offsetof(ts_store_api, exclusive) + sizeof store->exclusive) {
+    if (!TS_API_HAS(store, exclusive)) {
         snprintf(err, sizeof err,
                  "replicate: this libturnstate is too old (its ts_store_api has no apply and exclusive; 0.2.0 or "
                  "newer is needed)");
@@ -2683,14 +2684,14 @@ static ts_status replicate_create(const char *config_json, const ts_store_api *s
     r->store = store;
     /* dispatch_after: middleware after the plugin runs on every replica.
      * A table without it (not a plugin's own): apply, and nothing after. */
-    r->deliver = store->struct_size >= offsetof(ts_store_api, dispatch_after) + sizeof store->dispatch_after
+    r->deliver = TS_API_HAS(store, dispatch_after)
                      ? store->dispatch_after
                      : store->apply;
     /* unlocked: ordered mode's dispatches wait for the log without the store. */
-    r->can_unlock = store->struct_size >= offsetof(ts_store_api, unlocked) + sizeof store->unlocked;
+    r->can_unlock = TS_API_HAS(store, unlocked);
     /* The store's state version: what its snapshots carry, and what the
      * snapshots it loads are migrated to. */
-    if (store->struct_size >= offsetof(ts_store_api, last_error) + sizeof store->last_error &&
+    if (TS_API_HAS(store, last_error) &&
         store->state_version != NULL && store->replace_state_from != NULL && store->last_error != NULL) {
         r->versioned = 1;
         if (store->state_version(&r->version) != TS_OK) {

@@ -24,6 +24,7 @@
 
 #include "../common/patterns.h"
 #include "../common/pjson.h"
+#include "../common/store_api.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -293,7 +294,7 @@ static void resync(undo_plugin *u, const ts_store_api *store) {
 /* Applies @@undo/status after a change of the history, when "status" is on. */
 static void announce(undo_plugin *u, const ts_store_api *store) {
     char payload[256], action[320];
-    if (!u->status || store->struct_size < offsetof(ts_store_api, dispatch_after) + sizeof store->dispatch_after ||
+    if (!u->status || !TS_API_HAS(store, dispatch_after) ||
         store->dispatch_after == NULL)
         return;
     status_payload(u, u->past.count, u->future.count, payload, sizeof payload);
@@ -1100,7 +1101,7 @@ static ts_status undo_create(const char *config_json, const ts_store_api *store,
     char err[768];
     undo_plugin *u;
     ts_status st;
-    if (store->struct_size < offsetof(ts_store_api, status_name) + sizeof store->status_name ||
+    if (!TS_API_HAS(store, status_name) ||
         store->replace_state == NULL) {
         snprintf(err, sizeof err, "undo: the host's ts_store_api (struct_size %lu) has no replace_state",
                  (unsigned long)store->struct_size);
@@ -1125,7 +1126,7 @@ static ts_status undo_create(const char *config_json, const ts_store_api *store,
      * not answer), the plugin does not load. */
     st = store->dispatch(UNDO_LOADED_ACTION);
     if (st != TS_OK) {
-        const char *why = store->struct_size >= offsetof(ts_store_api, last_error) + sizeof store->last_error &&
+        const char *why = TS_API_HAS(store, last_error) &&
                                   store->last_error != NULL
                               ? store->last_error()
                               : NULL;
