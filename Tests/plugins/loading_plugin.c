@@ -14,21 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LP_SEEN 16
-
-typedef struct lp_seen {
-    char type[48];
-    char name[48];
-    int status;
-} lp_seen;
-
-typedef struct lp_counters {
-    int create_status;
-    char create_name[48];
-    int null_status;
-    int count;
-    lp_seen seen[LP_SEEN];
-} lp_counters;
+#include "loading_plugin.h"
 
 /* Exported for the test (visibility default): not part of the plugin ABI. */
 lp_counters lp_report;

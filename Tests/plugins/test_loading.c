@@ -10,19 +10,7 @@
  */
 #include "plugin_test.h"
 
-typedef struct lp_seen {
-    char type[48];
-    char name[48];
-    int status;
-} lp_seen;
-
-typedef struct lp_counters {
-    int create_status;
-    char create_name[48];
-    int null_status;
-    int count;
-    lp_seen seen[16];
-} lp_counters;
+#include "loading_plugin.h"
 
 static lp_counters *report;
 
