@@ -16,19 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "check.h"
 #include <unistd.h>
 
-static int passed, failed;
 static const char *extra = "";
-
-static void check(int ok, const char *what, const char *detail) {
-    if (ok) {
-        passed++;
-    } else {
-        failed++;
-        printf("FAIL: %s (%s)\n", what, detail ? detail : "");
-    }
-}
 
 static char *count(const char *slice, const ts_action *action, void *ctx) {
     char *out;
@@ -127,7 +119,6 @@ static void listeners_on_the_reader(const char *plugin, const char *url) {
     ts_store_destroy(x);
     ts_store_destroy(y);
 }
-
 
 /* A middleware added after the plugin: counts what reaches it. */
 static ts_status counting_middleware(const ts_store_api *store, ts_next_fn next, const ts_action *action, void *ctx) {
@@ -249,6 +240,5 @@ int main(int argc, char **argv) {
     ts_store_destroy(s);
     listeners_on_the_reader(plugin, url);
     middleware_sides(plugin, url);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return check_summary();
 }

@@ -23,24 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int passed, failed;
+#include "check.h"
+
 static const char *replicate_so, *journal_so, *url;
-
-static void check(int ok, const char *what, const char *detail) {
-    if (ok) {
-        passed++;
-    } else {
-        failed++;
-        printf("FAIL: %s (%s)\n", what, detail ? detail : "");
-    }
-}
-
-static void check_state(ts_store *store, const char *want, const char *what) {
-    char *state = NULL;
-    int ok = ts_store_get_state(store, "", &state) == TS_OK && strcmp(state, want) == 0;
-    check(ok, what, state);
-    ts_free(state);
-}
 
 /* count: +1 on "inc". */
 static char *count_reducer(const char *slice, const ts_action *action, void *ctx) {
@@ -174,6 +159,5 @@ int main(int argc, char **argv) {
         ts_store_destroy(bad);
     }
 
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed > 0 ? 1 : 0;
+    return check_summary();
 }

@@ -19,24 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "todo_versions.h"
-
-static int passed, failed;
-
-static void check(int ok, const char *what, const char *detail) {
-    if (ok) {
-        passed++;
-    } else {
-        failed++;
-        printf("FAIL: %s (%s)\n", what, detail ? detail : "");
-    }
-}
-
-static void check_state(ts_store *store, const char *want, const char *what) {
-    char *state = NULL;
-    check(ts_store_get_state(store, "", &state) == TS_OK && strcmp(state, want) == 0, what, state);
-    ts_free(state);
-}
 
 static const char *plugin;
 static char config[600];
@@ -106,6 +90,5 @@ int main(int argc, char **argv) {
     refused(argv[2], "migrate2", 3, "12", "there is no migration from version 2 to 3",
             "a version 3 replica without the step 2->3 is refused");
 
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed > 0 ? 1 : 0;
+    return check_summary();
 }
